@@ -39,10 +39,10 @@ func TestCreditAtTheCap(t *testing.T) {
 		want   time.Duration
 	}{
 		{3599 * time.Second, 3600 * time.Second},
-		{8 * 3600 * time.Second, 2048 * time.Second},          // every capped step paid
+		{8 * 3600 * time.Second, 2048 * time.Second}, // every capped step paid
 		{8*3600*time.Second + 2047*time.Second, 2048 * time.Second},
 		{8*3600*time.Second + 2048*time.Second, 1024 * time.Second},
-		{7 * 3600 * time.Second, 3600 * time.Second},          // step 13 still owed
+		{7 * 3600 * time.Second, 3600 * time.Second}, // step 13 still owed
 		{math.MaxInt64, time.Second},
 	}
 	for _, tt := range tests {
