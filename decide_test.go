@@ -1,0 +1,320 @@
+package retrypolicy
+
+import (
+	"errors"
+	"log/slog"
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+)
+
+func bounded(max int, window time.Duration) Strategy {
+	return Strategy{Kind: Bounded, MaxAttempts: max, Window: window, Backoff: DefaultBackoff()}
+}
+
+// TestDecideSeedExamples pins the seed's worked examples.
+func TestDecideSeedExamples(t *testing.T) {
+	tests := []struct {
+		name     string
+		s        Strategy
+		failures []time.Time
+		uptime   time.Duration
+		now      time.Time
+		action   Action
+		reason   Reason
+		n        int
+		credited time.Duration
+	}{
+		{"first failure waits 1 s", Default(), failuresAt(0), 0, t0, Wait, NoReason, 1, time.Second},
+		{"fourth failure owes 8 s", Default(), failuresAt(-3, -2, -1, 0), 0, t0, Wait, NoReason, 4, 8 * time.Second},
+		{"10 s of uptime: waits 4 s", Default(), failuresAt(-3, -2, -1, 0), 10 * time.Second, t0, Wait, NoReason, 4, 4 * time.Second},
+		{"15 s of uptime: waits 1 s", Default(), failuresAt(-3, -2, -1, 0), 15 * time.Second, t0, Wait, NoReason, 4, time.Second},
+		{"backoff passed: retry now", Default(), failuresAt(-3, -2, -1, 0), 0, t0.Add(8 * time.Second), RetryNow, NoReason, 4, 8 * time.Second},
+		{"a nanosecond early: wait", Default(), failuresAt(-3, -2, -1, 0), 0, t0.Add(8*time.Second - 1), Wait, NoReason, 4, 8 * time.Second},
+		{"5 failures in an hour: bounded(5) is fatal", bounded(5, time.Hour), failuresAt(-3000, -2000, -1000, -10, 0), 0, t0, Fatal, AttemptsExhausted, 5, 0},
+		{"5 failures over more than an hour: not fatal", bounded(5, time.Hour), failuresAt(-3601, -2000, -1000, -10, 0), 0, t0, Wait, NoReason, 4, 8 * time.Second},
+		{"uptime never saves a bounded job", bounded(5, time.Hour), failuresAt(-3000, -2000, -1000, -10, 0), 100 * time.Hour, t0.Add(time.Hour), Fatal, AttemptsExhausted, 5, 0},
+		{"none is fatal on the first failure", Strategy{Kind: None}, failuresAt(0), 0, t0, Fatal, StrategyNone, 1, 0},
+		{"unless_stopped counts an hour for its backoff", Default(), failuresAt(-7200, -3601, -1, 0), 0, t0, Wait, NoReason, 2, 2 * time.Second},
+		{"a clock behind the failure waits", Default(), failuresAt(0), 0, t0.Add(-time.Hour), Wait, NoReason, 1, time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := Decide(tt.s, Input{Failures: tt.failures, Uptime: tt.uptime}, tt.now)
+			require.NoError(t, err)
+			assert.Equal(t, tt.action, d.Action)
+			assert.Equal(t, tt.reason, d.Reason)
+			assert.Equal(t, tt.n, d.Failures)
+			assert.Equal(t, tt.credited, d.Credited)
+			if tt.action == Fatal {
+				assert.True(t, d.Due.IsZero())
+				return
+			}
+			assert.True(t, d.Due.Equal(t0.Add(tt.credited)), "due %v", d.Due)
+		})
+	}
+}
+
+func TestDecideRejectsBadInput(t *testing.T) {
+	_, err := Decide(Default(), Input{}, t0)
+	assert.ErrorIs(t, err, ErrNoFailures)
+
+	_, err = Decide(Strategy{}, Input{Failures: failuresAt(0)}, t0)
+	assert.ErrorIs(t, err, ErrInvalid)
+	var ve *ValidationError
+	require.ErrorAs(t, err, &ve)
+	assert.Equal(t, "strategy", ve.Errors[0].Field)
+}
+
+func TestDecideJitterIsStable(t *testing.T) {
+	s := Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: ExponentialWithJitter, BaseDelay: 60 * time.Second, Multiplier: 2}}
+	in := Input{Failures: failuresAt(-10, 0), JitterSeed: SeedFromString("job-42")}
+	a, err := Decide(s, in, t0)
+	require.NoError(t, err)
+	b, err := Decide(s, in, t0.Add(time.Hour))
+	require.NoError(t, err)
+	assert.Equal(t, a.Jitter, b.Jitter, "the same failure gets the same extra on every tick")
+	assert.True(t, a.Due.Equal(b.Due))
+	assert.Equal(t, Wait, a.Action)
+	assert.Equal(t, RetryNow, b.Action)
+	assert.Equal(t, 120*time.Second, a.Credited)
+	assert.Less(t, a.Jitter, 30*time.Second)
+
+	other := in
+	other.JitterSeed = SeedFromString("job-43")
+	c, err := Decide(s, other, t0)
+	require.NoError(t, err)
+	assert.NotEqual(t, a.Jitter, c.Jitter, "another job gets another extra")
+
+	plain := s
+	plain.Backoff.Kind = Exponential
+	p, err := Decide(plain, in, t0)
+	require.NoError(t, err)
+	assert.Equal(t, time.Duration(0), p.Jitter)
+}
+
+// TestJitterSpreadsJobsThatFailedTogether pins 2.4's spreading: jobs that
+// failed at the same instant get extras spread uniformly over [0, 1/4).
+func TestJitterSpreadsJobsThatFailedTogether(t *testing.T) {
+	const jobs, buckets = 20000, 10
+	var count [buckets]int
+	credited := 400 * time.Second
+	for i := range jobs {
+		u := jitterUnit(SeedFromString("job-"+strconv.Itoa(i)), t0, 3)
+		j := jitterFor(credited, u)
+		count[int(j*4*buckets/credited)]++
+	}
+	for b, c := range count {
+		// Expected 2000 per bucket; 5 standard deviations is about 210.
+		assert.InDelta(t, jobs/buckets, c, 250, "bucket %d", b)
+	}
+}
+
+func TestDecisionLogValue(t *testing.T) {
+	var sb strings.Builder
+	logger := slog.New(slog.NewTextHandler(&sb, &slog.HandlerOptions{ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+		if a.Key == slog.TimeKey {
+			return slog.Attr{}
+		}
+		return a
+	}}))
+	d, err := Decide(Default(), Input{Failures: failuresAt(-1, 0)}, t0)
+	require.NoError(t, err)
+	logger.Info("decided", "decision", d)
+	assert.Contains(t, sb.String(), "decision.action=wait decision.failures_in_window=2 decision.owed=2s decision.credited=2s decision.jitter=0s decision.due=2026-11-02T15:04:07.000Z")
+
+	sb.Reset()
+	d, err = Decide(Strategy{Kind: None}, Input{Failures: failuresAt(0)}, t0)
+	require.NoError(t, err)
+	logger.Info("decided", "decision", d)
+	assert.Contains(t, sb.String(), "decision.action=fatal decision.failures_in_window=1 decision.reason=strategy_none")
+	assert.NotContains(t, sb.String(), "due")
+}
+
+func TestEnumsText(t *testing.T) {
+	assert.Equal(t, "retry_now", RetryNow.String())
+	assert.Equal(t, "Action(0)", Action(0).String())
+	txt, err := Fatal.MarshalText()
+	require.NoError(t, err)
+	assert.Equal(t, "fatal", string(txt))
+	_, err = Action(9).MarshalText()
+	assert.Error(t, err)
+	txt, err = AttemptsExhausted.MarshalText()
+	require.NoError(t, err)
+	assert.Equal(t, "attempts_exhausted", string(txt))
+	_, err = Reason(9).MarshalText()
+	assert.Error(t, err)
+}
+
+// genHistory draws a failure history with a known count: the newest failure
+// at last, inWindow more within the window of it, and outside more strictly
+// older than the window, shuffled.
+func genHistory(t *rapid.T, window time.Duration) (failures []time.Time, last time.Time, inWindow, outside int) {
+	last = time.Unix(rapid.Int64Range(0, 4e9).Draw(t, "last_unix"), rapid.Int64Range(0, 999999999).Draw(t, "last_nsec")).UTC()
+	inWindow = rapid.IntRange(0, 30).Draw(t, "in_window")
+	outside = rapid.IntRange(0, 30).Draw(t, "outside")
+	failures = append(failures, last)
+	for i := range inWindow {
+		back := rapid.Int64Range(0, int64(window)).Draw(t, "back_"+strconv.Itoa(i))
+		failures = append(failures, last.Add(-time.Duration(back)))
+	}
+	for i := range outside {
+		back := rapid.Int64Range(int64(window)+1, int64(MaxWindow)+int64(window)).Draw(t, "old_"+strconv.Itoa(i))
+		failures = append(failures, last.Add(-time.Duration(back)))
+	}
+	perm := rapid.Permutation(failures).Draw(t, "order")
+	return perm, last, inWindow, outside
+}
+
+// TestFailuresOutsideWindowNeverChangeDecision pins 2.1: adding failures
+// older than the window changes nothing in the decision.
+func TestFailuresOutsideWindowNeverChangeDecision(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		s := genStrategy(t)
+		failures, last, _, _ := genHistory(t, s.window())
+		in := Input{Failures: failures, Uptime: genUptime(t, "uptime"), JitterSeed: rapid.Uint64().Draw(t, "seed")}
+		now := last.Add(time.Duration(rapid.Int64Range(-int64(time.Hour), int64(MaxDelay)).Draw(t, "since")))
+		var recent []time.Time
+		from := last.Add(-s.window())
+		for _, f := range failures {
+			if !f.Before(from) {
+				recent = append(recent, f)
+			}
+		}
+		full, err := Decide(s, in, now)
+		require.NoError(t, err)
+		in.Failures = recent
+		trimmed, err := Decide(s, in, now)
+		require.NoError(t, err)
+		if full != trimmed {
+			t.Fatalf("with old failures %+v, without %+v", full, trimmed)
+		}
+	})
+}
+
+// TestBoundedFatalIffWindowHoldsMaxAttempts pins 2.2: a bounded job is fatal
+// exactly when its window holds max_attempts failures, whatever its uptime.
+func TestBoundedFatalIffWindowHoldsMaxAttempts(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		s := Strategy{
+			Kind:        Bounded,
+			MaxAttempts: rapid.IntRange(1, 35).Draw(t, "max_attempts"),
+			Window:      genSeconds(t, "window_secs", 1, int64(MaxWindow/time.Second)),
+			Backoff:     genBackoff(t),
+		}
+		failures, last, inWindow, _ := genHistory(t, s.Window)
+		in := Input{Failures: failures, Uptime: genUptime(t, "uptime")}
+		d, err := Decide(s, in, last.Add(time.Duration(rapid.Int64().Draw(t, "since"))))
+		require.NoError(t, err)
+		n := inWindow + 1
+		if d.Failures != n {
+			t.Fatalf("counted %d failures, the history holds %d in the window", d.Failures, n)
+		}
+		if fatal := d.Action == Fatal; fatal != (n >= s.MaxAttempts) {
+			t.Fatalf("n=%d max_attempts=%d: action %v", n, s.MaxAttempts, d.Action)
+		}
+		if d.Action == Fatal && d.Reason != AttemptsExhausted {
+			t.Fatalf("reason %v", d.Reason)
+		}
+	})
+}
+
+// TestDueSameForEveryNow pins 2.1 and 2.5: the due time does not depend on
+// the clock (ticks and replicas agree), and the verdict is RetryNow iff now is
+// not before it.
+func TestDueSameForEveryNow(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		s := genStrategy(t)
+		failures, last, _, _ := genHistory(t, s.window())
+		in := Input{Failures: failures, Uptime: genUptime(t, "uptime"), JitterSeed: rapid.Uint64().Draw(t, "seed")}
+		offset := func(label string) time.Time {
+			return last.Add(time.Duration(rapid.Int64().Draw(t, label)))
+		}
+		a, err := Decide(s, in, offset("now_a"))
+		require.NoError(t, err)
+		nowB := offset("now_b")
+		b, err := Decide(s, in, nowB)
+		require.NoError(t, err)
+		if a.Action == Fatal || b.Action == Fatal {
+			if a.Action != b.Action || a.Reason != b.Reason {
+				t.Fatalf("fatal depends on now: %+v vs %+v", a, b)
+			}
+			return
+		}
+		if !a.Due.Equal(b.Due) || a.Credited != b.Credited || a.Jitter != b.Jitter {
+			t.Fatalf("due depends on now: %+v vs %+v", a, b)
+		}
+		if want := !nowB.Before(b.Due); (b.Action == RetryNow) != want {
+			t.Fatalf("now %v, due %v: action %v", nowB, b.Due, b.Action)
+		}
+		if !b.Due.Equal(last.Add(b.Credited).Add(b.Jitter)) {
+			t.Fatalf("due %v is not last + credited + jitter", b.Due)
+		}
+		// Exactly at due: retry.
+		at, err := Decide(s, in, b.Due)
+		require.NoError(t, err)
+		if at.Action != RetryNow {
+			t.Fatalf("at due: %v", at.Action)
+		}
+	})
+}
+
+// TestJitterWithinQuarterAndStable pins 2.4 through Decide: the extra is in
+// [0, credited/4), zero for the other kinds, and the same for the same seed
+// and failure.
+func TestJitterWithinQuarterAndStable(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		s := genStrategy(t)
+		if s.Kind == None {
+			return
+		}
+		failures, last, _, _ := genHistory(t, s.window())
+		in := Input{Failures: failures, Uptime: genUptime(t, "uptime"), JitterSeed: rapid.Uint64().Draw(t, "seed")}
+		d, err := Decide(s, in, last)
+		require.NoError(t, err)
+		if d.Action == Fatal {
+			return
+		}
+		if s.Backoff.Kind != ExponentialWithJitter {
+			if d.Jitter != 0 {
+				t.Fatalf("jitter %v for %v", d.Jitter, s.Backoff.Kind)
+			}
+			return
+		}
+		if d.Jitter < 0 || (d.Credited > 0 && d.Jitter >= (d.Credited+3)/4) || (d.Credited == 0 && d.Jitter != 0) {
+			t.Fatalf("jitter %v for credited %v", d.Jitter, d.Credited)
+		}
+		again, err := Decide(s, Input{Failures: failuresReversed(failures), Uptime: in.Uptime, JitterSeed: in.JitterSeed}, last.Add(time.Hour))
+		require.NoError(t, err)
+		if again.Jitter != d.Jitter {
+			t.Fatalf("jitter %v then %v for the same failure", d.Jitter, again.Jitter)
+		}
+	})
+}
+
+func failuresReversed(in []time.Time) []time.Time {
+	out := make([]time.Time, len(in))
+	for i, f := range in {
+		out[len(in)-1-i] = f
+	}
+	return out
+}
+
+func TestDecideDueSaturatesAtTheEndOfTime(t *testing.T) {
+	end := time.Unix(math.MaxInt64-62135596801, 999999999)
+	s := Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: Fixed, BaseDelay: 3600 * time.Second}}
+	d, err := Decide(s, Input{Failures: []time.Time{end}}, end)
+	require.NoError(t, err)
+	assert.False(t, d.Due.Before(end), "due %v before the failure %v", d.Due, end)
+	assert.Equal(t, Wait, d.Action)
+}
+
+func TestErrNoFailuresIsNotInvalid(t *testing.T) {
+	assert.False(t, errors.Is(ErrNoFailures, ErrInvalid))
+}
