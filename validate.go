@@ -295,18 +295,22 @@ func (b Backoff) check(p *problems) {
 		}
 		return
 	}
-	checkMultiplier(p, b.Multiplier)
+	if !b.Kind.exponential() {
+		return // the kind is already wrong; which fields apply is unknown
+	}
+	checkMultiplier(p, b.Multiplier, formatMultiplier(b.Multiplier))
 	if b.MaxDelay != 0 {
 		b.checkMaxDelay(p)
 	}
 }
 
-func checkMultiplier(p *problems, m float64) {
+// checkMultiplier checks m, shown in errors as shown.
+func checkMultiplier(p *problems, m float64, shown string) {
 	switch {
 	case math.IsNaN(m) || math.IsInf(m, 0):
-		p.add(fMultiplier, "must be finite", formatMultiplier(m))
+		p.add(fMultiplier, "must be finite", shown)
 	case !(m > 0):
-		p.add(fMultiplier, "must be greater than 0", formatMultiplier(m))
+		p.add(fMultiplier, "must be greater than 0", shown)
 	}
 }
 
@@ -423,15 +427,14 @@ func (d *draft) build(p *problems) Strategy {
 	known := s.Kind != 0
 
 	if v := d.v[fMaxAttempts]; v.given() {
-		if n, ok := parseInt(p, fMaxAttempts, v, math.MinInt64, math.MaxInt64); ok {
+		if n, ok := parseInt(p, fMaxAttempts, v, 1, math.MaxInt64); ok {
 			switch {
 			case known && !bounded:
 				p.add(fMaxAttempts, onlyWhen(nm, fStrategy, Bounded.String()), v.shown())
-			case n > math.MaxInt || n < math.MinInt:
+			case n > math.MaxInt: // on 32-bit platforms
 				p.add(fMaxAttempts, "must be at most "+strconv.Itoa(math.MaxInt), v.shown())
 			default:
 				s.MaxAttempts = int(n)
-				checkMaxAttempts(p, s.MaxAttempts)
 			}
 		}
 	} else if bounded {
@@ -496,7 +499,7 @@ func (d *draft) buildBackoff(p *problems, defaultKind BackoffKind) Backoff {
 				p.add(fMultiplier, notWhen(nm, fKind, Fixed.String()), v.shown())
 			} else {
 				b.Multiplier = m
-				checkMultiplier(p, m)
+				checkMultiplier(p, m, v.shown())
 			}
 		}
 	} else if !fixed {

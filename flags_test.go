@@ -1,0 +1,168 @@
+package retrypolicy
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+)
+
+func TestParseFlagsSeedExamples(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{nil, `{"strategy":"unless_stopped","backoff":{"kind":"exponential","base_delay_secs":1,"multiplier":2.0,"max_delay_secs":3600}}`},
+		{strings.Fields("--retry-strategy bounded --retry-max-attempts 5 --retry-max-delay-secs 60"),
+			`{"strategy":"bounded","max_attempts":5,"window_secs":3600,"backoff":{"kind":"exponential","base_delay_secs":1,"multiplier":2.0,"max_delay_secs":60}}`},
+		{strings.Fields("--retry-strategy bounded --retry-max-attempts 5 --retry-window-secs 86400 --retry-max-delay-secs 600"),
+			`{"strategy":"bounded","max_attempts":5,"window_secs":86400,"backoff":{"kind":"exponential","base_delay_secs":1,"multiplier":2.0,"max_delay_secs":600}}`},
+		{strings.Fields("--retry-strategy unless_stopped --retry-backoff exponential_with_jitter --retry-base-delay-secs 2 --retry-max-delay-secs 300"),
+			`{"strategy":"unless_stopped","backoff":{"kind":"exponential_with_jitter","base_delay_secs":2,"multiplier":2.0,"max_delay_secs":300}}`},
+		{strings.Fields("--retry-strategy none"), `{"strategy":"none"}`},
+		// A chosen strategy has no cap unless one is given.
+		{strings.Fields("--retry-strategy unless_stopped"), `{"strategy":"unless_stopped","backoff":{"kind":"exponential","base_delay_secs":1,"multiplier":2.0}}`},
+		{strings.Fields("--retry-strategy=unless_stopped --retry-backoff=fixed --retry-base-delay-secs=30"), `{"strategy":"unless_stopped","backoff":{"kind":"fixed","base_delay_secs":30}}`},
+		{strings.Fields("--retry-strategy unless_stopped --retry-multiplier 1.5"), `{"strategy":"unless_stopped","backoff":{"kind":"exponential","base_delay_secs":1,"multiplier":1.5}}`},
+	}
+	for _, tt := range tests {
+		s, err := ParseFlags(tt.args)
+		require.NoError(t, err, tt.args)
+		got, err := s.MarshalJSON()
+		require.NoError(t, err)
+		assert.Equal(t, tt.want, string(got), tt.args)
+	}
+}
+
+func TestParseFlagsErrors(t *testing.T) {
+	tests := []struct {
+		args string
+		want []string
+	}{
+		{"--retry-max-attempts 3", []string{"retrypolicy: --retry-max-attempts: requires --retry-strategy"}},
+		{"--retry-strategy unless_stopped --retry-max-attempts 5", []string{`retrypolicy: --retry-max-attempts: only valid when --retry-strategy=bounded, got "5"`}},
+		{"--retry-strategy bounded --retry-max-attempts x", []string{`retrypolicy: --retry-max-attempts: must be an integer, got "x"`}},
+		{"--retry-strategy bounded", []string{"retrypolicy: --retry-max-attempts: required when --retry-strategy=bounded"}},
+		{"--retry-strategy none --retry-backoff fixed", []string{`retrypolicy: --retry-backoff: not allowed when --retry-strategy=none, got "fixed"`}},
+		{"--retry-strategy bounded --retry-max-attempts 3 --retry-backoff fixed --retry-multiplier 2 --retry-max-delay-secs 9",
+			[]string{`retrypolicy: --retry-multiplier: not allowed when --retry-backoff=fixed, got "2"`, `retrypolicy: --retry-max-delay-secs: not allowed when --retry-backoff=fixed, got "9"`}},
+		{"--retry-strategy unless_stopped --retry-base-delay-secs 10 --retry-max-delay-secs 5", []string{`retrypolicy: --retry-max-delay-secs: must be at least --retry-base-delay-secs (10), got 5`}},
+		{"--retry-strategy Bounded", []string{`retrypolicy: --retry-strategy: must be one of none, bounded, unless_stopped, got "Bounded"`}},
+		{"--retry-strategy none --retry-strategy none", []string{`retrypolicy: --retry-strategy: given more than once`}},
+		{"--retry-strategy bounded --retry-max-attempts 3 --retry-window-secs 1.5", []string{`retrypolicy: --retry-window-secs: must be a whole number, got "1.5"`}},
+		{"--retry-strategy unless_stopped --retry-multiplier -1", []string{`retrypolicy: --retry-multiplier: must be greater than 0, got "-1"`}},
+		{"--retry-strategy unless_stopped --retry-multiplier two", []string{`retrypolicy: --retry-multiplier: must be a number, got "two"`}},
+		{"--retry-strategy none extra", []string{`retrypolicy: $: unexpected argument, got "extra"`}},
+		{"--retry-bogus 1", []string{`retrypolicy: $: flag provided but not defined: -retry-bogus`}},
+	}
+	for _, tt := range tests {
+		_, err := ParseFlags(strings.Fields(tt.args))
+		require.ErrorIs(t, err, ErrInvalid, tt.args)
+		assert.Equal(t, strings.Join(tt.want, "\n"), err.Error(), tt.args)
+	}
+}
+
+func TestFlagsWithAFlagSet(t *testing.T) {
+	var f Flags
+	fs := flag.NewFlagSet("ampctl", flag.ContinueOnError)
+	dataset := fs.String("dataset", "", "the dataset")
+	f.Register(fs)
+	require.NoError(t, fs.Parse([]string{"--dataset", "eth", "--retry-strategy=bounded", "--retry-max-attempts", "2"}))
+	s, err := f.Strategy()
+	require.NoError(t, err)
+	assert.Equal(t, "eth", *dataset)
+	assert.Equal(t, Strategy{Kind: Bounded, MaxAttempts: 2, Window: time.Hour,
+		Backoff: Backoff{Kind: Exponential, BaseDelay: time.Second, Multiplier: 2}}, s)
+
+	var names []string
+	f.Visit(func(name, usage string, v flag.Value) {
+		names = append(names, name)
+		assert.NotEmpty(t, usage)
+	})
+	assert.Equal(t, []string{"retry-strategy", "retry-max-attempts", "retry-window-secs", "retry-backoff",
+		"retry-base-delay-secs", "retry-multiplier", "retry-max-delay-secs"}, names)
+}
+
+// flagsFor writes a descriptor as the equivalent command line.
+func flagsFor(doc map[string]any) []string {
+	args := []string{}
+	add := func(flag string, v any) {
+		if v != nil {
+			args = append(args, "--"+flag, jsonText(v))
+		}
+	}
+	add("retry-strategy", doc["strategy"])
+	add("retry-max-attempts", doc["max_attempts"])
+	add("retry-window-secs", doc["window_secs"])
+	if b, ok := doc["backoff"].(map[string]any); ok {
+		add("retry-backoff", b["kind"])
+		add("retry-base-delay-secs", b["base_delay_secs"])
+		add("retry-multiplier", b["multiplier"])
+		add("retry-max-delay-secs", b["max_delay_secs"])
+	}
+	return args
+}
+
+func jsonText(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// TestFlagsAndJSONShareOneValidator pins 1's "flags and JSON share one
+// validator": a descriptor and its command line are accepted or rejected
+// together, naming the same fields, and build the same strategy. Every
+// field is written out, as flags have no omitted backoff object.
+func TestFlagsAndJSONShareOneValidator(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		canonical, err := genStrategy(t).MarshalJSON()
+		require.NoError(t, err)
+		var doc map[string]any
+		dec := json.NewDecoder(bytes.NewReader(canonical))
+		dec.UseNumber()
+		require.NoError(t, dec.Decode(&doc))
+		if rapid.Bool().Draw(t, "break") {
+			all := breakages(doc)
+			br := all[rapid.IntRange(0, len(all)-1).Draw(t, "breakage")]
+			if br.jsonOnly {
+				return
+			}
+			br.apply(doc)
+		}
+		text, err := json.Marshal(doc)
+		require.NoError(t, err)
+		fromJSON, jerr := Parse(text)
+		fromFlags, ferr := ParseFlags(flagsFor(doc))
+		if (jerr == nil) != (ferr == nil) {
+			t.Fatalf("%s: JSON says %v, flags say %v", text, jerr, ferr)
+		}
+		if jerr == nil {
+			if fromJSON != fromFlags {
+				t.Fatalf("%s: JSON builds %+v, flags build %+v", text, fromJSON, fromFlags)
+			}
+			return
+		}
+		jp, fp := errorPaths(t, jerr), errorPaths(t, ferr)
+		for i := range jp {
+			jp[i] = flagNameOf(jp[i])
+		}
+		assert.Equal(t, jp, fp, "%s", text)
+	})
+}
+
+func flagNameOf(path string) string {
+	for f, name := range jsonNaming.names {
+		if name == path {
+			return flagNaming.names[f]
+		}
+	}
+	return path
+}

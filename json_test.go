@@ -1,0 +1,337 @@
+package retrypolicy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+)
+
+// errorPaths returns the field paths of a validation error, in order.
+func errorPaths(t require.TestingT, err error) []string {
+	var ve *ValidationError
+	require.ErrorAs(t, err, &ve)
+	paths := make([]string, len(ve.Errors))
+	for i, fe := range ve.Errors {
+		paths[i] = fe.Field
+	}
+	return paths
+}
+
+func readLines(t *testing.T, path string) []string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return strings.Fields(string(data))
+}
+
+// TestParseValidTestdata: each testdata/valid/X.json parses, encodes to the
+// hand-written X.canonical, and that encoding parses back to the same value.
+func TestParseValidTestdata(t *testing.T) {
+	files, err := filepath.Glob("testdata/valid/*.json")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			doc, err := os.ReadFile(file)
+			require.NoError(t, err)
+			want, err := os.ReadFile(strings.TrimSuffix(file, ".json") + ".canonical")
+			require.NoError(t, err)
+			s, err := Parse(doc)
+			require.NoError(t, err)
+			got, err := json.Marshal(s)
+			require.NoError(t, err)
+			assert.Equal(t, strings.TrimSpace(string(want)), string(got))
+			back, err := Parse(got)
+			require.NoError(t, err)
+			assert.Equal(t, s, back)
+		})
+	}
+}
+
+// TestParseInvalidTestdata: each testdata/invalid/X.json is rejected with
+// errors naming exactly the paths in X.paths, in that order, by Parse,
+// Decode and json.Unmarshal alike.
+func TestParseInvalidTestdata(t *testing.T) {
+	files, err := filepath.Glob("testdata/invalid/*.json")
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(files), 60)
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			doc, err := os.ReadFile(file)
+			require.NoError(t, err)
+			want := readLines(t, strings.TrimSuffix(file, ".json")+".paths")
+			s, err := Parse(doc)
+			require.Error(t, err)
+			assert.ErrorIs(t, err, ErrInvalid)
+			assert.Equal(t, Strategy{}, s)
+			assert.Equal(t, want, errorPaths(t, err))
+			for _, fe := range err.(*ValidationError).Errors {
+				assert.True(t, strings.HasPrefix(fe.Error(), "retrypolicy: "+fe.Field+": "), fe.Error())
+				assert.NotEmpty(t, fe.Rule)
+			}
+
+			_, derr := Decode(bytes.NewReader(doc))
+			assert.Equal(t, err, derr)
+
+			held := Default()
+			if uerr := held.UnmarshalJSON(doc); string(bytes.TrimSpace(doc)) != "null" {
+				assert.ErrorIs(t, uerr, ErrInvalid)
+				assert.Equal(t, Default(), held, "a failed UnmarshalJSON changes nothing")
+			}
+		})
+	}
+}
+
+func TestParseMessages(t *testing.T) {
+	tests := []struct{ doc, want string }{
+		{`{"strategy":"bounded","max_attempts":0}`, "retrypolicy: max_attempts: must be at least 1, got 0"},
+		{`{"strategy":"bounded"}`, "retrypolicy: max_attempts: required when strategy is bounded"},
+		{`{"strategy":"none","max_attempts":5}`, "retrypolicy: max_attempts: only valid when strategy is bounded, got 5"},
+		{`{"strategy":"unless_stopped","backoff":{"kind":"exponential","multiplier":-1}}`, "retrypolicy: backoff.multiplier: must be greater than 0, got -1"},
+		{`{"strategy":"unless_stopped","backoff":{"kind":"fixed","multiplier":2}}`, "retrypolicy: backoff.multiplier: not allowed when backoff.kind is fixed, got 2"},
+		{`{"strategy":"bounded","max_attempts":"5"}`, `retrypolicy: max_attempts: must be an integer, got "5"`},
+		{`{"strategy":"bounded","max_attempts":5.5}`, `retrypolicy: max_attempts: must be a whole number, got 5.5`},
+		{`{"strategy":"bounded","max_attempts":5,"window_secs":604801}`, `retrypolicy: window_secs: must be between 1 and 604800, got 604801`},
+		{`{"strategy":"bounded","max_attempts":1e400}`, `retrypolicy: max_attempts: must be at least 1, got 1e400`},
+		{`{"strategy":"x"}`, `retrypolicy: strategy: must be one of none, bounded, unless_stopped, got "x"`},
+		{`{"strategy":"none","a":1}`, `retrypolicy: a: unknown field`},
+		{`{"strategy":"none","strategy":"none"}`, `retrypolicy: strategy: duplicate key`},
+		{`{"strategy":"none"} x`, `retrypolicy: $: must hold one JSON object and nothing after it`},
+		{`[1]`, `retrypolicy: $: must be a JSON object, got an array`},
+	}
+	for _, tt := range tests {
+		_, err := Parse([]byte(tt.doc))
+		require.Error(t, err, tt.doc)
+		assert.Equal(t, tt.want, err.Error(), tt.doc)
+	}
+}
+
+func TestParseRefusesLargeDocumentsBeforeReadingThem(t *testing.T) {
+	big := bytes.Repeat([]byte(" "), 10<<20)
+	copy(big, `{"strategy":"none"}`)
+	_, err := Parse(big)
+	assert.Equal(t, []string{"$"}, errorPaths(t, err))
+
+	// Decode stops reading after MaxDocumentSize+1 bytes.
+	r := &countingReader{r: bytes.NewReader(big)}
+	_, err = Decode(r)
+	assert.Equal(t, []string{"$"}, errorPaths(t, err))
+	assert.LessOrEqual(t, r.n, MaxDocumentSize+1+512)
+}
+
+type countingReader struct {
+	r *bytes.Reader
+	n int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += n
+	return n, err
+}
+
+type failingReader struct{}
+
+var errRead = errors.New("disk on fire")
+
+func (failingReader) Read([]byte) (int, error) { return 0, errRead }
+
+func TestDecodeReturnsReadErrorsAsTheyAre(t *testing.T) {
+	_, err := Decode(failingReader{})
+	assert.ErrorIs(t, err, errRead)
+	assert.NotErrorIs(t, err, ErrInvalid)
+}
+
+func TestUnmarshalInsideARequest(t *testing.T) {
+	type request struct {
+		Dataset       string   `json:"dataset"`
+		RetryStrategy Strategy `json:"retry_strategy"`
+	}
+	req := request{RetryStrategy: Default()}
+	require.NoError(t, json.Unmarshal([]byte(`{"dataset":"eth","retry_strategy":{"strategy":"none"}}`), &req))
+	assert.Equal(t, Strategy{Kind: None}, req.RetryStrategy)
+
+	req = request{RetryStrategy: Default()}
+	require.NoError(t, json.Unmarshal([]byte(`{"dataset":"eth"}`), &req))
+	assert.Equal(t, Default(), req.RetryStrategy, "no descriptor: the default strategy")
+
+	req = request{RetryStrategy: Strategy{Kind: None}}
+	require.NoError(t, json.Unmarshal([]byte(`{"retry_strategy":null}`), &req))
+	assert.Equal(t, Default(), req.RetryStrategy, "null: the default strategy")
+
+	req = request{RetryStrategy: Default()}
+	err := json.Unmarshal([]byte(`{"retry_strategy":{"strategy":"bounded","backoff":{"kind":"fixed","multiplier":2}}}`), &req)
+	require.ErrorIs(t, err, ErrInvalid)
+	var ve *ValidationError
+	require.ErrorAs(t, err, &ve)
+	assert.Equal(t, []string{"retry_strategy.max_attempts", "retry_strategy.backoff.multiplier"}, errorPaths(t, ve.WithPrefix("retry_strategy")))
+	assert.Equal(t, []string{"max_attempts", "backoff.multiplier"}, errorPaths(t, ve), "WithPrefix copies")
+}
+
+func TestMarshalRefusesInvalidStrategy(t *testing.T) {
+	_, err := json.Marshal(Strategy{Kind: Bounded})
+	assert.ErrorIs(t, err, ErrInvalid)
+	b, err := Strategy{}.AppendJSON([]byte("x"))
+	assert.Error(t, err)
+	assert.Equal(t, "x", string(b))
+}
+
+// TestEveryValidStrategyRoundTrips pins 1's encoding rules: any valid
+// strategy encodes, deterministically, to JSON that decodes back to an equal
+// strategy and encodes to the same bytes.
+func TestEveryValidStrategyRoundTrips(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		s := genStrategy(t)
+		require.NoError(t, s.Validate())
+		a, err := s.MarshalJSON()
+		require.NoError(t, err)
+		b, err := s.MarshalJSON()
+		require.NoError(t, err)
+		if !bytes.Equal(a, b) {
+			t.Fatalf("encoding is not deterministic: %s vs %s", a, b)
+		}
+		back, err := Parse(a)
+		if err != nil {
+			t.Fatalf("%s does not parse: %v", a, err)
+		}
+		if back != s {
+			t.Fatalf("%s decodes to %+v, want %+v", a, back, s)
+		}
+		again, err := back.MarshalJSON()
+		require.NoError(t, err)
+		if !bytes.Equal(a, again) {
+			t.Fatalf("re-encoding changed %s into %s", a, again)
+		}
+	})
+}
+
+// breakage is one way to make a valid descriptor invalid, and the path the
+// error must name.
+type breakage struct {
+	path  string
+	apply func(doc map[string]any)
+	// jsonOnly: the breakage is a JSON shape or type that a command line
+	// cannot spell (flags carry text and have no objects), or an omission
+	// that flags fill by design (--retry-backoff defaults to exponential).
+	jsonOnly bool
+}
+
+func backoffOf(doc map[string]any) map[string]any {
+	b, _ := doc["backoff"].(map[string]any)
+	return b
+}
+
+func breakages(doc map[string]any) []breakage {
+	out := []breakage{
+		{"strategy", func(d map[string]any) { delete(d, "strategy") }, true},
+		{"strategy", func(d map[string]any) { d["strategy"] = "Bounded" }, false},
+		{"strategy", func(d map[string]any) { d["strategy"] = 3 }, true},
+		{"extra", func(d map[string]any) { d["extra"] = true }, true},
+	}
+	switch doc["strategy"] {
+	case "bounded":
+		out = append(out,
+			breakage{"max_attempts", func(d map[string]any) { delete(d, "max_attempts") }, false},
+			breakage{"max_attempts", func(d map[string]any) { d["max_attempts"] = 0 }, false},
+			breakage{"max_attempts", func(d map[string]any) { d["max_attempts"] = 2.5 }, false},
+			breakage{"max_attempts", func(d map[string]any) { d["max_attempts"] = "3" }, true},
+			breakage{"window_secs", func(d map[string]any) { d["window_secs"] = 604801 }, false},
+			breakage{"window_secs", func(d map[string]any) { d["window_secs"] = 0 }, false},
+			breakage{"window_secs", func(d map[string]any) { d["window_secs"] = 0.5 }, false},
+		)
+	default:
+		out = append(out,
+			breakage{"max_attempts", func(d map[string]any) { d["max_attempts"] = 3 }, false},
+			breakage{"window_secs", func(d map[string]any) { d["window_secs"] = 60 }, false},
+		)
+	}
+	if doc["strategy"] == "none" {
+		return append(out, breakage{"backoff", func(d map[string]any) { d["backoff"] = map[string]any{"kind": "fixed"} }, true})
+	}
+	out = append(out,
+		breakage{"backoff", func(d map[string]any) { d["backoff"] = []any{} }, true},
+		breakage{"backoff.kind", func(d map[string]any) { delete(backoffOf(d), "kind") }, true},
+		breakage{"backoff.kind", func(d map[string]any) { backoffOf(d)["kind"] = "linear" }, false},
+		breakage{"backoff.base_delay_secs", func(d map[string]any) { backoffOf(d)["base_delay_secs"] = 0 }, false},
+		breakage{"backoff.base_delay_secs", func(d map[string]any) { backoffOf(d)["base_delay_secs"] = 1.5 }, false},
+		breakage{"backoff.base_delay_secs", func(d map[string]any) { backoffOf(d)["base_delay_secs"] = json.Number("1e100") }, false},
+		breakage{"backoff.other", func(d map[string]any) { backoffOf(d)["other"] = 1 }, true},
+	)
+	if backoffOf(doc)["kind"] == "fixed" {
+		return append(out,
+			breakage{"backoff.multiplier", func(d map[string]any) { backoffOf(d)["multiplier"] = 2 }, false},
+			breakage{"backoff.max_delay_secs", func(d map[string]any) { backoffOf(d)["max_delay_secs"] = 60 }, false},
+		)
+	}
+	return append(out,
+		breakage{"backoff.multiplier", func(d map[string]any) { backoffOf(d)["multiplier"] = 0 }, false},
+		breakage{"backoff.multiplier", func(d map[string]any) { backoffOf(d)["multiplier"] = -1.5 }, false},
+		breakage{"backoff.multiplier", func(d map[string]any) { backoffOf(d)["multiplier"] = json.Number("1e999") }, false},
+		breakage{"backoff.max_delay_secs", func(d map[string]any) { backoffOf(d)["max_delay_secs"] = 0 }, false},
+		breakage{"backoff.max_delay_secs", func(d map[string]any) {
+			b := backoffOf(d)
+			b["base_delay_secs"] = 100
+			b["max_delay_secs"] = 99
+		}, false},
+	)
+}
+
+// TestEveryInvalidDescriptorIsRejectedNamingItsField pins 1's strict
+// decoding: a valid descriptor broken in any one way is rejected, and the
+// error names the field that was broken.
+func TestEveryInvalidDescriptorIsRejectedNamingItsField(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		canonical, err := genStrategy(t).MarshalJSON()
+		require.NoError(t, err)
+		var doc map[string]any
+		dec := json.NewDecoder(bytes.NewReader(canonical))
+		dec.UseNumber()
+		require.NoError(t, dec.Decode(&doc))
+		all := breakages(doc)
+		br := all[rapid.IntRange(0, len(all)-1).Draw(t, "breakage")]
+		br.apply(doc)
+		broken, err := json.Marshal(doc)
+		require.NoError(t, err)
+		_, err = Parse(broken)
+		if err == nil {
+			t.Fatalf("%s accepted", broken)
+		}
+		if !errors.Is(err, ErrInvalid) {
+			t.Fatalf("%v does not match ErrInvalid", err)
+		}
+		if paths := errorPaths(t, err); !contains(paths, br.path) {
+			t.Fatalf("%s: errors name %v, not %s", broken, paths, br.path)
+		}
+	})
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func TestParseDefaultsPerSource(t *testing.T) {
+	// An omitted backoff is the default one, capped at an hour; a backoff
+	// given without max_delay_secs has no cap.
+	s, err := Parse([]byte(`{"strategy":"unless_stopped"}`))
+	require.NoError(t, err)
+	assert.Equal(t, time.Hour, s.Backoff.MaxDelay)
+	s, err = Parse([]byte(`{"strategy":"unless_stopped","backoff":{"kind":"exponential"}}`))
+	require.NoError(t, err)
+	assert.Equal(t, time.Duration(0), s.Backoff.MaxDelay)
+	assert.Equal(t, 2.0, s.Backoff.Multiplier)
+	assert.Equal(t, time.Second, s.Backoff.BaseDelay)
+}
