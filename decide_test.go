@@ -318,3 +318,33 @@ func TestDecideDueSaturatesAtTheEndOfTime(t *testing.T) {
 func TestErrNoFailuresIsNotInvalid(t *testing.T) {
 	assert.False(t, errors.Is(ErrNoFailures, ErrInvalid))
 }
+
+// TestUnlessStoppedNeverFatal pins 2.2: unless_stopped retries forever,
+// however many failures the window holds.
+func TestUnlessStoppedNeverFatal(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		s := Strategy{Kind: UnlessStopped, Backoff: genBackoff(t)}
+		failures, last, _, _ := genHistory(t, s.window())
+		d, err := Decide(s, Input{Failures: failures, Uptime: genUptime(t, "uptime")}, last)
+		require.NoError(t, err)
+		if d.Action == Fatal {
+			t.Fatalf("unless_stopped fatal after %d failures", d.Failures)
+		}
+	})
+}
+
+func TestJitterComesOnTopOfTheCap(t *testing.T) {
+	// 2.4: the extra is added after the cap, so the wait may pass max_delay.
+	s := Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: ExponentialWithJitter, BaseDelay: time.Second, Multiplier: 2, MaxDelay: 60 * time.Second}}
+	var over int
+	for i := range 200 {
+		d, err := Decide(s, Input{Failures: failuresAt(-9, -8, -7, -6, -5, -4, -3, -2, -1, 0), JitterSeed: uint64(i)}, t0)
+		require.NoError(t, err)
+		require.Equal(t, 60*time.Second, d.Credited)
+		require.Less(t, d.Jitter, 15*time.Second)
+		if d.Due.Sub(t0) > 60*time.Second {
+			over++
+		}
+	}
+	assert.Greater(t, over, 150, "most jobs wait past the cap")
+}
