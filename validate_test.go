@@ -99,13 +99,6 @@ func TestValidFastPathAgreesWithRules(t *testing.T) {
 	})
 }
 
-func TestEnumStrings(t *testing.T) {
-	assert.Equal(t, []string{"none", "bounded", "unless_stopped", "StrategyKind(0)"},
-		[]string{None.String(), Bounded.String(), UnlessStopped.String(), StrategyKind(0).String()})
-	assert.Equal(t, []string{"fixed", "exponential", "exponential_with_jitter", "BackoffKind(9)"},
-		[]string{Fixed.String(), Exponential.String(), ExponentialWithJitter.String(), BackoffKind(9).String()})
-}
-
 func TestDecimalInt(t *testing.T) {
 	tests := []struct {
 		in     string
