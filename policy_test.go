@@ -39,4 +39,3 @@ func TestEnumStrings(t *testing.T) {
 	assert.Equal(t, []string{"fixed", "exponential", "exponential_with_jitter", "BackoffKind(9)"},
 		[]string{Fixed.String(), Exponential.String(), ExponentialWithJitter.String(), BackoffKind(9).String()})
 }
-
