@@ -31,7 +31,7 @@ func (b Backoff) Delay(k int) time.Duration {
 func (b Backoff) expDelay(base, limit time.Duration, k int) time.Duration {
 	f := float64(base)
 	if k > 1 {
-		f *= math.Pow(b.Multiplier, float64(k-1))
+		f *= powUint(b.Multiplier, uint64(k-1))
 	}
 	if !(f < float64(limit)) { // also catches +Inf and NaN
 		return limit
@@ -40,6 +40,30 @@ func (b Backoff) expDelay(base, limit time.Duration, k int) time.Duration {
 		return 0
 	}
 	return time.Duration(math.Round(f))
+}
+
+// powUint returns m^e by binary exponentiation: at most 2·log2(e)
+// multiplications, exact for any e when m is a power of two, and for
+// integer m while the result stays below 2^53. Intermediate squares never
+// overflow or underflow where the result does not: each is at most (m > 1)
+// or at least (m < 1) the result itself. It stops as soon as the result is
+// decided (infinite or zero), so it takes at most about a dozen steps for a
+// multiplier of 2, whatever e.
+func powUint(m float64, e uint64) float64 {
+	r := 1.0
+	for {
+		if e&1 != 0 {
+			r *= m
+		}
+		e >>= 1
+		if e == 0 || r == 0 || math.IsInf(r, 0) {
+			return r
+		}
+		m *= m
+		if m == 0 || math.IsInf(m, 0) {
+			return r * m // e's top bit is still to come: it multiplies r by m or more
+		}
+	}
 }
 
 // limit returns the longest delay the exponential kinds may owe: MaxDelay
@@ -69,11 +93,10 @@ func clampDelay(d time.Duration) time.Duration {
 // (seconds and nanoseconds since the Unix epoch), so its location and any
 // monotonic clock reading do not matter.
 func jitterUnit(seed uint64, last time.Time, n int) uint64 {
-	h := mix64(seed ^ 0x9e3779b97f4a7c15)
-	h = mix64(h ^ uint64(last.Unix()))
-	h = mix64(h ^ uint64(last.Nanosecond()))
-	h = mix64(h ^ uint64(n))
-	return h >> 11
+	// The failure's three numbers are spread by odd multipliers and folded
+	// into one word; two finalizer rounds then mix it with the seed.
+	f := uint64(last.Unix())*0x9e3779b97f4a7c15 ^ uint64(last.Nanosecond())*0xc2b2ae3d27d4eb4f ^ uint64(n)*0x165667b19e3779f9
+	return mix64(seed^mix64(f)) >> 11
 }
 
 // mix64 is the SplitMix64 finalizer: a bijection on uint64 whose output bits

@@ -147,3 +147,31 @@ func TestJitterStaysBelowAQuarter(t *testing.T) {
 		}
 	})
 }
+
+func TestPowUint(t *testing.T) {
+	assert.Equal(t, 1.0, powUint(3, 0))
+	assert.Equal(t, 1024.0, powUint(2, 10))
+	assert.Equal(t, 3486784401.0, powUint(3, 20))
+	assert.Equal(t, 2.25, powUint(1.5, 2))
+	assert.True(t, math.IsInf(powUint(2, 1024), 1))
+	assert.True(t, math.IsInf(powUint(2, math.MaxUint64), 1))
+	assert.Equal(t, 0.0, powUint(0.5, math.MaxUint64))
+	assert.Equal(t, 1.0, powUint(1, math.MaxUint64))
+	assert.InEpsilon(t, math.Pow(1.1, 300), powUint(1.1, 300), 1e-13)
+}
+
+// TestPowUintMonotoneNearOne sweeps the multipliers a few ulps either side
+// of 1, where rounding could most easily make m^(e+1) fall below m^e: the
+// delays' monotony rests on it.
+func TestPowUintMonotoneNearOne(t *testing.T) {
+	for j := 1; j <= 40; j++ {
+		up, down := 1+float64(j)*0x1p-52, 1-float64(j)*0x1p-53
+		prevUp, prevDown := 1.0, 1.0
+		for e := uint64(1); e < 20000; e++ {
+			pu, pd := powUint(up, e), powUint(down, e)
+			require.GreaterOrEqual(t, pu, prevUp, "m=1+%d ulp, e=%d", j, e)
+			require.LessOrEqual(t, pd, prevDown, "m=1-%d ulp/2, e=%d", j, e)
+			prevUp, prevDown = pu, pd
+		}
+	}
+}

@@ -152,38 +152,40 @@ var ErrNoFailures = errors.New("retrypolicy: no failures to decide on")
 // and does not allocate. It returns a *ValidationError for an invalid s and
 // ErrNoFailures for an empty history.
 func Decide(s Strategy, in Input, now time.Time) (Decision, error) {
-	if err := s.Validate(); err != nil {
-		return Decision{}, err
+	if !s.valid() {
+		return Decision{}, s.Validate()
 	}
 	if len(in.Failures) == 0 {
 		return Decision{}, ErrNoFailures
 	}
-	last, n := CountWindow(in.Failures, s.window())
-	return s.decide(last, n, in.Uptime, in.JitterSeed, now), nil
+	var d Decision
+	d.Last, d.Failures = CountWindow(in.Failures, s.window())
+	s.decide(&d, in.Uptime, in.JitterSeed, now)
+	return d, nil
 }
 
-// decide is Decide once the window is counted; s is valid and n >= 1.
-func (s Strategy) decide(last time.Time, n int, uptime time.Duration, seed uint64, now time.Time) Decision {
-	d := Decision{Failures: n, Last: last}
+// decide completes d, whose Last and Failures are counted, in place (a
+// Decision is large enough for copies to show); s is valid and
+// d.Failures >= 1.
+func (s *Strategy) decide(d *Decision, uptime time.Duration, seed uint64, now time.Time) {
+	last, n := d.Last, d.Failures
 	switch {
 	case s.Kind == None:
 		d.Action, d.Reason = Fatal, StrategyNone
-		return d
+		return
 	case s.Kind == Bounded && n >= s.MaxAttempts:
 		d.Action, d.Reason = Fatal, AttemptsExhausted
-		return d
+		return
 	}
-	d.Owed = s.Backoff.Delay(n)
-	d.Credited = s.Backoff.Credited(n, uptime)
+	d.Owed, d.Credited = s.Backoff.credit(n, uptime)
 	if s.Backoff.Kind == ExponentialWithJitter {
 		d.Jitter = jitterFor(d.Credited, jitterUnit(seed, last, n))
 	}
-	d.Due = last.Add(d.Credited).Add(d.Jitter)
+	d.Due = last.Add(d.Credited + d.Jitter) // at most 1.25 × MaxDelay: no overflow
 	d.Action = Wait
 	if !now.Before(d.Due) {
 		d.Action = RetryNow
 	}
-	return d
 }
 
 // SeedFromString returns a jitter seed for a job identity, such as its id:

@@ -17,59 +17,69 @@ import (
 // never lengthens the delay: for a multiplier below 1 it changes nothing.
 //
 // n below 1 counts as 1; negative uptime counts as zero. The cost does not
-// grow with n: the steps at the cap are paid in one division, and below the
-// cap there are at most log(cap/base)/log(multiplier) steps (12 for the
+// grow with n: the steps at the cap are paid in one division, an uptime that
+// covers every step is recognised at once, and below the cap at most
+// log(cap/base)/log(multiplier) steps are paid one by one (12 for the
 // default backoff).
 func (b Backoff) Credited(n int, uptime time.Duration) time.Duration {
+	_, credited := b.credit(n, uptime)
+	return credited
+}
+
+// credit returns the delay owed after the n-th failure and the delay after
+// the uptime credit, computing the owed one once for both.
+func (b Backoff) credit(n int, uptime time.Duration) (owed, credited time.Duration) {
 	if n < 1 {
 		n = 1
 	}
 	base := clampDelay(b.BaseDelay)
 	if !b.Kind.exponential() {
-		return base // every step is the same
+		return base, base // every step is the same
 	}
 	limit := b.limit()
-	owed := b.expDelay(base, limit, n)
-	if uptime <= 0 || n == 1 || !(b.Multiplier > 1) {
-		// No credit, no step below, or steps that do not grow: for a
-		// multiplier of at most 1 every lower step is at least the owed one,
-		// so min(owed, delay(s)) is owed whatever s the credit reaches.
-		return owed
+	owed = b.expDelay(base, limit, n)
+	if uptime < owed || n == 1 || !(b.Multiplier > 1) {
+		// The uptime does not pay the top step, there is no step below, or
+		// the steps do not grow: for a multiplier of at most 1 every lower
+		// step is at least the owed one, so min(owed, delay(s)) is owed
+		// whatever step s the credit reaches.
+		return owed, owed
 	}
 
-	c, s := uptime, n
+	if uptime/limit >= time.Duration(n-1) {
+		// Every step owes at most limit, so the uptime pays all n-1 steps
+		// above the first: the loop ends on step 1.
+		return owed, min(owed, b.expDelay(base, limit, 1))
+	}
+	c, s, d := uptime, n, owed // d is delay(s) whenever it is known
 	// Steps at the cap, from n down to max(top, 2), each owe exactly limit.
-	if top := b.firstAtLimit(base, limit, n); top <= n {
+	if owed >= limit {
+		top := b.firstAtLimit(base, limit, n)
 		low := max(top, 2)
 		steps := n - low + 1
 		paid := min(steps, int(c/limit))
 		if paid < steps {
-			return owed // stopped on a step at the cap: owed is limit too
+			return owed, owed // stopped on a step at the cap: owed is limit too
 		}
 		c -= time.Duration(paid) * limit
 		s = low - 1
+		d = b.expDelay(base, limit, s)
 	}
 	// Steps below the cap grow geometrically; pay them one by one.
-	for s > 1 {
-		d := b.expDelay(base, limit, s)
-		if c < d {
-			break
-		}
+	for s > 1 && c >= d {
 		c -= d
 		s--
+		d = b.expDelay(base, limit, s)
 	}
-	return min(owed, b.expDelay(base, limit, s))
+	return owed, min(owed, d)
 }
 
-// firstAtLimit returns the smallest k in [1, n] whose delay is limit, or
-// n+1 when delay(n) is below it. It needs Multiplier > 1, so that delays
-// never decrease with k; it starts from the closed-form estimate
+// firstAtLimit returns the smallest k in [1, n] whose delay is limit, given
+// that delay(n) is. It needs Multiplier > 1, so that delays never decrease
+// with k; it starts from the closed-form estimate
 // 1 + log(limit/base)/log(Multiplier) and corrects it with exact checks.
 func (b Backoff) firstAtLimit(base, limit time.Duration, n int) int {
 	at := func(k int) bool { return b.expDelay(base, limit, k) >= limit }
-	if !at(n) {
-		return n + 1
-	}
 	if base <= 0 {
 		return n // unreachable for a valid Backoff: delay(n) would be 0
 	}

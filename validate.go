@@ -198,8 +198,9 @@ func (s Strategy) Validate() error {
 	return p.err()
 }
 
-// valid is the allocation-free fast path of Validate: the same rules as check.
-func (s Strategy) valid() bool {
+// valid is the allocation-free fast path of Validate: the same rules as
+// check. It takes a pointer so that Decide does not copy the strategy.
+func (s *Strategy) valid() bool {
 	switch s.Kind {
 	case None:
 		return s.MaxAttempts == 0 && s.Window == 0 && s.Backoff == (Backoff{})
@@ -214,7 +215,7 @@ func (s Strategy) valid() bool {
 	default:
 		return false
 	}
-	b := s.Backoff
+	b := &s.Backoff
 	if !wholeSecondsIn(b.BaseDelay, time.Second, math.MaxInt64) {
 		return false
 	}
