@@ -75,3 +75,58 @@ func benchCredit(b *testing.B, uptime func(n int) time.Duration) {
 		})
 	}
 }
+
+// BenchmarkHistory records a failure every second into an unless_stopped
+// history (one-hour window, so about 3600 retained in the steady state), and
+// counts its window. Both report the bytes the history holds per retained
+// failure.
+func BenchmarkHistory(b *testing.B) {
+	fill := func(b *testing.B) (*History, time.Time) {
+		h, err := NewHistory(Default())
+		if err != nil {
+			b.Fatal(err)
+		}
+		at := t0
+		for range 2 * 3600 {
+			at = at.Add(time.Second)
+			if err := h.Record(at); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return h, at
+	}
+	perFailure := func(b *testing.B, h *History) {
+		b.ReportMetric(float64(cap(h.times)*8)/float64(h.Len()), "B/failure")
+	}
+	b.Run("record", func(b *testing.B) {
+		h, at := fill(b)
+		b.ReportAllocs()
+		for b.Loop() {
+			at = at.Add(time.Second)
+			if err := h.Record(at); err != nil {
+				b.Fatal(err)
+			}
+		}
+		perFailure(b, h)
+	})
+	b.Run("count", func(b *testing.B) {
+		h, _ := fill(b)
+		b.ReportAllocs()
+		for b.Loop() {
+			_, n := h.Window()
+			durationSink = time.Duration(n)
+		}
+		perFailure(b, h)
+	})
+	b.Run("decide", func(b *testing.B) {
+		h, at := fill(b)
+		b.ReportAllocs()
+		for b.Loop() {
+			d, err := h.Decide(20*time.Second, 42, at)
+			if err != nil {
+				b.Fatal(err)
+			}
+			actionSink = d.Action
+		}
+	})
+}
