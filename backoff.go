@@ -56,11 +56,11 @@ func powUint(m float64, e uint64) float64 {
 			r *= m
 		}
 		e >>= 1
-		if e == 0 || r == 0 || math.IsInf(r, 0) {
+		if e == 0 || r == 0 || math.Abs(r) > math.MaxFloat64 {
 			return r
 		}
 		m *= m
-		if m == 0 || math.IsInf(m, 0) {
+		if m == 0 || m > math.MaxFloat64 { // m is a square: never negative
 			return r * m // e's top bit is still to come: it multiplies r by m or more
 		}
 	}

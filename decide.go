@@ -148,6 +148,11 @@ var ErrNoFailures = errors.New("retrypolicy: no failures to decide on")
 // Wait depends on now: every tick and every replica that decides the same
 // failure gets the same Due. A clock behind the newest failure simply waits.
 //
+// Times compare as wall-clock instants, whatever their location. Monotonic
+// clock readings are ignored: failure times read back from storage have
+// none, and a process that recorded them in memory must decide as a replica
+// that read them back does.
+//
 // Decide is a pure function: it reads no clock and no global random source,
 // and does not allocate. It returns a *ValidationError for an invalid s and
 // ErrNoFailures for an empty history.
@@ -183,7 +188,7 @@ func (s *Strategy) decide(d *Decision, uptime time.Duration, seed uint64, now ti
 	}
 	d.Due = last.Add(d.Credited + d.Jitter) // at most 1.25 × MaxDelay: no overflow
 	d.Action = Wait
-	if !now.Before(d.Due) {
+	if !instantOf(now).before(instantOf(d.Due)) {
 		d.Action = RetryNow
 	}
 }

@@ -13,10 +13,10 @@ import (
 // the clock, so the count never changes while a job waits.
 //
 // failures may be in any order and may repeat an instant (each entry is one
-// failure). Times compare as instants (Before/After), whatever their
-// location; the count includes the newest failure, so n >= 1 for a
-// non-empty slice. For an empty slice it returns the zero time and 0.
-// It does not modify or retain failures.
+// failure). Times compare as wall-clock instants, whatever their location
+// and ignoring monotonic clock readings (see [Decide]); the count includes
+// the newest failure, so n >= 1 for a non-empty slice. For an empty slice it
+// returns the zero time and 0. It does not modify or retain failures.
 func CountWindow(failures []time.Time, window time.Duration) (last time.Time, n int) {
 	if len(failures) == 0 {
 		return time.Time{}, 0
@@ -27,48 +27,72 @@ func CountWindow(failures []time.Time, window time.Duration) (last time.Time, n 
 	window = max(window, 0)
 	// Histories usually come in order (appended as failures happen, or read
 	// newest first): one pass finds that out, and a binary search counts.
-	if i := ascendingPrefix(failures); i == len(failures) {
+	switch order(failures) {
+	case +1:
 		last = failures[len(failures)-1]
-		from := last.Add(-window)
-		return last, len(failures) - searchFirst(len(failures), func(k int) bool { return !failures[k].Before(from) })
-	} else if i == 1 && descending(failures) {
+		from := instantOf(last.Add(-window))
+		return last, len(failures) - searchFirst(len(failures), func(k int) bool { return !instantOf(failures[k]).before(from) })
+	case -1:
 		last = failures[0]
-		from := last.Add(-window)
-		return last, searchFirst(len(failures), func(k int) bool { return failures[k].Before(from) })
+		from := instantOf(last.Add(-window))
+		return last, searchFirst(len(failures), func(k int) bool { return instantOf(failures[k]).before(from) })
 	}
 	last = failures[0]
+	newest := instantOf(last)
 	for _, t := range failures[1:] {
-		if t.After(last) {
-			last = t
+		if at := instantOf(t); newest.before(at) {
+			last, newest = t, at
 		}
 	}
-	from := last.Add(-window)
+	from := instantOf(last.Add(-window))
 	for _, t := range failures {
-		if !t.Before(from) {
+		if !instantOf(t).before(from) {
 			n++
 		}
 	}
 	return last, n
 }
 
-// ascendingPrefix returns the length of the longest prefix of ts in which no
-// time is before the one preceding it.
-func ascendingPrefix(ts []time.Time) int {
-	i := 1
-	for i < len(ts) && !ts[i].Before(ts[i-1]) {
-		i++
+// order returns +1 when no time in ts is before the one preceding it, -1
+// when none is after it (all equal counts as +1), and 0 otherwise.
+func order(ts []time.Time) int {
+	up, down := true, true
+	prev := instantOf(ts[0])
+	for _, t := range ts[1:] {
+		at := instantOf(t)
+		switch {
+		case at.before(prev):
+			if up = false; !down {
+				return 0
+			}
+		case prev.before(at):
+			if down = false; !up {
+				return 0
+			}
+		}
+		prev = at
 	}
-	return i
+	if up {
+		return +1
+	}
+	return -1
 }
 
-// descending reports whether no time in ts is after the one preceding it.
-func descending(ts []time.Time) bool {
-	for i := 1; i < len(ts); i++ {
-		if ts[i].After(ts[i-1]) {
-			return false
-		}
-	}
-	return true
+// instant is a time's place on the wall clock: seconds and nanoseconds since
+// the Unix epoch, as a failure time is stored and as every replica reads it.
+// It orders times as Before and After do for times without a monotonic clock
+// reading, and ignores such a reading where there is one, so that a process
+// that recorded failures in memory decides as a replica that read them back.
+// Unlike Before, its comparison inlines, which matters on Decide's path.
+type instant struct {
+	sec  int64
+	nsec int32
+}
+
+func instantOf(t time.Time) instant { return instant{t.Unix(), int32(t.Nanosecond())} }
+
+func (a instant) before(b instant) bool {
+	return a.sec < b.sec || a.sec == b.sec && a.nsec < b.nsec
 }
 
 // searchFirst returns the smallest k in [0, n) for which ok(k) is true, or n;

@@ -159,3 +159,39 @@ func TestHistoryDecidesAsTheFullHistory(t *testing.T) {
 		}
 	})
 }
+
+// TestInstantOrdersAsBefore pins that the wall-clock instant order the
+// library uses is Before's order for times without monotonic readings, in
+// any location.
+func TestInstantOrdersAsBefore(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		at := func(label string) time.Time {
+			sec := rapid.OneOf(rapid.Int64Range(-1e11, 1e11), rapid.Int64Range(-62135596800, 4e9)).Draw(t, label+"_sec")
+			tm := time.Unix(sec, rapid.Int64Range(0, 999999999).Draw(t, label+"_nsec"))
+			return tm.In(time.FixedZone("z", rapid.IntRange(-50000, 50000).Draw(t, label+"_zone")))
+		}
+		a, b := at("a"), at("b")
+		if rapid.Bool().Draw(t, "close") {
+			b = a.Add(time.Duration(rapid.Int64Range(-2, 2).Draw(t, "delta")))
+		}
+		if got, want := instantOf(a).before(instantOf(b)), a.Before(b); got != want {
+			t.Fatalf("%v before %v: instant says %v, Before says %v", a, b, got, want)
+		}
+	})
+}
+
+func TestMonotonicReadingsDoNotChangeTheCount(t *testing.T) {
+	// In-process times carry monotonic readings; stored ones do not. Both
+	// must count the same.
+	base := time.Now()
+	inProcess := []time.Time{base, base.Add(-10 * time.Second), base.Add(-2 * time.Hour)}
+	stored := make([]time.Time, len(inProcess))
+	for i, f := range inProcess {
+		stored[i] = f.Round(0) // strips the monotonic reading
+	}
+	l1, n1 := CountWindow(inProcess, time.Hour)
+	l2, n2 := CountWindow(stored, time.Hour)
+	assert.True(t, l1.Equal(l2))
+	assert.Equal(t, 2, n1)
+	assert.Equal(t, n1, n2)
+}
