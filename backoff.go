@@ -30,8 +30,13 @@ func (b Backoff) Delay(k int) time.Duration {
 // expDelay is base × Multiplier^(k-1), saturated at limit (limit > 0).
 func (b Backoff) expDelay(base, limit time.Duration, k int) time.Duration {
 	f := float64(base)
-	if k > 1 {
-		f *= powUint(b.Multiplier, uint64(k-1))
+	switch m := b.Multiplier; {
+	case k > 1024 && m >= 2:
+		return limit // base × at least 2^1024: saturated, without squaring up to it
+	case k > 1075 && m > 0 && m <= 0.5:
+		return 0 // base × at most 2^-1075, below half a nanosecond
+	case k > 1:
+		f *= powUint(m, uint64(k-1))
 	}
 	if !(f < float64(limit)) { // also catches +Inf and NaN
 		return limit
