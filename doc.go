@@ -62,5 +62,14 @@
 // the jitter seed and the clock, and returns a [Decision]: [Fatal] with a
 // [Reason], [RetryNow] once now is not before Due, or [Wait]. It is a pure
 // function that does not allocate; Strategy values are safe to share between
-// goroutines.
+// goroutines. A scheduler that keeps failures in memory can use a [History]
+// instead: it keeps only what decisions need and counts in O(log n).
+//
+// # Lifecycle
+//
+// A job's [Status] moves on [Event]s as the lifecycle table says, and [Next]
+// refuses every other move with a [*TransitionError]. [Step] is the
+// controller's move for a job in ERROR: FATAL when no retries are left,
+// SCHEDULED when the backoff has passed, ERROR otherwise. [ParentStatus]
+// gives a deployment's status from its children's.
 package retrypolicy

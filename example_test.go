@@ -90,3 +90,50 @@ func ExampleBackoff_Credited() {
 	// owed 8s, ran 10s: waits 4s
 	// owed 8s, ran 15s: waits 1s
 }
+
+func ExampleNext() {
+	status := retrypolicy.Status("") // not created yet
+	for _, e := range []retrypolicy.Event{retrypolicy.EventCreated, retrypolicy.EventWorkerStarted, retrypolicy.EventFailedRetryably, retrypolicy.EventRetryDue} {
+		next, err := retrypolicy.Next(status, e, false)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("%s -> %s on %s\n", status, next, e)
+		status = next
+	}
+	_, err := retrypolicy.Next(retrypolicy.StatusStopped, retrypolicy.EventWorkerStarted, false)
+	fmt.Println(err)
+	// Output:
+	// (none) -> SCHEDULED on created
+	// SCHEDULED -> RUNNING on worker_started
+	// RUNNING -> ERROR on failed_retryably
+	// ERROR -> SCHEDULED on retry_due
+	// retrypolicy: no transition from STOPPED on worker_started
+}
+
+func ExampleStep() {
+	strategy := retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 3, Window: time.Hour, Backoff: retrypolicy.DefaultBackoff()}
+	last := time.Date(2026, 11, 2, 15, 0, 0, 0, time.UTC)
+	in := retrypolicy.Input{Failures: []time.Time{last.Add(-time.Minute), last}}
+	for _, now := range []time.Time{last, last.Add(2 * time.Second)} {
+		next, d, _ := retrypolicy.Step(strategy, retrypolicy.StatusError, in, now)
+		fmt.Println(next, d.Due.Format(time.TimeOnly))
+	}
+	in.Failures = append(in.Failures, last.Add(time.Minute))
+	next, d, _ := retrypolicy.Step(strategy, retrypolicy.StatusError, in, last.Add(time.Minute))
+	fmt.Println(next, d.Reason)
+	// Output:
+	// ERROR 15:00:02
+	// SCHEDULED 15:00:02
+	// FATAL attempts_exhausted
+}
+
+func ExampleParentStatus() {
+	fmt.Println(retrypolicy.ParentStatus([]retrypolicy.Status{retrypolicy.StatusCompleted, retrypolicy.StatusRunning}))
+	fmt.Println(retrypolicy.ParentStatus([]retrypolicy.Status{retrypolicy.StatusCompleted, retrypolicy.StatusStopped}))
+	fmt.Println(retrypolicy.ParentStatus([]retrypolicy.Status{retrypolicy.StatusFatal, retrypolicy.StatusCompleted}))
+	// Output:
+	// RUNNING
+	// COMPLETED
+	// FATAL
+}
