@@ -65,6 +65,14 @@
 // goroutines. A scheduler that keeps failures in memory can use a [History]
 // instead: it keeps only what decisions need and counts in O(log n).
 //
+// # Concurrency
+//
+// Strategy, Backoff, Decision and Status are plain values, safe to share
+// between goroutines. Decide only reads its Input's slice, so goroutines may
+// decide on one history at once as long as none writes to it. A [History] is
+// safe for concurrent use. A [Flags] value belongs to one command line and is
+// not.
+//
 // # Lifecycle
 //
 // A job's [Status] moves on [Event]s as the lifecycle table says, and [Next]

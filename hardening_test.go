@@ -1,0 +1,239 @@
+package retrypolicy
+
+import (
+	"io"
+	"math"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+)
+
+// genExtremeStrategy draws valid strategies at the edges of every range:
+// multipliers up to the largest float64, base delays and caps up to the
+// longest Duration in whole seconds, max_attempts up to the largest int.
+func genExtremeStrategy(t *rapid.T) Strategy {
+	secs := rapid.OneOf(rapid.Just(int64(1)), rapid.Just(maxDelaySecs), rapid.Int64Range(1, maxDelaySecs),
+		rapid.Int64Range(maxDelaySecs-10, maxDelaySecs))
+	b := Backoff{Kind: rapid.SampledFrom([]BackoffKind{Fixed, Exponential, ExponentialWithJitter}).Draw(t, "backoff.kind")}
+	base := secs.Draw(t, "base_secs")
+	b.BaseDelay = time.Duration(base) * time.Second
+	if b.Kind != Fixed {
+		b.Multiplier = rapid.OneOf(rapid.Just(math.MaxFloat64), rapid.Float64Range(1, math.MaxFloat64),
+			rapid.Just(math.SmallestNonzeroFloat64), rapid.Float64Range(math.SmallestNonzeroFloat64, 1)).Draw(t, "multiplier")
+		if rapid.Bool().Draw(t, "capped") {
+			b.MaxDelay = time.Duration(rapid.Int64Range(base, maxDelaySecs).Draw(t, "max_secs")) * time.Second
+		}
+	}
+	if rapid.Bool().Draw(t, "bounded") {
+		return Strategy{Kind: Bounded, MaxAttempts: rapid.OneOf(rapid.Just(math.MaxInt), rapid.IntRange(1, math.MaxInt)).Draw(t, "max_attempts"),
+			Window: MaxWindow, Backoff: b}
+	}
+	return Strategy{Kind: UnlessStopped, Backoff: b}
+}
+
+// TestExtremesNeverBreakTheDecision pins saturation at the extremes: for
+// strategies at the edges of every range and up to a million failures in
+// the window (or any count), the decision keeps every bound, and owed delays
+// never decrease as failures grow for a multiplier of at least 1.
+func TestExtremesNeverBreakTheDecision(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		s := genExtremeStrategy(t)
+		require.NoError(t, s.Validate())
+		n := rapid.OneOf(rapid.IntRange(1, 1000000), rapid.IntRange(1, math.MaxInt-1)).Draw(t, "n")
+		last := time.Unix(rapid.Int64Range(-1e10, 1e10).Draw(t, "last"), 0)
+		uptime := genUptime(t, "uptime")
+		var d Decision
+		d.Last, d.Failures = last, n
+		s.decide(&d, uptime, rapid.Uint64().Draw(t, "seed"), last)
+		checkDecision(t, s, d)
+		if d.Action == Fatal {
+			return
+		}
+		if s.Backoff.Kind != Fixed && s.Backoff.Multiplier >= 1 {
+			var next Decision
+			next.Last, next.Failures = last, n+1
+			s.decide(&next, uptime, 0, last)
+			if next.Action != Fatal && next.Owed < d.Owed {
+				t.Fatalf("owed %v after %d failures, %v after %d", d.Owed, n, next.Owed, n+1)
+			}
+		}
+		if s.Backoff.MaxDelay > 0 && d.Owed > s.Backoff.MaxDelay {
+			t.Fatalf("owed %v above the cap %v", d.Owed, s.Backoff.MaxDelay)
+		}
+	})
+}
+
+// TestJSONIntegersAtEveryMagnitude pins that any integer written in a
+// descriptor, up to and past int64, is either accepted within its range or
+// rejected naming its field.
+func TestJSONIntegersAtEveryMagnitude(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		v := rapid.OneOf(rapid.Int64(), rapid.Int64Range(-2, 2), rapid.Just(int64(math.MaxInt64)), rapid.Just(maxDelaySecs), rapid.Just(maxDelaySecs+1)).Draw(t, "value")
+		text := strconv.FormatInt(v, 10)
+		if v != 0 && rapid.Bool().Draw(t, "ten times larger") {
+			text += "0"
+		}
+		field := rapid.SampledFrom([]string{"base_delay_secs", "max_delay_secs"}).Draw(t, "field")
+		doc := `{"strategy":"unless_stopped","backoff":{"kind":"exponential","` + field + `":` + text + `}}`
+		s, err := Parse([]byte(doc))
+		if err != nil {
+			assert.Equal(t, []string{"backoff." + field}, errorPaths(t, err), doc)
+			return
+		}
+		assert.LessOrEqual(t, s.Backoff.Delay(math.MaxInt), MaxDelay)
+		assert.GreaterOrEqual(t, s.Backoff.Delay(1), time.Duration(0))
+	})
+}
+
+func TestAMillionFailuresInTheWindow(t *testing.T) {
+	const n = 1000000
+	failures := make([]time.Time, n)
+	for i := range failures {
+		failures[i] = t0.Add(-time.Duration(i) * time.Millisecond) // all within the hour
+	}
+	h, err := NewHistory(Default())
+	require.NoError(t, err)
+	for i := n - 1; i >= 0; i-- {
+		require.NoError(t, h.Record(failures[i]))
+	}
+	d, err := Decide(Default(), Input{Failures: failures, Uptime: 90 * time.Hour}, t0)
+	require.NoError(t, err)
+	assert.Equal(t, n, d.Failures)
+	assert.Equal(t, time.Hour, d.Owed)
+	// 90 h pays 90 capped steps back; the next step still owes the cap.
+	assert.Equal(t, time.Hour, d.Credited)
+	hd, err := h.Decide(90*time.Hour, 0, t0)
+	require.NoError(t, err)
+	assert.Equal(t, d, hd)
+}
+
+// TestClockTrouble: clocks that disagree, histories out of order, repeated
+// instants, the zero time, other locations and monotonic readings all give
+// the answer the semantics give, never an error or a panic.
+func TestClockTrouble(t *testing.T) {
+	s := Default()
+	sorted := failuresAt(-3, -2, -1, 0)
+	want, err := Decide(s, Input{Failures: sorted}, t0)
+	require.NoError(t, err)
+	require.Equal(t, 8*time.Second, want.Credited)
+
+	decide := func(failures []time.Time, now time.Time) Decision {
+		t.Helper()
+		d, err := Decide(s, Input{Failures: failures}, now)
+		require.NoError(t, err)
+		return d
+	}
+	t.Run("now before the newest failure waits", func(t *testing.T) {
+		d := decide(sorted, t0.Add(-time.Hour))
+		assert.Equal(t, Wait, d.Action)
+		assert.True(t, d.Due.Equal(want.Due))
+	})
+	t.Run("failures after now: the window still ends at the newest", func(t *testing.T) {
+		d := decide(failuresAt(100, 101), t0)
+		assert.Equal(t, Wait, d.Action)
+		assert.True(t, d.Due.Equal(t0.Add(103*time.Second)))
+	})
+	t.Run("unsorted", func(t *testing.T) {
+		d := decide(failuresAt(-1, 0, -3, -2), t0)
+		assert.Equal(t, want, d)
+	})
+	t.Run("repeated instants count each", func(t *testing.T) {
+		d := decide(failuresAt(0, 0, 0, 0), t0)
+		assert.Equal(t, 4, d.Failures)
+		assert.Equal(t, 8*time.Second, d.Credited)
+	})
+	t.Run("the zero time", func(t *testing.T) {
+		d := decide([]time.Time{{}}, time.Time{})
+		assert.Equal(t, Wait, d.Action)
+		assert.True(t, d.Due.Equal(time.Time{}.Add(time.Second)))
+		d = decide([]time.Time{{}, t0}, t0)
+		assert.Equal(t, 1, d.Failures, "year 1 is far outside the window")
+	})
+	t.Run("other locations", func(t *testing.T) {
+		zones := []*time.Location{time.FixedZone("A", 5*3600), time.FixedZone("B", -11*3600), time.UTC, time.Local}
+		mixed := make([]time.Time, len(sorted))
+		for i, f := range sorted {
+			mixed[i] = f.In(zones[i])
+		}
+		d := decide(mixed, t0.In(zones[1]))
+		assert.Equal(t, want.Failures, d.Failures)
+		assert.True(t, d.Due.Equal(want.Due))
+		assert.Equal(t, want.Action, d.Action)
+	})
+	t.Run("monotonic readings", func(t *testing.T) {
+		base := time.Now()
+		withMono := []time.Time{base.Add(-3 * time.Second), base.Add(-2 * time.Second), base.Add(-time.Second), base}
+		stripped := make([]time.Time, len(withMono))
+		for i, f := range withMono {
+			stripped[i] = f.Round(0)
+		}
+		a, b := decide(withMono, base.Add(5*time.Second)), decide(stripped, base.Add(5*time.Second).Round(0))
+		assert.Equal(t, a.Failures, b.Failures)
+		assert.True(t, a.Due.Equal(b.Due))
+		assert.Equal(t, a.Action, b.Action)
+	})
+}
+
+// TestConcurrentUse shares one strategy, one failure slice and one History
+// across goroutines that decide and record at once; run it with -race. A
+// Strategy, an Input's slice (read only) and a History are safe to share;
+// a Flags value is not (it belongs to one command line).
+func TestConcurrentUse(t *testing.T) {
+	s := Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: ExponentialWithJitter, BaseDelay: time.Second, Multiplier: 2, MaxDelay: time.Hour}}
+	shared := failuresAt(-40, -30, -20, -10, 0)
+	want, err := Decide(s, Input{Failures: shared, JitterSeed: 7}, t0)
+	require.NoError(t, err)
+	h, err := NewHistory(s)
+	require.NoError(t, err)
+
+	const workers, rounds = 16, 200
+	var wg sync.WaitGroup
+	errs := make(chan error, workers*rounds)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range rounds {
+				d, err := Decide(s, Input{Failures: shared, JitterSeed: 7}, t0)
+				if err != nil || d != want {
+					errs <- io.ErrUnexpectedEOF
+				}
+				if err := h.Record(t0.Add(time.Duration(w*rounds+r) * time.Millisecond)); err != nil {
+					errs <- err
+				}
+				if _, err := h.Decide(time.Second, uint64(w), t0); err != nil {
+					errs <- err
+				}
+				h.Window()
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	last, n := h.Window()
+	assert.Equal(t, workers*rounds, n, "every failure recorded, none lost")
+	assert.True(t, last.Equal(t0.Add(time.Duration(workers*rounds-1)*time.Millisecond)))
+}
+
+func TestDecodeStopsReadingAnEndlessStream(t *testing.T) {
+	_, err := Decode(endless{})
+	assert.Equal(t, []string{"$"}, errorPaths(t, err))
+}
+
+// endless is a reader that never ends.
+type endless struct{}
+
+func (endless) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = ' '
+	}
+	return len(p), nil
+}
