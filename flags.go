@@ -77,15 +77,15 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 }
 
 // Strategy builds the strategy the flags describe. It returns a
-// *ValidationError naming each flag at fault ("--retry-max-attempts: only
-// valid when --retry-strategy=bounded", `--retry-max-attempts: must be an
-// integer, got "x"`), which matches ErrInvalid.
+// *ValidationError naming each flag at fault as users type it
+// ("--retry-max-attempts is only valid when --retry-strategy=bounded",
+// `--retry-max-attempts: "x" is not an integer`), which matches ErrInvalid.
 func (f *Flags) Strategy() (Strategy, error) {
 	p := problems{nm: &flagNaming}
 	any := false
 	for _, fd := range flagFields {
 		if f.values[fd].set > 1 {
-			p.add(fd, "given more than once", "")
+			p.addPhrase(fd, "is given more than once")
 		}
 		any = any || f.values[fd].set > 0
 	}
@@ -95,7 +95,7 @@ func (f *Flags) Strategy() (Strategy, error) {
 	if f.values[fStrategy].set == 0 {
 		for _, fd := range flagFields[1:] {
 			if f.values[fd].set > 0 {
-				p.add(fd, "requires "+flagNaming.names[fStrategy], "")
+				p.addPhrase(fd, "requires "+flagNaming.names[fStrategy])
 			}
 		}
 		return Strategy{}, p.err()

@@ -45,19 +45,19 @@ func TestParseFlagsErrors(t *testing.T) {
 		args string
 		want []string
 	}{
-		{"--retry-max-attempts 3", []string{"retrypolicy: --retry-max-attempts: requires --retry-strategy"}},
-		{"--retry-strategy unless_stopped --retry-max-attempts 5", []string{`retrypolicy: --retry-max-attempts: only valid when --retry-strategy=bounded, got "5"`}},
-		{"--retry-strategy bounded --retry-max-attempts x", []string{`retrypolicy: --retry-max-attempts: must be an integer, got "x"`}},
-		{"--retry-strategy bounded", []string{"retrypolicy: --retry-max-attempts: required when --retry-strategy=bounded"}},
-		{"--retry-strategy none --retry-backoff fixed", []string{`retrypolicy: --retry-backoff: not allowed when --retry-strategy=none, got "fixed"`}},
+		{"--retry-max-attempts 3", []string{"retrypolicy: --retry-max-attempts requires --retry-strategy"}},
+		{"--retry-strategy unless_stopped --retry-max-attempts 5", []string{`retrypolicy: --retry-max-attempts is only valid when --retry-strategy=bounded`}},
+		{"--retry-strategy bounded --retry-max-attempts x", []string{`retrypolicy: --retry-max-attempts: "x" is not an integer`}},
+		{"--retry-strategy bounded", []string{"retrypolicy: --retry-max-attempts is required when --retry-strategy=bounded"}},
+		{"--retry-strategy none --retry-backoff fixed", []string{`retrypolicy: --retry-backoff is not allowed when --retry-strategy=none`}},
 		{"--retry-strategy bounded --retry-max-attempts 3 --retry-backoff fixed --retry-multiplier 2 --retry-max-delay-secs 9",
-			[]string{`retrypolicy: --retry-multiplier: not allowed when --retry-backoff=fixed, got "2"`, `retrypolicy: --retry-max-delay-secs: not allowed when --retry-backoff=fixed, got "9"`}},
+			[]string{`retrypolicy: --retry-multiplier is not allowed when --retry-backoff=fixed`, `retrypolicy: --retry-max-delay-secs is not allowed when --retry-backoff=fixed`}},
 		{"--retry-strategy unless_stopped --retry-base-delay-secs 10 --retry-max-delay-secs 5", []string{`retrypolicy: --retry-max-delay-secs: must be at least --retry-base-delay-secs (10), got 5`}},
 		{"--retry-strategy Bounded", []string{`retrypolicy: --retry-strategy: must be one of none, bounded, unless_stopped, got "Bounded"`}},
-		{"--retry-strategy none --retry-strategy none", []string{`retrypolicy: --retry-strategy: given more than once`}},
-		{"--retry-strategy bounded --retry-max-attempts 3 --retry-window-secs 1.5", []string{`retrypolicy: --retry-window-secs: must be a whole number, got "1.5"`}},
+		{"--retry-strategy none --retry-strategy none", []string{`retrypolicy: --retry-strategy is given more than once`}},
+		{"--retry-strategy bounded --retry-max-attempts 3 --retry-window-secs 1.5", []string{`retrypolicy: --retry-window-secs: "1.5" is not a whole number`}},
 		{"--retry-strategy unless_stopped --retry-multiplier -1", []string{`retrypolicy: --retry-multiplier: must be greater than 0, got "-1"`}},
-		{"--retry-strategy unless_stopped --retry-multiplier two", []string{`retrypolicy: --retry-multiplier: must be a number, got "two"`}},
+		{"--retry-strategy unless_stopped --retry-multiplier two", []string{`retrypolicy: --retry-multiplier: "two" is not a number`}},
 		{"--retry-strategy none extra", []string{`retrypolicy: $: unexpected argument, got "extra"`}},
 		{"--retry-bogus 1", []string{`retrypolicy: $: flag provided but not defined: -retry-bogus`}},
 	}

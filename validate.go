@@ -23,16 +23,24 @@ type FieldError struct {
 	// Value is the offending value as given (JSON text, or the flag's
 	// argument quoted), or "" when the field is missing.
 	Value string
+
+	// phrase: Rule reads on from the field's name ("--retry-max-attempts
+	// is only valid when …"), as flag errors do, rather than after a colon.
+	phrase bool
 }
 
-// Error returns "retrypolicy: FIELD: RULE" and, when there is a value,
-// ", got VALUE".
+// Error returns "retrypolicy: " and the Message.
 func (e *FieldError) Error() string {
 	return "retrypolicy: " + e.Message()
 }
 
-// Message is Error without the package prefix: "FIELD: RULE[, got VALUE]".
+// Message is Error without the package prefix: "FIELD: RULE[, got VALUE]",
+// or for some flag errors "FLAG RULE" ("--retry-max-attempts is only valid
+// when --retry-strategy=bounded").
 func (e *FieldError) Message() string {
+	if e.phrase {
+		return e.Field + " " + e.Rule
+	}
 	if e.Value == "" {
 		return e.Field + ": " + e.Rule
 	}
@@ -108,24 +116,23 @@ const (
 	numFields
 )
 
-// naming says how errors name fields and refer to other fields' values:
-// by JSON path for descriptors and Go values, by flag for the command line.
+// naming says how errors name fields: by JSON path for descriptors and Go
+// values, by flag for the command line, where rules tied to other fields and
+// unreadable values are phrased as ampctl phrases them.
 type naming struct {
 	names [numFields]string
-	// is renders "field has value" for a rule's condition.
-	is func(name, value string) string
+	flags bool
 }
 
 var jsonNaming = naming{
 	names: [numFields]string{"strategy", "max_attempts", "window_secs", "backoff",
 		"backoff.kind", "backoff.base_delay_secs", "backoff.multiplier", "backoff.max_delay_secs"},
-	is: func(name, value string) string { return name + " is " + value },
 }
 
 var flagNaming = naming{
 	names: [numFields]string{"--retry-strategy", "--retry-max-attempts", "--retry-window-secs", "--retry-backoff",
 		"--retry-backoff", "--retry-base-delay-secs", "--retry-multiplier", "--retry-max-delay-secs"},
-	is: func(name, value string) string { return name + "=" + value },
+	flags: true,
 }
 
 // problems collects field errors tagged with their field, for ordering.
@@ -148,6 +155,39 @@ func (p *problems) add(f field, rule, value string) {
 	}
 	p.bad[f] = true
 	p.list = append(p.list, problem{order: int(f) * 2, err: &FieldError{Field: p.nm.names[f], Rule: rule, Value: value}})
+}
+
+// addPhrase records a problem with f whose rule reads on from its name.
+func (p *problems) addPhrase(f field, rule string) {
+	if p.bad[f] {
+		return
+	}
+	p.add(f, rule, "")
+	p.list[len(p.list)-1].err.phrase = true
+}
+
+// addTied records that f is only valid (only) or not allowed (!only) when
+// field other has value; shown is f's value.
+func (p *problems) addTied(f field, only bool, other field, value, shown string) {
+	verb := "not allowed when "
+	if only {
+		verb = "only valid when "
+	}
+	if p.nm.flags {
+		p.addPhrase(f, "is "+verb+p.nm.names[other]+"="+value)
+		return
+	}
+	p.add(f, verb+p.nm.names[other]+" is "+value, shown)
+}
+
+// addNotA records that v, given for f, is not what the field takes ("an
+// integer", "a number", …).
+func (p *problems) addNotA(f field, v rawValue, what string) {
+	if v.kind == rawArg {
+		p.add(f, v.shown()+" is not "+what, "")
+		return
+	}
+	p.add(f, "must be "+what, v.shown())
 }
 
 // addAt records a problem at a free-form path placed at order.
@@ -237,7 +277,6 @@ func wholeSecondsIn(d, lo, hi time.Duration) bool {
 // check records every rule s breaks. On a Go value a field that does not
 // apply is "given" when it is not zero.
 func (s Strategy) check(p *problems) {
-	nm := p.nm
 	switch s.Kind {
 	case None, Bounded, UnlessStopped:
 	case 0:
@@ -250,16 +289,16 @@ func (s Strategy) check(p *problems) {
 		checkWindow(p, s.Window)
 	} else {
 		if s.MaxAttempts != 0 {
-			p.add(fMaxAttempts, onlyWhen(nm, fStrategy, Bounded.String()), strconv.Itoa(s.MaxAttempts))
+			p.addTied(fMaxAttempts, true, fStrategy, Bounded.String(), strconv.Itoa(s.MaxAttempts))
 		}
 		if s.Window != 0 {
-			p.add(fWindow, onlyWhen(nm, fStrategy, Bounded.String()), secondsText(s.Window))
+			p.addTied(fWindow, true, fStrategy, Bounded.String(), secondsText(s.Window))
 		}
 	}
 	switch s.Kind {
 	case None:
 		if s.Backoff != (Backoff{}) {
-			p.add(fBackoff, notWhen(nm, fStrategy, None.String()), "")
+			p.addTied(fBackoff, false, fStrategy, None.String(), "")
 		}
 	case Bounded, UnlessStopped:
 		s.Backoff.check(p)
@@ -278,7 +317,6 @@ func checkWindow(p *problems, w time.Duration) {
 
 // check records every rule b breaks, as the backoff of a strategy that retries.
 func (b Backoff) check(p *problems) {
-	nm := p.nm
 	switch b.Kind {
 	case Fixed, Exponential, ExponentialWithJitter:
 	case 0:
@@ -289,10 +327,10 @@ func (b Backoff) check(p *problems) {
 	checkSeconds(p, fBase, b.BaseDelay, 1, maxDelaySecs)
 	if b.Kind == Fixed {
 		if b.Multiplier != 0 {
-			p.add(fMultiplier, notWhen(nm, fKind, Fixed.String()), formatMultiplier(b.Multiplier))
+			p.addTied(fMultiplier, false, fKind, Fixed.String(), formatMultiplier(b.Multiplier))
 		}
 		if b.MaxDelay != 0 {
-			p.add(fMaxDelay, notWhen(nm, fKind, Fixed.String()), secondsText(b.MaxDelay))
+			p.addTied(fMaxDelay, false, fKind, Fixed.String(), secondsText(b.MaxDelay))
 		}
 		return
 	}
@@ -319,15 +357,6 @@ func (b Backoff) checkMaxDelay(p *problems) {
 	if checkSeconds(p, fMaxDelay, b.MaxDelay, 1, maxDelaySecs) && !p.bad[fBase] && b.MaxDelay < b.BaseDelay {
 		p.add(fMaxDelay, "must be at least "+p.nm.names[fBase]+" ("+secondsText(b.BaseDelay)+")", secondsText(b.MaxDelay))
 	}
-}
-
-// onlyWhen and notWhen phrase the rules that tie a field to another's value.
-func onlyWhen(nm *naming, f field, value string) string {
-	return "only valid when " + nm.is(nm.names[f], value)
-}
-
-func notWhen(nm *naming, f field, value string) string {
-	return "not allowed when " + nm.is(nm.names[f], value)
 }
 
 // checkSeconds records a problem unless d is a whole number of seconds in
@@ -431,7 +460,7 @@ func (d *draft) build(p *problems) Strategy {
 		if n, ok := parseInt(p, fMaxAttempts, v, 1, math.MaxInt64); ok {
 			switch {
 			case known && !bounded:
-				p.add(fMaxAttempts, onlyWhen(nm, fStrategy, Bounded.String()), v.shown())
+				p.addTied(fMaxAttempts, true, fStrategy, Bounded.String(), v.shown())
 			case n > math.MaxInt: // on 32-bit platforms
 				p.add(fMaxAttempts, "must be at most "+strconv.Itoa(math.MaxInt), v.shown())
 			default:
@@ -439,13 +468,17 @@ func (d *draft) build(p *problems) Strategy {
 			}
 		}
 	} else if bounded {
-		p.add(fMaxAttempts, "required when "+nm.is(nm.names[fStrategy], Bounded.String()), "")
+		if nm.flags {
+			p.addPhrase(fMaxAttempts, "is required when "+nm.names[fStrategy]+"="+Bounded.String())
+		} else {
+			p.add(fMaxAttempts, "required when "+nm.names[fStrategy]+" is "+Bounded.String(), "")
+		}
 	}
 
 	if v := d.v[fWindow]; v.given() {
 		if w, ok := parseSeconds(p, fWindow, v, 1, int64(MaxWindow/time.Second)); ok {
 			if known && !bounded {
-				p.add(fWindow, onlyWhen(nm, fStrategy, Bounded.String()), v.shown())
+				p.addTied(fWindow, true, fStrategy, Bounded.String(), v.shown())
 			} else {
 				s.Window = w
 			}
@@ -459,7 +492,7 @@ func (d *draft) build(p *problems) Strategy {
 		if known && !retries {
 			for f := fKind; f < numFields; f++ {
 				if d.v[f].given() {
-					p.add(f, notWhen(nm, fStrategy, s.Kind.String()), d.v[f].shown())
+					p.addTied(f, false, fStrategy, s.Kind.String(), d.v[f].shown())
 				}
 			}
 			return s
@@ -469,7 +502,7 @@ func (d *draft) build(p *problems) Strategy {
 	}
 	switch v := d.v[fBackoff]; {
 	case v.kind == rawObject && known && !retries:
-		p.add(fBackoff, notWhen(nm, fStrategy, s.Kind.String()), "")
+		p.addTied(fBackoff, false, fStrategy, s.Kind.String(), "")
 	case v.kind == rawObject:
 		s.Backoff = d.buildBackoff(p, 0)
 	case v.given():
@@ -483,7 +516,6 @@ func (d *draft) build(p *problems) Strategy {
 // buildBackoff reads the backoff's fields; defaultKind is the kind when none
 // is given (0: the kind is required).
 func (d *draft) buildBackoff(p *problems, defaultKind BackoffKind) Backoff {
-	nm := p.nm
 	b := Backoff{Kind: defaultKind, BaseDelay: time.Second}
 	if v := d.v[fKind]; v.given() || defaultKind == 0 {
 		b.Kind = BackoffKind(parseName(p, fKind, v, backoffNames[:]))
@@ -497,7 +529,7 @@ func (d *draft) buildBackoff(p *problems, defaultKind BackoffKind) Backoff {
 	if v := d.v[fMultiplier]; v.given() {
 		if m, ok := parseFloat(p, fMultiplier, v); ok {
 			if fixed {
-				p.add(fMultiplier, notWhen(nm, fKind, Fixed.String()), v.shown())
+				p.addTied(fMultiplier, false, fKind, Fixed.String(), v.shown())
 			} else {
 				b.Multiplier = m
 				checkMultiplier(p, m, v.shown())
@@ -509,7 +541,7 @@ func (d *draft) buildBackoff(p *problems, defaultKind BackoffKind) Backoff {
 	if v := d.v[fMaxDelay]; v.given() {
 		if md, ok := parseSeconds(p, fMaxDelay, v, 1, maxDelaySecs); ok {
 			if fixed {
-				p.add(fMaxDelay, notWhen(nm, fKind, Fixed.String()), v.shown())
+				p.addTied(fMaxDelay, false, fKind, Fixed.String(), v.shown())
 			} else {
 				b.MaxDelay = md
 				b.checkMaxDelay(p)
@@ -532,7 +564,7 @@ func parseName(p *problems, f field, v rawValue, names []string) int {
 		return 0
 	}
 	if v.kind != rawString && v.kind != rawArg {
-		p.add(f, "must be a string", v.shown())
+		p.addNotA(f, v, "a string")
 		return 0
 	}
 	for i := 1; i < len(names); i++ {
@@ -555,15 +587,15 @@ func parseSeconds(p *problems, f field, v rawValue, lo, hi int64) (time.Duration
 // is accepted; a fraction is not.
 func parseInt(p *problems, f field, v rawValue, lo, hi int64) (int64, bool) {
 	if v.kind != rawNumber && v.kind != rawArg {
-		p.add(f, "must be an integer", v.shown())
+		p.addNotA(f, v, "an integer")
 		return 0, false
 	}
 	n, status := decimalInt(v.text)
 	switch {
 	case status == numSyntax:
-		p.add(f, "must be an integer", v.shown())
+		p.addNotA(f, v, "an integer")
 	case status == numFraction:
-		p.add(f, "must be a whole number", v.shown())
+		p.addNotA(f, v, "a whole number")
 	case status == numOverflow || n < lo || n > hi:
 		p.add(f, rangeRule(lo, hi), v.shown())
 	default:
@@ -575,11 +607,11 @@ func parseInt(p *problems, f field, v rawValue, lo, hi int64) (int64, bool) {
 // parseFloat reads a finite number.
 func parseFloat(p *problems, f field, v rawValue) (float64, bool) {
 	if v.kind != rawNumber && v.kind != rawArg {
-		p.add(f, "must be a number", v.shown())
+		p.addNotA(f, v, "a number")
 		return 0, false
 	}
 	if !isJSONNumber(v.text) {
-		p.add(f, "must be a number", v.shown())
+		p.addNotA(f, v, "a number")
 		return 0, false
 	}
 	m, err := strconv.ParseFloat(v.text, 64)
