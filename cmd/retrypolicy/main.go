@@ -1,0 +1,188 @@
+// Command retrypolicy validates retry strategy descriptors, builds them from
+// ampctl-style flags, decides what to do with failed jobs (one at a time or
+// as a stream of JSON Lines), and plans what a strategy does to a job that
+// keeps failing, with a timeline picture. Every rule it applies is the
+// library's.
+//
+// Usage:
+//
+//	retrypolicy validate [FILE|-]
+//	retrypolicy flags [--retry-strategy S] [--retry-max-attempts N] …
+//	retrypolicy decide [--lines] [FILE|-]
+//	retrypolicy plan [--uptime SECS] [--failures N] [--svg FILE] [FILE|-]
+//	retrypolicy version
+//
+// Exit status: 0 on success (a fatal decision included), 2 for invalid input,
+// 1 for I/O errors.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/retrypolicy/retrypolicy"
+)
+
+// version is the command's version, printed by `retrypolicy version`.
+const version = "0.1.0"
+
+const (
+	exitOK      = 0
+	exitIO      = 1
+	exitInvalid = 2
+)
+
+const usage = `usage: retrypolicy <command> [arguments]
+
+commands:
+  validate [FILE|-]   check a strategy object; print its canonical JSON
+  flags [--retry-*]   build a strategy from ampctl-style flags; print its canonical JSON
+  decide [FILE|-]     decide for one failed job (--lines: a stream of JSON Lines)
+  plan [FILE|-]       simulate a job that keeps failing under a strategy
+  version             print the version
+
+Run 'retrypolicy <command> --help' for a command's options.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// run is the command, with its arguments and streams as parameters; it
+// returns the exit status.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitInvalid
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "validate":
+		return runValidate(rest, stdin, stdout, stderr)
+	case "flags":
+		return runFlags(rest, stdout, stderr)
+	case "decide":
+		return runDecide(rest, stdin, stdout, stderr)
+	case "plan":
+		return runPlan(rest, stdin, stdout, stderr)
+	case "version", "--version":
+		fmt.Fprintln(stdout, "retrypolicy", version)
+		return exitOK
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "retrypolicy: unknown command %q\n%s", cmd, usage)
+	return exitInvalid
+}
+
+// newFlagSet returns a flag set for a subcommand whose --help prints the
+// synopsis and the options.
+func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: retrypolicy %s\n", synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseArgs parses a subcommand's arguments, flags anywhere among them. It
+// returns the exit status to stop with, or -1 to go on.
+func parseArgs(fs *flag.FlagSet, args []string, stdout io.Writer) (positional []string, stop int) {
+	if wantsHelp(args) {
+		fs.SetOutput(stdout)
+		fs.Usage()
+		return nil, exitOK
+	}
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, exitInvalid // the flag package has said why, on standard error
+		}
+		if fs.NArg() == 0 {
+			return positional, -1
+		}
+		positional = append(positional, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+// wantsHelp reports whether args ask for help before any "--".
+func wantsHelp(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "-help", "--help":
+			return true
+		}
+	}
+	return false
+}
+
+// openInput opens FILE, or standard input for "-" or no FILE.
+func openInput(positional []string, stdin io.Reader) (io.ReadCloser, error) {
+	switch {
+	case len(positional) > 1:
+		return nil, fmt.Errorf("expected one input, got %d", len(positional))
+	case len(positional) == 0 || positional[0] == "-":
+		return io.NopCloser(stdin), nil
+	}
+	return os.Open(positional[0])
+}
+
+// printProblems writes one line per problem of a validation error, each
+// starting with the field at fault, and returns the exit status.
+func printProblems(stderr io.Writer, err error) int {
+	var ve *retrypolicy.ValidationError
+	if !errors.As(err, &ve) {
+		fmt.Fprintln(stderr, "retrypolicy:", err)
+		return exitIO
+	}
+	for _, fe := range ve.Errors {
+		fmt.Fprintln(stderr, fe.Message())
+	}
+	return exitInvalid
+}
+
+func runValidate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlagSet("validate", "validate [FILE|-]\n\nReads one strategy object (the value of a request's retry_strategy). Valid: prints its\ncanonical JSON and exits 0. Invalid: prints one line per problem, each starting with the\nfield's JSON path ($ for the document), and exits 2.", stderr)
+	positional, stop := parseArgs(fs, args, stdout)
+	if stop >= 0 {
+		return stop
+	}
+	in, err := openInput(positional, stdin)
+	if err != nil {
+		fmt.Fprintln(stderr, "retrypolicy:", err)
+		return exitIO
+	}
+	defer in.Close()
+	s, err := retrypolicy.Decode(in)
+	if err != nil {
+		return printProblems(stderr, err)
+	}
+	out, _ := s.MarshalJSON()
+	fmt.Fprintf(stdout, "%s\n", out)
+	return exitOK
+}
+
+func runFlags(args []string, stdout, stderr io.Writer) int {
+	if wantsHelp(args) {
+		fs := newFlagSet("flags", "flags [--retry-strategy S] [--retry-max-attempts N] [--retry-window-secs N]\n       [--retry-backoff K] [--retry-base-delay-secs N] [--retry-multiplier X] [--retry-max-delay-secs N]\n\nBuilds a strategy from ampctl-style flags. Valid: prints its canonical JSON and exits 0.\nInvalid: prints one line per problem, naming the flag, and exits 2.", stdout)
+		var f retrypolicy.Flags
+		f.Register(fs)
+		fs.Usage()
+		return exitOK
+	}
+	s, err := retrypolicy.ParseFlags(args)
+	if err != nil {
+		return printProblems(stderr, err)
+	}
+	out, _ := s.MarshalJSON()
+	fmt.Fprintf(stdout, "%s\n", out)
+	return exitOK
+}

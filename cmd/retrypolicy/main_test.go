@@ -1,0 +1,288 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/retrypolicy/retrypolicy"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/cli/")
+
+type cliCase struct {
+	name  string
+	args  []string
+	stdin string
+}
+
+const (
+	seedBounded = `{"strategy":"bounded","max_attempts":5,"window_secs":3600,"backoff":{"kind":"exponential","base_delay_secs":1,"multiplier":2.0,"max_delay_secs":60}}`
+	fourFails   = `"failures":["2026-11-02T15:00:00Z","2026-11-02T14:59:59Z","2026-11-02T14:59:58Z","2026-11-02T14:59:57Z"]`
+)
+
+var cliCases = []cliCase{
+	{"no-arguments", nil, ""},
+	{"unknown-command", []string{"frobnicate"}, ""},
+	{"help", []string{"--help"}, ""},
+	{"version", []string{"version"}, ""},
+
+	{"validate-seed", []string{"validate"}, seedBounded},
+	{"validate-defaults-from-stdin", []string{"validate", "-"}, `{"strategy":"bounded","max_attempts":3}`},
+	{"validate-file", []string{"validate", "testdata/cli/strategy-jitter.json"}, ""},
+	{"validate-every-problem", []string{"validate"}, `{"strategy":"bounded","max_attempts":0,"window_secs":1.5,"backoff":{"kind":"fixed","multiplier":2},"extra":true}`},
+	{"validate-not-json", []string{"validate"}, `{strategy: none}`},
+	{"validate-trailing-data", []string{"validate"}, `{"strategy":"none"} {"strategy":"none"}`},
+	{"validate-missing-file", []string{"validate", "testdata/cli/no-such-file.json"}, ""},
+	{"validate-help", []string{"validate", "--help"}, ""},
+
+	{"flags-none-given", []string{"flags"}, ""},
+	{"flags-bounded", []string{"flags", "--retry-strategy", "bounded", "--retry-max-attempts", "5", "--retry-max-delay-secs", "60"}, ""},
+	{"flags-equals-form", []string{"flags", "--retry-strategy=unless_stopped", "--retry-backoff=exponential_with_jitter", "--retry-base-delay-secs=2", "--retry-max-delay-secs=300"}, ""},
+	{"flags-only-valid-with-bounded", []string{"flags", "--retry-strategy", "unless_stopped", "--retry-max-attempts", "5"}, ""},
+	{"flags-not-an-integer", []string{"flags", "--retry-strategy", "bounded", "--retry-max-attempts", "x"}, ""},
+	{"flags-without-strategy", []string{"flags", "--retry-max-attempts", "3", "--retry-window-secs", "60"}, ""},
+	{"flags-fixed-with-multiplier", []string{"flags", "--retry-strategy=bounded", "--retry-max-attempts=3", "--retry-backoff=fixed", "--retry-multiplier=2", "--retry-max-delay-secs=9"}, ""},
+	{"flags-help", []string{"flags", "--help"}, ""},
+
+	{"decide-wait", []string{"decide"}, `{"retry_strategy":` + seedBounded + `,` + fourFails + `,"last_uptime_secs":10,"now":"2026-11-02T15:00:01Z"}`},
+	{"decide-retry-now", []string{"decide"}, `{"retry_strategy":` + seedBounded + `,` + fourFails + `,"now":"2026-11-02T15:00:08Z"}`},
+	{"decide-fatal", []string{"decide"}, `{"retry_strategy":{"strategy":"bounded","max_attempts":4},` + fourFails + `,"now":"2026-11-02T15:00:01Z"}`},
+	{"decide-default-strategy-with-jitter-seed", []string{"decide"}, `{` + fourFails + `,"jitter_seed":"job-42","last_uptime_secs":15.5,"now":"2026-11-02T15:00:00Z"}`},
+	{"decide-jitter", []string{"decide"}, `{"retry_strategy":{"strategy":"unless_stopped","backoff":{"kind":"exponential_with_jitter","base_delay_secs":60}},"failures":["2026-11-02T15:00:00+01:00"],"jitter_seed":"job-42","now":"2026-11-02T14:00:30Z"}`},
+	{"decide-invalid", []string{"decide"}, `{"retry_strategy":{"strategy":"bounded"},"failures":["yesterday"],"last_uptime_secs":"10","surprise":1}`},
+	{"decide-no-failures", []string{"decide"}, `{"failures":[],"now":"2026-11-02T15:00:00Z"}`},
+	{"decide-lines", []string{"decide", "--lines"}, `{` + fourFails + `,"now":"2026-11-02T15:00:01Z"}
+not json
+{"retry_strategy":{"strategy":"none"},"failures":["2026-11-02T15:00:00Z"],"now":"2026-11-02T15:00:00Z"}
+
+{"failures":["2026-11-02T15:00:00Z"],"now":"2026-11-02T15:00:00.5Z","extra":1}
+{"failures":["2026-11-02T15:00:00Z"],"now":"2026-11-02T15:00:02Z"}`},
+	{"decide-help", []string{"decide", "--help"}, ""},
+
+	{"plan-default", []string{"plan"}, ""},
+	{"plan-bounded-with-uptime", []string{"plan", "--uptime", "5", "testdata/cli/strategy-bounded.json"}, ""},
+	{"plan-none", []string{"plan", "-"}, `{"strategy":"none"}`},
+	{"plan-long-runs", []string{"plan", "--uptime=3600", "--failures", "4"}, ""},
+	{"plan-invalid-strategy", []string{"plan", "-"}, `{"strategy":"bounded"}`},
+	{"plan-bad-option", []string{"plan", "--failures", "0"}, ""},
+	{"plan-help", []string{"plan", "--help"}, ""},
+}
+
+// TestCLIGolden runs each case and compares its exit status, standard
+// output and standard error with testdata/cli/NAME.golden (-update rewrites).
+func TestCLIGolden(t *testing.T) {
+	for _, c := range cliCases {
+		t.Run(c.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(c.args, strings.NewReader(c.stdin), &stdout, &stderr)
+			got := fmt.Sprintf("# retrypolicy %s\n-- exit --\n%d\n-- stdout --\n%s-- stderr --\n%s", strings.Join(c.args, " "), code, stdout.String(), stderr.String())
+			path := filepath.Join("testdata", "cli", c.name+".golden")
+			if *update {
+				require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
+				return
+			}
+			want, err := os.ReadFile(path)
+			require.NoError(t, err, "run with -update to create it")
+			assert.Equal(t, string(want), got)
+		})
+	}
+}
+
+// TestCLIContracts pins the contracts other tools script against, apart
+// from the golden files' exact text.
+func TestCLIContracts(t *testing.T) {
+	exec := func(stdin string, args ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		code := run(args, strings.NewReader(stdin), &stdout, &stderr)
+		return code, stdout.String(), stderr.String()
+	}
+	code, out, _ := exec(`{"strategy":"none"}`, "validate")
+	assert.Equal(t, 0, code)
+	assert.Equal(t, "{\"strategy\":\"none\"}\n", out)
+
+	code, _, errOut := exec(`{"strategy":"unless_stopped","backoff":{"kind":"exponential","multiplier":-1}}`, "validate")
+	assert.Equal(t, 2, code)
+	assert.Equal(t, "backoff.multiplier: must be greater than 0, got -1\n", errOut)
+
+	code, _, errOut = exec("", "flags", "--retry-strategy", "unless_stopped", "--retry-max-attempts", "5")
+	assert.Equal(t, 2, code)
+	assert.Equal(t, "--retry-max-attempts is only valid when --retry-strategy=bounded\n", errOut)
+	code, _, errOut = exec("", "flags", "--retry-strategy", "bounded", "--retry-max-attempts", "x")
+	assert.Equal(t, 2, code)
+	assert.Equal(t, "--retry-max-attempts: \"x\" is not an integer\n", errOut)
+
+	code, out, _ = exec(`{"retry_strategy":{"strategy":"none"},"failures":["2026-11-02T15:00:00Z"],"now":"2026-11-02T15:00:00Z"}`, "decide")
+	assert.Equal(t, 0, code, "a fatal decision exits 0")
+	assert.JSONEq(t, `{"action":"fatal","reason":"strategy_none","failures_in_window":1}`, out)
+
+	code, _, _ = exec("", "validate", "testdata/cli/no-such-file.json")
+	assert.Equal(t, 1, code, "I/O errors exit 1")
+}
+
+// TestDecideLinesMatchesTheLibrary streams 100,000 generated requests
+// through decide --lines and checks every output line against the library's
+// decision for the same request.
+func TestDecideLinesMatchesTheLibrary(t *testing.T) {
+	const n = 100000
+	strategies := []string{
+		"", `{"strategy":"none"}`, seedBounded,
+		`{"strategy":"unless_stopped","backoff":{"kind":"exponential_with_jitter","base_delay_secs":2,"multiplier":1.5,"max_delay_secs":300}}`,
+		`{"strategy":"bounded","max_attempts":3,"window_secs":600,"backoff":{"kind":"fixed","base_delay_secs":30}}`,
+	}
+	base := time.Date(2026, 11, 2, 15, 0, 0, 0, time.UTC)
+	type want struct {
+		s   retrypolicy.Strategy
+		in  retrypolicy.Input
+		now time.Time
+	}
+	var input bytes.Buffer
+	wants := make([]want, n)
+	x := uint64(88172645463325252)
+	rnd := func(m uint64) uint64 { x ^= x << 13; x ^= x >> 7; x ^= x << 17; return x % m }
+	for i := range wants {
+		si := int(rnd(uint64(len(strategies))))
+		s := retrypolicy.Default()
+		if strategies[si] != "" {
+			var err error
+			s, err = retrypolicy.Parse([]byte(strategies[si]))
+			require.NoError(t, err)
+		}
+		count := 1 + int(rnd(12))
+		failures := make([]time.Time, count)
+		texts := make([]string, count)
+		for k := range failures {
+			failures[k] = base.Add(-time.Duration(rnd(5400e9)))
+			texts[k] = strconv.Quote(failures[k].Format(time.RFC3339Nano))
+		}
+		uptimeMs := rnd(200000)
+		seed := "job-" + strconv.Itoa(i)
+		now := base.Add(time.Duration(rnd(600e9)))
+		wants[i] = want{s, retrypolicy.Input{Failures: failures, Uptime: time.Duration(uptimeMs) * time.Millisecond, JitterSeed: retrypolicy.SeedFromString(seed)}, now}
+		input.WriteString("{")
+		if strategies[si] != "" {
+			input.WriteString(`"retry_strategy":` + strategies[si] + ",")
+		}
+		fmt.Fprintf(&input, `"failures":[%s],"last_uptime_secs":%d.%03d,"jitter_seed":%q,"now":%q}`+"\n",
+			strings.Join(texts, ","), uptimeMs/1000, uptimeMs%1000, seed, now.Format(time.RFC3339Nano))
+	}
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 0, run([]string{"decide", "--lines"}, &input, &stdout, &stderr), stderr.String())
+
+	sc := bufio.NewScanner(&stdout)
+	i := 0
+	for sc.Scan() {
+		require.Less(t, i, n)
+		d, err := retrypolicy.Decide(wants[i].s, wants[i].in, wants[i].now)
+		require.NoError(t, err)
+		if got, exp := sc.Text(), string(appendDecision(nil, d)); got != exp {
+			t.Fatalf("line %d: decide --lines wrote %s, the library decides %s", i+1, got, exp)
+		}
+		i++
+	}
+	assert.Equal(t, n, i, "one output line per input line")
+}
+
+func TestDecideLinesSurvivesBadAndLongLines(t *testing.T) {
+	long := `{"failures":["2026-11-02T15:00:00Z"],"jitter_seed":"` + strings.Repeat("x", maxLine) + `","now":"2026-11-02T15:00:00Z"}`
+	in := "{\"failures\":[\"2026-11-02T15:00:00Z\"],\"now\":\"2026-11-02T15:00:00Z\"}\r\n" + long + "\n[]\n"
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"decide", "--lines"}, strings.NewReader(in), &stdout, &stderr)
+	assert.Equal(t, 2, code)
+	lines := strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n")
+	require.Len(t, lines, 3)
+	assert.True(t, strings.HasPrefix(lines[0], `{"action":"wait"`), lines[0])
+	assert.Equal(t, `{"error":"$: line longer than 1048576 bytes"}`, lines[1])
+	assert.Equal(t, `{"error":"$: must be a JSON object"}`, lines[2])
+	assert.Equal(t, "retrypolicy: 2 bad line(s)\n", stderr.String())
+}
+
+// TestPlanSVG: the chart is well-formed XML with one failure mark per
+// failure in the plan, and a fatal mark when the plan ends fatal.
+func TestPlanSVG(t *testing.T) {
+	for _, tc := range []struct {
+		args     []string
+		failures int
+		fatal    bool
+	}{
+		{[]string{"--uptime", "5", "testdata/cli/strategy-bounded.json"}, 5, true},
+		{[]string{"--failures", "7"}, 7, false},
+		{[]string{"--uptime", "30", "testdata/cli/strategy-jitter.json"}, 12, false},
+	} {
+		path := filepath.Join(t.TempDir(), "plan.svg")
+		var stdout, stderr bytes.Buffer
+		require.Equal(t, 0, run(append([]string{"plan", "--svg", path}, tc.args...), nil, &stdout, &stderr), stderr.String())
+		data, err := os.ReadFile(path)
+		require.NoError(t, err)
+		classes := map[string]int{}
+		dec := xml.NewDecoder(bytes.NewReader(data))
+		for {
+			tok, err := dec.Token()
+			if err == io.EOF {
+				break
+			}
+			require.NoError(t, err, "the SVG must be well-formed XML")
+			if el, ok := tok.(xml.StartElement); ok {
+				for _, a := range el.Attr {
+					if a.Name.Local == "class" {
+						classes[a.Value]++
+					}
+				}
+			}
+		}
+		assert.Equal(t, tc.failures, classes["failure"], "%v", tc.args)
+		assert.Equal(t, tc.failures, classes["run"], "%v", tc.args)
+		if tc.fatal {
+			assert.Equal(t, 1, classes["fatal"])
+		} else {
+			assert.Equal(t, 0, classes["fatal"])
+		}
+		assert.Equal(t, 1, classes["window"])
+		assert.Equal(t, tc.failures+1, strings.Count(stdout.String(), "\n")-3, "one table row per failure")
+	}
+}
+
+func TestAppendSeconds(t *testing.T) {
+	for d, want := range map[time.Duration]string{0: "0", 8 * time.Second: "8", 1500 * time.Millisecond: "1.5", 919048011: "0.919048011", time.Nanosecond: "0.000000001"} {
+		assert.Equal(t, want, string(appendSeconds(nil, d)))
+	}
+	var out struct{ X float64 }
+	require.NoError(t, json.Unmarshal(append([]byte(`{"X":`), append(appendSeconds(nil, 919048011), '}')...), &out))
+	assert.InDelta(t, 0.919048011, out.X, 1e-12)
+}
+
+// BenchmarkDecideLines measures decide --lines per input line, on a stream
+// of requests that repeat a few strategies as a scheduler's would.
+func BenchmarkDecideLines(b *testing.B) {
+	lines := []string{
+		`{"retry_strategy":` + seedBounded + `,` + fourFails + `,"last_uptime_secs":10,"jitter_seed":"job-1","now":"2026-11-02T15:00:01Z"}`,
+		`{` + fourFails + `,"now":"2026-11-02T15:00:09Z"}`,
+		`{"retry_strategy":{"strategy":"unless_stopped","backoff":{"kind":"exponential_with_jitter","base_delay_secs":2}},"failures":["2026-11-02T15:00:00Z"],"jitter_seed":"job-2","now":"2026-11-02T15:00:01Z"}`,
+	}
+	var input bytes.Buffer
+	for i := range 30000 {
+		input.WriteString(lines[i%len(lines)])
+		input.WriteByte('\n')
+	}
+	data := input.Bytes()
+	b.ReportAllocs()
+	b.SetBytes(int64(len(data)) / 30000)
+	for b.Loop() {
+		if code := run([]string{"decide", "--lines"}, bytes.NewReader(data), io.Discard, io.Discard); code != 0 {
+			b.Fatal(code)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/30000, "ns/line")
+}

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/retrypolicy/retrypolicy"
+)
+
+// planStart is the fixed instant a plan starts from, so that its output is
+// the same on every run.
+var planStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// step is one failure of a planned job and what the strategy made of it.
+type step struct {
+	run      time.Time // when the run that failed started
+	failure  time.Time
+	decision retrypolicy.Decision
+}
+
+// simulatePlan runs a job that fails after every run of the given uptime,
+// retried exactly when due, until it is fatal or has failed max times.
+func simulatePlan(s retrypolicy.Strategy, uptime time.Duration, max int) ([]step, error) {
+	var steps []step
+	var failures []time.Time
+	run := planStart
+	seed := retrypolicy.SeedFromString("plan")
+	for len(steps) < max {
+		failure := run.Add(uptime)
+		failures = append(failures, failure)
+		d, err := retrypolicy.Decide(s, retrypolicy.Input{Failures: failures, Uptime: uptime, JitterSeed: seed}, failure)
+		if err != nil {
+			return nil, err
+		}
+		steps = append(steps, step{run: run, failure: failure, decision: d})
+		if d.Action == retrypolicy.Fatal {
+			break
+		}
+		run = d.Due
+	}
+	return steps, nil
+}
+
+func runPlan(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlagSet("plan", "plan [--uptime SECS] [--failures N] [--svg FILE] [FILE|-]\n\nSimulates a job that fails again and again under a strategy (FILE, - for standard input;\nnone: the default strategy), each run lasting --uptime, retried exactly when due, and prints\na table of its failures until it is fatal or has failed --failures times.", stderr)
+	uptimeSecs := fs.Float64("uptime", 0, "how long each run lasts before it fails, in seconds (0: it crashes as it starts)")
+	count := fs.Int("failures", 12, "how many failures to simulate at most")
+	svgPath := fs.String("svg", "", "also write a timeline chart of the plan to this SVG file")
+	positional, stop := parseArgs(fs, args, stdout)
+	if stop >= 0 {
+		return stop
+	}
+	if *uptimeSecs < 0 || *uptimeSecs > 1e9 || *count < 1 || *count > 10000 {
+		fmt.Fprintln(stderr, "retrypolicy: --uptime must be between 0 and 1e9 seconds, --failures between 1 and 10000")
+		return exitInvalid
+	}
+	s := retrypolicy.Default()
+	if len(positional) > 0 {
+		in, err := openInput(positional, stdin)
+		if err != nil {
+			fmt.Fprintln(stderr, "retrypolicy:", err)
+			return exitIO
+		}
+		s, err = retrypolicy.Decode(in)
+		in.Close()
+		if err != nil {
+			return printProblems(stderr, err)
+		}
+	}
+	uptime := time.Duration(*uptimeSecs * float64(time.Second))
+	steps, err := simulatePlan(s, uptime, *count)
+	if err != nil {
+		fmt.Fprintln(stderr, "retrypolicy:", err)
+		return exitInvalid
+	}
+	writeTable(stdout, s, uptime, steps)
+	if *svgPath != "" {
+		if err := os.WriteFile(*svgPath, timeline(s, uptime, steps), 0o644); err != nil {
+			fmt.Fprintln(stderr, "retrypolicy:", err)
+			return exitIO
+		}
+	}
+	return exitOK
+}
+
+func writeTable(w io.Writer, s retrypolicy.Strategy, uptime time.Duration, steps []step) {
+	canonical, _ := s.MarshalJSON()
+	fmt.Fprintf(w, "strategy: %s\nruns last %v each; times are since the first failure\n\n", canonical, uptime)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "failure\tat\tin window\towed\tcredited\tjitter\tretry at\t")
+	first := steps[0].failure
+	for i, st := range steps {
+		d := st.decision
+		row := []string{fmt.Sprint(i + 1), since(first, st.failure), fmt.Sprint(d.Failures)}
+		if d.Action == retrypolicy.Fatal {
+			row = append(row, "", "", "", "FATAL ("+d.Reason.String()+")")
+		} else {
+			row = append(row, show(d.Owed), show(d.Credited), show(d.Jitter), since(first, d.Due))
+		}
+		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+	}
+	tw.Flush()
+}
+
+// since shows t as an offset from the first failure.
+func since(first, t time.Time) string { return "+" + show(t.Sub(first)) }
+
+// show rounds a duration to the millisecond for the table.
+func show(d time.Duration) string {
+	if d >= time.Second {
+		return d.Round(time.Millisecond).String()
+	}
+	return d.String()
+}
