@@ -1,6 +1,8 @@
 package retrypolicy
 
 import (
+	"bytes"
+	"encoding/json"
 	"math"
 	"time"
 
@@ -72,6 +74,22 @@ func genStrategy(t *rapid.T) Strategy {
 		}
 	}
 	return Strategy{Kind: UnlessStopped, Backoff: genBackoff(t)}
+}
+
+// genCanonicalDoc draws a valid strategy and returns its canonical JSON as a
+// map, numbers kept as written, for tests that edit descriptors.
+func genCanonicalDoc(t *rapid.T) map[string]any {
+	canonical, err := genStrategy(t).MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	dec := json.NewDecoder(bytes.NewReader(canonical))
+	dec.UseNumber()
+	if err := dec.Decode(&doc); err != nil {
+		t.Fatal(err)
+	}
+	return doc
 }
 
 // genUptime draws an uptime: zero, small, a few hours, or anything up to

@@ -290,12 +290,7 @@ func breakages(doc map[string]any) []breakage {
 // error names the field that was broken.
 func TestEveryInvalidDescriptorIsRejectedNamingItsField(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		canonical, err := genStrategy(t).MarshalJSON()
-		require.NoError(t, err)
-		var doc map[string]any
-		dec := json.NewDecoder(bytes.NewReader(canonical))
-		dec.UseNumber()
-		require.NoError(t, dec.Decode(&doc))
+		doc := genCanonicalDoc(t)
 		all := breakages(doc)
 		br := all[rapid.IntRange(0, len(all)-1).Draw(t, "breakage")]
 		br.apply(doc)

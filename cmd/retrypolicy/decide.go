@@ -243,14 +243,9 @@ func appendSeconds(b []byte, d time.Duration) []byte {
 func runDecide(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("decide", "decide [--lines] [FILE|-]\n\nReads {\"retry_strategy\": {…} (optional), \"failures\": [\"RFC 3339\", …], \"last_uptime_secs\": N (optional),\n\"jitter_seed\": \"…\" (optional), \"now\": \"RFC 3339\"} and prints {\"action\", \"reason\" (fatal only),\n\"failures_in_window\", \"owed_secs\", \"credited_secs\", \"jitter_secs\", \"due\"}. Exits 0 for every\ndecision, 2 for invalid input (each problem on a line, starting with its field's path).", stderr)
 	lines := fs.Bool("lines", false, "read JSON Lines and write one output line per input line, in order; a bad line\nyields {\"error\": \"…\"} and the stream goes on; exit 2 at the end if any line was bad")
-	positional, stop := parseArgs(fs, args, stdout)
+	in, stop := parseInput(fs, args, stdin, stdout, stderr)
 	if stop >= 0 {
 		return stop
-	}
-	in, err := openInput(positional, stdin)
-	if err != nil {
-		fmt.Fprintln(stderr, "retrypolicy:", err)
-		return exitIO
 	}
 	defer in.Close()
 	if *lines {

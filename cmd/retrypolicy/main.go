@@ -124,6 +124,22 @@ func wantsHelp(args []string) bool {
 	return false
 }
 
+// parseInput parses a subcommand's arguments and opens its one input, FILE
+// or standard input. It returns the exit status to stop with (the caller
+// closes nothing then), or -1 and the input to read and close.
+func parseInput(fs *flag.FlagSet, args []string, stdin io.Reader, stdout, stderr io.Writer) (io.ReadCloser, int) {
+	positional, stop := parseArgs(fs, args, stdout)
+	if stop >= 0 {
+		return nil, stop
+	}
+	in, err := openInput(positional, stdin)
+	if err != nil {
+		fmt.Fprintln(stderr, "retrypolicy:", err)
+		return nil, exitIO
+	}
+	return in, -1
+}
+
 // openInput opens FILE, or standard input for "-" or no FILE.
 func openInput(positional []string, stdin io.Reader) (io.ReadCloser, error) {
 	switch {
@@ -151,14 +167,9 @@ func printProblems(stderr io.Writer, err error) int {
 
 func runValidate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("validate", "validate [FILE|-]\n\nReads one strategy object (the value of a request's retry_strategy). Valid: prints its\ncanonical JSON and exits 0. Invalid: prints one line per problem, each starting with the\nfield's JSON path ($ for the document), and exits 2.", stderr)
-	positional, stop := parseArgs(fs, args, stdout)
+	in, stop := parseInput(fs, args, stdin, stdout, stderr)
 	if stop >= 0 {
 		return stop
-	}
-	in, err := openInput(positional, stdin)
-	if err != nil {
-		fmt.Fprintln(stderr, "retrypolicy:", err)
-		return exitIO
 	}
 	defer in.Close()
 	s, err := retrypolicy.Decode(in)
