@@ -20,7 +20,9 @@ import (
 // grow with n: the steps at the cap are paid in one division, an uptime that
 // covers every step is recognised at once, and below the cap at most
 // log(cap/base)/log(multiplier) steps are paid one by one (12 for the
-// default backoff).
+// default backoff). That bound is large only for a multiplier very close to
+// 1 (a million steps at 1.00002 with no cap); the steps paid never exceed n
+// nor uptime/base either.
 func (b Backoff) Credited(n int, uptime time.Duration) time.Duration {
 	_, credited := b.credit(n, uptime)
 	return credited
@@ -33,8 +35,8 @@ func (b Backoff) credit(n int, uptime time.Duration) (owed, credited time.Durati
 		n = 1
 	}
 	base := clampDelay(b.BaseDelay)
-	if !b.Kind.exponential() {
-		return base, base // every step is the same
+	if !b.Kind.exponential() || base == 0 {
+		return base, base // every step is the same (0 only on an invalid Backoff)
 	}
 	limit := b.limit()
 	owed = b.expDelay(base, limit, n)

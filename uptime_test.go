@@ -133,3 +133,9 @@ func TestMoreUptimeNeverLongerDelay(t *testing.T) {
 		}
 	})
 }
+
+func TestCreditOnAZeroBaseEndsAtOnce(t *testing.T) {
+	// An unvalidated backoff whose every step owes 0 must not walk n steps.
+	b := Backoff{Kind: Exponential, Multiplier: 2}
+	assert.Equal(t, time.Duration(0), b.Credited(math.MaxInt, time.Hour))
+}
