@@ -40,22 +40,29 @@ func FuzzParseStrategy(f *testing.F) {
 			}
 			return
 		}
-		if err := s.Validate(); err != nil {
-			t.Fatalf("accepted %q but it does not validate: %v", doc, err)
-		}
-		canonical, err := s.MarshalJSON()
-		if err != nil {
-			t.Fatal(err)
-		}
-		back, err := Parse(canonical)
-		if err != nil || back != s {
-			t.Fatalf("%s decodes to %+v, %v; want %+v", canonical, back, err, s)
-		}
-		again, _ := back.MarshalJSON()
-		if !bytes.Equal(canonical, again) {
-			t.Fatalf("re-encoding %s gave %s", canonical, again)
-		}
+		checkAccepted(t, s, doc)
 	})
+}
+
+// checkAccepted asserts what holds for every strategy a reader accepts: it
+// validates, and its canonical encoding decodes back to it and encodes to
+// the same bytes.
+func checkAccepted(t *testing.T, s Strategy, from any) {
+	t.Helper()
+	if err := s.Validate(); err != nil {
+		t.Fatalf("accepted %q but it does not validate: %v", from, err)
+	}
+	canonical, err := s.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Parse(canonical)
+	if err != nil || back != s {
+		t.Fatalf("%s decodes to %+v, %v; want %+v", canonical, back, err, s)
+	}
+	if again, _ := back.MarshalJSON(); !bytes.Equal(canonical, again) {
+		t.Fatalf("re-encoding %s gave %s", canonical, again)
+	}
 }
 
 // FuzzFlags: any argument list, given as NUL-separated words. ParseFlags
@@ -86,16 +93,7 @@ func FuzzFlags(f *testing.F) {
 			}
 			return
 		}
-		if err := s.Validate(); err != nil {
-			t.Fatalf("accepted %q but it does not validate: %v", args, err)
-		}
-		canonical, err := s.MarshalJSON()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if back, err := Parse(canonical); err != nil || back != s {
-			t.Fatalf("%s decodes to %+v, %v; want %+v", canonical, back, err, s)
-		}
+		checkAccepted(t, s, args)
 	})
 }
 

@@ -172,13 +172,7 @@ func runValidate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return stop
 	}
 	defer in.Close()
-	s, err := retrypolicy.Decode(in)
-	if err != nil {
-		return printProblems(stderr, err)
-	}
-	out, _ := s.MarshalJSON()
-	fmt.Fprintf(stdout, "%s\n", out)
-	return exitOK
+	return printStrategy(stdout, stderr)(retrypolicy.Decode(in))
 }
 
 func runFlags(args []string, stdout, stderr io.Writer) int {
@@ -189,11 +183,19 @@ func runFlags(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return exitOK
 	}
-	s, err := retrypolicy.ParseFlags(args)
-	if err != nil {
-		return printProblems(stderr, err)
+	return printStrategy(stdout, stderr)(retrypolicy.ParseFlags(args))
+}
+
+// printStrategy returns the ending of validate and flags: the strategy's
+// canonical JSON on stdout, or its problems on stderr; it gives the exit
+// status.
+func printStrategy(stdout, stderr io.Writer) func(retrypolicy.Strategy, error) int {
+	return func(s retrypolicy.Strategy, err error) int {
+		if err != nil {
+			return printProblems(stderr, err)
+		}
+		out, _ := s.MarshalJSON()
+		fmt.Fprintf(stdout, "%s\n", out)
+		return exitOK
 	}
-	out, _ := s.MarshalJSON()
-	fmt.Fprintf(stdout, "%s\n", out)
-	return exitOK
 }
