@@ -172,7 +172,8 @@ func runValidate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return stop
 	}
 	defer in.Close()
-	return printStrategy(stdout, stderr)(retrypolicy.Decode(in))
+	s, err := retrypolicy.Decode(in)
+	return printStrategy(stdout, stderr, s, err)
 }
 
 func runFlags(args []string, stdout, stderr io.Writer) int {
@@ -183,19 +184,17 @@ func runFlags(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return exitOK
 	}
-	return printStrategy(stdout, stderr)(retrypolicy.ParseFlags(args))
+	s, err := retrypolicy.ParseFlags(args)
+	return printStrategy(stdout, stderr, s, err)
 }
 
-// printStrategy returns the ending of validate and flags: the strategy's
-// canonical JSON on stdout, or its problems on stderr; it gives the exit
-// status.
-func printStrategy(stdout, stderr io.Writer) func(retrypolicy.Strategy, error) int {
-	return func(s retrypolicy.Strategy, err error) int {
-		if err != nil {
-			return printProblems(stderr, err)
-		}
-		out, _ := s.MarshalJSON()
-		fmt.Fprintf(stdout, "%s\n", out)
-		return exitOK
+// printStrategy ends validate and flags: the strategy's canonical JSON on
+// stdout, or its problems on stderr. It returns the exit status.
+func printStrategy(stdout, stderr io.Writer, s retrypolicy.Strategy, err error) int {
+	if err != nil {
+		return printProblems(stderr, err)
 	}
+	out, _ := s.MarshalJSON()
+	fmt.Fprintf(stdout, "%s\n", out)
+	return exitOK
 }
