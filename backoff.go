@@ -6,17 +6,12 @@ import (
 	"time"
 )
 
-// Delay returns the delay owed after the window's k-th failure:
-//
-//	Fixed                          BaseDelay
-//	Exponential, …WithJitter       BaseDelay × Multiplier^(k-1), at most MaxDelay
-//
-// k below 1 counts as 1. The result is rounded to the nanosecond and never
-// exceeds the package's [MaxDelay] ceiling: a delay that would be longer,
-// including one whose computation overflows, saturates at it. No input makes
-// it negative or wraps it. Delay does not validate b; for an invalid Backoff
-// it still returns a value in [0, MaxDelay].
-func (b Backoff) Delay(k int) time.Duration {
+// delay returns the delay owed after the window's k-th failure (k below 1
+// counts as 1): BaseDelay for Fixed, BaseDelay × Multiplier^(k-1) at most
+// MaxDelay for the exponential kinds, rounded to the nanosecond and
+// saturating at the ceiling. No input makes it negative or wraps it, valid
+// or not.
+func (b *Backoff) delay(k int) time.Duration {
 	base := clampDelay(b.BaseDelay)
 	if !b.Kind.exponential() {
 		return base
@@ -28,7 +23,7 @@ func (b Backoff) Delay(k int) time.Duration {
 }
 
 // expDelay is base × Multiplier^(k-1), saturated at limit (limit > 0).
-func (b Backoff) expDelay(base, limit time.Duration, k int) time.Duration {
+func (b *Backoff) expDelay(base, limit time.Duration, k int) time.Duration {
 	f := float64(base)
 	switch m := b.Multiplier; {
 	case k > 1024 && m >= 2:
@@ -73,20 +68,20 @@ func powUint(m float64, e uint64) float64 {
 
 // limit returns the longest delay the exponential kinds may owe: MaxDelay
 // when it is set and below the ceiling, the ceiling otherwise.
-func (b Backoff) limit() time.Duration {
-	if b.MaxDelay > 0 && b.MaxDelay < MaxDelay {
+func (b *Backoff) limit() time.Duration {
+	if b.MaxDelay > 0 && b.MaxDelay < ceiling {
 		return b.MaxDelay
 	}
-	return MaxDelay
+	return ceiling
 }
 
-// clampDelay brings d into [0, MaxDelay].
+// clampDelay brings d into [0, ceiling].
 func clampDelay(d time.Duration) time.Duration {
 	switch {
 	case d < 0:
 		return 0
-	case d > MaxDelay:
-		return MaxDelay
+	case d > ceiling:
+		return ceiling
 	}
 	return d
 }

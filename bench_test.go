@@ -17,7 +17,7 @@ var (
 func benchBackoffs() []Backoff {
 	return []Backoff{
 		{Kind: Fixed, BaseDelay: 5 * time.Second},
-		DefaultBackoff(),
+		defaultBackoff(),
 		{Kind: ExponentialWithJitter, BaseDelay: time.Second, Multiplier: 1.5, MaxDelay: 300 * time.Second},
 	}
 }
@@ -34,11 +34,10 @@ func BenchmarkDecide(b *testing.B) {
 				for i := range failures {
 					failures[i] = t0.Add(-time.Duration(i) * 30 * time.Second)
 				}
-				in := Input{Failures: failures, Uptime: 20 * time.Second, JitterSeed: 42}
 				now := t0.Add(time.Minute)
 				b.ReportAllocs()
 				for b.Loop() {
-					d, err := Decide(s, in, now)
+					d, err := Decide(s, failures, 20*time.Second, 42, now)
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -66,20 +65,19 @@ func BenchmarkCreditPaysAll(b *testing.B) {
 func benchCredit(b *testing.B, uptime func(n int) time.Duration) {
 	for _, n := range []int{10, 1000, 1000000} {
 		b.Run("n="+strconv.Itoa(n), func(b *testing.B) {
-			bo := DefaultBackoff()
+			bo := defaultBackoff()
 			u := uptime(n)
 			b.ReportAllocs()
 			for b.Loop() {
-				durationSink = bo.Credited(n, u)
+				_, durationSink = bo.credit(n, u)
 			}
 		})
 	}
 }
 
 // BenchmarkHistory records a failure every second into an unless_stopped
-// history (one-hour window, so about 3600 retained in the steady state), and
-// counts its window. Both report the bytes the history holds per retained
-// failure.
+// history (one-hour window, so 3600 retained in the steady state), and
+// decides on it. Both report the bytes the history holds per failure.
 func BenchmarkHistory(b *testing.B) {
 	fill := func(b *testing.B) (*History, time.Time) {
 		h, err := NewHistory(Default())
@@ -96,7 +94,11 @@ func BenchmarkHistory(b *testing.B) {
 		return h, at
 	}
 	perFailure := func(b *testing.B, h *History) {
-		b.ReportMetric(float64(cap(h.times)*8)/float64(h.Len()), "B/failure")
+		held := 0
+		for _, c := range h.chunks {
+			held += cap(c.t)
+		}
+		b.ReportMetric(float64(held*8)/float64(h.n), "B/failure")
 	}
 	b.Run("record", func(b *testing.B) {
 		h, at := fill(b)
@@ -106,15 +108,6 @@ func BenchmarkHistory(b *testing.B) {
 			if err := h.Record(at); err != nil {
 				b.Fatal(err)
 			}
-		}
-		perFailure(b, h)
-	})
-	b.Run("count", func(b *testing.B) {
-		h, _ := fill(b)
-		b.ReportAllocs()
-		for b.Loop() {
-			_, n := h.Window()
-			durationSink = time.Duration(n)
 		}
 		perFailure(b, h)
 	})
@@ -128,5 +121,6 @@ func BenchmarkHistory(b *testing.B) {
 			}
 			actionSink = d.Action
 		}
+		perFailure(b, h)
 	})
 }

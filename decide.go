@@ -3,190 +3,160 @@ package retrypolicy
 import (
 	"errors"
 	"log/slog"
-	"strconv"
 	"time"
 )
 
-// Action is what a scheduler does with a job in ERROR. The zero value is not
-// an action; every Decision that Decide returns without error has one.
+// Action is what a scheduler does with a failed job. The zero value is not
+// an action.
 type Action uint8
 
 const (
-	// Fatal: the job has no retries left; move it to FATAL.
+	// Fatal: no retries are left; the job is FATAL.
 	Fatal Action = iota + 1
 	// RetryNow: the backoff has passed; schedule the job again.
 	RetryNow
-	// Wait: the backoff has not passed; check again at or after Due.
+	// Wait: the backoff has not passed; look again at Due.
 	Wait
 )
 
-// String returns "fatal", "retry_now" or "wait".
-func (a Action) String() string {
-	switch a {
-	case Fatal:
-		return "fatal"
-	case RetryNow:
-		return "retry_now"
-	case Wait:
-		return "wait"
+var actionEnum = enum{typ: "Action", what: "action", names: []string{"", "fatal", "retry_now", "wait"}}
+
+// String returns "fatal", "retry_now" or "wait", or "Action(N)".
+func (a Action) String() string { return actionEnum.string(uint8(a)) }
+
+// MarshalText returns a's name; it fails for a value that is not an action.
+func (a Action) MarshalText() ([]byte, error) { return actionEnum.marshal(uint8(a)) }
+
+// UnmarshalText reads an action's name, exactly.
+func (a *Action) UnmarshalText(text []byte) error {
+	v, err := actionEnum.unmarshal(text)
+	if err == nil {
+		*a = Action(v)
 	}
-	return "Action(" + strconv.Itoa(int(a)) + ")"
+	return err
 }
 
-// MarshalText encodes a as its String form.
-func (a Action) MarshalText() ([]byte, error) {
-	if a < Fatal || a > Wait {
-		return nil, errors.New("retrypolicy: invalid action " + a.String())
-	}
-	return []byte(a.String()), nil
-}
-
-// Reason says why a decision is Fatal. The zero value, NoReason, goes with
-// the other actions.
+// Reason says why a job is given up. The zero value, named "", goes with
+// the actions that are not Fatal.
 type Reason uint8
 
 const (
-	// NoReason is the Reason of a decision that is not Fatal.
-	NoReason Reason = iota
 	// StrategyNone: the strategy is none, which never retries.
-	StrategyNone
+	StrategyNone Reason = iota + 1
 	// AttemptsExhausted: a bounded strategy's window holds max_attempts
 	// failures.
 	AttemptsExhausted
 )
 
-// String returns "", "strategy_none" or "attempts_exhausted".
-func (r Reason) String() string {
-	switch r {
-	case NoReason:
-		return ""
-	case StrategyNone:
-		return "strategy_none"
-	case AttemptsExhausted:
-		return "attempts_exhausted"
+var reasonEnum = enum{typ: "Reason", what: "reason", zero: true,
+	names: []string{"", "strategy_none", "attempts_exhausted"}}
+
+// String returns the reason's name ("attempts_exhausted"), "" for the zero
+// Reason, or "Reason(N)".
+func (r Reason) String() string { return reasonEnum.string(uint8(r)) }
+
+// MarshalText returns r's name; it fails for a value that is not a reason.
+func (r Reason) MarshalText() ([]byte, error) { return reasonEnum.marshal(uint8(r)) }
+
+// UnmarshalText reads a reason's name, exactly ("" is the zero Reason).
+func (r *Reason) UnmarshalText(text []byte) error {
+	v, err := reasonEnum.unmarshal(text)
+	if err == nil {
+		*r = Reason(v)
 	}
-	return "Reason(" + strconv.Itoa(int(r)) + ")"
+	return err
 }
 
-// MarshalText encodes r as its String form.
-func (r Reason) MarshalText() ([]byte, error) {
-	if r > AttemptsExhausted {
-		return nil, errors.New("retrypolicy: invalid reason " + r.String())
-	}
-	return []byte(r.String()), nil
-}
-
-// Input is what Decide knows about a job in ERROR, apart from the clock.
-type Input struct {
-	// Failures holds the job's failure times still on record, in any order,
-	// each entry one failure. The newest is the failure being decided.
-	// At least one is required. Decide neither modifies nor retains it.
-	Failures []time.Time
-	// Uptime is how long the job was RUNNING before its newest failure:
-	// zero when it failed before it started running. Negative counts as zero.
-	Uptime time.Duration
-	// JitterSeed is the caller's stable identity for the job, such as
-	// [SeedFromString] of its id. Only ExponentialWithJitter uses it.
-	JitterSeed uint64
-}
-
-// Decision is the verdict on a job in ERROR, with the numbers that explain
-// it. It is a plain value.
+// Decision is the verdict on a failed job, with the numbers that explain it.
+// Its JSON form is the command's output; see [Decision.MarshalJSON].
 type Decision struct {
 	// Action is Fatal, RetryNow or Wait.
 	Action Action
-	// Reason says why, when Action is Fatal; NoReason otherwise.
+	// Reason says why, when Action is Fatal; it is zero otherwise.
 	Reason Reason
-	// Failures is the number of failures counted in the window, at least 1.
+	// Failures counts the failures in the window, at least 1.
 	Failures int
-	// Last is the newest failure, where the window ends.
-	Last time.Time
 	// Owed is the backoff owed after the Failures-th failure.
 	Owed time.Duration
-	// Credited is Owed after the last run's uptime credit: at most Owed.
+	// Credited is Owed less the last run's uptime credit: at most Owed.
 	Credited time.Duration
-	// Jitter is the extra added on top of Credited, in [0, Credited/4);
-	// zero unless the backoff is ExponentialWithJitter.
+	// Jitter is added to Credited: in [0, Credited/4), and zero unless the
+	// backoff is ExponentialWithJitter.
 	Jitter time.Duration
-	// Due is when the backoff has passed: Last + Credited + Jitter.
-	// The delay fields and Due are zero when Action is Fatal.
+	// Due is when the backoff has passed: the newest failure + Credited +
+	// Jitter. The delay fields and Due are zero when Action is Fatal.
 	Due time.Time
 }
 
-// LogValue implements slog.LogValuer, so that a scheduler can log a whole
-// decision as one attribute.
+// LogValue implements slog.LogValuer with the names and values of the JSON
+// form, so that a scheduler logs a whole decision as one attribute.
 func (d Decision) LogValue() slog.Value {
-	attrs := []slog.Attr{
-		slog.String("action", d.Action.String()),
-		slog.Int("failures_in_window", d.Failures),
-	}
+	attrs := make([]slog.Attr, 0, 7)
+	attrs = append(attrs, slog.String("action", d.Action.String()))
 	if d.Action == Fatal {
 		attrs = append(attrs, slog.String("reason", d.Reason.String()))
-		return slog.GroupValue(attrs...)
 	}
-	attrs = append(attrs,
-		slog.Duration("owed", d.Owed),
-		slog.Duration("credited", d.Credited),
-		slog.Duration("jitter", d.Jitter),
-		slog.Time("due", d.Due),
-	)
+	attrs = append(attrs, slog.Int("failures_in_window", d.Failures))
+	if d.Action != Fatal {
+		attrs = append(attrs,
+			slog.Any("owed_secs", seconds(d.Owed)),
+			slog.Any("credited_secs", seconds(d.Credited)),
+			slog.Any("jitter_secs", seconds(d.Jitter)),
+			slog.String("due", string(appendDue(nil, d.Due))),
+		)
+	}
 	return slog.GroupValue(attrs...)
 }
 
-// ErrNoFailures is returned by Decide for an Input without failures: there
-// is no failure to decide on.
-var ErrNoFailures = errors.New("retrypolicy: no failures to decide on")
+// errNoFailures is Decide's error for a history without failures.
+var errNoFailures = errors.New("retrypolicy: no failures to decide on")
 
-// Decide returns what to do with a job in ERROR under strategy s at time now.
+// Decide returns what to do with a failed job under strategy s at time now.
 //
-// The window ends at the newest failure (see [CountWindow]). The verdict is
-// Fatal for None, and for Bounded when the window holds MaxAttempts failures
-// or more, whatever the uptime. Otherwise the job owes the backoff's delay
-// for that count, less the uptime credit (see [Backoff.Credited]), plus the
-// jitter for ExponentialWithJitter; Due is the newest failure plus that, and
-// the verdict is RetryNow iff now is not before Due. Only RetryNow versus
-// Wait depends on now: every tick and every replica that decides the same
-// failure gets the same Due. A clock behind the newest failure simply waits.
+// failures are the job's failure times still on record, in any order, each
+// entry one failure; the newest is the failure being decided, and the window
+// ends there, not at now. uptime is how long the job ran before that failure
+// (negative counts as zero); seed is a stable identity of the job, such as
+// [SeedFromString] of its id, from which the jitter is drawn.
 //
-// Times compare as wall-clock instants, whatever their location. Monotonic
-// clock readings are ignored: failure times read back from storage have
-// none, and a process that recorded them in memory must decide as a replica
-// that read them back does.
+// The verdict is Fatal for None, and for Bounded when the window holds
+// MaxAttempts failures, whatever the uptime. Otherwise the job owes the
+// backoff's delay for that count, less the uptime credit, plus the jitter;
+// Due is the newest failure plus that, and the verdict is RetryNow once now
+// is not before Due, Wait before. Only that last choice depends on now, so
+// every tick and every replica that decides the same failure agrees on Due.
+// Times compare as instants on the wall clock, whatever their location;
+// monotonic clock readings are ignored, so that a process that recorded
+// failures in memory decides as one that read them back.
 //
-// Decide is a pure function: it reads no clock and no global random source,
-// and does not allocate. It returns a *ValidationError for an invalid s and
-// ErrNoFailures for an empty history.
-func Decide(s Strategy, in Input, now time.Time) (Decision, error) {
-	if !s.valid() {
-		return Decision{}, s.Validate()
+// Decide is pure and does not allocate. It returns a *ValidationError for an
+// invalid s, and an error for an empty failures. [Compile] checks s once for
+// many decisions.
+func Decide(s Strategy, failures []time.Time, uptime time.Duration, seed uint64, now time.Time) (Decision, error) {
+	var p Policy
+	if err := p.init(s); err != nil {
+		return Decision{}, err
 	}
-	if len(in.Failures) == 0 {
-		return Decision{}, ErrNoFailures
-	}
-	var d Decision
-	d.Last, d.Failures = CountWindow(in.Failures, s.window())
-	s.decide(&d, in.Uptime, in.JitterSeed, now)
-	return d, nil
+	return p.Decide(failures, uptime, seed, now)
 }
 
-// decide completes d, whose Last and Failures are counted, in place (a
-// Decision is large enough for copies to show); s is valid and
-// d.Failures >= 1.
-func (s *Strategy) decide(d *Decision, uptime time.Duration, seed uint64, now time.Time) {
-	last, n := d.Last, d.Failures
+// decide completes d, whose Failures are counted, for the newest failure
+// last. d.Failures >= 1.
+func (p *Policy) decide(d *Decision, last time.Time, uptime time.Duration, seed uint64, now time.Time) {
 	switch {
-	case s.Kind == None:
+	case p.s.Kind == None:
 		d.Action, d.Reason = Fatal, StrategyNone
 		return
-	case s.Kind == Bounded && n >= s.MaxAttempts:
+	case p.s.Kind == Bounded && d.Failures >= p.s.MaxAttempts:
 		d.Action, d.Reason = Fatal, AttemptsExhausted
 		return
 	}
-	d.Owed, d.Credited = s.Backoff.credit(n, uptime)
-	if s.Backoff.Kind == ExponentialWithJitter {
-		d.Jitter = jitterFor(d.Credited, jitterUnit(seed, last, n))
+	b := &p.s.Backoff
+	d.Owed, d.Credited = b.credit(d.Failures, uptime)
+	if b.Kind == ExponentialWithJitter {
+		d.Jitter = jitterFor(d.Credited, jitterUnit(seed, last, d.Failures))
 	}
-	d.Due = last.Add(d.Credited + d.Jitter) // at most 1.25 × MaxDelay: no overflow
+	d.Due = last.Add(d.Credited + d.Jitter) // at most 1.25 × the ceiling: no overflow
 	d.Action = Wait
 	if !instantOf(now).before(instantOf(d.Due)) {
 		d.Action = RetryNow
@@ -194,7 +164,7 @@ func (s *Strategy) decide(d *Decision, uptime time.Duration, seed uint64, now ti
 }
 
 // SeedFromString returns a jitter seed for a job identity, such as its id:
-// the 64-bit FNV-1a hash of id. It does not allocate.
+// the 64-bit FNV-1a hash of its bytes. It does not allocate.
 func SeedFromString(id string) uint64 {
 	h := uint64(14695981039346656037)
 	for i := 0; i < len(id); i++ {

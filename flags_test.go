@@ -51,14 +51,26 @@ func TestParseFlagsErrors(t *testing.T) {
 		{"--retry-strategy none --retry-backoff fixed", []string{`retrypolicy: --retry-backoff is not allowed when --retry-strategy=none`}},
 		{"--retry-strategy bounded --retry-max-attempts 3 --retry-backoff fixed --retry-multiplier 2 --retry-max-delay-secs 9",
 			[]string{`retrypolicy: --retry-multiplier is not allowed when --retry-backoff=fixed`, `retrypolicy: --retry-max-delay-secs is not allowed when --retry-backoff=fixed`}},
-		{"--retry-strategy unless_stopped --retry-base-delay-secs 10 --retry-max-delay-secs 5", []string{`retrypolicy: --retry-max-delay-secs: must be at least --retry-base-delay-secs (10), got 5`}},
+		{"--retry-strategy unless_stopped --retry-base-delay-secs 10 --retry-max-delay-secs 5", []string{`retrypolicy: --retry-max-delay-secs: must be at least --retry-base-delay-secs (10), got "5"`}},
 		{"--retry-strategy Bounded", []string{`retrypolicy: --retry-strategy: must be one of none, bounded, unless_stopped, got "Bounded"`}},
 		{"--retry-strategy none --retry-strategy none", []string{`retrypolicy: --retry-strategy is given more than once`}},
 		{"--retry-strategy bounded --retry-max-attempts 3 --retry-window-secs 1.5", []string{`retrypolicy: --retry-window-secs: "1.5" is not a whole number`}},
 		{"--retry-strategy unless_stopped --retry-multiplier -1", []string{`retrypolicy: --retry-multiplier: must be greater than 0, got "-1"`}},
 		{"--retry-strategy unless_stopped --retry-multiplier two", []string{`retrypolicy: --retry-multiplier: "two" is not a number`}},
 		{"--retry-strategy none extra", []string{`retrypolicy: $: unexpected argument, got "extra"`}},
-		{"--retry-bogus 1", []string{`retrypolicy: $: flag provided but not defined: -retry-bogus`}},
+		{"--retry-bogus 1", []string{`retrypolicy: --retry-bogus: unknown flag`}},
+		// Every problem at once, stray flags and arguments first.
+		{"--frobnicate --retry-max-attempts 3", []string{`retrypolicy: --frobnicate: unknown flag`, `retrypolicy: --retry-max-attempts requires --retry-strategy`}},
+		{"-retry-strategy=bounded --retry-max-attempts=0 -- --retry-multiplier=2", []string{
+			`retrypolicy: $: unexpected argument, got "--retry-multiplier=2"`, `retrypolicy: --retry-max-attempts: must be at least 1, got "0"`}},
+		{"--retry-strategy", []string{`retrypolicy: --retry-strategy needs a value`}},
+		{"--retry-strategy none --retry-backoff fixed --retry-base-delay-secs 5", []string{
+			`retrypolicy: --retry-backoff is not allowed when --retry-strategy=none`, `retrypolicy: --retry-base-delay-secs is not allowed when --retry-strategy=none`}},
+		{"--retry-strategy bounded --retry-max-attempts 99999999999999999999", []string{
+			`retrypolicy: --retry-max-attempts: out of range: must be at most 9223372036854775807, got "99999999999999999999"`}},
+		{"--retry-strategy unless_stopped --retry-base-delay-secs 9223372037", []string{
+			`retrypolicy: --retry-base-delay-secs: out of range: must be at most 9223372036, got "9223372037"`}},
+		{"--retry-\x1b[31mred=1", []string{`retrypolicy: --"retry-\u001b[31mred": unknown flag`}},
 	}
 	for _, tt := range tests {
 		_, err := ParseFlags(strings.Fields(tt.args))
@@ -68,24 +80,32 @@ func TestParseFlagsErrors(t *testing.T) {
 }
 
 func TestFlagsWithAFlagSet(t *testing.T) {
-	var f Flags
 	fs := flag.NewFlagSet("ampctl", flag.ContinueOnError)
 	dataset := fs.String("dataset", "", "the dataset")
-	f.Register(fs)
+	strategy := RegisterFlags(fs)
 	require.NoError(t, fs.Parse([]string{"--dataset", "eth", "--retry-strategy=bounded", "--retry-max-attempts", "2"}))
-	s, err := f.Strategy()
+	s, err := strategy()
 	require.NoError(t, err)
 	assert.Equal(t, "eth", *dataset)
 	assert.Equal(t, Strategy{Kind: Bounded, MaxAttempts: 2, Window: time.Hour,
 		Backoff: Backoff{Kind: Exponential, BaseDelay: time.Second, Multiplier: 2}}, s)
 
 	var names []string
-	f.Visit(func(name, usage string, v flag.Value) {
-		names = append(names, name)
-		assert.NotEmpty(t, usage)
+	fs.VisitAll(func(f *flag.Flag) {
+		if f.Name != "dataset" {
+			names = append(names, f.Name)
+			assert.NotEmpty(t, f.Usage)
+		}
 	})
-	assert.Equal(t, []string{"retry-strategy", "retry-max-attempts", "retry-window-secs", "retry-backoff",
+	assert.ElementsMatch(t, []string{"retry-strategy", "retry-max-attempts", "retry-window-secs", "retry-backoff",
 		"retry-base-delay-secs", "retry-multiplier", "retry-max-delay-secs"}, names)
+
+	// The rules judge the flags together, after parsing.
+	fs = flag.NewFlagSet("ampctl", flag.ContinueOnError)
+	strategy = RegisterFlags(fs)
+	require.NoError(t, fs.Parse([]string{"--retry-max-attempts", "2", "--retry-window-secs", "9"}))
+	_, err = strategy()
+	assert.Equal(t, "retrypolicy: --retry-max-attempts requires --retry-strategy\nretrypolicy: --retry-window-secs requires --retry-strategy", err.Error())
 }
 
 // flagsFor writes a descriptor as the equivalent command line.
@@ -116,7 +136,7 @@ func jsonText(v any) string {
 	return string(b)
 }
 
-// TestFlagsAndJSONShareOneValidator pins 1's "flags and JSON share one
+// TestFlagsAndJSONShareOneValidator pins "flags and JSON share one
 // validator": a descriptor and its command line are accepted or rejected
 // together, naming the same fields, and build the same strategy. Every
 // field is written out, as flags have no omitted backoff object.

@@ -121,14 +121,14 @@ func FuzzDecide(f *testing.F) {
 			raw = raw[8:]
 		}
 		now := time.Unix(0, 0).Add(time.Duration(nowOffset))
-		d, err := Decide(s, Input{Failures: failures, Uptime: time.Duration(uptime), JitterSeed: seed}, now)
+		d, err := Decide(s, failures, time.Duration(uptime), seed, now)
 		if err != nil {
 			if s.Validate() == nil && len(failures) > 0 {
 				t.Fatalf("valid input refused: %v", err)
 			}
 			return
 		}
-		checkDecision(t, s, d)
+		checkDecision(t, s, d, newest(failures))
 	})
 }
 
@@ -138,8 +138,20 @@ type fataler interface {
 	Fatalf(format string, args ...any)
 }
 
-// checkDecision asserts the bounds every decision keeps.
-func checkDecision(t fataler, s Strategy, d Decision) {
+// newest returns the latest of failures.
+func newest(failures []time.Time) time.Time {
+	last := failures[0]
+	for _, f := range failures {
+		if f.After(last) {
+			last = f
+		}
+	}
+	return last
+}
+
+// checkDecision asserts the bounds every decision on failures whose newest
+// is last keeps.
+func checkDecision(t fataler, s Strategy, d Decision, last time.Time) {
 	t.Helper()
 	switch {
 	case d.Failures < 1:
@@ -148,16 +160,16 @@ func checkDecision(t fataler, s Strategy, d Decision) {
 		if d.Owed != 0 || d.Credited != 0 || d.Jitter != 0 || !d.Due.IsZero() {
 			t.Fatalf("fatal decision with delays: %+v", d)
 		}
-	case d.Owed < 0 || d.Owed > MaxDelay:
-		t.Fatalf("owed %v outside [0, %v]", d.Owed, MaxDelay)
+	case d.Owed < 0 || d.Owed > ceiling:
+		t.Fatalf("owed %v outside [0, %v]", d.Owed, ceiling)
 	case d.Credited < 0 || d.Credited > d.Owed:
 		t.Fatalf("credited %v outside [0, owed %v]", d.Credited, d.Owed)
 	case d.Jitter < 0 || (d.Credited > 0 && 4*int64(d.Jitter) >= int64(d.Credited)) || (d.Credited == 0 && d.Jitter != 0):
 		t.Fatalf("jitter %v for credited %v", d.Jitter, d.Credited)
 	case s.Backoff.Kind != ExponentialWithJitter && d.Jitter != 0:
 		t.Fatalf("jitter %v for %v", d.Jitter, s.Backoff.Kind)
-	case d.Due.Before(d.Last):
-		t.Fatalf("due %v before the newest failure %v", d.Due, d.Last)
+	case d.Due.Before(last):
+		t.Fatalf("due %v before the newest failure %v", d.Due, last)
 	}
 }
 

@@ -69,7 +69,7 @@ func genStrategy(t *rapid.T) Strategy {
 		return Strategy{
 			Kind:        Bounded,
 			MaxAttempts: rapid.OneOf(rapid.IntRange(1, 20), rapid.IntRange(1, math.MaxInt)).Draw(t, "max_attempts"),
-			Window:      genSeconds(t, "window_secs", 1, int64(MaxWindow/time.Second)),
+			Window:      genSeconds(t, "window_secs", 1, int64(maxWindow/time.Second)),
 			Backoff:     genBackoff(t),
 		}
 	}
@@ -113,4 +113,12 @@ func failuresAt(offsets ...float64) []time.Time {
 		out[i] = t0.Add(time.Duration(o * float64(time.Second)))
 	}
 	return out
+}
+
+// input is Decide's arguments apart from the strategy and the clock, for
+// tests that decide several times on them.
+type input struct {
+	failures []time.Time
+	uptime   time.Duration
+	seed     uint64
 }

@@ -31,7 +31,7 @@ func genExtremeStrategy(t *rapid.T) Strategy {
 	}
 	if rapid.Bool().Draw(t, "bounded") {
 		return Strategy{Kind: Bounded, MaxAttempts: rapid.OneOf(rapid.Just(math.MaxInt), rapid.IntRange(1, math.MaxInt)).Draw(t, "max_attempts"),
-			Window: MaxWindow, Backoff: b}
+			Window: maxWindow, Backoff: b}
 	}
 	return Strategy{Kind: UnlessStopped, Backoff: b}
 }
@@ -47,17 +47,17 @@ func TestExtremesNeverBreakTheDecision(t *testing.T) {
 		n := rapid.OneOf(rapid.IntRange(1, 1000000), rapid.IntRange(1, math.MaxInt-1)).Draw(t, "n")
 		last := time.Unix(rapid.Int64Range(-1e10, 1e10).Draw(t, "last"), 0)
 		uptime := genUptime(t, "uptime")
-		var d Decision
-		d.Last, d.Failures = last, n
-		s.decide(&d, uptime, rapid.Uint64().Draw(t, "seed"), last)
-		checkDecision(t, s, d)
+		p, err := Compile(s)
+		require.NoError(t, err)
+		d := Decision{Failures: n}
+		p.decide(&d, last, uptime, rapid.Uint64().Draw(t, "seed"), last)
+		checkDecision(t, s, d, last)
 		if d.Action == Fatal {
 			return
 		}
 		if s.Backoff.Kind != Fixed && s.Backoff.Multiplier >= 1 {
-			var next Decision
-			next.Last, next.Failures = last, n+1
-			s.decide(&next, uptime, 0, last)
+			next := Decision{Failures: n + 1}
+			p.decide(&next, last, uptime, 0, last)
 			if next.Action != Fatal && next.Owed < d.Owed {
 				t.Fatalf("owed %v after %d failures, %v after %d", d.Owed, n, next.Owed, n+1)
 			}
@@ -85,8 +85,8 @@ func TestJSONIntegersAtEveryMagnitude(t *testing.T) {
 			assert.Equal(t, []string{"backoff." + field}, errorPaths(t, err), doc)
 			return
 		}
-		assert.LessOrEqual(t, s.Backoff.Delay(math.MaxInt), MaxDelay)
-		assert.GreaterOrEqual(t, s.Backoff.Delay(1), time.Duration(0))
+		assert.LessOrEqual(t, s.Backoff.delay(math.MaxInt), ceiling)
+		assert.GreaterOrEqual(t, s.Backoff.delay(1), time.Duration(0))
 	})
 }
 
@@ -101,7 +101,7 @@ func TestAMillionFailuresInTheWindow(t *testing.T) {
 	for i := n - 1; i >= 0; i-- {
 		require.NoError(t, h.Record(failures[i]))
 	}
-	d, err := Decide(Default(), Input{Failures: failures, Uptime: 90 * time.Hour}, t0)
+	d, err := Decide(Default(), failures, 90*time.Hour, 0, t0)
 	require.NoError(t, err)
 	assert.Equal(t, n, d.Failures)
 	assert.Equal(t, time.Hour, d.Owed)
@@ -118,13 +118,13 @@ func TestAMillionFailuresInTheWindow(t *testing.T) {
 func TestClockTrouble(t *testing.T) {
 	s := Default()
 	sorted := failuresAt(-3, -2, -1, 0)
-	want, err := Decide(s, Input{Failures: sorted}, t0)
+	want, err := Decide(s, sorted, 0, 0, t0)
 	require.NoError(t, err)
 	require.Equal(t, 8*time.Second, want.Credited)
 
 	decide := func(failures []time.Time, now time.Time) Decision {
 		t.Helper()
-		d, err := Decide(s, Input{Failures: failures}, now)
+		d, err := Decide(s, failures, 0, 0, now)
 		require.NoError(t, err)
 		return d
 	}
@@ -180,13 +180,13 @@ func TestClockTrouble(t *testing.T) {
 }
 
 // TestConcurrentUse shares one strategy, one failure slice and one History
-// across goroutines that decide and record at once; run it with -race. A
-// Strategy, an Input's slice (read only) and a History are safe to share;
-// a Flags value is not (it belongs to one command line).
+// across goroutines that decide, record and save at once; run it with
+// -race. A Strategy, a failure slice (read only) and a History are safe to
+// share.
 func TestConcurrentUse(t *testing.T) {
 	s := Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: ExponentialWithJitter, BaseDelay: time.Second, Multiplier: 2, MaxDelay: time.Hour}}
 	shared := failuresAt(-40, -30, -20, -10, 0)
-	want, err := Decide(s, Input{Failures: shared, JitterSeed: 7}, t0)
+	want, err := Decide(s, shared, 0, 7, t0)
 	require.NoError(t, err)
 	h, err := NewHistory(s)
 	require.NoError(t, err)
@@ -199,7 +199,7 @@ func TestConcurrentUse(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for r := range rounds {
-				d, err := Decide(s, Input{Failures: shared, JitterSeed: 7}, t0)
+				d, err := Decide(s, shared, 0, 7, t0)
 				if err != nil || d != want {
 					errs <- io.ErrUnexpectedEOF
 				}
@@ -209,7 +209,9 @@ func TestConcurrentUse(t *testing.T) {
 				if _, err := h.Decide(time.Second, uint64(w), t0); err != nil {
 					errs <- err
 				}
-				h.Window()
+				if _, err := h.MarshalJSON(); err != nil {
+					errs <- err
+				}
 			}
 		}()
 	}
@@ -218,22 +220,10 @@ func TestConcurrentUse(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	last, n := h.Window()
-	assert.Equal(t, workers*rounds, n, "every failure recorded, none lost")
-	assert.True(t, last.Equal(t0.Add(time.Duration(workers*rounds-1)*time.Millisecond)))
-}
-
-func TestDecodeStopsReadingAnEndlessStream(t *testing.T) {
-	_, err := Decode(endless{})
-	assert.Equal(t, []string{"$"}, errorPaths(t, err))
-}
-
-// endless is a reader that never ends.
-type endless struct{}
-
-func (endless) Read(p []byte) (int, error) {
-	for i := range p {
-		p[i] = ' '
-	}
-	return len(p), nil
+	d, err := h.Decide(0, 0, t0)
+	require.NoError(t, err)
+	assert.Equal(t, workers*rounds, d.Failures, "every failure recorded, none lost")
+	// The newest failure is the last one recorded: 1 s owed at the cap's
+	// step is an hour, due an hour after it.
+	assert.True(t, d.Due.Add(-d.Credited-d.Jitter).Equal(t0.Add(time.Duration(workers*rounds-1)*time.Millisecond)))
 }

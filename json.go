@@ -5,39 +5,45 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
+	"slices"
 	"strconv"
 	"time"
 )
 
-// Limits on what Parse and Decode read. A strategy object is a few hundred
-// bytes and two levels deep; anything far larger is refused before it is
-// read whole.
+// Limits on what Parse reads: a strategy object is a few hundred bytes and
+// two levels deep, so anything far larger is refused before it is read.
 const (
-	// MaxDocumentSize is the largest document Parse and Decode accept, in bytes.
-	MaxDocumentSize = 64 << 10
-	// MaxDepth is the deepest nesting of arrays and objects they accept,
-	// the strategy object itself being level 1.
-	MaxDepth = 16
+	maxDocumentSize = 64 << 10
+	maxDepth        = 16
 )
+
+// utf8BOM is the byte-order mark some editors write at the start of a file.
+var utf8BOM = []byte("\xef\xbb\xbf")
 
 // Parse reads one strategy object, the value of a request's retry_strategy,
 // strictly: unknown fields, duplicate keys, wrong JSON types, fractions in
 // integer fields, out-of-range numbers, fields the strategy or backoff kind
-// does not allow, missing required fields and trailing data are all errors.
-// null in an optional field means the field is absent. Omitted fields take
-// their defaults; an omitted backoff is [DefaultBackoff].
+// does not allow, missing required fields and trailing data are errors.
+// Omitted fields take their defaults; an omitted backoff is the default one.
+// null, in a field or as the whole document, means absent: the document
+// null is the Default strategy. A leading UTF-8 byte-order mark is skipped.
 //
-// On error Parse returns the zero Strategy and a *ValidationError listing
-// every problem, each named by its JSON path ("$" for the document as a
-// whole); the error matches ErrInvalid with errors.Is.
+// On error Parse returns the zero Strategy and a *ValidationError naming
+// each problem by its JSON path ("$" for the document); it matches
+// ErrInvalid with errors.Is. Documents over 64 KiB are refused unread.
 func Parse(data []byte) (Strategy, error) {
 	p := problems{nm: &jsonNaming}
-	if len(data) > MaxDocumentSize {
-		p.addAt(orderDoc, "$", "must be at most "+strconv.Itoa(MaxDocumentSize)+" bytes", strconv.Itoa(len(data))+" bytes")
+	if len(data) > maxDocumentSize {
+		p.addAt(orderDoc, "$", "must be at most "+strconv.Itoa(maxDocumentSize)+" bytes", "")
 		return Strategy{}, p.err()
 	}
+	data, skipped := trimBOM(data)
+	if string(bytes.TrimSpace(data)) == "null" {
+		return Default(), nil
+	}
 	var d draft
-	if !readDocument(data, &d, &p) {
+	if !readDocument(data, skipped, &d, &p) {
 		return Strategy{}, p.err()
 	}
 	s := d.build(&p)
@@ -47,27 +53,19 @@ func Parse(data []byte) (Strategy, error) {
 	return s, nil
 }
 
-// Decode reads one strategy object from r as Parse does. It reads at most
-// MaxDocumentSize+1 bytes, so a larger document is refused without being
-// read whole. An error reading r is returned as it is, not as a
-// *ValidationError.
-func Decode(r io.Reader) (Strategy, error) {
-	data, err := io.ReadAll(io.LimitReader(r, MaxDocumentSize+1))
-	if err != nil {
-		return Strategy{}, err
+// trimBOM returns data without a leading byte-order mark, and its length.
+func trimBOM(data []byte) ([]byte, int) {
+	if bytes.HasPrefix(data, utf8BOM) {
+		return data[len(utf8BOM):], len(utf8BOM)
 	}
-	return Parse(data)
+	return data, 0
 }
 
 // UnmarshalJSON implements json.Unmarshaler with Parse's rules. JSON null
-// sets the default strategy, as a request without a strategy gets it. On
-// error s is left unchanged.
-//
-// A request struct whose strategy field may be missing should start from
-// Default(), since encoding/json does not call UnmarshalJSON for a missing key.
+// leaves s unchanged, as encoding/json does for other values; so does an
+// error.
 func (s *Strategy) UnmarshalJSON(data []byte) error {
 	if string(bytes.TrimSpace(data)) == "null" {
-		*s = Default()
 		return nil
 	}
 	v, err := Parse(data)
@@ -78,21 +76,19 @@ func (s *Strategy) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// MarshalJSON implements json.Marshaler with the canonical encoding; see
-// AppendJSON.
+// MarshalJSON implements json.Marshaler with the canonical encoding: fields
+// in the descriptor's order, every field that applies written with its
+// value, the others left out, no white space. Parse of the result returns
+// s. A strategy the descriptor cannot express (invalid, or delays that are
+// not whole seconds) is not encoded: the error names the field.
 func (s Strategy) MarshalJSON() ([]byte, error) {
-	return s.AppendJSON(nil)
-}
-
-// AppendJSON appends the canonical JSON encoding of s to b: fields in the
-// descriptor's order, every field that applies written with its value, those
-// that do not apply left out, no white space. Encoding is deterministic, and
-// Parse of the result returns s. An invalid s is not encoded: AppendJSON
-// returns b unchanged and the validation error.
-func (s Strategy) AppendJSON(b []byte) ([]byte, error) {
-	if err := s.Validate(); err != nil {
-		return b, err
+	p := problems{nm: &jsonNaming}
+	g := givenOf(&s)
+	check(&s, &g, &p)
+	if err := p.err(); err != nil {
+		return nil, err
 	}
+	b := make([]byte, 0, 160)
 	b = append(b, `{"strategy":"`...)
 	b = append(b, s.Kind.String()...)
 	b = append(b, '"')
@@ -105,7 +101,7 @@ func (s Strategy) AppendJSON(b []byte) ([]byte, error) {
 	if s.Kind == None {
 		return append(b, '}'), nil
 	}
-	bo := s.Backoff
+	bo := &s.Backoff
 	b = append(b, `,"backoff":{"kind":"`...)
 	b = append(b, bo.Kind.String()...)
 	b = append(b, `","base_delay_secs":`...)
@@ -121,6 +117,22 @@ func (s Strategy) AppendJSON(b []byte) ([]byte, error) {
 	return append(b, "}}"...), nil
 }
 
+// formatMultiplier writes a multiplier as the descriptor does: the shortest
+// decimal that reads back the same float64, always with a decimal point or
+// an exponent (2.0, 1.5, 1e+300).
+func formatMultiplier(m float64) string { return string(appendMultiplier(nil, m)) }
+
+func appendMultiplier(b []byte, m float64) []byte {
+	start := len(b)
+	b = strconv.AppendFloat(b, m, 'g', -1, 64)
+	for _, c := range b[start:] {
+		if c == '.' || c == 'e' || c == 'n' || c == 'N' { // NaN and Inf stay as they are
+			return b
+		}
+	}
+	return append(b, '.', '0')
+}
+
 // topFields and backoffFields map the descriptor's keys to fields.
 var (
 	topFields = map[string]field{
@@ -131,29 +143,30 @@ var (
 	}
 )
 
-// errTooDeep stops reading a document nested deeper than MaxDepth.
-var errTooDeep = errors.New("nested deeper than " + strconv.Itoa(MaxDepth) + " levels")
+// errTooDeep stops reading a document nested deeper than maxDepth.
+var errTooDeep = errors.New("nested deeper than " + strconv.Itoa(maxDepth) + " levels")
 
 // readDocument reads data into d, recording problems with keys (unknown,
-// duplicate) and with the document. It returns false when the document is
-// not a JSON object that can be read to its closing brace.
-func readDocument(data []byte, d *draft, p *problems) bool {
+// duplicate) and with the document; offset is where data starts in what the
+// caller was given. It returns false when the document is not a JSON object
+// that can be read to its closing brace.
+func readDocument(data []byte, offset int, d *draft, p *problems) bool {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	tok, err := dec.Token()
 	if err != nil {
-		return docError(p, err)
+		return docError(p, err, offset)
 	}
 	if tok != json.Delim('{') {
 		v, err := readValue(dec, tok, 1)
 		if err != nil {
-			return docError(p, err)
+			return docError(p, err, offset)
 		}
 		p.addAt(orderDoc, "$", "must be a JSON object", v.shown())
 		return false
 	}
 	if err := readObject(dec, d, p, topFields, "", orderTop, 1); err != nil {
-		return docError(p, err)
+		return docError(p, err, offset)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		// The object itself was read whole: its fields are still checked.
@@ -163,19 +176,17 @@ func readDocument(data []byte, d *draft, p *problems) bool {
 }
 
 // docError records a problem with the document as a whole.
-func docError(p *problems, err error) bool {
+func docError(p *problems, err error, offset int) bool {
+	var se *json.SyntaxError
 	switch {
 	case err == io.EOF:
 		p.addAt(orderDoc, "$", "must be a JSON object", "an empty document")
 	case errors.Is(err, errTooDeep):
 		p.addAt(orderDoc, "$", "must not be "+err.Error(), "")
+	case errors.As(err, &se):
+		p.addAt(orderDoc, "$", "must be valid JSON ("+se.Error()+" at byte "+strconv.FormatInt(se.Offset+int64(offset), 10)+")", "")
 	default:
-		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			p.addAt(orderDoc, "$", "must be valid JSON ("+se.Error()+" at byte "+strconv.FormatInt(se.Offset, 10)+")", "")
-		} else {
-			p.addAt(orderDoc, "$", "must be valid JSON ("+err.Error()+")", "")
-		}
+		p.addAt(orderDoc, "$", "must be valid JSON ("+err.Error()+")", "")
 	}
 	return false
 }
@@ -213,7 +224,7 @@ func readObject(dec *json.Decoder, d *draft, p *problems, fields map[string]fiel
 		}
 		switch {
 		case !known:
-			p.addAt(unknownOrder, prefix+key, "unknown field", "")
+			p.addAt(unknownOrder, prefix+keyText(key), "unknown field", "")
 		case seen[f]:
 			p.add(f, "duplicate key", "")
 		default:
@@ -223,6 +234,20 @@ func readObject(dec *json.Decoder, d *draft, p *problems, fields map[string]fiel
 	}
 	_, err := dec.Token() // the closing '}'
 	return err
+}
+
+// keyText writes an unknown key for a path: as it is when it is a plain
+// name, quoted and escaped otherwise.
+func keyText(key string) string {
+	if key == "" || len(key) > maxEchoed {
+		return quoteText(key)
+	}
+	for i := 0; i < len(key); i++ {
+		if c := key[i]; !(c == '_' || c == '-' || isDigit(c) || c|0x20 >= 'a' && c|0x20 <= 'z') {
+			return quoteText(key)
+		}
+	}
+	return key
 }
 
 // readValue reads the value that starts with tok, skipping the contents of
@@ -251,7 +276,7 @@ func readValue(dec *json.Decoder, tok json.Token, depth int) (rawValue, error) {
 func skipNested(dec *json.Decoder, depth int) error {
 	open := 1
 	for open > 0 {
-		if depth+open-1 > MaxDepth {
+		if depth+open-1 > maxDepth {
 			return errTooDeep
 		}
 		tok, err := dec.Token()
@@ -265,5 +290,231 @@ func skipNested(dec *json.Decoder, depth int) error {
 			open--
 		}
 	}
+	return nil
+}
+
+// seconds is a duration in the JSON form's unit: decimal seconds, exactly
+// (8, 1.5, 0.000000001).
+type seconds time.Duration
+
+// MarshalText writes s as decimal seconds, for slog's text output.
+func (s seconds) MarshalText() ([]byte, error) { return appendSeconds(nil, time.Duration(s)), nil }
+
+// MarshalJSON writes s as a JSON number of seconds.
+func (s seconds) MarshalJSON() ([]byte, error) { return appendSeconds(nil, time.Duration(s)), nil }
+
+// appendSeconds writes d as exact decimal seconds.
+func appendSeconds(b []byte, d time.Duration) []byte {
+	u := uint64(d)
+	if d < 0 {
+		b, u = append(b, '-'), -u
+	}
+	b = strconv.AppendUint(b, u/uint64(time.Second), 10)
+	ns := u % uint64(time.Second)
+	if ns == 0 {
+		return b
+	}
+	b = append(b, '.')
+	for div := uint64(time.Second / 10); ns > 0; div /= 10 {
+		b = append(b, byte('0'+ns/div))
+		ns %= div
+	}
+	return b
+}
+
+// dueLayout is RFC 3339 with all nine digits of nanoseconds.
+const dueLayout = "2006-01-02T15:04:05.000000000Z07:00"
+
+// The span of times RFC 3339 can write: four-digit years.
+var (
+	firstRFC3339 = time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC)
+	lastRFC3339  = time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC)
+)
+
+// appendDue writes t in UTC as RFC 3339 with nanoseconds, saturating at the
+// first and last times RFC 3339 can write.
+func appendDue(b []byte, t time.Time) []byte {
+	switch {
+	case t.Before(firstRFC3339):
+		t = firstRFC3339
+	case t.After(lastRFC3339):
+		t = lastRFC3339
+	}
+	return t.UTC().AppendFormat(b, dueLayout)
+}
+
+// MarshalJSON writes d as the command prints it: action, reason (when
+// fatal), failures_in_window, then owed_secs, credited_secs, jitter_secs
+// (exact decimal seconds) and due (RFC 3339 in UTC, saturating at the end of
+// year 9999) unless fatal. It fails for an action or reason out of range.
+func (d Decision) MarshalJSON() ([]byte, error) {
+	if !actionEnum.valid(uint8(d.Action)) || !reasonEnum.valid(uint8(d.Reason)) {
+		return nil, errors.New("retrypolicy: decision: invalid action " + d.Action.String() + " or reason " + d.Reason.String())
+	}
+	b := make([]byte, 0, 160)
+	b = append(b, `{"action":"`...)
+	b = append(b, d.Action.String()...)
+	if d.Action == Fatal {
+		b = append(b, `","reason":"`...)
+		b = append(b, d.Reason.String()...)
+	}
+	b = append(b, `","failures_in_window":`...)
+	b = strconv.AppendInt(b, int64(d.Failures), 10)
+	if d.Action == Fatal {
+		return append(b, '}'), nil
+	}
+	b = append(b, `,"owed_secs":`...)
+	b = appendSeconds(b, d.Owed)
+	b = append(b, `,"credited_secs":`...)
+	b = appendSeconds(b, d.Credited)
+	b = append(b, `,"jitter_secs":`...)
+	b = appendSeconds(b, d.Jitter)
+	b = append(b, `,"due":"`...)
+	b = appendDue(b, d.Due)
+	return append(b, `"}`...), nil
+}
+
+// decisionKeys are the keys of a decision's JSON form, in their order.
+var decisionKeys = [...]string{"action", "reason", "failures_in_window", "owed_secs", "credited_secs", "jitter_secs", "due"}
+
+// UnmarshalJSON reads the form MarshalJSON writes, strictly: unknown and
+// duplicate keys, wrong types, and fields missing or out of place for the
+// action are errors, which leave d unchanged. null leaves d unchanged.
+func (d *Decision) UnmarshalJSON(data []byte) error {
+	if string(bytes.TrimSpace(data)) == "null" {
+		return nil
+	}
+	bad := func(key, rule string) error { return errors.New("retrypolicy: decision: " + key + ": " + rule) }
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return bad("$", "must be a JSON object")
+	}
+	var v Decision
+	var seen [len(decisionKeys)]bool
+	delays := [...]*time.Duration{&v.Owed, &v.Credited, &v.Jitter}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return bad("$", "must be valid JSON")
+		}
+		key, _ := tok.(string)
+		i := slices.Index(decisionKeys[:], key)
+		switch {
+		case i < 0:
+			return bad(keyText(key), "unknown field")
+		case seen[i]:
+			return bad(key, "duplicate key")
+		}
+		seen[i] = true
+		if tok, err = dec.Token(); err != nil {
+			return bad("$", "must be valid JSON")
+		}
+		text, isString := tok.(string)
+		num, isNumber := tok.(json.Number)
+		switch {
+		case i <= 1 && !isString, i == 6 && !isString:
+			return bad(key, "must be a string")
+		case i >= 2 && i <= 5 && !isNumber:
+			return bad(key, "must be a number")
+		}
+		switch key {
+		case "action":
+			err = v.Action.UnmarshalText([]byte(text))
+		case "reason":
+			err = v.Reason.UnmarshalText([]byte(text))
+		case "failures_in_window":
+			n, st := decimalInt(string(num))
+			if st != numOK || n < 1 || n > math.MaxInt {
+				return bad(key, "must be a whole number of at least 1")
+			}
+			v.Failures = int(n)
+		case "due":
+			if v.Due, err = time.Parse(time.RFC3339Nano, text); err != nil {
+				return bad(key, "must be an RFC 3339 time")
+			}
+		default:
+			ns, st := decimalScaled(string(num), 9)
+			if st != numOK || ns < 0 {
+				return bad(key, "must be a non-negative number of seconds, to the nanosecond")
+			}
+			*delays[i-3] = time.Duration(ns)
+		}
+		if err != nil {
+			return bad(key, err.Error())
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return bad("$", "must be valid JSON")
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return bad("$", "must hold one JSON object and nothing after it")
+	}
+	for _, i := range []int{0, 2} {
+		if !seen[i] {
+			return bad(decisionKeys[i], "required")
+		}
+	}
+	fatal := v.Action == Fatal
+	if fatal && v.Reason == 0 {
+		return bad("reason", "required when action is fatal")
+	}
+	if !fatal && seen[1] {
+		return bad("reason", "not allowed when action is "+v.Action.String())
+	}
+	for i := 3; i < len(decisionKeys); i++ {
+		switch {
+		case fatal && seen[i]:
+			return bad(decisionKeys[i], "not allowed when action is fatal")
+		case !fatal && !seen[i]:
+			return bad(decisionKeys[i], "required when action is "+v.Action.String())
+		}
+	}
+	*d = v
+	return nil
+}
+
+// MarshalJSON writes the failures held as a JSON array of RFC 3339 times in
+// UTC, oldest first.
+func (h *History) MarshalJSON() ([]byte, error) {
+	chunks := h.snapshot()
+	b := []byte{'['}
+	for _, c := range chunks {
+		for _, ns := range c.t {
+			if len(b) > 1 {
+				b = append(b, ',')
+			}
+			b = append(b, '"')
+			b = time.Unix(0, ns).UTC().AppendFormat(b, time.RFC3339Nano)
+			b = append(b, '"')
+		}
+	}
+	return append(b, ']'), nil
+}
+
+// UnmarshalJSON replaces the failures held with a JSON array of RFC 3339
+// times, in any order, keeping those within the window of the newest. null
+// leaves h unchanged; so does an error.
+func (h *History) UnmarshalJSON(data []byte) error {
+	if string(bytes.TrimSpace(data)) == "null" {
+		return nil
+	}
+	var texts []string
+	if err := json.Unmarshal(data, &texts); err != nil {
+		return errors.New("retrypolicy: history: must be a JSON array of RFC 3339 times")
+	}
+	ns := make([]int64, len(texts))
+	for i, text := range texts {
+		t, err := time.Parse(time.RFC3339Nano, text)
+		if err != nil {
+			return errors.New("retrypolicy: history: [" + strconv.Itoa(i) + "]: must be an RFC 3339 time, got " + quoteText(text))
+		}
+		var ok bool
+		if ns[i], ok = unixNano(t); !ok {
+			return errors.New("retrypolicy: history: [" + strconv.Itoa(i) + "]: " + errTimeOutOfRange.Error()[len("retrypolicy: "):])
+		}
+	}
+	slices.Sort(ns)
+	h.replace(ns)
 	return nil
 }

@@ -1,37 +1,39 @@
 package retrypolicy
 
 import (
+	"math"
 	"strconv"
 	"time"
 )
 
-// StrategyKind names a retry strategy. The zero value is not a strategy:
-// a Strategy whose Kind is zero fails validation with "strategy: required".
+// StrategyKind names a retry strategy. The zero value is not a strategy.
 type StrategyKind uint8
 
 const (
-	// None never retries: every retryable failure is fatal.
+	// None never retries: every failure is fatal.
 	None StrategyKind = iota + 1
-	// Bounded retries until the job has failed MaxAttempts times within
-	// the sliding Window, and is fatal from then on.
+	// Bounded retries until the window holds MaxAttempts failures.
 	Bounded
-	// UnlessStopped retries forever. Its backoff counts failures over a
-	// fixed one-hour window.
+	// UnlessStopped retries forever.
 	UnlessStopped
 )
 
-// String returns the descriptor's name for k ("none", "bounded",
-// "unless_stopped"), or "StrategyKind(N)" for a value that is not a strategy.
-func (k StrategyKind) String() string {
-	switch k {
-	case None:
-		return "none"
-	case Bounded:
-		return "bounded"
-	case UnlessStopped:
-		return "unless_stopped"
+var strategyEnum = enum{typ: "StrategyKind", what: "strategy", names: []string{"", "none", "bounded", "unless_stopped"}}
+
+// String returns the descriptor's name for k, or "StrategyKind(N)".
+func (k StrategyKind) String() string { return strategyEnum.string(uint8(k)) }
+
+// MarshalText returns the descriptor's name for k; it fails for a value
+// that is not a strategy.
+func (k StrategyKind) MarshalText() ([]byte, error) { return strategyEnum.marshal(uint8(k)) }
+
+// UnmarshalText reads a descriptor's strategy name, exactly.
+func (k *StrategyKind) UnmarshalText(text []byte) error {
+	v, err := strategyEnum.unmarshal(text)
+	if err == nil {
+		*k = StrategyKind(v)
 	}
-	return "StrategyKind(" + strconv.Itoa(int(k)) + ")"
+	return err
 }
 
 // BackoffKind names how the delay grows with the failures in the window.
@@ -42,25 +44,29 @@ const (
 	// Fixed waits BaseDelay after every failure.
 	Fixed BackoffKind = iota + 1
 	// Exponential waits BaseDelay × Multiplier^(k-1) after the window's
-	// k-th failure, up to MaxDelay when it is set.
+	// k-th failure, at most MaxDelay when it is set.
 	Exponential
-	// ExponentialWithJitter is Exponential plus an extra of up to a quarter
-	// of the (credited) delay, derived from the caller's jitter seed.
+	// ExponentialWithJitter is Exponential plus up to a quarter of the
+	// credited delay, drawn from the caller's jitter seed.
 	ExponentialWithJitter
 )
 
-// String returns the descriptor's name for k ("fixed", "exponential",
-// "exponential_with_jitter"), or "BackoffKind(N)" for a value that is not one.
-func (k BackoffKind) String() string {
-	switch k {
-	case Fixed:
-		return "fixed"
-	case Exponential:
-		return "exponential"
-	case ExponentialWithJitter:
-		return "exponential_with_jitter"
+var backoffEnum = enum{typ: "BackoffKind", what: "backoff kind", names: []string{"", "fixed", "exponential", "exponential_with_jitter"}}
+
+// String returns the descriptor's name for k, or "BackoffKind(N)".
+func (k BackoffKind) String() string { return backoffEnum.string(uint8(k)) }
+
+// MarshalText returns the descriptor's name for k; it fails for a value
+// that is not a backoff kind.
+func (k BackoffKind) MarshalText() ([]byte, error) { return backoffEnum.marshal(uint8(k)) }
+
+// UnmarshalText reads a descriptor's backoff kind name, exactly.
+func (k *BackoffKind) UnmarshalText(text []byte) error {
+	v, err := backoffEnum.unmarshal(text)
+	if err == nil {
+		*k = BackoffKind(v)
 	}
-	return "BackoffKind(" + strconv.Itoa(int(k)) + ")"
+	return err
 }
 
 // exponential reports whether k grows the delay with a multiplier.
@@ -70,88 +76,126 @@ func (k BackoffKind) exponential() bool {
 
 // Limits of the descriptor and of the arithmetic.
 const (
-	// MaxWindow is the longest failure window a Bounded strategy may use:
-	// seven days, the history a scheduler keeps failures for.
-	MaxWindow = 7 * 24 * time.Hour
-
-	// UnlessStoppedWindow is the window over which an UnlessStopped
-	// strategy counts failures for its backoff.
-	UnlessStoppedWindow = time.Hour
-
-	// MaxDelay is the ceiling of every delay the library computes:
-	// 100 years of 365 days. A delay that would be longer saturates at
-	// MaxDelay; jitter may add up to a quarter of it on top.
-	MaxDelay = 100 * 365 * 24 * time.Hour
-
-	// DefaultWindow is the Bounded window used when the descriptor
-	// omits window_secs.
-	DefaultWindow = time.Hour
+	// maxWindow is the longest window of a Bounded strategy: the seven days
+	// a scheduler keeps failures for.
+	maxWindow = 7 * 24 * time.Hour
+	// defaultWindow is the window of a Bounded descriptor without window_secs.
+	defaultWindow = time.Hour
+	// unlessStoppedWindow is the window UnlessStopped counts its backoff over.
+	unlessStoppedWindow = time.Hour
+	// ceiling is the longest delay the library computes: 100 years of 365
+	// days. Longer delays saturate at it; jitter may add a quarter on top.
+	ceiling = 100 * 365 * 24 * time.Hour
+	// minDelay is the shortest delay a Strategy built in Go may use.
+	minDelay = time.Millisecond
 )
 
-// Strategy is a validated-or-not retry strategy descriptor: what to do with
-// a job that failed with an error a retry may fix.
+// A due time is the newest failure plus at most the ceiling and a quarter
+// of it for the jitter: that sum must stay a Duration. (This constant does
+// not compile if it would not.)
+const _ = uint64(math.MaxInt64 - int64(ceiling) - int64(ceiling/4))
+
+// Strategy is a retry strategy: what to do with a job that failed with an
+// error a retry may fix.
 //
-// A Strategy is a plain comparable value. Fields that the Kind does not use
-// must be zero: MaxAttempts and Window belong to Bounded only, and Backoff is
-// zero for None. Every field is explicit; the zero Strategy is invalid, and
-// [Default] returns the strategy a job gets when it names none. Durations
-// are whole seconds, because the JSON descriptor counts in seconds: a value
-// the descriptor cannot express fails [Strategy.Validate].
-//
-// A Strategy holds no references and is never modified by this package, so
-// it is safe for concurrent use by multiple goroutines.
+// It is a plain comparable value; fields the Kind does not use must be zero,
+// and the zero Strategy is invalid: [Default] is the strategy of a job that
+// names none. Delays built in Go are whole milliseconds of at least 1 ms;
+// the descriptor (JSON and flags) counts whole seconds, so only strategies
+// in whole seconds encode. Windows are whole seconds. [Strategy.Validate]
+// checks all of it.
 type Strategy struct {
 	// Kind is the strategy. Required.
 	Kind StrategyKind
-	// MaxAttempts is, for Bounded, how many failures within Window make
-	// the job fatal: at least 1. Zero for the other kinds.
+	// MaxAttempts is, for Bounded only, how many failures within Window
+	// make the job fatal: at least 1.
 	MaxAttempts int
-	// Window is, for Bounded, how far back from the newest failure
-	// failures count: whole seconds from 1 s to MaxWindow. Zero for the
-	// other kinds.
+	// Window is, for Bounded only, how far back from the newest failure
+	// failures count: 1 s to 7 days, whole seconds.
 	Window time.Duration
-	// Backoff is how long a job waits before its retry. Required for
+	// Backoff is how long a job waits before its retry: required for
 	// Bounded and UnlessStopped, zero for None.
 	Backoff Backoff
 }
 
-// Backoff says how long a failed job waits before it is retried.
-//
-// The zero Backoff is invalid for the strategies that retry; use
-// [DefaultBackoff] or fill in Kind and BaseDelay. Multiplier and MaxDelay
-// belong to the exponential kinds and must be zero for Fixed.
+// Backoff says how long a failed job waits before it is retried. Multiplier
+// and MaxDelay belong to the exponential kinds and are zero for Fixed.
 type Backoff struct {
 	// Kind is how the delay grows. Required.
 	Kind BackoffKind
-	// BaseDelay is the first delay, and every delay for Fixed: whole
-	// seconds, at least 1 s.
+	// BaseDelay is the first delay, and every delay for Fixed.
 	BaseDelay time.Duration
-	// Multiplier is what each delay is multiplied by for the exponential
-	// kinds: greater than 0 and finite. Zero for Fixed.
+	// Multiplier multiplies each delay for the exponential kinds: greater
+	// than 0 and finite.
 	Multiplier float64
-	// MaxDelay caps the delay for the exponential kinds: zero means no cap
-	// (the delay still saturates at the package's MaxDelay ceiling);
-	// otherwise whole seconds, at least BaseDelay.
+	// MaxDelay caps the delay for the exponential kinds, at least
+	// BaseDelay; zero means no cap (delays still saturate at 100 years).
 	MaxDelay time.Duration
 }
 
-// DefaultBackoff returns the backoff of the default strategy: exponential,
-// 1 second, ×2, capped at one hour.
-func DefaultBackoff() Backoff {
+// defaultBackoff is the backoff of the default strategy: exponential, 1 s,
+// ×2, at most an hour.
+func defaultBackoff() Backoff {
 	return Backoff{Kind: Exponential, BaseDelay: time.Second, Multiplier: 2, MaxDelay: time.Hour}
 }
 
-// Default returns the strategy of a job that names none: UnlessStopped with
-// [DefaultBackoff], so 1, 2, 4, 8 … seconds after successive failures, up to
-// an hour, forever.
+// Default returns the strategy of a job that names none: UnlessStopped,
+// waiting 1, 2, 4, 8 … seconds after successive failures, at most an hour.
 func Default() Strategy {
-	return Strategy{Kind: UnlessStopped, Backoff: DefaultBackoff()}
+	return Strategy{Kind: UnlessStopped, Backoff: defaultBackoff()}
 }
 
 // window returns the span over which s counts failures.
-func (s Strategy) window() time.Duration {
+func (s *Strategy) window() time.Duration {
 	if s.Kind == Bounded {
 		return s.Window
 	}
-	return UnlessStoppedWindow
+	return unlessStoppedWindow
+}
+
+// enum is the text form of one of the package's small enumerations: names
+// by value, names[0] being "" when the zero value has no name.
+type enum struct {
+	typ   string // the Go type, for String of a value without a name
+	what  string // what a value is, for errors ("strategy")
+	names []string
+	zero  bool // the zero value is valid, with the name ""
+}
+
+func (e *enum) valid(v uint8) bool { return int(v) < len(e.names) && (v > 0 || e.zero) }
+
+// string returns v's name, or "TYPE(v)" for a value without one.
+func (e *enum) string(v uint8) string {
+	if e.valid(v) {
+		return e.names[v]
+	}
+	return e.typ + "(" + strconv.Itoa(int(v)) + ")"
+}
+
+// marshal returns v's name, or an error for a value without one.
+func (e *enum) marshal(v uint8) ([]byte, error) {
+	if !e.valid(v) {
+		return nil, &textError{what: e.what, text: strconv.Itoa(int(v)), names: e.names}
+	}
+	return []byte(e.names[v]), nil
+}
+
+// unmarshal returns the value whose name is text, exactly.
+func (e *enum) unmarshal(text []byte) (uint8, error) {
+	for i, name := range e.names {
+		if string(text) == name && e.valid(uint8(i)) {
+			return uint8(i), nil
+		}
+	}
+	return 0, &textError{what: e.what, text: quoteText(string(text)), names: e.names}
+}
+
+// textError is a text that names no value of an enumeration.
+type textError struct {
+	what, text string
+	names      []string
+}
+
+func (e *textError) Error() string {
+	return "retrypolicy: " + e.text + " is not a " + e.what + ", " + oneOf(e.names)
 }

@@ -2,6 +2,7 @@ package retrypolicy
 
 import (
 	"math"
+	"math/bits"
 	"testing"
 	"time"
 
@@ -10,7 +11,7 @@ import (
 )
 
 func TestCreditWorkedExamples(t *testing.T) {
-	// SEMANTICS 2.3 and the seed: default backoff, n = 4, owed 8 s.
+	// The worked examples of the uptime credit: default backoff, n = 4, owed 8 s.
 	tests := []struct {
 		uptime time.Duration
 		want   time.Duration
@@ -26,14 +27,14 @@ func TestCreditWorkedExamples(t *testing.T) {
 		{-time.Hour, 8 * time.Second},       // negative counts as zero
 	}
 	for _, tt := range tests {
-		assert.Equal(t, tt.want, DefaultBackoff().Credited(4, tt.uptime), "uptime %v", tt.uptime)
-		assert.Equal(t, tt.want, DefaultBackoff().creditReference(4, tt.uptime), "reference, uptime %v", tt.uptime)
+		assert.Equal(t, tt.want, defaultBackoff().credited(4, tt.uptime), "uptime %v", tt.uptime)
+		assert.Equal(t, tt.want, defaultBackoff().creditReference(4, tt.uptime), "reference, uptime %v", tt.uptime)
 	}
 }
 
 func TestCreditAtTheCap(t *testing.T) {
 	// Default backoff, n = 20: steps 13..20 owe 3600 s each, 12 owes 2048.
-	b := DefaultBackoff()
+	b := defaultBackoff()
 	tests := []struct {
 		uptime time.Duration
 		want   time.Duration
@@ -46,20 +47,20 @@ func TestCreditAtTheCap(t *testing.T) {
 		{math.MaxInt64, time.Second},
 	}
 	for _, tt := range tests {
-		assert.Equal(t, tt.want, b.Credited(20, tt.uptime), "uptime %v", tt.uptime)
+		assert.Equal(t, tt.want, b.credited(20, tt.uptime), "uptime %v", tt.uptime)
 	}
 }
 
 func TestCreditFixedAndShrinking(t *testing.T) {
 	fixed := Backoff{Kind: Fixed, BaseDelay: 30 * time.Second}
-	assert.Equal(t, 30*time.Second, fixed.Credited(9, time.Hour))
+	assert.Equal(t, 30*time.Second, fixed.credited(9, time.Hour))
 	shrink := Backoff{Kind: Exponential, BaseDelay: 8 * time.Second, Multiplier: 0.5}
 	// n = 3 owes 2 s; credit changes nothing below a multiplier of 1.
-	assert.Equal(t, 2*time.Second, shrink.Credited(3, time.Hour))
+	assert.Equal(t, 2*time.Second, shrink.credited(3, time.Hour))
 	assert.Equal(t, 2*time.Second, shrink.creditReference(3, time.Hour))
 }
 
-// TestCreditClosedFormEqualsReferenceLoop pins 2.3: the constant-time form
+// TestCreditClosedFormEqualsReferenceLoop pins the credit rule: the constant-time form
 // and the rule's step-by-step loop give the same delay, to the nanosecond,
 // for every backoff, failure count and uptime.
 func TestCreditClosedFormEqualsReferenceLoop(t *testing.T) {
@@ -74,14 +75,14 @@ func TestCreditClosedFormEqualsReferenceLoop(t *testing.T) {
 			// Exactly the sum of the top steps: the ties the loop decides with >=.
 			var sum time.Duration
 			for s := n; s > n-rapid.IntRange(0, 40).Draw(t, "steps") && s > 1; s-- {
-				if sum > math.MaxInt64-b.Delay(s) {
+				if sum > math.MaxInt64-b.delay(s) {
 					break
 				}
-				sum += b.Delay(s)
+				sum += b.delay(s)
 			}
 			uptime = sum + time.Duration(rapid.Int64Range(-1, 1).Draw(t, "nudge"))
 		}
-		got, want := b.Credited(n, uptime), b.creditReference(n, uptime)
+		got, want := b.credited(n, uptime), b.creditReference(n, uptime)
 		if got != want {
 			t.Fatalf("Credited(%d, %v) = %v, reference loop says %v", n, uptime, got, want)
 		}
@@ -95,8 +96,8 @@ func TestCreditNeverLengthensDelay(t *testing.T) {
 		b := genBackoff(t)
 		n := rapid.IntRange(1, 1<<20).Draw(t, "n")
 		uptime := genUptime(t, "uptime")
-		if c := b.Credited(n, uptime); c > b.Delay(n) || c < 0 {
-			t.Fatalf("credited %v, owed %v", c, b.Delay(n))
+		if c := b.credited(n, uptime); c > b.delay(n) || c < 0 {
+			t.Fatalf("credited %v, owed %v", c, b.delay(n))
 		}
 	})
 }
@@ -107,8 +108,8 @@ func TestCreditNeverBelowFirstStep(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		b := genGrowingBackoff(t)
 		n := rapid.IntRange(1, 1<<20).Draw(t, "n")
-		if c := b.Credited(n, genUptime(t, "uptime")); c < b.Delay(1) {
-			t.Fatalf("credited %v below the first step %v", c, b.Delay(1))
+		if c := b.credited(n, genUptime(t, "uptime")); c < b.delay(1) {
+			t.Fatalf("credited %v below the first step %v", c, b.delay(1))
 		}
 	})
 }
@@ -128,7 +129,7 @@ func TestMoreUptimeNeverLongerDelay(t *testing.T) {
 		if u2 < u1 { // saturate
 			u2 = math.MaxInt64
 		}
-		if c1, c2 := b.Credited(n, u1), b.Credited(n, u2); c2 > c1 {
+		if c1, c2 := b.credited(n, u1), b.credited(n, u2); c2 > c1 {
 			t.Fatalf("uptime %v gives %v, longer uptime %v gives %v", u1, c1, u2, c2)
 		}
 	})
@@ -137,5 +138,53 @@ func TestMoreUptimeNeverLongerDelay(t *testing.T) {
 func TestCreditOnAZeroBaseEndsAtOnce(t *testing.T) {
 	// An unvalidated backoff whose every step owes 0 must not walk n steps.
 	b := Backoff{Kind: Exponential, Multiplier: 2}
-	assert.Equal(t, time.Duration(0), b.Credited(math.MaxInt, time.Hour))
+	assert.Equal(t, time.Duration(0), b.credited(math.MaxInt, time.Hour))
+}
+
+// credited is credit's second result, for tests that need only it.
+func (b Backoff) credited(n int, uptime time.Duration) time.Duration {
+	_, c := b.credit(n, uptime)
+	return c
+}
+
+// creditReference is the uptime-credit rule exactly as the semantics state
+// it, one step at a time: the oracle the constant-time credit is held to.
+func (b Backoff) creditReference(n int, uptime time.Duration) time.Duration {
+	n = max(n, 1)
+	c, s := max(uptime, 0), n
+	for s > 1 && c >= b.delay(s) {
+		c -= b.delay(s)
+		s--
+	}
+	return min(b.delay(n), b.delay(s))
+}
+
+// TestFirstTrueFindsTheBoundaryFromAnyGuess pins the search the credit
+// starts from an estimate: whatever the guess, even far off or outside the
+// range, it returns the first k for which the predicate holds.
+func TestFirstTrueFindsTheBoundaryFromAnyGuess(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		lo := rapid.IntRange(0, 1000).Draw(t, "lo")
+		hi := rapid.IntRange(lo, lo+rapid.IntRange(0, 1<<20).Draw(t, "span")).Draw(t, "hi")
+		want := rapid.IntRange(lo, hi).Draw(t, "boundary")
+		guess := rapid.IntRange(lo-100, hi+100).Draw(t, "guess")
+		calls := 0
+		got := firstTrue(lo, hi, guess, func(k int) bool {
+			calls++
+			if k < lo || k > hi {
+				t.Fatalf("probed %d outside [%d, %d]", k, lo, hi)
+			}
+			return k >= want
+		})
+		if got != want {
+			t.Fatalf("firstTrue = %d, want %d (guess %d)", got, want, guess)
+		}
+		// Galloping: about 2·log2(|guess - want|) + 2 probes.
+		if off := max(want-guess, guess-want, 1); calls > 2*bits.Len(uint(off))+4 {
+			t.Fatalf("%d probes for a guess %d off", calls, off)
+		}
+	})
+	// At the edges of int.
+	assert.Equal(t, math.MaxInt, firstTrue(1, math.MaxInt, 1, func(k int) bool { return k == math.MaxInt }))
+	assert.Equal(t, 1, firstTrue(1, math.MaxInt, math.MaxInt, func(int) bool { return true }))
 }

@@ -13,7 +13,27 @@ import (
 
 // Both sides are configured alike: 1 s, ×2, no randomization, and no cap
 // that the first 30 delays reach.
-var policyBackoff = retrypolicy.Backoff{Kind: retrypolicy.Exponential, BaseDelay: time.Second, Multiplier: 2}
+var policyBackoff, _ = retrypolicy.Compile(retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped,
+	Backoff: retrypolicy.Backoff{Kind: retrypolicy.Exponential, BaseDelay: time.Second, Multiplier: 2}})
+
+// policyDelay is the delay owed after the n-th failure within the window.
+func policyDelay(n int) time.Duration {
+	failures := failuresOfJob[:n]
+	d, err := policyBackoff.Decide(failures, 0, 0, failures[n-1])
+	if err != nil {
+		panic(err)
+	}
+	return d.Owed
+}
+
+// failuresOfJob are 30 failures a millisecond apart.
+var failuresOfJob = func() []time.Time {
+	out := make([]time.Time, 30)
+	for i := range out {
+		out[i] = t0.Add(time.Duration(i) * time.Millisecond)
+	}
+	return out
+}()
 
 func peerBackoff() *backoff.ExponentialBackOff {
 	b := backoff.NewExponentialBackOff()
@@ -41,9 +61,9 @@ func peerNth(b *backoff.ExponentialBackOff, n int) time.Duration {
 func TestSameDelays(t *testing.T) {
 	peer := peerBackoff()
 	for _, n := range []int{1, 2, 10, 30} {
-		require.Equal(t, peerNth(peer, n), policyBackoff.Delay(n), "n=%d", n)
+		require.Equal(t, peerNth(peer, n), policyDelay(n), "n=%d", n)
 	}
-	require.Equal(t, 512*time.Second, policyBackoff.Delay(10))
+	require.Equal(t, 512*time.Second, policyDelay(10))
 }
 
 var sink time.Duration
@@ -53,7 +73,7 @@ func BenchmarkNthDelay(b *testing.B) {
 		b.Run("retrypolicy/n="+strconv.Itoa(n), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				sink = policyBackoff.Delay(n)
+				sink = policyDelay(n)
 			}
 		})
 	}
@@ -90,7 +110,7 @@ type job struct {
 
 var tickStrategies = []retrypolicy.Strategy{
 	retrypolicy.Default(),
-	{Kind: retrypolicy.Bounded, MaxAttempts: 10, Window: time.Hour, Backoff: retrypolicy.DefaultBackoff()},
+	{Kind: retrypolicy.Bounded, MaxAttempts: 10, Window: time.Hour, Backoff: retrypolicy.Default().Backoff},
 	{Kind: retrypolicy.UnlessStopped, Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: 30 * time.Second}},
 	{Kind: retrypolicy.UnlessStopped, Backoff: retrypolicy.Backoff{Kind: retrypolicy.ExponentialWithJitter, BaseDelay: 2 * time.Second, Multiplier: 1.5, MaxDelay: 300 * time.Second}},
 	{Kind: retrypolicy.None},
@@ -142,7 +162,7 @@ func (t *tally) add(d retrypolicy.Decision) {
 }
 
 func decideJob(j *job, now time.Time) (retrypolicy.Decision, error) {
-	return retrypolicy.Decide(tickStrategies[j.strategy], retrypolicy.Input{Failures: j.failures, Uptime: j.uptime, JitterSeed: j.seed}, now)
+	return retrypolicy.Decide(tickStrategies[j.strategy], j.failures, j.uptime, j.seed, now)
 }
 
 // BenchmarkTick decides for a million jobs in ERROR, as a controller does on

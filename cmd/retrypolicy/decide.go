@@ -19,16 +19,15 @@ import (
 // maxLine is the longest request decide reads, on a line or as a document.
 const maxLine = 1 << 20
 
-// dueLayout is RFC 3339 with all nine digits of nanoseconds.
-const dueLayout = "2006-01-02T15:04:05.000000000Z07:00"
-
 // request is one decide input:
 //
 //	{"retry_strategy": {…}, "failures": ["RFC 3339", …], "last_uptime_secs": 12.5,
 //	 "jitter_seed": "job-42", "now": "RFC 3339"}
 type request struct {
 	strategy retrypolicy.Strategy
-	input    retrypolicy.Input
+	failures []time.Time
+	uptime   time.Duration
+	seed     uint64
 	now      time.Time
 }
 
@@ -64,14 +63,14 @@ func (r *reader) parse(doc []byte) (req request, problems []string) {
 	sort.Strings(unknown)
 
 	req.strategy, problems = r.strategy(raw["retry_strategy"])
-	req.input.Failures, problems = failures(raw["failures"], problems)
-	req.input.Uptime, problems = uptime(raw["last_uptime_secs"], problems)
+	req.failures, problems = failures(raw["failures"], problems)
+	req.uptime, problems = uptime(raw["last_uptime_secs"], problems)
 	if v, ok := present(raw["jitter_seed"]); ok {
 		var seed string
 		if json.Unmarshal(v, &seed) != nil {
 			problems = append(problems, "jitter_seed: must be a string, got "+shown(v))
 		}
-		req.input.JitterSeed = retrypolicy.SeedFromString(seed)
+		req.seed = retrypolicy.SeedFromString(seed)
 	}
 	if v, ok := present(raw["now"]); !ok {
 		problems = append(problems, "now: required")
@@ -100,8 +99,13 @@ func (r *reader) strategy(v json.RawMessage) (retrypolicy.Strategy, []string) {
 	var ve *retrypolicy.ValidationError
 	if errors.As(err, &ve) {
 		var problems []string
-		for _, fe := range ve.WithPrefix("retry_strategy").Errors {
-			problems = append(problems, fe.Message())
+		for _, fe := range ve.Errors {
+			if fe.Field == "$" {
+				fe.Field = "retry_strategy"
+			} else {
+				fe.Field = "retry_strategy." + fe.Field
+			}
+			problems = append(problems, fe.Error())
 		}
 		return s, problems
 	}
@@ -203,43 +207,6 @@ func detail(err error) string {
 	return ""
 }
 
-// appendDecision writes a decision as decide's output object.
-func appendDecision(b []byte, d retrypolicy.Decision) []byte {
-	b = append(b, `{"action":"`...)
-	b = append(b, d.Action.String()...)
-	b = append(b, '"')
-	if d.Action == retrypolicy.Fatal {
-		b = append(b, `,"reason":"`...)
-		b = append(b, d.Reason.String()...)
-		b = append(b, '"')
-	}
-	b = append(b, `,"failures_in_window":`...)
-	b = strconv.AppendInt(b, int64(d.Failures), 10)
-	if d.Action == retrypolicy.Fatal {
-		return append(b, '}')
-	}
-	b = append(b, `,"owed_secs":`...)
-	b = appendSeconds(b, d.Owed)
-	b = append(b, `,"credited_secs":`...)
-	b = appendSeconds(b, d.Credited)
-	b = append(b, `,"jitter_secs":`...)
-	b = appendSeconds(b, d.Jitter)
-	b = append(b, `,"due":"`...)
-	b = d.Due.UTC().AppendFormat(b, dueLayout)
-	return append(b, `"}`...)
-}
-
-// appendSeconds writes a non-negative duration as exact decimal seconds.
-func appendSeconds(b []byte, d time.Duration) []byte {
-	b = strconv.AppendInt(b, int64(d/time.Second), 10)
-	ns := int64(d % time.Second)
-	if ns == 0 {
-		return b
-	}
-	frac := strconv.AppendInt(nil, ns+1e9, 10)[1:] // nine digits
-	return append(append(b, '.'), bytes.TrimRight(frac, "0")...)
-}
-
 func runDecide(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("decide", "decide [--lines] [FILE|-]\n\nReads {\"retry_strategy\": {…} (optional), \"failures\": [\"RFC 3339\", …], \"last_uptime_secs\": N (optional),\n\"jitter_seed\": \"…\" (optional), \"now\": \"RFC 3339\"} and prints {\"action\", \"reason\" (fatal only),\n\"failures_in_window\", \"owed_secs\", \"credited_secs\", \"jitter_secs\", \"due\"}. Exits 0 for every\ndecision, 2 for invalid input (each problem on a line, starting with its field's path).", stderr)
 	lines := fs.Bool("lines", false, "read JSON Lines and write one output line per input line, in order; a bad line\nyields {\"error\": \"…\"} and the stream goes on; exit 2 at the end if any line was bad")
@@ -278,11 +245,15 @@ func (r *reader) decide(doc, b []byte) ([]byte, []string) {
 	if problems != nil {
 		return b, problems
 	}
-	d, err := retrypolicy.Decide(req.strategy, req.input, req.now)
+	d, err := retrypolicy.Decide(req.strategy, req.failures, req.uptime, req.seed, req.now)
 	if err != nil {
 		return b, []string{"$: " + err.Error()}
 	}
-	return appendDecision(b, d), nil
+	out, err := d.MarshalJSON()
+	if err != nil {
+		return b, []string{"$: " + err.Error()}
+	}
+	return append(b, out...), nil
 }
 
 // decideLines streams JSON Lines: it holds one line at a time, so memory does

@@ -160,7 +160,10 @@ func printProblems(stderr io.Writer, err error) int {
 		return exitIO
 	}
 	for _, fe := range ve.Errors {
-		fmt.Fprintln(stderr, fe.Message())
+		fmt.Fprintln(stderr, fe.Error())
+	}
+	if ve.Omitted > 0 {
+		fmt.Fprintf(stderr, "and %d more\n", ve.Omitted)
 	}
 	return exitInvalid
 }
@@ -172,15 +175,14 @@ func runValidate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return stop
 	}
 	defer in.Close()
-	s, err := retrypolicy.Decode(in)
+	s, err := parseStrategy(in)
 	return printStrategy(stdout, stderr, s, err)
 }
 
 func runFlags(args []string, stdout, stderr io.Writer) int {
 	if wantsHelp(args) {
 		fs := newFlagSet("flags", "flags [--retry-strategy S] [--retry-max-attempts N] [--retry-window-secs N]\n       [--retry-backoff K] [--retry-base-delay-secs N] [--retry-multiplier X] [--retry-max-delay-secs N]\n\nBuilds a strategy from ampctl-style flags. Valid: prints its canonical JSON and exits 0.\nInvalid: prints one line per problem, naming the flag, and exits 2.", stdout)
-		var f retrypolicy.Flags
-		f.Register(fs)
+		retrypolicy.RegisterFlags(fs)
 		fs.Usage()
 		return exitOK
 	}
@@ -197,4 +199,15 @@ func printStrategy(stdout, stderr io.Writer, s retrypolicy.Strategy, err error) 
 	out, _ := s.MarshalJSON()
 	fmt.Fprintf(stdout, "%s\n", out)
 	return exitOK
+}
+
+// parseStrategy reads one strategy object from in. It reads a little past
+// the library's limit, so that a larger document is refused without being
+// read whole.
+func parseStrategy(in io.Reader) (retrypolicy.Strategy, error) {
+	doc, err := io.ReadAll(io.LimitReader(in, maxLine+1))
+	if err != nil {
+		return retrypolicy.Strategy{}, err
+	}
+	return retrypolicy.Parse(doc)
 }

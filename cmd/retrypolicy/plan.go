@@ -32,7 +32,7 @@ func simulatePlan(s retrypolicy.Strategy, uptime time.Duration, max int) ([]step
 	for len(steps) < max {
 		failure := run.Add(uptime)
 		failures = append(failures, failure)
-		d, err := retrypolicy.Decide(s, retrypolicy.Input{Failures: failures, Uptime: uptime, JitterSeed: seed}, failure)
+		d, err := retrypolicy.Decide(s, failures, uptime, seed, failure)
 		if err != nil {
 			return nil, err
 		}
@@ -65,7 +65,7 @@ func runPlan(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "retrypolicy:", err)
 			return exitIO
 		}
-		s, err = retrypolicy.Decode(in)
+		s, err = parseStrategy(in)
 		in.Close()
 		if err != nil {
 			return printProblems(stderr, err)

@@ -51,7 +51,7 @@ func timeline(s retrypolicy.Strategy, uptime time.Duration, steps []step) []byte
 
 	// The window of the last failure, behind everything else.
 	last := steps[len(steps)-1]
-	window := retrypolicy.UnlessStoppedWindow
+	window := time.Hour // unless_stopped's backoff window
 	if s.Kind == retrypolicy.Bounded {
 		window = s.Window
 	}

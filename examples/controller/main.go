@@ -1,12 +1,14 @@
 // Command controller simulates a scheduler's controller driving a few hundred
 // jobs through their lifecycle with retrypolicy, on a simulated clock, twice:
 // once waking every minute (as a controller that polls does), once sleeping
-// exactly until the next retry is due. It prints each job's event log and a
-// summary: retries made, jobs fatal, and how late retries started in each
-// mode.
+// exactly until the next retry is due. Each job keeps its failures in a
+// retrypolicy.History, and the controller moves a job in ERROR with
+// lifecycle.Step. It prints the first events of a few jobs and a summary per
+// mode: retries made, jobs fatal, and how late retries started.
 //
-//	go run ./examples/controller              # 300 jobs, summary and every job's events
-//	go run ./examples/controller -jobs 40 -events=false
+//	go run ./examples/controller            # 300 jobs: a few jobs' events and the summaries
+//	go run ./examples/controller -all       # every event of every job
+//	go run ./examples/controller -jobs 40 -hours 2
 package main
 
 import (
@@ -20,6 +22,7 @@ import (
 	"time"
 
 	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/lifecycle"
 )
 
 func main() {
@@ -30,7 +33,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("controller", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	jobs := fs.Int("jobs", 300, "how many jobs to simulate")
-	events := fs.Bool("events", true, "print every job's event log")
+	all := fs.Bool("all", false, "print every event of every job, not only the first of a few")
 	hours := fs.Int("hours", 12, "how long to simulate, in hours")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -45,8 +48,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "controller:", err)
 			return 1
 		}
-		if *events {
-			sim.printLogs(stdout)
+		if *all {
+			sim.printLogs(stdout, len(sim.jobs), -1)
+		} else if mode == everyMinute {
+			sim.printLogs(stdout, 5, 6) // the first jobs, their first events
 		}
 		sim.printSummary(stdout)
 	}
@@ -85,8 +90,8 @@ type job struct {
 	id        string
 	kind      behaviour
 	strategy  retrypolicy.Strategy
-	status    retrypolicy.Status
-	failures  []time.Time
+	status    lifecycle.Status
+	history   *retrypolicy.History
 	started   time.Time     // when the current run started
 	uptime    time.Duration // the last run's
 	due       time.Time     // while in ERROR
@@ -153,7 +158,7 @@ type simulation struct {
 
 var strategies = []retrypolicy.Strategy{
 	retrypolicy.Default(),
-	{Kind: retrypolicy.Bounded, MaxAttempts: 5, Window: time.Hour, Backoff: retrypolicy.DefaultBackoff()},
+	{Kind: retrypolicy.Bounded, MaxAttempts: 5, Window: time.Hour, Backoff: retrypolicy.Default().Backoff},
 	{Kind: retrypolicy.UnlessStopped, Backoff: retrypolicy.Backoff{Kind: retrypolicy.ExponentialWithJitter, BaseDelay: 2 * time.Second, Multiplier: 2, MaxDelay: 300 * time.Second}},
 	{Kind: retrypolicy.Bounded, MaxAttempts: 8, Window: 6 * time.Hour, Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: 90 * time.Second}},
 }
@@ -175,7 +180,11 @@ func simulate(count int, span time.Duration, m mode) (*simulation, error) {
 		if kind == onTrigger {
 			j.strategy = strategies[1]
 		}
-		if err := sim.move(j, retrypolicy.EventCreated); err != nil {
+		var err error
+		if j.history, err = retrypolicy.NewHistory(j.strategy); err != nil {
+			return nil, err
+		}
+		if err := sim.move(j, lifecycle.EventCreated); err != nil {
 			return nil, err
 		}
 		sim.jobs = append(sim.jobs, j)
@@ -211,19 +220,24 @@ func (s *simulation) plan(at time.Time, kind eventKind, j *job) *event {
 }
 
 // move applies an event to a job through the lifecycle table, and logs it.
-func (s *simulation) move(j *job, e retrypolicy.Event) error {
-	next, err := retrypolicy.Next(j.status, e, j.kind == onTrigger)
+func (s *simulation) move(j *job, e lifecycle.Event) error {
+	next, err := lifecycle.Next(j.status, e, j.kind == onTrigger)
 	if err != nil {
 		return fmt.Errorf("%s: %w", j.id, err)
 	}
+	s.moved(j, next, e)
+	return nil
+}
+
+// moved logs a job's move to next on e.
+func (s *simulation) moved(j *job, next lifecycle.Status, e lifecycle.Event) {
 	j.log = append(j.log, fmt.Sprintf("%s  %-14s -> %-14s %s", s.now.Format("15:04:05.000"), j.status, next, e))
 	j.status = next
-	return nil
 }
 
 // startRun has the worker start a scheduled job and plans how the run ends.
 func (s *simulation) startRun(j *job) error {
-	if err := s.move(j, retrypolicy.EventWorkerStarted); err != nil {
+	if err := s.move(j, lifecycle.EventWorkerStarted); err != nil {
 		return err
 	}
 	j.started = s.now
@@ -257,14 +271,16 @@ func (s *simulation) handle(e *event) error {
 	j.uptime = s.now.Sub(j.started)
 	switch {
 	case j.kind == permanent && j.runs >= 3:
-		return s.move(j, retrypolicy.EventFailedFatally)
+		return s.move(j, lifecycle.EventFailedFatally)
 	case j.kind == longRunner && j.runs >= 6,
 		j.kind == flaky && j.rand(4) == 0,
 		j.kind == onTrigger && j.rand(3) == 0:
-		return s.move(j, retrypolicy.EventCompleted)
+		return s.move(j, lifecycle.EventCompleted)
 	}
-	j.failures = append(j.failures, s.now)
-	if err := s.move(j, retrypolicy.EventFailedRetryably); err != nil {
+	if err := j.history.Record(s.now); err != nil {
+		return err
+	}
+	if err := s.move(j, lifecycle.EventFailedRetryably); err != nil {
 		return err
 	}
 	return s.decide(j)
@@ -273,7 +289,7 @@ func (s *simulation) handle(e *event) error {
 // decide records the job's due time and, when the controller sleeps until
 // the next due time, wakes it then.
 func (s *simulation) decide(j *job) error {
-	d, err := retrypolicy.Decide(j.strategy, s.input(j), s.now)
+	d, err := s.decision(j)
 	if err != nil {
 		return err
 	}
@@ -290,8 +306,9 @@ func (s *simulation) decide(j *job) error {
 	return nil
 }
 
-func (s *simulation) input(j *job) retrypolicy.Input {
-	return retrypolicy.Input{Failures: j.failures, Uptime: j.uptime, JitterSeed: retrypolicy.SeedFromString(j.id)}
+// decision is the retry decision on a job's newest failure, now.
+func (s *simulation) decision(j *job) (retrypolicy.Decision, error) {
+	return j.history.Decide(j.uptime, retrypolicy.SeedFromString(j.id), s.now)
 }
 
 // controllerPass is one controller wake-up: every job in ERROR is stepped.
@@ -299,22 +316,22 @@ func (s *simulation) controllerPass() error {
 	s.wake = nil
 	var earliest time.Time
 	for _, j := range s.jobs {
-		if j.status != retrypolicy.StatusError {
+		if j.status != lifecycle.StatusError {
 			continue
 		}
-		next, d, err := retrypolicy.Step(j.strategy, j.status, s.input(j), s.now)
+		d, err := s.decision(j)
 		if err != nil {
 			return err
 		}
-		switch next {
-		case retrypolicy.StatusFatal:
-			if err := s.move(j, retrypolicy.EventRetriesExhausted); err != nil {
-				return err
-			}
-		case retrypolicy.StatusScheduled:
-			if err := s.move(j, retrypolicy.EventRetryDue); err != nil {
-				return err
-			}
+		next, e, err := lifecycle.Step(j.status, d)
+		if err != nil {
+			return err
+		}
+		switch e {
+		case lifecycle.EventRetriesExhausted:
+			s.moved(j, next, e)
+		case lifecycle.EventRetryDue:
+			s.moved(j, next, e)
 			j.retries++
 			j.lateness += s.now.Sub(d.Due)
 			s.retries++
@@ -322,7 +339,7 @@ func (s *simulation) controllerPass() error {
 			if err := s.startRun(j); err != nil {
 				return err
 			}
-		default:
+		default: // still waiting
 			if earliest.IsZero() || d.Due.Before(earliest) {
 				earliest = d.Due
 			}
@@ -342,26 +359,35 @@ func (s *simulation) controllerPass() error {
 func (s *simulation) fireTrigger(j *job) error {
 	s.plan(s.now.Add(20*time.Minute), triggerFires, j)
 	switch j.status {
-	case retrypolicy.StatusError:
-		if err := s.move(j, retrypolicy.EventTriggerFired); err != nil {
+	case lifecycle.StatusError:
+		if err := s.move(j, lifecycle.EventTriggerFired); err != nil {
 			return err
 		}
-	case retrypolicy.StatusCompleted, retrypolicy.StatusFatal:
+	case lifecycle.StatusCompleted, lifecycle.StatusFatal:
 	default:
 		return nil // it is running or scheduled: the trigger waits for the next turn
 	}
-	if err := s.move(j, retrypolicy.EventTriggerFired); err != nil {
+	if err := s.move(j, lifecycle.EventTriggerFired); err != nil {
 		return err
 	}
 	return s.startRun(j)
 }
 
-func (s *simulation) printLogs(w io.Writer) {
+// printLogs prints the event logs of the first jobs, at most lines events
+// of each (all for lines < 0).
+func (s *simulation) printLogs(w io.Writer, jobs, lines int) {
 	fmt.Fprintf(w, "== event log (%s)\n", s.mode)
-	for _, j := range s.jobs {
+	for _, j := range s.jobs[:min(jobs, len(s.jobs))] {
 		fmt.Fprintf(w, "%s (%s, %s)\n", j.id, behaviourNames[j.kind], describe(j.strategy))
-		for _, line := range j.log {
+		shown := j.log
+		if lines >= 0 && len(shown) > lines {
+			shown = shown[:lines]
+		}
+		for _, line := range shown {
 			fmt.Fprintf(w, "  %s\n", line)
+		}
+		if more := len(j.log) - len(shown); more > 0 {
+			fmt.Fprintf(w, "  … %d more events (-all prints them)\n", more)
 		}
 	}
 }
@@ -372,7 +398,7 @@ func describe(s retrypolicy.Strategy) string {
 }
 
 func (s *simulation) printSummary(w io.Writer) {
-	byStatus := map[retrypolicy.Status]int{}
+	byStatus := map[lifecycle.Status]int{}
 	for _, j := range s.jobs {
 		byStatus[j.status]++
 	}
@@ -386,6 +412,6 @@ func (s *simulation) printSummary(w io.Writer) {
 		mean = s.late / time.Duration(s.retries)
 	}
 	fmt.Fprintf(w, "== summary (%s): %d jobs over %v\n", s.mode, len(s.jobs), s.now.Sub(s.start).Round(time.Minute))
-	fmt.Fprintf(w, "   retries made: %d, jobs fatal: %d, mean lateness of retries: %v\n", s.retries, byStatus[retrypolicy.StatusFatal], mean.Round(time.Millisecond))
+	fmt.Fprintf(w, "   retries made: %d, jobs fatal: %d, mean lateness of retries: %v\n", s.retries, byStatus[lifecycle.StatusFatal], mean.Round(time.Millisecond))
 	fmt.Fprintf(w, "   final statuses: %s\n", strings.Join(statuses, ", "))
 }

@@ -55,3 +55,15 @@ func TestControllerOutputIsDeterministic(t *testing.T) {
 	assert.Contains(t, a.String(), "== summary (sleep until due): 30 jobs")
 	assert.Equal(t, 2, run([]string{"-jobs", "0"}, &a, &errOut))
 }
+
+// TestControllerPrintsAScreenfulByDefault: the default run prints the
+// summaries and a few jobs' first events, -all every event.
+func TestControllerPrintsAScreenfulByDefault(t *testing.T) {
+	var short, all, errOut strings.Builder
+	require.Equal(t, 0, run(nil, &short, &errOut), errOut.String())
+	assert.LessOrEqual(t, strings.Count(short.String(), "\n"), 60)
+	assert.Contains(t, short.String(), "more events (-all prints them)")
+	require.Equal(t, 0, run([]string{"-all", "-jobs", "20", "-hours", "1"}, &all, &errOut), errOut.String())
+	assert.NotContains(t, all.String(), "more events")
+	assert.Equal(t, 2, strings.Count(all.String(), "job-019 ("), "every job, in both modes")
+}

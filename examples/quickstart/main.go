@@ -47,14 +47,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	// A sample history: four failures within the hour, the last run 10 s long.
 	last := time.Date(2026, 11, 2, 15, 0, 0, 0, time.UTC)
-	in := retrypolicy.Input{
-		Failures:   []time.Time{last.Add(-50 * time.Minute), last.Add(-20 * time.Minute), last.Add(-2 * time.Minute), last},
-		Uptime:     10 * time.Second,
-		JitterSeed: retrypolicy.SeedFromString("job-42"),
-	}
+	failures := []time.Time{last.Add(-50 * time.Minute), last.Add(-20 * time.Minute), last.Add(-2 * time.Minute), last}
+	uptime := 10 * time.Second
+	seed := retrypolicy.SeedFromString("job-42")
 	for _, after := range []time.Duration{time.Second, 10 * time.Second} {
 		now := last.Add(after)
-		d, err := retrypolicy.Decide(strategy, in, now)
+		d, err := retrypolicy.Decide(strategy, failures, uptime, seed, now)
 		if err != nil {
 			fmt.Fprintln(stderr, err)
 			return 2
@@ -65,7 +63,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			continue
 		}
 		fmt.Fprintf(stdout, "  %d failures in the window, owed %v, credited %v after %v of uptime, jitter %v\n",
-			d.Failures, d.Owed, d.Credited, in.Uptime, d.Jitter)
+			d.Failures, d.Owed, d.Credited, uptime, d.Jitter)
 		fmt.Fprintf(stdout, "  due %s\n", d.Due.Format(time.RFC3339Nano))
 	}
 	return 0

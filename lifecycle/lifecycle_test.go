@@ -1,19 +1,20 @@
-package retrypolicy
+package lifecycle
 
 import (
 	"encoding/json"
-	"strings"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/retrypolicy/retrypolicy"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 )
 
-// seedTable is the lifecycle's "What changes a job's status" table, read
-// from the seed: "FROM event" → TO, with the rows about jobs on a trigger in
-// triggerOnly.
+// seedTable is the lifecycle's table of moves, written from the job
+// lifecycle document: "FROM event" → TO, with the rows about jobs on a
+// trigger in triggerOnly.
 var seedTable = map[string]Status{
 	"(none) created":                 StatusScheduled,
 	"SCHEDULED worker_started":       StatusRunning,
@@ -43,35 +44,46 @@ var triggerOnly = map[string]Status{
 	"ERROR trigger_fired":      StatusCancelled,
 }
 
+// want returns the table's answer for a move.
+func want(from Status, e Event, trigger bool) (Status, bool) {
+	key := from.String() + " " + e.String()
+	if to, ok := triggerOnly[key]; ok && trigger {
+		return to, true
+	}
+	to, ok := seedTable[key]
+	return to, ok
+}
+
 func allFroms() []Status {
 	return append([]Status{"", Status("PAUSED")}, Statuses()...)
 }
 
-// TestEveryStatusEventPair: a move is legal iff the seed's table has it,
-// and it leads where the table says.
+// TestEveryStatusEventPair: over every status (with none and an unknown
+// name), every event and both kinds of job, a move is legal iff the table
+// has it, it leads where the table says, Legal lists it, and a refused move
+// names the status and the event and leaves the status as it was.
 func TestEveryStatusEventPair(t *testing.T) {
 	legal := 0
 	for _, from := range allFroms() {
-		for _, e := range Events() {
-			for _, trigger := range []bool{false, true} {
-				key := from.String() + " " + e.String()
-				want, ok := seedTable[key]
-				if w, tok := triggerOnly[key]; tok && trigger {
-					want, ok = w, true
-				}
+		for _, trigger := range []bool{false, true} {
+			offered := Legal(from, trigger)
+			for _, e := range Events() {
+				to, ok := want(from, e, trigger)
 				got, err := Next(from, e, trigger)
+				assert.Equal(t, ok, slices.Contains(offered, e), "Legal(%s, %v) and %s", from, trigger, e)
 				if !ok {
-					require.Error(t, err, "%s (trigger %v) should be illegal", key, trigger)
+					require.Error(t, err, "%s on %s (trigger %v) should be illegal", from, e, trigger)
 					assert.ErrorIs(t, err, ErrIllegalTransition)
-					assert.Equal(t, from, got, "an illegal move leaves the status as it was")
+					assert.Equal(t, from, got)
 					assert.Contains(t, err.Error(), from.String())
 					assert.Contains(t, err.Error(), e.String())
 					continue
 				}
 				legal++
-				require.NoError(t, err, key)
-				assert.Equal(t, want, got, key)
+				require.NoError(t, err)
+				assert.Equal(t, to, got, "%s on %s", from, e)
 			}
+			assert.True(t, slices.IsSorted(offered))
 		}
 	}
 	assert.Equal(t, 2*len(seedTable)+len(triggerOnly), legal)
@@ -79,18 +91,18 @@ func TestEveryStatusEventPair(t *testing.T) {
 
 func TestTransitionErrorMessages(t *testing.T) {
 	_, err := Next(StatusCompleted, EventTriggerFired, false)
-	assert.EqualError(t, err, "retrypolicy: no transition from COMPLETED on trigger_fired for a job without a trigger")
+	assert.EqualError(t, err, "lifecycle: no transition from COMPLETED on trigger_fired for a job without a trigger")
 	_, err = Next(StatusRunning, EventRetryDue, true)
-	assert.EqualError(t, err, "retrypolicy: no transition from RUNNING on retry_due")
+	assert.EqualError(t, err, "lifecycle: no transition from RUNNING on retry_due")
 	_, err = Next(Status("PAUSED"), EventWorkerStarted, false)
-	assert.EqualError(t, err, "retrypolicy: no transition from PAUSED on worker_started")
+	assert.EqualError(t, err, "lifecycle: no transition from PAUSED on worker_started")
 	var te *TransitionError
 	require.ErrorAs(t, err, &te)
 	assert.Equal(t, Status("PAUSED"), te.From)
 	assert.Equal(t, EventWorkerStarted, te.Event)
 }
 
-func TestStatusNames(t *testing.T) {
+func TestStatusAndEventNames(t *testing.T) {
 	finished := map[Status]bool{StatusCompleted: true, StatusFatal: true, StatusStopped: true}
 	require.Len(t, Statuses(), 10)
 	for _, s := range Statuses() {
@@ -102,14 +114,41 @@ func TestStatusNames(t *testing.T) {
 		var back Status
 		require.NoError(t, back.UnmarshalText(text))
 		assert.Equal(t, s, back)
+		parsed, err := ParseStatus(string(s))
+		require.NoError(t, err)
+		assert.Equal(t, s, parsed)
+	}
+	for _, bad := range []string{"", "running", "PAUSED", " RUNNING"} {
+		_, err := ParseStatus(bad)
+		assert.Error(t, err, bad)
 	}
 	assert.False(t, Status("").Active())
 	assert.Equal(t, "(none)", Status("").String())
-	_, err := Status("").MarshalText()
-	assert.Error(t, err)
+
+	require.Len(t, Events(), 12)
+	for _, e := range Events() {
+		text, err := e.MarshalText()
+		require.NoError(t, err)
+		var back Event
+		require.NoError(t, back.UnmarshalText(text))
+		assert.Equal(t, e, back)
+		parsed, err := ParseEvent(e.String())
+		require.NoError(t, err)
+		assert.Equal(t, e, parsed)
+	}
 	assert.Equal(t, "created_again", EventCreatedAgain.String())
 	assert.Equal(t, "Event(0)", Event(0).String())
-	assert.Len(t, Events(), 12)
+	_, err := Event(0).MarshalText()
+	assert.Error(t, err)
+	_, err = Event(13).MarshalText()
+	assert.Error(t, err)
+	for _, bad := range []string{"", "Created", "13", "retry due"} {
+		_, err := ParseEvent(bad)
+		assert.Error(t, err, bad)
+	}
+	out, err := json.Marshal(map[string]Event{"event": EventTriggerFired})
+	require.NoError(t, err)
+	assert.Equal(t, `{"event":"trigger_fired"}`, string(out), "events encode as names")
 }
 
 func TestUnknownStatusKeepsItsName(t *testing.T) {
@@ -119,18 +158,29 @@ func TestUnknownStatusKeepsItsName(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(`{"status":"PAUSED"}`), &job))
 	assert.False(t, job.Status.Known())
 	assert.True(t, job.Status.Is(StatusUnknown))
+	assert.True(t, StatusUnknown.Is(job.Status))
 	assert.True(t, job.Status.Active(), "UNKNOWN is not finished")
 	out, err := json.Marshal(job)
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"status":"PAUSED"}`, string(out), "encodes back to its own text")
 
+	assert.False(t, Status("PAUSED").Is("ARCHIVED"), "two different unknown names are different statuses")
+	assert.True(t, Status("PAUSED").Is("PAUSED"))
+	assert.False(t, Status("PAUSED").Is(StatusRunning))
+	assert.False(t, Status("").Is(StatusUnknown), "no status is not an unknown one")
+
 	require.NoError(t, json.Unmarshal([]byte(`{"status":""}`), &job))
-	assert.Equal(t, StatusUnknown, job.Status)
+	assert.Equal(t, Status(""), job.Status, "an empty name is kept as given")
+	out, err = json.Marshal(job)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"status":""}`, string(out))
 	require.NoError(t, json.Unmarshal([]byte(`{"status":"running"}`), &job))
 	assert.False(t, job.Status.Known(), "names are case-sensitive")
 }
 
-// parentOracle restates SEMANTICS 3 for a parent, by counting.
+// parentOracle restates the parent rule by counting: running while any
+// child is active; without children completed; all stopped: stopped; any
+// fatal: fatal; else completed.
 func parentOracle(children []Status) Status {
 	active, fatal, stopped := 0, 0, 0
 	for _, c := range children {
@@ -164,7 +214,9 @@ func TestParentStatusEveryCombination(t *testing.T) {
 	count := 0
 	walk = func(prefix []Status) {
 		count++
-		require.Equal(t, parentOracle(prefix), ParentStatus(prefix), "%v", prefix)
+		if got, want := ParentStatus(prefix), parentOracle(prefix); got != want {
+			t.Fatalf("%v: %s, want %s", prefix, got, want)
+		}
 		if len(prefix) == 4 {
 			return
 		}
@@ -175,7 +227,7 @@ func TestParentStatusEveryCombination(t *testing.T) {
 	walk(nil)
 	assert.Equal(t, 1+11+121+1331+14641, count)
 
-	// The seed's cases, spelled out.
+	// The lifecycle document's cases, spelled out.
 	assert.Equal(t, StatusRunning, ParentStatus([]Status{StatusCompleted, StatusRunning}))
 	assert.Equal(t, StatusFatal, ParentStatus([]Status{StatusCompleted, StatusFatal, StatusStopped}))
 	assert.Equal(t, StatusCompleted, ParentStatus([]Status{StatusCompleted, StatusStopped}))
@@ -184,34 +236,49 @@ func TestParentStatusEveryCombination(t *testing.T) {
 	assert.Equal(t, StatusCompleted, ParentStatus(nil))
 }
 
+var t0 = time.Date(2026, 11, 2, 15, 4, 5, 0, time.UTC)
+
 func TestStepForAJobInError(t *testing.T) {
-	s := bounded(3, time.Hour)
-	in := Input{Failures: failuresAt(-10, 0)}
-	st, d, err := Step(s, StatusError, in, t0)
+	s := retrypolicy.Default()
+	s.Kind, s.MaxAttempts, s.Window = retrypolicy.Bounded, 3, time.Hour
+	decide := func(failures []time.Time, now time.Time) retrypolicy.Decision {
+		d, err := retrypolicy.Decide(s, failures, 0, 0, now)
+		require.NoError(t, err)
+		return d
+	}
+	two := []time.Time{t0.Add(-10 * time.Second), t0}
+	st, e, err := Step(StatusError, decide(two, t0))
 	require.NoError(t, err)
 	assert.Equal(t, StatusError, st, "backoff not passed: still ERROR")
-	assert.True(t, d.Due.Equal(t0.Add(2*time.Second)))
+	assert.Equal(t, Event(0), e, "no event applied")
 
-	st, _, err = Step(s, StatusError, in, d.Due)
+	st, e, err = Step(StatusError, decide(two, t0.Add(2*time.Second)))
 	require.NoError(t, err)
 	assert.Equal(t, StatusScheduled, st)
+	assert.Equal(t, EventRetryDue, e)
 
-	in.Failures = failuresAt(-20, -10, 0)
-	st, d, err = Step(s, StatusError, in, t0)
+	three := append(two, t0.Add(-20*time.Second))
+	st, e, err = Step(StatusError, decide(three, t0))
 	require.NoError(t, err)
 	assert.Equal(t, StatusFatal, st)
-	assert.Equal(t, AttemptsExhausted, d.Reason)
+	assert.Equal(t, EventRetriesExhausted, e)
 
-	_, _, err = Step(s, StatusRunning, in, t0)
-	assert.ErrorIs(t, err, ErrIllegalTransition)
-	_, _, err = Step(s, StatusError, Input{}, t0)
-	assert.ErrorIs(t, err, ErrNoFailures)
+	for _, d := range []retrypolicy.Decision{decide(two, t0), decide(three, t0)} {
+		st, _, err = Step(StatusScheduled, d)
+		assert.ErrorIs(t, err, ErrIllegalTransition)
+		assert.Contains(t, err.Error(), "SCHEDULED")
+		assert.Equal(t, StatusScheduled, st)
+	}
+	_, _, err = Step(StatusError, retrypolicy.Decision{})
+	assert.Error(t, err)
 }
 
+// TestTriggerWhileWaitingKeepsFailuresInTheWindow: a job on a trigger waits
+// in ERROR and its trigger fires: CANCELLED, then scheduled at once. Its
+// failures still count when it fails again.
 func TestTriggerWhileWaitingKeepsFailuresInTheWindow(t *testing.T) {
-	// A job on a trigger waits in ERROR; its trigger fires: CANCELLED, then
-	// scheduled at once. Its failures still count when it fails again.
-	s := bounded(3, time.Hour)
+	s := retrypolicy.Default()
+	s.Kind, s.MaxAttempts, s.Window = retrypolicy.Bounded, 3, time.Hour
 	st, err := Next(StatusError, EventTriggerFired, true)
 	require.NoError(t, err)
 	require.Equal(t, StatusCancelled, st)
@@ -219,48 +286,49 @@ func TestTriggerWhileWaitingKeepsFailuresInTheWindow(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, StatusScheduled, st)
 
-	failures := failuresAt(-600, -300) // before the trigger
-	failures = append(failures, t0)    // the new run fails too
-	st, d, err := Step(s, StatusError, Input{Failures: failures}, t0)
+	failures := []time.Time{t0.Add(-600 * time.Second), t0.Add(-300 * time.Second), t0} // the last after the trigger
+	d, err := retrypolicy.Decide(s, failures, 0, 0, t0)
 	require.NoError(t, err)
 	assert.Equal(t, 3, d.Failures)
+	st, _, err = Step(StatusError, d)
+	require.NoError(t, err)
 	assert.Equal(t, StatusFatal, st)
 }
 
 // TestLifecycleStateMachine drives random jobs through random events: every
-// move it makes is a row of the seed's table, a finished status only moves
-// through the trigger and re-creation rows, and in ERROR the controller's
-// step agrees with the decision.
+// move is a row of the table, a finished status moves only by the trigger,
+// stop and re-creation rows, and in ERROR the controller's step follows the
+// decision on the job's failures, kept in a History.
 func TestLifecycleStateMachine(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		trigger := rapid.Bool().Draw(t, "on trigger")
-		s := genStrategy(t)
+		s := retrypolicy.Default()
+		if rapid.Bool().Draw(t, "bounded") {
+			s.Kind, s.MaxAttempts, s.Window = retrypolicy.Bounded, rapid.IntRange(1, 6).Draw(t, "max_attempts"), time.Hour
+		}
+		h, err := retrypolicy.NewHistory(s)
+		require.NoError(t, err)
 		var status Status
-		var failures []time.Time
 		clock := t0
 		t.Repeat(map[string]func(*rapid.T){
 			"event": func(t *rapid.T) {
 				e := rapid.SampledFrom(Events()).Draw(t, "event")
 				next, err := Next(status, e, trigger)
-				key := status.String() + " " + e.String()
-				want, ok := seedTable[key]
-				if w, tok := triggerOnly[key]; tok && trigger {
-					want, ok = w, true
-				}
+				to, ok := want(status, e, trigger)
 				if !ok {
 					if err == nil {
-						t.Fatalf("%s (trigger %v) moved to %s", key, trigger, next)
+						t.Fatalf("%s on %s (trigger %v) moved to %s", status, e, trigger, next)
 					}
 					return
 				}
-				if err != nil || next != want {
-					t.Fatalf("%s: got %s, %v; want %s", key, next, err, want)
+				if err != nil || next != to {
+					t.Fatalf("%s on %s: got %s, %v; want %s", status, e, next, err, to)
 				}
 				if status.Finished() && e != EventTriggerFired && e != EventCreatedAgain && e != EventStopRequested {
 					t.Fatalf("finished %s moved on %s", status, e)
 				}
 				if e == EventFailedRetryably {
-					failures = append(failures, clock)
+					require.NoError(t, h.Record(clock))
 				}
 				status = next
 			},
@@ -269,19 +337,15 @@ func TestLifecycleStateMachine(t *testing.T) {
 				if status != StatusError {
 					return
 				}
-				in := Input{Failures: failures, Uptime: genUptime(t, "uptime")}
-				next, d, err := Step(s, status, in, clock)
+				d, err := h.Decide(0, 0, clock)
 				require.NoError(t, err)
-				want, err := Decide(s, in, clock)
+				next, e, err := Step(status, d)
 				require.NoError(t, err)
-				if d != want {
-					t.Fatalf("step decided %+v, Decide %+v", d, want)
-				}
 				switch {
-				case want.Action == Fatal && next != StatusFatal,
-					want.Action == RetryNow && next != StatusScheduled,
-					want.Action == Wait && next != StatusError:
-					t.Fatalf("decision %v but step moved to %s", want.Action, next)
+				case d.Action == retrypolicy.Fatal && (next != StatusFatal || e != EventRetriesExhausted),
+					d.Action == retrypolicy.RetryNow && (next != StatusScheduled || e != EventRetryDue),
+					d.Action == retrypolicy.Wait && (next != StatusError || e != 0):
+					t.Fatalf("decision %v but step moved to %s on %s", d.Action, next, e)
 				}
 				status = next
 			},
@@ -290,10 +354,4 @@ func TestLifecycleStateMachine(t *testing.T) {
 			t.Fatalf("reached %q", status)
 		}
 	})
-}
-
-func TestStepNamesTheStatusItRefuses(t *testing.T) {
-	_, _, err := Step(Default(), StatusScheduled, Input{Failures: failuresAt(0)}, t0)
-	require.Error(t, err)
-	assert.True(t, strings.Contains(err.Error(), "SCHEDULED"), err.Error())
 }

@@ -1,21 +1,32 @@
-package retrypolicy
+// Package lifecycle is a job's life as a scheduler that retries with
+// [retrypolicy] sees it: the ten statuses, the twelve events that move a job
+// between them, the table of legal moves, the controller's step for a job in
+// ERROR, and a deployment's status from its children's.
+//
+// A scheduler keeps one status per job and moves it only with [Next] (or
+// [Step] for a failed job), which refuses every move the table does not
+// have. [Legal] lists the moves a status allows, to offer only those.
+// Statuses read from storage never fail to decode: a name from a newer
+// version is kept as written and behaves as UNKNOWN.
+//
+// Everything here is a plain value or a pure function, safe for concurrent
+// use.
+package lifecycle
 
 import (
 	"errors"
+	"slices"
 	"strconv"
-	"time"
+
+	"github.com/retrypolicy/retrypolicy"
 )
 
-// Status is where a job is in its life, by its name. The ten statuses are the
-// Status constants; the empty Status is a job that does not exist yet, the
-// status the EventCreated event starts from.
-//
-// A name the library does not know (from a newer version, say) behaves as
-// StatusUnknown and keeps its text, so that it encodes back unchanged: use
-// Known, or Is(StatusUnknown), rather than == StatusUnknown to test for it.
+// Status is where a job is in its life, by name. The empty Status is a job
+// that does not exist yet, the status EventCreated starts from. A name the
+// package does not know behaves as StatusUnknown and keeps its text.
 type Status string
 
-// The statuses of a job.
+// The ten statuses of a job.
 const (
 	// StatusScheduled: the job waits for its worker to start it.
 	StatusScheduled Status = "SCHEDULED"
@@ -23,53 +34,50 @@ const (
 	StatusRunning Status = "RUNNING"
 	// StatusCompleted: it finished its work. Finished.
 	StatusCompleted Status = "COMPLETED"
-	// StatusError: it failed with an error a retry may fix; it waits for a
-	// retry.
+	// StatusError: it failed with an error a retry may fix, and waits.
 	StatusError Status = "ERROR"
 	// StatusFatal: it failed for good. Finished.
 	StatusFatal Status = "FATAL"
-	// StatusStopRequested: someone asked to stop it; its worker has not
-	// acted on it yet.
+	// StatusStopRequested: it was asked to stop; its worker has not acted.
 	StatusStopRequested Status = "STOP_REQUESTED"
 	// StatusStopping: its worker is stopping it.
 	StatusStopping Status = "STOPPING"
 	// StatusStopped: its worker stopped it. Finished.
 	StatusStopped Status = "STOPPED"
-	// StatusCancelled: a job on a trigger gave up waiting for a retry,
-	// because its next run was due.
+	// StatusCancelled: a job on a trigger dropped its retry because its
+	// next run was due.
 	StatusCancelled Status = "CANCELLED"
 	// StatusUnknown: a status this version does not know.
 	StatusUnknown Status = "UNKNOWN"
 )
 
-// Statuses lists the ten statuses in the order the lifecycle describes them.
+// Statuses returns the ten statuses in the order the lifecycle lists them.
 func Statuses() []Status {
 	return []Status{StatusScheduled, StatusRunning, StatusCompleted, StatusError, StatusFatal,
 		StatusStopRequested, StatusStopping, StatusStopped, StatusCancelled, StatusUnknown}
 }
 
+// ParseStatus reads a status name a person typed (a flag, a query): one of
+// the ten, exactly. Decoding a stored status with UnmarshalText never fails.
+func ParseStatus(name string) (Status, error) {
+	if s := Status(name); s.Known() {
+		return s, nil
+	}
+	return "", errors.New("lifecycle: " + strconv.Quote(name) + " is not a status")
+}
+
 // Known reports whether s is one of the ten statuses.
-func (s Status) Known() bool {
-	switch s {
-	case StatusScheduled, StatusRunning, StatusCompleted, StatusError, StatusFatal,
-		StatusStopRequested, StatusStopping, StatusStopped, StatusCancelled, StatusUnknown:
-		return true
-	}
-	return false
+func (s Status) Known() bool { return slices.Contains(Statuses(), s) }
+
+// Is reports whether s and t are the same status: the same name, or UNKNOWN
+// and a name the package does not know. Two different unknown names are
+// different statuses.
+func (s Status) Is(t Status) bool {
+	return s == t || s == StatusUnknown && t.foreign() || t == StatusUnknown && s.foreign()
 }
 
-// Is reports whether s and t are the same status, an unknown name being
-// StatusUnknown.
-func (s Status) Is(t Status) bool { return s.canonical() == t.canonical() }
-
-// canonical is s, or StatusUnknown for a name the library does not know. The
-// empty Status stays empty.
-func (s Status) canonical() Status {
-	if s == "" || s.Known() {
-		return s
-	}
-	return StatusUnknown
-}
+// foreign reports whether s is a name the package does not know.
+func (s Status) foreign() bool { return s != "" && !s.Known() }
 
 // Finished reports whether a job in s will not run again on its own:
 // COMPLETED, FATAL and STOPPED.
@@ -77,11 +85,11 @@ func (s Status) Finished() bool {
 	return s == StatusCompleted || s == StatusFatal || s == StatusStopped
 }
 
-// Active reports whether s is a status of a job that exists and is not
+// Active reports whether s is the status of a job that exists and is not
 // finished; an unknown name is active, as UNKNOWN is.
 func (s Status) Active() bool { return s != "" && !s.Finished() }
 
-// String returns the status name as read, or "(none)" for the empty Status.
+// String returns the name as written, or "(none)" for the empty Status.
 func (s Status) String() string {
 	if s == "" {
 		return "(none)"
@@ -89,33 +97,23 @@ func (s Status) String() string {
 	return string(s)
 }
 
-// MarshalText returns the name as read: an unknown name encodes back to its
-// own text. The empty Status is not encoded.
-func (s Status) MarshalText() ([]byte, error) {
-	if s == "" {
-		return nil, errors.New("retrypolicy: a job without a status has no name")
-	}
-	return []byte(s), nil
-}
+// MarshalText returns the name as written, an unknown one included.
+func (s Status) MarshalText() ([]byte, error) { return []byte(s), nil }
 
-// UnmarshalText reads a status name. It never fails: a name the library does
-// not know is kept as it is and behaves as StatusUnknown; an empty name reads
-// as StatusUnknown.
+// UnmarshalText keeps the name as written, even empty or unknown: it never
+// fails.
 func (s *Status) UnmarshalText(text []byte) error {
-	if len(text) == 0 {
-		*s = StatusUnknown
-		return nil
-	}
 	*s = Status(text)
 	return nil
 }
 
-// Event is what moves a job from one status to the next.
+// Event is what moves a job from one status to the next. The zero Event is
+// not an event.
 type Event uint8
 
-// The events of a job's life. The zero Event is not an event.
+// The twelve events of a job's life.
 const (
-	// EventCreated: the job is created (by a deployment or a create command).
+	// EventCreated: the job is created.
 	EventCreated Event = iota + 1
 	// EventWorkerStarted: its worker starts it.
 	EventWorkerStarted
@@ -125,8 +123,7 @@ const (
 	EventFailedRetryably
 	// EventFailedFatally: it fails with an error a retry cannot fix.
 	EventFailedFatally
-	// EventRetryDue: the controller retries it: retries are left and the
-	// backoff has passed.
+	// EventRetryDue: the controller retries it: its backoff has passed.
 	EventRetryDue
 	// EventRetriesExhausted: its retry strategy has no retries left.
 	EventRetriesExhausted
@@ -146,7 +143,7 @@ var eventNames = [...]string{"", "created", "worker_started", "completed", "fail
 	"retry_due", "retries_exhausted", "stop_requested", "worker_stopping", "worker_stopped",
 	"trigger_fired", "created_again"}
 
-// Events lists every event.
+// Events returns the twelve events in their order.
 func Events() []Event {
 	out := make([]Event, 0, len(eventNames)-1)
 	for e := EventCreated; int(e) < len(eventNames); e++ {
@@ -155,12 +152,40 @@ func Events() []Event {
 	return out
 }
 
-// String returns the event's name, such as "trigger_fired".
+// ParseEvent reads an event's name ("trigger_fired"), exactly.
+func ParseEvent(name string) (Event, error) {
+	if i := slices.Index(eventNames[1:], name); i >= 0 {
+		return Event(i + 1), nil
+	}
+	return 0, errors.New("lifecycle: " + strconv.Quote(name) + " is not an event")
+}
+
+// String returns the event's name, or "Event(N)".
 func (e Event) String() string {
-	if e >= EventCreated && int(e) < len(eventNames) {
+	if e.valid() {
 		return eventNames[e]
 	}
 	return "Event(" + strconv.Itoa(int(e)) + ")"
+}
+
+func (e Event) valid() bool { return e >= EventCreated && int(e) < len(eventNames) }
+
+// MarshalText returns the event's name; it fails for a value that is not an
+// event.
+func (e Event) MarshalText() ([]byte, error) {
+	if !e.valid() {
+		return nil, errors.New("lifecycle: " + e.String() + " is not an event")
+	}
+	return []byte(eventNames[e]), nil
+}
+
+// UnmarshalText reads an event's name, as ParseEvent does.
+func (e *Event) UnmarshalText(text []byte) error {
+	v, err := ParseEvent(string(text))
+	if err == nil {
+		*e = v
+	}
+	return err
 }
 
 // transition is one row of the lifecycle: from, on event, to. A trigger row
@@ -172,8 +197,8 @@ type transition struct {
 	trigger bool
 }
 
-// transitions is the whole set of legal moves, row by row as the lifecycle
-// table gives them.
+// transitions is the whole set of legal moves, as the lifecycle table gives
+// them.
 var transitions = [...]transition{
 	{"", EventCreated, StatusScheduled, false},
 	{StatusScheduled, EventWorkerStarted, StatusRunning, false},
@@ -202,10 +227,9 @@ var transitions = [...]transition{
 
 // ErrIllegalTransition is the sentinel a *TransitionError matches with
 // errors.Is.
-var ErrIllegalTransition = errors.New("retrypolicy: illegal status transition")
+var ErrIllegalTransition = errors.New("lifecycle: illegal status transition")
 
-// TransitionError reports an event that the lifecycle does not allow in a
-// status.
+// TransitionError reports an event the lifecycle does not allow in a status.
 type TransitionError struct {
 	// From is the status the job was in, as given.
 	From Status
@@ -217,13 +241,9 @@ type TransitionError struct {
 
 // Error names the status and the event.
 func (e *TransitionError) Error() string {
-	msg := "retrypolicy: no transition from " + e.From.String() + " on " + e.Event.String()
-	if !e.OnTrigger {
-		for _, t := range transitions {
-			if t.trigger && t.from == e.From.canonical() && t.event == e.Event {
-				return msg + " for a job without a trigger"
-			}
-		}
+	msg := "lifecycle: no transition from " + e.From.String() + " on " + e.Event.String()
+	if !e.OnTrigger && slices.Contains(Legal(e.From, true), e.Event) {
+		return msg + " for a job without a trigger"
 	}
 	return msg
 }
@@ -232,10 +252,10 @@ func (e *TransitionError) Error() string {
 func (e *TransitionError) Is(target error) bool { return target == ErrIllegalTransition }
 
 // Next returns the status a job in from moves to on event e, or a
-// *TransitionError naming both when the lifecycle has no such move. onTrigger
-// says whether the job runs on a trigger: only such a job can be stopped
-// between runs (from COMPLETED, FATAL or CANCELLED) or see its trigger fire.
-// An unknown status name has no moves.
+// *TransitionError when the lifecycle has no such move. onTrigger says
+// whether the job runs on a trigger: only such a job can be stopped between
+// runs (from COMPLETED, FATAL or CANCELLED) or see its trigger fire. A
+// status the package does not know has no moves.
 func Next(from Status, e Event, onTrigger bool) (Status, error) {
 	for _, t := range transitions {
 		if t.from == from && t.event == e && (onTrigger || !t.trigger) {
@@ -245,10 +265,23 @@ func Next(from Status, e Event, onTrigger bool) (Status, error) {
 	return from, &TransitionError{From: from, Event: e, OnTrigger: onTrigger}
 }
 
+// Legal returns the events that move a job out of status from, in event
+// order: what a scheduler or a UI may offer.
+func Legal(from Status, onTrigger bool) []Event {
+	var out []Event
+	for _, t := range transitions {
+		if t.from == from && (onTrigger || !t.trigger) {
+			out = append(out, t.event)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // ParentStatus returns a deployment parent's status from its children's:
 // RUNNING while any child is active; once every child is finished, FATAL if
-// any is FATAL, else COMPLETED, a STOPPED child counting as neither; STOPPED
-// if every child was stopped; COMPLETED for a parent without children.
+// any is FATAL, else COMPLETED, a STOPPED child counting as neither;
+// STOPPED if every child was stopped; COMPLETED without children.
 func ParentStatus(children []Status) Status {
 	fatal, stopped := false, 0
 	for _, c := range children {
@@ -270,24 +303,28 @@ func ParentStatus(children []Status) Status {
 	return StatusCompleted
 }
 
-// Step is the controller's move for a job in ERROR at time now: it decides
-// under strategy s and returns the job's next status with the decision:
-// FATAL when no retries are left, SCHEDULED when the backoff has passed, and
-// still ERROR (until the decision's Due) otherwise. It returns a
-// *TransitionError for a job that is not in ERROR, and Decide's errors.
-func Step(s Strategy, status Status, in Input, now time.Time) (Status, Decision, error) {
-	if status != StatusError {
-		return status, Decision{}, &TransitionError{From: status, Event: EventRetryDue}
-	}
-	d, err := Decide(s, in, now)
-	if err != nil {
-		return status, Decision{}, err
-	}
+// Step is the controller's move for a job in ERROR, given the decision on
+// its newest failure (from [retrypolicy.Decide], a [retrypolicy.Policy] or a
+// [retrypolicy.History]): FATAL on EventRetriesExhausted when the decision
+// is Fatal, SCHEDULED on EventRetryDue when it is RetryNow, and still ERROR,
+// with no event, when it is Wait. It returns a *TransitionError for a job
+// that is not in ERROR, and an error for a decision without an action.
+func Step(status Status, d retrypolicy.Decision) (Status, Event, error) {
+	var e Event
 	switch d.Action {
-	case Fatal:
-		status, err = Next(status, EventRetriesExhausted, false)
-	case RetryNow:
-		status, err = Next(status, EventRetryDue, false)
+	case retrypolicy.Fatal:
+		e = EventRetriesExhausted
+	case retrypolicy.RetryNow, retrypolicy.Wait:
+		e = EventRetryDue
+	default:
+		return status, 0, errors.New("lifecycle: a decision without an action")
 	}
-	return status, d, err
+	next, err := Next(status, e, false)
+	switch {
+	case err != nil:
+		return status, 0, err
+	case d.Action == retrypolicy.Wait:
+		return status, 0, nil
+	}
+	return next, e, nil
 }

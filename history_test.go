@@ -1,0 +1,273 @@
+package retrypolicy
+
+import (
+	"encoding/json"
+	"math"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+)
+
+// held returns the failures h holds, oldest first, and checks the chunks'
+// invariants on the way: none empty, none over chunkCap, all ascending.
+func held(t require.TestingT, h *History) []int64 {
+	var out []int64
+	for _, c := range h.snapshot() {
+		require.NotEmpty(t, c.t)
+		require.LessOrEqual(t, len(c.t), chunkCap)
+		out = append(out, c.t...)
+	}
+	require.True(t, slices.IsSorted(out), "failures out of order")
+	require.Equal(t, len(out), h.n, "the count does not match the chunks")
+	return out
+}
+
+func TestHistoryKeepsTheWindowOfTheNewest(t *testing.T) {
+	h, err := NewHistory(bounded(3, time.Hour))
+	require.NoError(t, err)
+	failures := failuresAt(-7200, -100, -50, -3, 0, -20)
+	for _, f := range failures {
+		require.NoError(t, h.Record(f))
+	}
+	assert.Len(t, held(t, h), 5, "all but the failure two hours back")
+	d, err := h.Decide(0, 0, t0)
+	require.NoError(t, err)
+	want, err := Decide(bounded(3, time.Hour), failures, 0, 0, t0)
+	require.NoError(t, err)
+	assert.Equal(t, 5, d.Failures, "the count is not capped at max_attempts")
+	assert.Equal(t, want, d)
+
+	u, err := NewHistory(Default())
+	require.NoError(t, err)
+	for _, f := range failuresAt(-5000, -3000, -10, 0) {
+		require.NoError(t, u.Record(f))
+	}
+	assert.Len(t, held(t, u), 3, "the failure out of the hour is gone")
+	require.NoError(t, u.Record(t0.Add(-4000*time.Second)))
+	assert.Len(t, held(t, u), 3, "a late failure older than the window is not kept")
+	require.NoError(t, u.Record(t0.Add(3590*time.Second)))
+	assert.Len(t, held(t, u), 3, "the newest moved: -3000 left the window")
+	d, err = u.Decide(0, 0, t0)
+	require.NoError(t, err)
+	assert.True(t, d.Due.Equal(t0.Add(3590*time.Second+4*time.Second)), "3 failures owe 4 s after the newest")
+}
+
+func TestHistoryRejectsTimesItCannotHold(t *testing.T) {
+	h, err := NewHistory(Default())
+	require.NoError(t, err)
+	assert.ErrorIs(t, h.Record(time.Time{}), errTimeOutOfRange)
+	assert.ErrorIs(t, h.Record(time.Date(2262, 4, 12, 0, 0, 0, 0, time.UTC)), errTimeOutOfRange)
+	assert.Empty(t, held(t, h), "a rejected failure changes nothing")
+	require.NoError(t, h.Record(time.Unix(0, math.MaxInt64)))
+	require.NoError(t, h.Record(time.Unix(0, math.MaxInt64-int64(time.Hour))))
+	assert.Len(t, held(t, h), 2)
+	_, err = h.Decide(0, 0, t0)
+	assert.NoError(t, err)
+
+	_, err = NewHistory(Strategy{})
+	assert.ErrorIs(t, err, ErrInvalid)
+	empty, err := NewHistory(Default())
+	require.NoError(t, err)
+	_, err = empty.Decide(0, 0, t0)
+	assert.ErrorIs(t, err, errNoFailures)
+}
+
+func TestZeroHistoryIsUnderTheDefaultStrategy(t *testing.T) {
+	var h History
+	for _, f := range failuresAt(-5000, -3, -2, -1, 0) {
+		require.NoError(t, h.Record(f))
+	}
+	d, err := h.Decide(0, 0, t0)
+	require.NoError(t, err)
+	want, err := Decide(Default(), failuresAt(-5000, -3, -2, -1, 0), 0, 0, t0)
+	require.NoError(t, err)
+	assert.Equal(t, want, d)
+}
+
+func TestUnixNanoEdges(t *testing.T) {
+	ns, ok := unixNano(time.Unix(0, math.MaxInt64))
+	assert.True(t, ok)
+	assert.Equal(t, int64(math.MaxInt64), ns)
+	_, ok = unixNano(time.Unix(0, math.MaxInt64).Add(1))
+	assert.False(t, ok)
+	ns, ok = unixNano(time.Unix(-9223372036, 0))
+	assert.True(t, ok)
+	assert.Equal(t, int64(-9223372036000000000), ns)
+	_, ok = unixNano(time.Unix(-9223372037, 0))
+	assert.False(t, ok)
+}
+
+// TestHistoryDecidesAsTheFullHistory pins that a History keeps everything a
+// decision needs and nothing more: for failures recorded in any order, its
+// decision is the one Decide makes on all of them, and it holds exactly the
+// failures in the window of the newest.
+func TestHistoryDecidesAsTheFullHistory(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		s := genStrategy(t)
+		if s.Kind == Bounded {
+			s.MaxAttempts = rapid.IntRange(1, 40).Draw(t, "max_attempts small")
+		}
+		h, err := NewHistory(s)
+		require.NoError(t, err)
+		var all []time.Time
+		steps := rapid.IntRange(1, 60).Draw(t, "failures")
+		for i := range steps {
+			f := t0.Add(time.Duration(rapid.Int64Range(-int64(maxWindow), int64(maxWindow)).Draw(t, "at_"+strconv.Itoa(i))))
+			if rapid.Bool().Draw(t, "repeat") && len(all) > 0 {
+				f = all[rapid.IntRange(0, len(all)-1).Draw(t, "which")]
+			}
+			all = append(all, f)
+			require.NoError(t, h.Record(f))
+		}
+		uptime := genUptime(t, "uptime")
+		seed := rapid.Uint64().Draw(t, "seed")
+		now := t0.Add(time.Duration(rapid.Int64Range(-int64(maxWindow), int64(maxWindow)).Draw(t, "now")))
+		want, err := Decide(s, all, uptime, seed, now)
+		require.NoError(t, err)
+		got, err := h.Decide(uptime, seed, now)
+		require.NoError(t, err)
+		if !got.Due.Equal(want.Due) {
+			t.Fatalf("history decides %+v, the full history %+v", got, want)
+		}
+		got.Due, want.Due = time.Time{}, time.Time{}
+		if got != want {
+			t.Fatalf("history decides %+v, the full history %+v", got, want)
+		}
+		if _, n := countWindow(all, s.window()); len(held(t, h)) != n {
+			t.Fatalf("history holds %d failures, the window %d", len(held(t, h)), n)
+		}
+	})
+}
+
+// TestHistoryHoldsFailuresInOrderAcrossChunks records several chunks' worth
+// of failures in a shuffled order, with repeats: the history holds them all,
+// ascending, however the chunks split.
+func TestHistoryHoldsFailuresInOrderAcrossChunks(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		n := rapid.IntRange(1, 4*chunkCap).Draw(t, "n")
+		want := make([]int64, n)
+		for i := range want {
+			want[i] = t0.UnixNano() + rapid.Int64Range(0, int64(time.Hour)).Draw(t, "at")
+		}
+		var h History
+		for _, i := range rapid.Permutation(sequence(n)).Draw(t, "order") {
+			require.NoError(t, h.Record(time.Unix(0, want[i])))
+		}
+		slices.Sort(want)
+		if got := held(t, &h); !slices.Equal(got, want) {
+			t.Fatalf("held %d failures out of %d, or in another order", len(got), len(want))
+		}
+	})
+}
+
+func sequence(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+// TestHistorySnapshotNeverChanges pins what lets the history save itself
+// without holding its lock for a walk: the chunks a snapshot saw are never
+// written again, whatever is recorded after.
+func TestHistorySnapshotNeverChanges(t *testing.T) {
+	var h History
+	for i := range 3 * chunkCap / 2 {
+		require.NoError(t, h.Record(t0.Add(time.Duration(2*i)*time.Millisecond)))
+	}
+	snap := h.snapshot()
+	var before []int64
+	for _, c := range snap {
+		before = append(before, c.t...)
+	}
+	for i := range chunkCap {
+		require.NoError(t, h.Record(t0.Add(time.Duration(2*i+1)*time.Millisecond))) // between the others
+		require.NoError(t, h.Record(t0.Add(time.Hour).Add(time.Duration(i))))       // at the end
+	}
+	var after []int64
+	for _, c := range snap {
+		after = append(after, c.t...)
+	}
+	assert.Equal(t, before, after)
+}
+
+// TestHistoryRoundTrips pins saving and restoring: the binary and the JSON
+// forms restore a history that holds the same failures and decides the same.
+func TestHistoryRoundTrips(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		s := genStrategy(t)
+		h, err := NewHistory(s)
+		require.NoError(t, err)
+		for i := range rapid.IntRange(0, 3000).Draw(t, "failures") {
+			at := rapid.Int64Range(-int64(maxWindow), int64(maxWindow)).Draw(t, "at_"+strconv.Itoa(i))
+			require.NoError(t, h.Record(t0.Add(time.Duration(at))))
+		}
+		bin, err := h.MarshalBinary()
+		require.NoError(t, err)
+		text, err := json.Marshal(h)
+		require.NoError(t, err)
+		fromBin, err := NewHistory(s)
+		require.NoError(t, err)
+		require.NoError(t, fromBin.UnmarshalBinary(bin))
+		fromJSON, err := NewHistory(s)
+		require.NoError(t, err)
+		require.NoError(t, json.Unmarshal(text, fromJSON))
+		want := held(t, h)
+		if !slices.Equal(held(t, fromBin), want) || !slices.Equal(held(t, fromJSON), want) {
+			t.Fatalf("restored histories differ from the saved one")
+		}
+		again, err := fromBin.MarshalBinary()
+		require.NoError(t, err)
+		require.Equal(t, bin, again)
+	})
+}
+
+func TestHistoryRefusesBadSavesAndChangesNothing(t *testing.T) {
+	var h History
+	require.NoError(t, h.Record(t0))
+	good, err := h.MarshalBinary()
+	require.NoError(t, err)
+	for name, data := range map[string][]byte{
+		"empty":         nil,
+		"other version": append([]byte{9}, good[1:]...),
+		"truncated":     good[:len(good)-1],
+		"trailing":      append(slices.Clone(good), 0),
+		"huge count":    {historyVersion, 0xff, 0xff, 0xff, 0xff, 0x0f},
+		"past int64":    {historyVersion, 2, 0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0x02},
+	} {
+		assert.Error(t, h.UnmarshalBinary(data), name)
+	}
+	for _, doc := range []string{`{}`, `["yesterday"]`, `["0001-01-01T00:00:00Z"]`, `[1]`} {
+		assert.Error(t, json.Unmarshal([]byte(doc), &h), doc)
+	}
+	assert.Equal(t, []int64{t0.UnixNano()}, held(t, &h))
+	require.NoError(t, json.Unmarshal([]byte(`null`), &h))
+	assert.Equal(t, []int64{t0.UnixNano()}, held(t, &h), "null changes nothing")
+
+	text, err := json.Marshal(&h)
+	require.NoError(t, err)
+	assert.Equal(t, `["2026-11-02T15:04:05Z"]`, string(text))
+}
+
+func TestHistoryReset(t *testing.T) {
+	h, err := NewHistory(bounded(2, time.Minute))
+	require.NoError(t, err)
+	require.NoError(t, h.Record(t0))
+	require.NoError(t, h.Record(t0))
+	d, err := h.Decide(0, 0, t0)
+	require.NoError(t, err)
+	assert.Equal(t, Fatal, d.Action)
+	h.Reset()
+	_, err = h.Decide(0, 0, t0)
+	assert.ErrorIs(t, err, errNoFailures)
+	require.NoError(t, h.Record(t0))
+	d, err = h.Decide(0, 0, t0)
+	require.NoError(t, err)
+	assert.Equal(t, Wait, d.Action, "the strategy stays: one failure of two allowed")
+}

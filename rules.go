@@ -1,0 +1,238 @@
+package retrypolicy
+
+import (
+	"math"
+	"strconv"
+	"time"
+)
+
+// field identifies a descriptor field; the order is the descriptor's.
+type field uint8
+
+const (
+	fStrategy field = iota
+	fMaxAttempts
+	fWindow
+	fBackoff
+	fKind
+	fBase
+	fMultiplier
+	fMaxDelay
+	numFields
+)
+
+// naming says how problems name fields and count delays: by JSON path or by
+// flag, and in the descriptor's whole seconds or in Go's whole milliseconds.
+type naming struct {
+	names [numFields]string
+	flags bool // rules tied to another field are phrased on the flag, as ampctl does
+	secs  bool // delays are whole seconds, at least 1 s
+}
+
+var jsonNames = [numFields]string{"strategy", "max_attempts", "window_secs", "backoff",
+	"backoff.kind", "backoff.base_delay_secs", "backoff.multiplier", "backoff.max_delay_secs"}
+
+var (
+	// goNaming checks Go values: delays in whole milliseconds.
+	goNaming = naming{names: jsonNames}
+	// jsonNaming checks the descriptor, and what may be encoded as one.
+	jsonNaming = naming{names: jsonNames, secs: true}
+	// flagNaming checks the ampctl flags.
+	flagNaming = naming{names: [numFields]string{"--retry-strategy", "--retry-max-attempts", "--retry-window-secs", "",
+		"--retry-backoff", "--retry-base-delay-secs", "--retry-multiplier", "--retry-max-delay-secs"}, flags: true, secs: true}
+)
+
+// given says which fields a strategy was given and, for the descriptor, how
+// each was written; a Go value is given the fields that are not zero.
+type given struct {
+	set [numFields]bool
+	raw [numFields]string // as written, for messages; "" shows the Go value
+}
+
+func givenOf(s *Strategy) given {
+	var g given
+	g.set[fStrategy] = s.Kind != 0
+	g.set[fMaxAttempts] = s.MaxAttempts != 0
+	g.set[fWindow] = s.Window != 0
+	g.set[fBackoff] = s.Backoff != Backoff{}
+	g.set[fKind] = s.Backoff.Kind != 0
+	g.set[fBase] = s.Backoff.BaseDelay != 0
+	g.set[fMultiplier] = s.Backoff.Multiplier != 0
+	g.set[fMaxDelay] = s.Backoff.MaxDelay != 0
+	return g
+}
+
+// Validate reports whether s is a strategy the semantics allow. It returns
+// nil or a *ValidationError naming each field by its JSON path. It does not
+// allocate when s is valid.
+func (s Strategy) Validate() error {
+	p := problems{nm: &goNaming}
+	g := givenOf(&s)
+	check(&s, &g, &p)
+	return p.err()
+}
+
+// check records every rule of the descriptor that s breaks: the rules live
+// here alone, for Go values, the JSON descriptor and the flags alike.
+func check(s *Strategy, g *given, p *problems) {
+	known := strategyEnum.valid(uint8(s.Kind))
+	switch {
+	case s.Kind == 0:
+		p.add(fStrategy, "required", "")
+	case !known:
+		p.add(fStrategy, "must be "+oneOf(strategyEnum.names), strconv.Itoa(int(s.Kind)))
+	}
+
+	bounded := s.Kind == Bounded
+	// With an unknown strategy, which fields apply is unknown, but a field
+	// given is still held to its own range.
+	switch {
+	case !bounded && g.set[fMaxAttempts] && known:
+		p.tied(fMaxAttempts, true, fStrategy, Bounded.String(), g.show(fMaxAttempts, strconv.Itoa(s.MaxAttempts)))
+	case bounded && !g.set[fMaxAttempts]:
+		p.requiredWith(fMaxAttempts, Bounded)
+	case (bounded || g.set[fMaxAttempts]) && s.MaxAttempts < 1:
+		p.add(fMaxAttempts, "must be at least 1", g.show(fMaxAttempts, strconv.Itoa(s.MaxAttempts)))
+	}
+
+	switch {
+	case !bounded && g.set[fWindow] && known:
+		p.tied(fWindow, true, fStrategy, Bounded.String(), g.showDuration(fWindow, s.Window))
+	case !bounded && !g.set[fWindow]:
+	case s.Window%time.Second != 0:
+		p.add(fWindow, "must be a whole number of seconds", g.showDuration(fWindow, s.Window))
+	case s.Window < time.Second || s.Window > maxWindow:
+		p.add(fWindow, rangeRule(1, int64(maxWindow/time.Second)), g.showDuration(fWindow, s.Window))
+	}
+
+	switch {
+	case s.Kind == None:
+		if !p.nm.flags && g.set[fBackoff] {
+			p.tied(fBackoff, false, fStrategy, None.String(), "")
+		}
+		for f := fKind; f < numFields && p.nm.flags; f++ {
+			if g.set[f] {
+				p.tied(f, false, fStrategy, None.String(), g.raw[f])
+			}
+		}
+	case p.bad[fBackoff]: // not an object: its fields are unknown
+	case s.Kind == Bounded || s.Kind == UnlessStopped || g.set[fBackoff]:
+		checkBackoff(&s.Backoff, g, p)
+	}
+}
+
+// checkBackoff records every rule that b, the backoff of a strategy that
+// retries, breaks.
+func checkBackoff(b *Backoff, g *given, p *problems) {
+	switch {
+	case b.Kind == 0:
+		p.add(fKind, "required", "")
+	case !backoffEnum.valid(uint8(b.Kind)):
+		p.add(fKind, "must be "+oneOf(backoffEnum.names), strconv.Itoa(int(b.Kind)))
+	}
+	baseOK := p.checkDelay(fBase, b.BaseDelay, g)
+	if b.Kind == Fixed {
+		if g.set[fMultiplier] {
+			p.tied(fMultiplier, false, fKind, Fixed.String(), g.show(fMultiplier, formatMultiplier(b.Multiplier)))
+		}
+		if g.set[fMaxDelay] {
+			p.tied(fMaxDelay, false, fKind, Fixed.String(), g.showDuration(fMaxDelay, b.MaxDelay))
+		}
+		return
+	}
+	if !b.Kind.exponential() {
+		return // the kind is wrong: which fields apply is unknown
+	}
+	switch m := b.Multiplier; {
+	case math.IsNaN(m) || math.IsInf(m, 0):
+		p.add(fMultiplier, "must be finite", g.show(fMultiplier, formatMultiplier(m)))
+	case !(m > 0):
+		p.add(fMultiplier, "must be greater than 0", g.show(fMultiplier, formatMultiplier(m)))
+	}
+	if g.set[fMaxDelay] && p.checkDelay(fMaxDelay, b.MaxDelay, g) && baseOK && b.MaxDelay < b.BaseDelay {
+		p.add(fMaxDelay, "must be at least "+p.nm.names[fBase]+" ("+p.delayText(b.BaseDelay)+")", g.showDuration(fMaxDelay, b.MaxDelay))
+	}
+}
+
+// checkDelay records a problem unless d is a delay: whole seconds of at
+// least 1 s in the descriptor, whole milliseconds of at least 1 ms in Go.
+func (p *problems) checkDelay(f field, d time.Duration, g *given) bool {
+	if p.bad[f] {
+		return false // already refused as it was read
+	}
+	unit, name := minDelay, "milliseconds"
+	if p.nm.secs {
+		unit, name = time.Second, "seconds"
+	}
+	switch {
+	case d%unit != 0:
+		p.add(f, "must be a whole number of "+name, g.showDuration(f, d))
+	case d < unit:
+		p.add(f, "must be at least "+p.delayText(unit), g.showDuration(f, d))
+	default:
+		return true
+	}
+	return false
+}
+
+// tied records that f is only valid (only) or not allowed (!only) when
+// field other has value; shown is f's value.
+func (p *problems) tied(f field, only bool, other field, value, shown string) {
+	verb := "not allowed when "
+	if only {
+		verb = "only valid when "
+	}
+	if p.nm.flags {
+		p.addPhrased(f, "is "+verb+p.nm.names[other]+"="+value, "", true)
+		return
+	}
+	p.add(f, verb+p.nm.names[other]+" is "+value, shown)
+}
+
+// requiredWith records that f is missing though the strategy kind needs it.
+func (p *problems) requiredWith(f field, kind StrategyKind) {
+	if p.nm.flags {
+		p.addPhrased(f, "is required when "+p.nm.names[fStrategy]+"="+kind.String(), "", true)
+		return
+	}
+	p.add(f, "required when "+p.nm.names[fStrategy]+" is "+kind.String(), "")
+}
+
+// show returns f's value as written, or else goValue.
+func (g *given) show(f field, goValue string) string {
+	if g.raw[f] != "" {
+		return g.raw[f]
+	}
+	return goValue
+}
+
+// showDuration returns f's value as written, or else d in the unit of the
+// descriptor when d is whole seconds, as a Go duration otherwise.
+func (g *given) showDuration(f field, d time.Duration) string {
+	if g.raw[f] != "" {
+		return g.raw[f]
+	}
+	return secondsText(d)
+}
+
+// delayText writes d as the naming counts delays.
+func (p *problems) delayText(d time.Duration) string {
+	if p.nm.secs {
+		return secondsText(d)
+	}
+	return d.String()
+}
+
+// secondsText writes whole seconds as an integer, anything else as a Go
+// duration ("1.5s").
+func secondsText(d time.Duration) string {
+	if d%time.Second == 0 {
+		return strconv.FormatInt(int64(d/time.Second), 10)
+	}
+	return d.String()
+}
+
+// rangeRule phrases the integer range [lo, hi].
+func rangeRule(lo, hi int64) string {
+	return "must be between " + strconv.FormatInt(lo, 10) + " and " + strconv.FormatInt(hi, 10)
+}
