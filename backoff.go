@@ -6,96 +6,299 @@ import (
 	"time"
 )
 
-// delay returns the delay owed after the window's k-th failure (k below 1
-// counts as 1): BaseDelay for Fixed, BaseDelay × Multiplier^(k-1) at most
-// MaxDelay for the exponential kinds, rounded to the nanosecond and
-// saturating at the ceiling. No input makes it negative or wraps it, valid
-// or not.
-func (b *Backoff) delay(k int) time.Duration {
-	base := clampDelay(b.BaseDelay)
-	if !b.Kind.exponential() {
-		return base
-	}
-	if k < 1 {
-		k = 1
-	}
-	return b.expDelay(base, b.limit(), k)
+// steps is a backoff compiled for deciding: its delays, in nanoseconds.
+//
+// For Fixed, and for a multiplier of 1, every delay is the base. For a
+// multiplier below 1 the delay after the window's k-th failure is
+// base × m^(k-1), rounded; credit never changes a delay that does not grow.
+//
+// For a multiplier m above 1, delays are defined through their sums, so
+// that the uptime credit can pay any number of them in closed form. The
+// failures are taken in blocks of q (q = 1 but for multipliers within
+// about 10^-9 of 1); M = m^q, and block b owes
+//
+//	D(b) = F(b+1) - F(b),  F(b) = floor(G(b)),  G(b) = base × (M^b - 1)/(M - 1)
+//
+// so that D(b) is base × M^b within a nanosecond and the sum of any run of
+// blocks is a difference of two F. G is exact for a whole multiplier, and
+// computed in double-double otherwise, to within a hundredth of a
+// nanosecond; q is the least block for which base × (M - 1) >= 3 ns and
+// M - 1 >= 2^-30, so that the exact increments of G exceed what rounding
+// can take away and D never decreases. The k-th failure owes
+// min(limit, D((k-1)/q)), limit being MaxDelay or the 100-year ceiling.
+type steps struct {
+	base, limit int64
+	m           float64
+	grows       bool    // an exponential kind with m > 1: the sums above apply
+	whole       uint64  // m when it is a whole number from 2 to 2^32, else 0
+	q           int64   // failures per block
+	lnM, dM     dd      // ln M and M - 1, for the closed form
+	closed      bool    // lnM and dM are set
+	capBlock    int64   // the first block that owes the limit; -1 until found
+	far         int64   // a block past which D is over e × limit; 0 until found
+	table       []u128  // F(0), F(1), …, computed at Compile
+	delays      []int64 // min(limit, D(b)) for the blocks the table covers
 }
 
-// expDelay is base × Multiplier^(k-1), saturated at limit (limit > 0).
-func (b *Backoff) expDelay(base, limit time.Duration, k int) time.Duration {
-	f := float64(base)
-	switch m := b.Multiplier; {
-	case k > 1024 && m >= 2:
-		return limit // base × at least 2^1024: saturated, without squaring up to it
-	case k > 1075 && m > 0 && m <= 0.5:
-		return 0 // base × at most 2^-1075, below half a nanosecond
-	case k > 1:
-		f *= powUint(m, uint64(k-1))
+// hornerMax is the last block whose G is summed term by term (Horner's
+// rule, exact whenever the terms are) rather than in closed form.
+const hornerMax = 128
+
+// minGrowth is the least M - 1 the blocks are sized for: below it, G would
+// need more precision than a double-double has.
+const minGrowth = 0x1p-30
+
+// init compiles b, a valid backoff. It computes only what every decision
+// needs; prepare adds the rest.
+func (st *steps) init(b *Backoff) {
+	*st = steps{base: int64(clampDelay(b.BaseDelay)), limit: int64(ceiling), m: b.Multiplier, q: 1, capBlock: -1}
+	if !b.Kind.exponential() {
+		st.m = 1
+		return
 	}
-	if !(f < float64(limit)) { // also catches +Inf and NaN
-		return limit
+	if b.MaxDelay > 0 && b.MaxDelay < ceiling {
+		st.limit = int64(b.MaxDelay)
 	}
-	if !(f > 0) { // a negative multiplier on an unvalidated Backoff
+	st.grows = st.m > 1
+	if !st.grows {
+		return
+	}
+	if st.m == math.Trunc(st.m) && st.m <= 1<<32 {
+		// D(b) = base × m^b exactly: the cap's block is found by
+		// multiplying.
+		st.whole = uint64(st.m)
+		st.capBlock = 0
+		for v := uint64(st.base); v < uint64(st.limit); v *= st.whole {
+			st.capBlock++
+			if v > math.MaxUint64/st.whole {
+				break // the next product is past the limit
+			}
+		}
+		st.far = st.capBlock
+		return
+	}
+	floor := max(3/float64(st.base), minGrowth)
+	if st.m-1 < floor {
+		st.prepareClosed(floor)
+	}
+}
+
+// prepare computes everything a decision may need, so that deciding never
+// writes to st: the closed form's constants, the cap's block, and the table
+// of F up to the cap (at most hornerMax+2 entries).
+func (st *steps) prepare() {
+	if !st.grows {
+		return
+	}
+	st.prepareClosed(0)
+	st.farAt()
+	cb := st.capAt()
+	table := make([]u128, min(cb, hornerMax)+2)
+	for b := range table {
+		table[b] = st.cum(int64(b))
+	}
+	delays := make([]int64, len(table)-1)
+	for b := range delays {
+		delays[b] = min(table[b+1].sub(table[b]).int64(), st.limit)
+	}
+	st.table, st.delays = table, delays
+}
+
+// prepareClosed computes ln M and M - 1, first sizing the blocks when
+// floor > 0 (m - 1 < floor): q is the least block with M - 1 >= floor.
+func (st *steps) prepareClosed(floor float64) {
+	if st.closed || st.whole != 0 {
+		return
+	}
+	lnm := logDD(st.m)
+	if floor > 0 {
+		// ln M ≈ q·ln m: start from q = floor/ln m, then find the least q
+		// exactly.
+		guess := int(math.Ceil(floor / lnm.hi))
+		hi := 2*guess + 2
+		st.q = int64(firstTrue(1, hi, guess, func(q int) bool {
+			return lnm.mulFloat(float64(q)).expm1().hi >= floor
+		}))
+	}
+	st.lnM = lnm.mulFloat(float64(st.q))
+	if st.q == 1 {
+		st.dM = dd{st.m, 0}.sub(dd{1, 0}) // exact
+	} else {
+		st.dM = st.lnM.expm1()
+	}
+	st.closed = true
+}
+
+// cum returns F(b), the sum of the delays of blocks 0 to b-1 (uncapped).
+// b must not be far past the cap's block: F is only needed up to it.
+func (st *steps) cum(b int64) u128 {
+	switch {
+	case b < int64(len(st.table)):
+		return st.table[b]
+	case b == 0:
+		return u128{}
+	case b == 1:
+		return u64(uint64(st.base))
+	case st.whole != 0:
+		// base × (m^b - 1)/(m - 1), exactly: b is at most 64 here.
+		sum, pow := u128{}, u64(1)
+		for range b {
+			sum = sum.add(pow)
+			pow = pow.mul64(st.whole)
+		}
+		return sum.mul64(uint64(st.base))
+	case st.q == 1 && b <= hornerMax:
+		return st.horner(b)
+	}
+	st.prepareClosed(0)
+	x := st.lnM.mulFloat(float64(b))
+	if x.hi > 60 {
+		return saturated
+	}
+	return x.expm1().mulFloat(float64(st.base)).div(st.dM).floor()
+}
+
+// saturated stands for an F so far past the limit that its value does not
+// matter: every delay from there on is the limit.
+var saturated = u128{math.MaxUint64, math.MaxUint64}
+
+// horner returns F(b) = floor(base × (1 + m + … + m^(b-1))) by Horner's
+// rule: in float64 while every step is exact (they are for a multiplier of
+// few bits, such as 1.5), in double-double from the first that is not,
+// which gives the same values as double-double throughout would, since it
+// too is exact as long as they are.
+func (st *steps) horner(b int64) u128 {
+	s := 1.0
+	j := int64(1)
+	for ; j < b; j++ {
+		p, pe := twoProd(s, st.m)
+		t, te := twoSum(p, 1)
+		if pe != 0 || te != 0 {
+			break
+		}
+		s = t
+	}
+	if j == b {
+		if g, e := twoProd(s, float64(st.base)); e == 0 && g < 0x1p62 {
+			return u64(uint64(g)) // G is exact: truncating it is its floor
+		}
+	}
+	sd := dd{s, 0}
+	for ; j < b; j++ {
+		if sd = sd.mulFloat(st.m).add(dd{1, 0}); !(sd.hi < 0x1p100) {
+			return saturated
+		}
+	}
+	g := sd.mulFloat(float64(st.base))
+	if !(g.hi < 0x1p126) {
+		return saturated
+	}
+	return g.floor()
+}
+
+// blockDelay returns min(limit, D(b)).
+func (st *steps) blockDelay(b int64) int64 {
+	if st.pastCap(b) {
+		return st.limit
+	}
+	hi := st.cum(b + 1)
+	if hi == saturated {
+		return st.limit
+	}
+	return min(hi.sub(st.cum(b)).int64(), st.limit)
+}
+
+// pastCap reports whether block b is known to owe the limit without
+// computing D(b): past the cap's block when it is known, and past far, for
+// the blocks that Horner's rule does not sum (it saturates by itself).
+func (st *steps) pastCap(b int64) bool {
+	switch {
+	case st.capBlock >= 0:
+		return b >= st.capBlock
+	case st.q == 1 && b < hornerMax:
+		return false
+	}
+	return b >= st.farAt()
+}
+
+// farAt returns a block past which base × M^b exceeds e × limit, so that
+// D is the limit there without computing it (and F need not be computed
+// so far out). The estimate's last bits may differ between platforms, but
+// not the answer: near it, D is well past the limit either way.
+func (st *steps) farAt() int64 {
+	if st.far == 0 {
+		lnm := float64(st.q) * math.Log(st.m)
+		st.far = int64(math.Min((math.Log(float64(st.limit)/float64(st.base))+1)/lnm, math.MaxInt64/4)) + 1
+	}
+	return st.far
+}
+
+// capAt returns the first block whose delay is the limit, finding it once.
+func (st *steps) capAt() int64 {
+	if st.capBlock < 0 {
+		st.capBlock = st.findCap()
+	}
+	return st.capBlock
+}
+
+func (st *steps) findCap() int64 {
+	if st.base >= st.limit {
 		return 0
 	}
-	return time.Duration(math.Round(f))
+	// base × M^b reaches the limit near b = ln(limit/base)/ln M; firstTrue
+	// finds the exact block from there.
+	est := math.Log(float64(st.limit)/float64(st.base)) / (float64(st.q) * math.Log(st.m))
+	return int64(firstTrue(0, int(st.farAt()), int(est), func(b int) bool { return st.blockDelay(int64(b)) >= st.limit }))
 }
 
-// powUint returns m^e by binary exponentiation: at most 2·log2(e)
-// multiplications, exact for any e when m is a power of two, and for
-// integer m while the result stays below 2^53. Intermediate squares never
-// overflow or underflow where the result does not: each is at most (m > 1)
-// or at least (m < 1) the result itself. It stops as soon as the result is
-// decided (infinite or zero), so it takes at most about a dozen steps for a
-// multiplier of 2, whatever e.
+// delay returns the delay owed after the window's k-th failure (k >= 1).
+func (st *steps) delay(k int64) int64 {
+	switch {
+	case st.grows:
+		return st.blockDelay((k - 1) / st.q)
+	case st.m < 1:
+		return shrunk(st.base, st.m, k)
+	}
+	return st.base
+}
+
+// shrunk is base × m^(k-1) for 0 < m < 1, rounded.
+func shrunk(base int64, m float64, k int64) int64 {
+	if k > 1075 && m <= 0.5 {
+		return 0 // base × at most 2^-1075: below half a nanosecond
+	}
+	return int64(math.Round(float64(base) * powUint(m, uint64(k-1))))
+}
+
+// powUint returns m^e, 0 < m < 1, by binary exponentiation: at most
+// 2·log2(e) multiplications, stopping once the result is zero.
 func powUint(m float64, e uint64) float64 {
 	r := 1.0
 	for {
 		if e&1 != 0 {
 			r *= m
 		}
-		e >>= 1
-		if e == 0 || r == 0 || math.Abs(r) > math.MaxFloat64 {
+		if e >>= 1; e == 0 || r == 0 {
 			return r
 		}
 		m *= m
-		if m == 0 || m > math.MaxFloat64 { // m is a square: never negative
-			return r * m // e's top bit is still to come: it multiplies r by m or more
-		}
 	}
-}
-
-// limit returns the longest delay the exponential kinds may owe: MaxDelay
-// when it is set and below the ceiling, the ceiling otherwise.
-func (b *Backoff) limit() time.Duration {
-	if b.MaxDelay > 0 && b.MaxDelay < ceiling {
-		return b.MaxDelay
-	}
-	return ceiling
 }
 
 // clampDelay brings d into [0, ceiling].
 func clampDelay(d time.Duration) time.Duration {
-	switch {
-	case d < 0:
-		return 0
-	case d > ceiling:
-		return ceiling
-	}
-	return d
+	return min(max(d, 0), ceiling)
 }
 
 // jitterUnit derives the jitter's u in [0, 1) from the caller's seed and the
 // failure being decided, as a 53-bit fraction u53/2^53. The same seed, newest
 // failure and count always give the same u; the mixing spreads different
-// seeds uniformly. The newest failure enters by its absolute instant
-// (seconds and nanoseconds since the Unix epoch), so its location and any
-// monotonic clock reading do not matter.
-func jitterUnit(seed uint64, last time.Time, n int) uint64 {
+// seeds uniformly. The newest failure enters by its instant (seconds and
+// nanoseconds since the Unix epoch), whatever its location.
+func jitterUnit(seed uint64, last instant, n int) uint64 {
 	// The failure's three numbers are spread by odd multipliers and folded
 	// into one word; two finalizer rounds then mix it with the seed.
-	f := uint64(last.Unix())*0x9e3779b97f4a7c15 ^ uint64(last.Nanosecond())*0xc2b2ae3d27d4eb4f ^ uint64(n)*0x165667b19e3779f9
+	f := uint64(last.sec)*0x9e3779b97f4a7c15 ^ uint64(last.nsec)*0xc2b2ae3d27d4eb4f ^ uint64(n)*0x165667b19e3779f9
 	return mix64(seed^mix64(f)) >> 11
 }
 

@@ -2,10 +2,12 @@ package retrypolicy
 
 import (
 	"math"
+	"math/big"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 )
 
@@ -48,18 +50,118 @@ func TestDelayByKind(t *testing.T) {
 	}
 }
 
-// TestDelayNeverNegativeNeverAboveCeiling pins saturation: for any backoff,
-// valid or not, and any k, the delay is in [0, ceiling], and within the cap
-// when one is set.
-func TestDelayNeverNegativeNeverAboveCeiling(t *testing.T) {
+// compiled returns b as Decide on a plain Strategy compiles it: without
+// the table Compile adds.
+func (b Backoff) compiled() *steps {
+	var st steps
+	st.init(&b)
+	return &st
+}
+
+// delay is the delay owed after the k-th failure (k below 1 counts as 1).
+func (b Backoff) delay(k int) time.Duration {
+	return time.Duration(b.compiled().delay(int64(max(k, 1))))
+}
+
+// exactStep returns base × m^(k-1) to 200 bits, from big.Float arithmetic
+// on the exact float64 multiplier: the oracle the delays are held to.
+func exactStep(base time.Duration, m float64, k int) *big.Float {
+	p := new(big.Float).SetPrec(200).SetFloat64(1)
+	mm := new(big.Float).SetPrec(200).SetFloat64(m)
+	for range k - 1 {
+		p.Mul(p, mm)
+	}
+	return p.Mul(p, new(big.Float).SetPrec(200).SetInt64(int64(base)))
+}
+
+// TestDelayIsTheGeometricStepWithinANanosecond pins the delays of a
+// multiplier above 1 (blocks of one failure) against base × m^(k-1)
+// computed independently: below the cap, every delay is within a
+// nanosecond of it.
+func TestDelayIsTheGeometricStepWithinANanosecond(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		b := Backoff{
-			Kind:       BackoffKind(rapid.IntRange(0, 4).Draw(t, "kind")),
-			BaseDelay:  time.Duration(rapid.Int64().Draw(t, "base")),
-			Multiplier: rapid.Float64().Draw(t, "multiplier"),
-			MaxDelay:   time.Duration(rapid.Int64().Draw(t, "max")),
+			Kind:       Exponential,
+			BaseDelay:  time.Duration(rapid.Int64Range(1, 1e6).Draw(t, "base_ms")) * time.Millisecond,
+			Multiplier: rapid.OneOf(rapid.Float64Range(1.0001, 3), rapid.Float64Range(1.000001, 1.001), rapid.SampledFrom([]float64{1.5, 1.1, 2.5, 1.0000001})).Draw(t, "multiplier"),
 		}
-		k := rapid.Int().Draw(t, "k")
+		st := b.compiled()
+		if st.q != 1 {
+			return // the blocks are pinned by TestNearOneTheDelayGrowsInBlocks
+		}
+		k := rapid.OneOf(rapid.IntRange(1, 200), rapid.IntRange(1, 20000)).Draw(t, "k")
+		got := st.delay(int64(k))
+		if got == st.limit {
+			return
+		}
+		want := exactStep(b.BaseDelay, b.Multiplier, k)
+		diff := new(big.Float).Sub(new(big.Float).SetInt64(got), want)
+		if d, _ := diff.Float64(); math.Abs(d) >= 1 {
+			t.Fatalf("delay(%d) = %d, base × m^(k-1) = %s", k, got, want.Text('f', 3))
+		}
+	})
+}
+
+// TestDelaysOfAWholeMultiplierAreExact: with a whole multiplier the delays
+// are exactly base × m^(k-1), up to the cap.
+func TestDelaysOfAWholeMultiplierAreExact(t *testing.T) {
+	for _, m := range []int64{2, 3, 10, 1000} {
+		for _, base := range []time.Duration{time.Millisecond, time.Second, 7 * time.Second} {
+			b := Backoff{Kind: Exponential, BaseDelay: base, Multiplier: float64(m)}
+			want := int64(base)
+			for k := 1; ; k++ {
+				got := b.delay(k)
+				if want >= int64(ceiling) {
+					assert.Equal(t, ceiling, got)
+					break
+				}
+				require.Equal(t, time.Duration(want), got, "m=%d base=%v k=%d", m, base, k)
+				if want > math.MaxInt64/m {
+					want = math.MaxInt64
+				} else {
+					want *= m
+				}
+			}
+		}
+	}
+}
+
+// TestNearOneTheDelayGrowsInBlocks pins the blocks of a multiplier within
+// a hair of 1: the delay holds for q failures, then grows by M = m^q,
+// within a nanosecond, and M - 1 is what the steps are sized for.
+func TestNearOneTheDelayGrowsInBlocks(t *testing.T) {
+	for _, tc := range []struct {
+		base time.Duration
+		m    float64
+	}{
+		{time.Second, 1 + 0x1p-52},
+		{time.Millisecond, 1.000001},
+		{time.Hour, 1 + 1e-12},
+		{time.Second, 1 + 1e-9},
+	} {
+		b := Backoff{Kind: Exponential, BaseDelay: tc.base, Multiplier: tc.m}
+		st := b.compiled()
+		require.Greater(t, st.q, int64(1), "%v", tc)
+		grow := st.dM.hi
+		assert.GreaterOrEqual(t, grow, max(3/float64(tc.base), minGrowth), "%v", tc)
+		assert.GreaterOrEqual(t, st.lnM.hi/math.Log(tc.m), float64(st.q)*(1-1e-9), "M = m^q")
+		for _, block := range []int64{0, 1, 2, 1000} {
+			first, last := block*st.q+1, (block+1)*st.q
+			assert.Equal(t, st.delay(first), st.delay(last), "one delay per block")
+			next := float64(st.delay(last + 1))
+			want := float64(tc.base) * math.Exp(float64(block+1)*st.lnM.hi)
+			assert.InDelta(t, want, next, 1+want*1e-12, "%v block %d", tc, block+1)
+		}
+	}
+}
+
+// TestDelayNeverNegativeNeverAboveTheCap pins saturation: for any valid
+// backoff, extremes included, and any k, the delay is in [0, ceiling], and
+// within the cap when one is set.
+func TestDelayNeverNegativeNeverAboveTheCap(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		b := genExtremeBackoff(t)
+		k := rapid.OneOf(rapid.IntRange(1, 100), rapid.IntRange(1, math.MaxInt)).Draw(t, "k")
 		d := b.delay(k)
 		if d < 0 || d > ceiling {
 			t.Fatalf("delay %v outside [0, %v]", d, ceiling)
@@ -71,32 +173,23 @@ func TestDelayNeverNegativeNeverAboveCeiling(t *testing.T) {
 }
 
 // TestDelayNeverDecreasesWithFailures pins monotony: with a multiplier of at
-// least 1, the delay after k+j failures is never shorter than after k.
+// least 1, the delay after k+j failures is never shorter than after k, for
+// multipliers within a hair of 1 as well.
 func TestDelayNeverDecreasesWithFailures(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		b := genBackoff(t)
-		if b.Kind.exponential() && b.Multiplier < 1 {
-			b.Multiplier = 1 / b.Multiplier
-			if math.IsInf(b.Multiplier, 0) {
-				b.Multiplier = math.MaxFloat64
-			}
-		}
-		k := rapid.IntRange(1, math.MaxInt-1000).Draw(t, "k")
-		if rapid.Bool().Draw(t, "small k") {
-			k = rapid.IntRange(1, 5000).Draw(t, "k small")
-		}
+		b := genGrowingBackoff(t)
+		st := b.compiled()
+		k := rapid.OneOf(rapid.IntRange(1, 5000), rapid.IntRange(1, math.MaxInt-1000)).Draw(t, "k")
 		j := rapid.IntRange(1, 1000).Draw(t, "j")
-		if b.delay(k+j) < b.delay(k) {
-			t.Fatalf("delay(%d)=%v < delay(%d)=%v", k+j, b.delay(k+j), k, b.delay(k))
-		}
-		if b.delay(k+1) < b.delay(k) {
-			t.Fatalf("delay(%d)=%v < delay(%d)=%v", k+1, b.delay(k+1), k, b.delay(k))
+		d0, d1, dj := st.delay(int64(k)), st.delay(int64(k+1)), st.delay(int64(k+j))
+		if d1 < d0 || dj < d0 {
+			t.Fatalf("delay(%d)=%d, delay(%d)=%d, delay(%d)=%d", k, d0, k+1, d1, k+j, dj)
 		}
 	})
 }
 
-// TestDelayNeverIncreasesBelowOne pins the mirror rule the credit's closed
-// form relies on: with a multiplier of at most 1, delays never grow with k.
+// TestDelayNeverIncreasesBelowOne pins the mirror rule the credit relies
+// on: with a multiplier of at most 1, delays never grow with k.
 func TestDelayNeverIncreasesBelowOne(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		b := Backoff{
@@ -142,30 +235,25 @@ func TestJitterStaysBelowAQuarter(t *testing.T) {
 }
 
 func TestPowUint(t *testing.T) {
-	assert.Equal(t, 1.0, powUint(3, 0))
-	assert.Equal(t, 1024.0, powUint(2, 10))
-	assert.Equal(t, 3486784401.0, powUint(3, 20))
-	assert.Equal(t, 2.25, powUint(1.5, 2))
-	assert.True(t, math.IsInf(powUint(2, 1024), 1))
-	assert.True(t, math.IsInf(powUint(2, math.MaxUint64), 1))
+	assert.Equal(t, 1.0, powUint(0.5, 0))
+	assert.Equal(t, 0x1p-10, powUint(0.5, 10))
 	assert.Equal(t, 0.0, powUint(0.5, math.MaxUint64))
-	assert.Equal(t, 1.0, powUint(1, math.MaxUint64))
-	assert.InEpsilon(t, math.Pow(1.1, 300), powUint(1.1, 300), 1e-13)
+	assert.InEpsilon(t, math.Pow(0.9, 300), powUint(0.9, 300), 1e-13)
 }
 
-// TestPowUintMonotoneNearOne sweeps the multipliers a few ulps either side
-// of 1, where rounding could most easily make m^(e+1) fall below m^e: the
+// TestPowUintMonotoneBelowOne sweeps the multipliers a few ulps below 1,
+// where rounding could most easily make m^(e+1) exceed m^e: the shrinking
 // delays' monotony rests on it.
-func TestPowUintMonotoneNearOne(t *testing.T) {
+func TestPowUintMonotoneBelowOne(t *testing.T) {
 	for j := 1; j <= 40; j++ {
-		up, down := 1+float64(j)*0x1p-52, 1-float64(j)*0x1p-53
-		prevUp, prevDown := 1.0, 1.0
+		down := 1 - float64(j)*0x1p-53
+		prev := 1.0
 		for e := uint64(1); e < 20000; e++ {
-			pu, pd := powUint(up, e), powUint(down, e)
-			if pu < prevUp || pd > prevDown {
-				t.Fatalf("m=1±%d ulp, e=%d: %v after %v, %v after %v", j, e, pu, prevUp, pd, prevDown)
+			if pd := powUint(down, e); pd > prev {
+				t.Fatalf("m=1-%d ulp/2, e=%d: %v after %v", j, e, pd, prev)
+			} else {
+				prev = pd
 			}
-			prevUp, prevDown = pu, pd
 		}
 	}
 }

@@ -24,54 +24,71 @@ func benchBackoffs() []Backoff {
 
 // BenchmarkDecide decides for a job whose history holds the given number of
 // failures, one every 30 s (all within the hour up to 120 of them), whose
-// last run lasted 20 s.
+// last run lasted 20 s: with the strategy compiled once (a Policy), and
+// checked and compiled on each call (Decide on a plain Strategy).
 func BenchmarkDecide(b *testing.B) {
 	for _, bo := range benchBackoffs() {
 		for _, n := range []int{1, 8, 16, 64, 1024} {
-			b.Run(bo.Kind.String()+"/failures="+strconv.Itoa(n), func(b *testing.B) {
-				s := Strategy{Kind: UnlessStopped, Backoff: bo}
-				failures := make([]time.Time, n)
-				for i := range failures {
-					failures[i] = t0.Add(-time.Duration(i) * 30 * time.Second)
-				}
-				now := t0.Add(time.Minute)
-				b.ReportAllocs()
-				for b.Loop() {
-					d, err := Decide(s, failures, 20*time.Second, 42, now)
-					if err != nil {
-						b.Fatal(err)
+			s := Strategy{Kind: UnlessStopped, Backoff: bo}
+			p, err := Compile(s)
+			if err != nil {
+				b.Fatal(err)
+			}
+			failures := make([]time.Time, n)
+			for i := range failures {
+				failures[i] = t0.Add(-time.Duration(n-1-i) * 30 * time.Second)
+			}
+			now := t0.Add(time.Minute)
+			for _, form := range []string{"policy", "plain"} {
+				b.Run(bo.Kind.String()+"/failures="+strconv.Itoa(n)+"/"+form, func(b *testing.B) {
+					b.ReportAllocs()
+					for b.Loop() {
+						var d Decision
+						var err error
+						if form == "policy" {
+							d, err = p.Decide(failures, 20*time.Second, 42, now)
+						} else {
+							d, err = Decide(s, failures, 20*time.Second, 42, now)
+						}
+						if err != nil {
+							b.Fatal(err)
+						}
+						actionSink, durationSink = d.Action, d.Credited+d.Jitter
 					}
-					actionSink, durationSink = d.Action, d.Credited+d.Jitter
-				}
-			})
+				})
+			}
 		}
 	}
 }
 
 // BenchmarkCredit computes the uptime credit with n failures in the window
-// under the default backoff for a run of two hours: at n = 10 it pays every
-// step below the cap back one by one; from n = 13 on it pays two steps at
-// the cap and stops.
+// for multipliers down to the closest to 1 there is, uncapped, for runs of
+// 90 s and of 100 years: at n = 10 from the table Compile builds, at a
+// million in closed form.
 func BenchmarkCredit(b *testing.B) {
-	benchCredit(b, func(int) time.Duration { return 2 * time.Hour })
-}
-
-// BenchmarkCreditPaysAll is BenchmarkCredit for an uptime that pays every
-// step back, down to the first: the most the credit can do.
-func BenchmarkCreditPaysAll(b *testing.B) {
-	benchCredit(b, func(n int) time.Duration { return time.Duration(n+1) * time.Hour })
-}
-
-func benchCredit(b *testing.B, uptime func(n int) time.Duration) {
-	for _, n := range []int{10, 1000, 1000000} {
-		b.Run("n="+strconv.Itoa(n), func(b *testing.B) {
-			bo := defaultBackoff()
-			u := uptime(n)
-			b.ReportAllocs()
-			for b.Loop() {
-				_, durationSink = bo.credit(n, u)
+	for _, m := range []float64{2, 1.5, 1.0001, 1.000001, 1 + 0x1p-52} {
+		p, err := Compile(Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: Exponential, BaseDelay: time.Second, Multiplier: m}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, u := range []time.Duration{90 * time.Second, ceiling} {
+			for _, n := range []int{10, 1000000} {
+				b.Run("m="+strconv.FormatFloat(m, 'g', -1, 64)+"/uptime="+u.String()+"/n="+strconv.Itoa(n), func(b *testing.B) {
+					b.ReportAllocs()
+					for b.Loop() {
+						_, durationSink = p.st.credit(n, u)
+					}
+				})
 			}
-		})
+		}
+	}
+}
+
+// BenchmarkExpm1 is the double-double e^x - 1 the closed form costs.
+func BenchmarkExpm1(b *testing.B) {
+	x := dd{13.8, 1e-17}
+	for b.Loop() {
+		durationSink = time.Duration(x.expm1().hi)
 	}
 }
 

@@ -66,7 +66,7 @@ const maxDelaySecs = int64(math.MaxInt64 / int64(time.Second))
 // build returns the strategy d describes, recording every problem in p.
 func (d *draft) build(p *problems) Strategy {
 	var s Strategy
-	var g given
+	g := given{raw: new([numFields]string)}
 	for f, v := range d.v {
 		if v.given() {
 			g.set[f], g.raw[f] = true, v.shown()

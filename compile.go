@@ -6,7 +6,9 @@ import "time"
 // [regexp.Compile] is to a pattern. A Policy is immutable and safe for
 // concurrent use by multiple goroutines.
 type Policy struct {
-	s Strategy
+	s      Strategy
+	window time.Duration
+	st     steps
 }
 
 // Compile checks s and returns it as a Policy. It returns a
@@ -16,6 +18,7 @@ func Compile(s Strategy) (*Policy, error) {
 	if err := p.init(s); err != nil {
 		return nil, err
 	}
+	p.st.prepare()
 	return p, nil
 }
 
@@ -24,19 +27,19 @@ func (p *Policy) init(s Strategy) error {
 	if err := s.Validate(); err != nil {
 		return err
 	}
-	p.s = s
+	p.s, p.window = s, s.window()
+	p.st.init(&s.Backoff)
 	return nil
 }
 
 // Decide is [Decide] under the policy's strategy, which it does not check
 // again. It does not allocate.
-func (p *Policy) Decide(failures []time.Time, uptime time.Duration, seed uint64, now time.Time) (Decision, error) {
+func (p *Policy) Decide(failures []time.Time, uptime time.Duration, seed uint64, now time.Time) (d Decision, err error) {
 	if len(failures) == 0 {
-		return Decision{}, errNoFailures
+		return d, errNoFailures
 	}
-	var d Decision
-	var last time.Time
-	last, d.Failures = countWindow(failures, p.s.window())
-	p.decide(&d, last, uptime, seed, now)
+	last, at, n := countWindow(failures, p.window)
+	d.Failures = n
+	p.decide(&d, last, at, uptime, seed, now)
 	return d, nil
 }

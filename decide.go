@@ -141,8 +141,8 @@ func Decide(s Strategy, failures []time.Time, uptime time.Duration, seed uint64,
 }
 
 // decide completes d, whose Failures are counted, for the newest failure
-// last. d.Failures >= 1.
-func (p *Policy) decide(d *Decision, last time.Time, uptime time.Duration, seed uint64, now time.Time) {
+// last, at instant at. d.Failures >= 1.
+func (p *Policy) decide(d *Decision, last time.Time, at instant, uptime time.Duration, seed uint64, now time.Time) {
 	switch {
 	case p.s.Kind == None:
 		d.Action, d.Reason = Fatal, StrategyNone
@@ -151,14 +151,14 @@ func (p *Policy) decide(d *Decision, last time.Time, uptime time.Duration, seed 
 		d.Action, d.Reason = Fatal, AttemptsExhausted
 		return
 	}
-	b := &p.s.Backoff
-	d.Owed, d.Credited = b.credit(d.Failures, uptime)
-	if b.Kind == ExponentialWithJitter {
-		d.Jitter = jitterFor(d.Credited, jitterUnit(seed, last, d.Failures))
+	d.Owed, d.Credited = p.st.credit(d.Failures, uptime)
+	if p.s.Backoff.Kind == ExponentialWithJitter {
+		d.Jitter = jitterFor(d.Credited, jitterUnit(seed, at, d.Failures))
 	}
-	d.Due = last.Add(d.Credited + d.Jitter) // at most 1.25 × the ceiling: no overflow
+	wait := d.Credited + d.Jitter // at most 1.25 × the ceiling: no overflow
+	d.Due = last.Add(wait)
 	d.Action = Wait
-	if !instantOf(now).before(instantOf(d.Due)) {
+	if !instantOf(now).before(at.plus(wait)) {
 		d.Action = RetryNow
 	}
 }

@@ -105,7 +105,7 @@ func TestJitterSpreadsJobsThatFailedTogether(t *testing.T) {
 	var count [buckets]int
 	credited := 400 * time.Second
 	for i := range jobs {
-		u := jitterUnit(SeedFromString("job-"+strconv.Itoa(i)), t0, 3)
+		u := jitterUnit(SeedFromString("job-"+strconv.Itoa(i)), instantOf(t0), 3)
 		j := jitterFor(credited, u)
 		count[int(j*4*buckets/credited)]++
 	}

@@ -47,15 +47,19 @@ func genBackoff(t *rapid.T) Backoff {
 }
 
 // genGrowingBackoff draws a valid exponential backoff with a multiplier of
-// at least 1 and a base small enough for the credit to matter.
+// at least 1, those within a hair of 1 among them, and a base small enough
+// for the credit to matter, in seconds or milliseconds.
 func genGrowingBackoff(t *rapid.T) Backoff {
 	b := Backoff{
-		Kind:       rapid.SampledFrom([]BackoffKind{Exponential, ExponentialWithJitter}).Draw(t, "backoff.kind"),
-		BaseDelay:  genSeconds(t, "base_secs", 1, 3600),
-		Multiplier: rapid.OneOf(rapid.Float64Range(1, 4), rapid.SampledFrom([]float64{1, 1.5, 2, 10})).Draw(t, "multiplier"),
+		Kind: rapid.SampledFrom([]BackoffKind{Exponential, ExponentialWithJitter}).Draw(t, "backoff.kind"),
+		Multiplier: rapid.OneOf(rapid.Float64Range(1, 4), rapid.Float64Range(1, 1.001),
+			rapid.SampledFrom([]float64{1, 1.5, 2, 10, 1 + 0x1p-52, 1.000001, 1.0001})).Draw(t, "multiplier"),
 	}
+	unit := rapid.SampledFrom([]time.Duration{time.Second, time.Millisecond}).Draw(t, "unit")
+	base := rapid.Int64Range(1, 3600).Draw(t, "base")
+	b.BaseDelay = time.Duration(base) * unit
 	if rapid.Bool().Draw(t, "capped") {
-		b.MaxDelay = genSeconds(t, "max_delay_secs", int64(b.BaseDelay/time.Second), 1<<20)
+		b.MaxDelay = time.Duration(rapid.Int64Range(base, 1<<20).Draw(t, "max_delay")) * unit
 	}
 	return b
 }

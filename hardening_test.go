@@ -13,22 +13,33 @@ import (
 	"pgregory.net/rapid"
 )
 
-// genExtremeStrategy draws valid strategies at the edges of every range:
-// multipliers up to the largest float64, base delays and caps up to the
-// longest Duration in whole seconds, max_attempts up to the largest int.
-func genExtremeStrategy(t *rapid.T) Strategy {
+// genExtremeBackoff draws valid backoffs at the edges of every range:
+// multipliers from the smallest to the largest float64 and within a hair
+// of 1, delays from 1 ms up to the longest Duration in whole seconds.
+func genExtremeBackoff(t *rapid.T) Backoff {
 	secs := rapid.OneOf(rapid.Just(int64(1)), rapid.Just(maxDelaySecs), rapid.Int64Range(1, maxDelaySecs),
 		rapid.Int64Range(maxDelaySecs-10, maxDelaySecs))
 	b := Backoff{Kind: rapid.SampledFrom([]BackoffKind{Fixed, Exponential, ExponentialWithJitter}).Draw(t, "backoff.kind")}
-	base := secs.Draw(t, "base_secs")
-	b.BaseDelay = time.Duration(base) * time.Second
+	base := time.Duration(secs.Draw(t, "base_secs")) * time.Second
+	if rapid.Bool().Draw(t, "milliseconds") {
+		base = time.Duration(rapid.Int64Range(1, 5000).Draw(t, "base_ms")) * time.Millisecond
+	}
+	b.BaseDelay = base
 	if b.Kind != Fixed {
 		b.Multiplier = rapid.OneOf(rapid.Just(math.MaxFloat64), rapid.Float64Range(1, math.MaxFloat64),
-			rapid.Just(math.SmallestNonzeroFloat64), rapid.Float64Range(math.SmallestNonzeroFloat64, 1)).Draw(t, "multiplier")
+			rapid.Just(math.SmallestNonzeroFloat64), rapid.Float64Range(math.SmallestNonzeroFloat64, 1),
+			rapid.Float64Range(1, 1.000001), rapid.SampledFrom([]float64{1 + 0x1p-52, 1.000001, 1.0001})).Draw(t, "multiplier")
 		if rapid.Bool().Draw(t, "capped") {
-			b.MaxDelay = time.Duration(rapid.Int64Range(base, maxDelaySecs).Draw(t, "max_secs")) * time.Second
+			b.MaxDelay = time.Duration(rapid.Int64Range(int64(base/time.Millisecond), maxDelaySecs*1000).Draw(t, "max_ms")) * time.Millisecond
 		}
 	}
+	return b
+}
+
+// genExtremeStrategy draws valid strategies at the edges of every range,
+// max_attempts up to the largest int.
+func genExtremeStrategy(t *rapid.T) Strategy {
+	b := genExtremeBackoff(t)
 	if rapid.Bool().Draw(t, "bounded") {
 		return Strategy{Kind: Bounded, MaxAttempts: rapid.OneOf(rapid.Just(math.MaxInt), rapid.IntRange(1, math.MaxInt)).Draw(t, "max_attempts"),
 			Window: maxWindow, Backoff: b}
@@ -50,14 +61,14 @@ func TestExtremesNeverBreakTheDecision(t *testing.T) {
 		p, err := Compile(s)
 		require.NoError(t, err)
 		d := Decision{Failures: n}
-		p.decide(&d, last, uptime, rapid.Uint64().Draw(t, "seed"), last)
+		p.decide(&d, last, instantOf(last), uptime, rapid.Uint64().Draw(t, "seed"), last)
 		checkDecision(t, s, d, last)
 		if d.Action == Fatal {
 			return
 		}
 		if s.Backoff.Kind != Fixed && s.Backoff.Multiplier >= 1 {
 			next := Decision{Failures: n + 1}
-			p.decide(&next, last, uptime, 0, last)
+			p.decide(&next, last, instantOf(last), uptime, 0, last)
 			if next.Action != Fatal && next.Owed < d.Owed {
 				t.Fatalf("owed %v after %d failures, %v after %d", d.Owed, n, next.Owed, n+1)
 			}

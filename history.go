@@ -168,7 +168,8 @@ func (h *History) Decide(uptime time.Duration, seed uint64, now time.Time) (Deci
 		return Decision{}, errNoFailures
 	}
 	d := Decision{Failures: n}
-	p.decide(&d, time.Unix(0, newest).UTC(), uptime, seed, now)
+	last := time.Unix(0, newest).UTC()
+	p.decide(&d, last, instantOf(last), uptime, seed, now)
 	return d, nil
 }
 

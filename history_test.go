@@ -138,7 +138,7 @@ func TestHistoryDecidesAsTheFullHistory(t *testing.T) {
 		if got != want {
 			t.Fatalf("history decides %+v, the full history %+v", got, want)
 		}
-		if _, n := countWindow(all, s.window()); len(held(t, h)) != n {
+		if _, _, n := countWindow(all, s.window()); len(held(t, h)) != n {
 			t.Fatalf("history holds %d failures, the window %d", len(held(t, h)), n)
 		}
 	})

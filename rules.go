@@ -46,7 +46,7 @@ var (
 // each was written; a Go value is given the fields that are not zero.
 type given struct {
 	set [numFields]bool
-	raw [numFields]string // as written, for messages; "" shows the Go value
+	raw *[numFields]string // as written, for messages; nil or "" shows the Go value
 }
 
 func givenOf(s *Strategy) given {
@@ -112,7 +112,7 @@ func check(s *Strategy, g *given, p *problems) {
 		}
 		for f := fKind; f < numFields && p.nm.flags; f++ {
 			if g.set[f] {
-				p.tied(f, false, fStrategy, None.String(), g.raw[f])
+				p.tied(f, false, fStrategy, None.String(), g.show(f, ""))
 			}
 		}
 	case p.bad[fBackoff]: // not an object: its fields are unknown
@@ -200,7 +200,7 @@ func (p *problems) requiredWith(f field, kind StrategyKind) {
 
 // show returns f's value as written, or else goValue.
 func (g *given) show(f field, goValue string) string {
-	if g.raw[f] != "" {
+	if g.raw != nil && g.raw[f] != "" {
 		return g.raw[f]
 	}
 	return goValue
@@ -209,7 +209,7 @@ func (g *given) show(f field, goValue string) string {
 // showDuration returns f's value as written, or else d in the unit of the
 // descriptor when d is whole seconds, as a Go duration otherwise.
 func (g *given) showDuration(f field, d time.Duration) string {
-	if g.raw[f] != "" {
+	if g.raw != nil && g.raw[f] != "" {
 		return g.raw[f]
 	}
 	return secondsText(d)

@@ -2,59 +2,116 @@ package retrypolicy
 
 import (
 	"math"
+	"sort"
 	"time"
 )
 
 // credit returns the delay owed after the window's n-th failure, and that
-// delay once the last run's uptime has paid part of the backoff back: each
-// step is paid from the largest down while the uptime covers it, and the job
-// owes the step it stopped on. Credit never goes below the first step and
-// never lengthens the delay. n below 1 counts as 1; negative uptime as zero.
-func (b *Backoff) credit(n int, uptime time.Duration) (owed, credited time.Duration) {
-	if n < 1 {
-		n = 1
+// delay once the last run's uptime has paid part of the backoff back: the
+// steps are paid from the largest down while the uptime covers them, and
+// the job owes the step it stopped on, never below the first and never
+// more than it owed. n below 1 counts as 1; negative uptime as zero.
+//
+// The steps at the limit are paid in one division, those below it by
+// comparing the uptime with sums of delays, which are differences of F (see
+// steps): the cost does not grow with n.
+func (st *steps) credit(n int, uptime time.Duration) (owed, credited time.Duration) {
+	n = max(n, 1)
+	if b := int64(n-1) / st.q; b < int64(len(st.delays)) && int64(uptime) < st.delays[b] {
+		return time.Duration(st.delays[b]), time.Duration(st.delays[b]) // nothing paid: the usual case
 	}
-	base := clampDelay(b.BaseDelay)
-	if !b.Kind.exponential() || base == 0 {
-		return base, base // every step is the same (0 only on an invalid Backoff)
+	if !st.grows {
+		// Steps that do not grow: for a multiplier of at most 1 every
+		// lower step owes at least as much, so credit changes nothing.
+		o := st.delay(int64(n))
+		return time.Duration(o), time.Duration(o)
 	}
-	limit := b.limit()
-	owed = b.expDelay(base, limit, n)
-	if uptime < owed || n == 1 || !(b.Multiplier > 1) {
-		// The uptime does not pay the top step, there is no step below, or
-		// the steps do not grow: for a multiplier of at most 1 every lower
-		// step is at least the owed one, so min(owed, delay(s)) is owed
-		// whatever step s the credit reaches.
-		return owed, owed
-	}
-
-	if uptime/limit >= time.Duration(n-1) {
-		// Every step owes at most limit, so the uptime pays all n-1 steps
-		// above the first: the loop ends on step 1.
-		return owed, min(owed, b.expDelay(base, limit, 1))
-	}
-	c, s, d := uptime, n, owed // d is delay(s) whenever it is known
-	// Steps at the cap, from n down to max(top, 2), each owe exactly limit.
-	if owed >= limit {
-		est := 1 + math.Ceil(math.Log(float64(limit)/float64(base))/math.Log(b.Multiplier))
-		top := firstTrue(1, n, int(min(max(est, 1), float64(n))), func(k int) bool { return b.expDelay(base, limit, k) >= limit })
-		low := max(top, 2)
-		steps := n - low + 1
-		paid := min(steps, int(c/limit))
-		if paid < steps {
-			return owed, owed // stopped on a step at the cap: owed is limit too
+	q, u, top := st.q, int64(uptime), int64(n)
+	var f fpair // F of top's block and the next, once known
+	o := st.limit
+	if b := (top - 1) / q; !st.pastCap(b) {
+		if f = st.pair(b); f.hi != saturated && f.delay() < st.limit {
+			o = f.delay()
 		}
-		c -= time.Duration(paid) * limit
-		s = low - 1
-		d = b.expDelay(base, limit, s)
 	}
-	// Steps below the cap grow geometrically; pay them one by one.
-	for s > 1 && c >= d {
-		c -= d
-		s--
-		d = b.expDelay(base, limit, s)
+	if u < o || n == 1 {
+		return time.Duration(o), time.Duration(o)
 	}
-	return owed, min(owed, d)
+	if o == st.limit {
+		// The steps from max(first capped step, 2) to n each owe the limit.
+		low := max(st.capAt()*q+1, 2)
+		count := top - low + 1
+		if u/st.limit < count {
+			return time.Duration(o), time.Duration(o) // stopped on a capped step
+		}
+		u -= count * st.limit
+		if top = low - 1; top < 2 {
+			return time.Duration(o), time.Duration(min(o, st.base))
+		}
+		f = st.pair((top - 1) / q)
+	}
+	// Steps 2..top are below the limit. W(k), the sum of steps 1..k, grows
+	// with k; the loop stops on the largest s >= 2 that the uptime left
+	// does not cover with the steps above it, W(top) - W(s-1) > u: s is the
+	// least s >= 2 with W(s) >= W(top) - u, or 1 when W(1) already is.
+	bt := (top - 1) / q
+	all := f.hi // W(top) = q·F(bt) + j·D(bt), F(bt+1) when q = 1
+	if q > 1 {
+		j := top - bt*q
+		all = f.lo.mul64(uint64(q - j)).add(f.hi.mul64(uint64(j)))
+	}
+	if !u64(uint64(u)).add(u64(uint64(st.base))).less(all) {
+		return time.Duration(o), time.Duration(min(o, st.base))
+	}
+	target := all.sub(u64(uint64(u)))
+	// s is in the least block b whose end, W(q(b+1)) = q·F(b+1), reaches
+	// the target, and owes D(b).
+	reaches := func(f u128) bool { return !f.mul64(uint64(q)).less(target) }
+	if bt+1 < int64(len(st.table)) {
+		b := sort.Search(int(bt), func(b int) bool { return reaches(st.table[b+1]) })
+		return time.Duration(o), time.Duration(min(o, st.table[b+1].sub(st.table[b]).int64()))
+	}
+	// Beyond the table each F costs a closed form: remember the last few.
+	var memo [4]struct {
+		b1 int64 // b+1, so that the zero value remembers nothing
+		f  u128
+	}
+	next := 0
+	cum := func(b int64) u128 {
+		for _, m := range memo {
+			if m.b1 == b+1 {
+				return m.f
+			}
+		}
+		v := st.cum(b)
+		memo[next] = struct {
+			b1 int64
+			f  u128
+		}{b + 1, v}
+		next = (next + 1) % len(memo)
+		return v
+	}
+	b := int64(firstTrue(0, int(bt), st.guessBlock(bt, target), func(b int) bool { return reaches(cum(int64(b) + 1)) }))
+	return time.Duration(o), time.Duration(min(o, cum(b+1).sub(cum(b)).int64()))
+}
+
+// fpair holds F(b) and F(b+1) for a block b below the limit.
+type fpair struct{ lo, hi u128 }
+
+// delay returns D(b).
+func (f fpair) delay() int64 { return f.hi.sub(f.lo).int64() }
+
+// pair returns F(b) and F(b+1).
+func (st *steps) pair(b int64) fpair { return fpair{st.cum(b), st.cum(b + 1)} }
+
+// guessBlock estimates the least block b <= bt with q·F(b+1) >= target,
+// by the delays' continuous form, q·base·(M^(b+1) - 1)/(M - 1); firstTrue
+// finds the exact block from there.
+func (st *steps) guessBlock(bt int64, target u128) int {
+	t := float64(target.hi)*0x1p64 + float64(target.lo)
+	lnM := float64(st.q) * math.Log(st.m)
+	b := math.Log1p(t*math.Expm1(lnM)/(float64(st.q)*float64(st.base)))/lnM - 1
+	return int(math.Max(0, math.Min(b, float64(bt))))
 }
 
 // firstTrue returns the smallest k in [lo, hi] for which ok(k) holds, given

@@ -60,31 +60,67 @@ func TestCreditFixedAndShrinking(t *testing.T) {
 	assert.Equal(t, 2*time.Second, shrink.creditReference(3, time.Hour))
 }
 
-// TestCreditClosedFormEqualsReferenceLoop pins the credit rule: the constant-time form
-// and the rule's step-by-step loop give the same delay, to the nanosecond,
-// for every backoff, failure count and uptime.
+// TestCreditClosedFormEqualsReferenceLoop pins the credit rule: the
+// constant-time form, with and without the table Compile adds, and the
+// rule's step-by-step loop give the same delay, to the nanosecond, for
+// every backoff, failure count and uptime.
 func TestCreditClosedFormEqualsReferenceLoop(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		b := genBackoff(t)
 		if rapid.Bool().Draw(t, "growing") {
 			b = genGrowingBackoff(t)
 		}
+		plain := b.compiled()
+		prepared := b.compiled()
+		prepared.prepare()
 		n := rapid.OneOf(rapid.IntRange(1, 40), rapid.IntRange(1, 3000)).Draw(t, "n")
 		uptime := genUptime(t, "uptime")
 		if rapid.Bool().Draw(t, "uptime on a step boundary") {
-			// Exactly the sum of the top steps: the ties the loop decides with >=.
-			var sum time.Duration
-			for s := n; s > n-rapid.IntRange(0, 40).Draw(t, "steps") && s > 1; s-- {
-				if sum > math.MaxInt64-b.delay(s) {
+			// Exactly the sum of the steps from n down to some step: the
+			// ties the loop decides with >=.
+			var sum int64
+			downTo := rapid.IntRange(1, n).Draw(t, "down to")
+			for s := n; s >= downTo && s > 1; s-- {
+				if sum > math.MaxInt64-plain.delay(int64(s)) {
 					break
 				}
-				sum += b.delay(s)
+				sum += plain.delay(int64(s))
 			}
-			uptime = sum + time.Duration(rapid.Int64Range(-1, 1).Draw(t, "nudge"))
+			uptime = time.Duration(sum + rapid.Int64Range(-1, 1).Draw(t, "nudge"))
 		}
-		got, want := b.credited(n, uptime), b.creditReference(n, uptime)
-		if got != want {
-			t.Fatalf("Credited(%d, %v) = %v, reference loop says %v", n, uptime, got, want)
+		want := b.creditReference(n, uptime)
+		_, got := plain.credit(n, uptime)
+		_, fromTable := prepared.credit(n, uptime)
+		if got != want || fromTable != want {
+			t.Fatalf("credit(%d, %v) = %v (compiled: %v), the reference loop says %v", n, uptime, got, fromTable, want)
+		}
+	})
+}
+
+// TestCreditInBlocksEqualsReferenceLoop pins the credit rule where the
+// delays grow in blocks of many failures (multipliers within a hair of 1)
+// and where they are summed in closed form (past the first 128 steps): the
+// same result as the step-by-step loop, over histories spanning many blocks.
+func TestCreditInBlocksEqualsReferenceLoop(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		b := Backoff{
+			Kind:       Exponential,
+			BaseDelay:  time.Duration(rapid.Int64Range(1, 3000).Draw(t, "base_ms")) * time.Millisecond,
+			Multiplier: 1 + rapid.OneOf(rapid.Float64Range(1e-10, 1e-5), rapid.Float64Range(1e-5, 1e-3)).Draw(t, "growth"),
+		}
+		if rapid.Bool().Draw(t, "capped") {
+			b.MaxDelay = b.BaseDelay + time.Duration(rapid.Int64Range(0, int64(time.Second)).Draw(t, "cap_above_base"))
+		}
+		st := b.compiled()
+		n := rapid.IntRange(1, 30000).Draw(t, "n")
+		var sum int64
+		downTo := rapid.IntRange(1, n).Draw(t, "down to")
+		for s := n; s >= downTo && s > 1; s-- {
+			sum += st.delay(int64(s))
+		}
+		uptime := time.Duration(sum + rapid.Int64Range(-2, 2).Draw(t, "nudge"))
+		if _, got := st.credit(n, uptime); got != b.creditReference(n, uptime) {
+			t.Fatalf("q=%d: credit(%d, %v) = %v, the reference loop says %v", st.q, n, uptime, got, b.creditReference(n, uptime))
 		}
 	})
 }
@@ -135,28 +171,25 @@ func TestMoreUptimeNeverLongerDelay(t *testing.T) {
 	})
 }
 
-func TestCreditOnAZeroBaseEndsAtOnce(t *testing.T) {
-	// An unvalidated backoff whose every step owes 0 must not walk n steps.
-	b := Backoff{Kind: Exponential, Multiplier: 2}
-	assert.Equal(t, time.Duration(0), b.credited(math.MaxInt, time.Hour))
-}
-
-// credited is credit's second result, for tests that need only it.
+// credited is the delay after the uptime credit, as Decide on a plain
+// Strategy computes it.
 func (b Backoff) credited(n int, uptime time.Duration) time.Duration {
-	_, c := b.credit(n, uptime)
+	_, c := b.compiled().credit(n, uptime)
 	return c
 }
 
 // creditReference is the uptime-credit rule exactly as the semantics state
 // it, one step at a time: the oracle the constant-time credit is held to.
 func (b Backoff) creditReference(n int, uptime time.Duration) time.Duration {
+	st := b.compiled()
+	delay := func(k int) time.Duration { return time.Duration(st.delay(int64(k))) }
 	n = max(n, 1)
 	c, s := max(uptime, 0), n
-	for s > 1 && c >= b.delay(s) {
-		c -= b.delay(s)
+	for s > 1 && c >= delay(s) {
+		c -= delay(s)
 		s--
 	}
-	return min(b.delay(n), b.delay(s))
+	return min(delay(n), delay(s))
 }
 
 // TestFirstTrueFindsTheBoundaryFromAnyGuess pins the search the credit

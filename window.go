@@ -1,44 +1,85 @@
 package retrypolicy
 
 import (
+	"math"
 	"sort"
 	"time"
 )
 
-// countWindow returns the newest of failures (at least one) and how many
-// fall within window of it: a failure at t counts iff
+// countWindow returns the newest of failures (at least one), its instant,
+// and how many fall within window of it: a failure at t counts iff
 // last - window <= t <= last, so the newest always counts. failures may be
 // in any order and repeat an instant; they are compared as instants.
-func countWindow(failures []time.Time, window time.Duration) (last time.Time, n int) {
+func countWindow(failures []time.Time, window time.Duration) (last time.Time, at instant, n int) {
+	// Most times fall between the years 1685 and 2255, where an instant
+	// fits in int64 nanoseconds and compares in one instruction. A history
+	// usually comes in order: one pass finds the newest and tells, and a
+	// binary search counts.
+	const span = 9e9 // seconds either side of 1970
 	if len(failures) == 1 {
-		return failures[0], 1
+		return failures[0], instantOf(failures[0]), 1
 	}
-	// Histories usually come in order (appended as failures happen, or read
-	// newest first): one pass finds that out, and a binary search counts.
+	newest, best, prev, ascending := 0, int64(0), int64(math.MinInt64), true
+	for i, t := range failures {
+		sec := t.Unix()
+		if sec > span || sec < -span {
+			return countWindowAnywhen(failures, window)
+		}
+		v := sec*int64(time.Second) + int64(t.Nanosecond())
+		if i == 0 || v > best {
+			best, newest = v, i
+		}
+		ascending = ascending && v >= prev
+		prev = v
+	}
+	from := best - int64(window)
+	switch {
+	case ascending && unixNanos(failures[0]) >= from:
+		n = len(failures) // all in the window: the usual case
+	case ascending:
+		n = len(failures) - sort.Search(len(failures), func(k int) bool { return unixNanos(failures[k]) >= from })
+	default:
+		for _, t := range failures {
+			if unixNanos(t) >= from {
+				n++
+			}
+		}
+	}
+	last = failures[newest]
+	return last, instantOf(last), n
+}
+
+// unixNanos is t's nanoseconds since 1970, for t within countWindow's span.
+func unixNanos(t time.Time) int64 { return t.Unix()*int64(time.Second) + int64(t.Nanosecond()) }
+
+// countWindowAnywhen is countWindow for times anywhere in time.Time's
+// range, compared as instants.
+func countWindowAnywhen(failures []time.Time, window time.Duration) (last time.Time, at instant, n int) {
 	switch order(failures) {
 	case +1:
 		last = failures[len(failures)-1]
-		from := instantOf(last.Add(-window))
-		return last, len(failures) - sort.Search(len(failures), func(k int) bool { return !instantOf(failures[k]).before(from) })
+		from := instantOf(last).minus(window)
+		n = len(failures) - sort.Search(len(failures), func(k int) bool { return !instantOf(failures[k]).before(from) })
+		return last, instantOf(last), n
 	case -1:
 		last = failures[0]
-		from := instantOf(last.Add(-window))
-		return last, sort.Search(len(failures), func(k int) bool { return instantOf(failures[k]).before(from) })
+		from := instantOf(last).minus(window)
+		return last, instantOf(last), sort.Search(len(failures), func(k int) bool { return instantOf(failures[k]).before(from) })
 	}
 	last = failures[0]
 	newest := instantOf(last)
 	for _, t := range failures[1:] {
-		if at := instantOf(t); newest.before(at) {
-			last, newest = t, at
+		if a := instantOf(t); newest.before(a) {
+			last, newest = t, a
 		}
 	}
-	from := instantOf(last.Add(-window))
+	from := newest.minus(window)
 	for _, t := range failures {
 		if !instantOf(t).before(from) {
 			n++
 		}
 	}
-	return last, n
+	return last, newest, n
 }
 
 // order returns +1 when no time in ts is before the one preceding it, -1
@@ -80,4 +121,29 @@ func instantOf(t time.Time) instant { return instant{t.Unix(), int32(t.Nanosecon
 
 func (a instant) before(b instant) bool {
 	return a.sec < b.sec || a.sec == b.sec && a.nsec < b.nsec
+}
+
+// minus returns a - d for 0 <= d <= 7 days, saturating at the earliest
+// instant.
+func (a instant) minus(d time.Duration) instant {
+	s, ns := a.sec-int64(d/time.Second), a.nsec-int32(d%time.Second)
+	if ns < 0 {
+		s, ns = s-1, ns+int32(time.Second)
+	}
+	if s > a.sec { // wrapped below the earliest second
+		return instant{math.MinInt64, 0}
+	}
+	return instant{s, ns}
+}
+
+// plus returns a + d for 0 <= d, saturating at the latest instant.
+func (a instant) plus(d time.Duration) instant {
+	s, ns := a.sec+int64(d/time.Second), a.nsec+int32(d%time.Second)
+	if ns >= int32(time.Second) {
+		s, ns = s+1, ns-int32(time.Second)
+	}
+	if s < a.sec { // wrapped past the latest second
+		return instant{math.MaxInt64, int32(time.Second) - 1}
+	}
+	return instant{s, ns}
 }

@@ -1,6 +1,7 @@
 package retrypolicy
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -28,7 +29,7 @@ func TestCountWindow(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			last, n := countWindow(tt.failures, tt.window)
+			last, _, n := countWindow(tt.failures, tt.window)
 			assert.True(t, last.Equal(tt.wantLast), "last %v, want %v", last, tt.wantLast)
 			assert.Equal(t, tt.wantN, n)
 		})
@@ -38,7 +39,7 @@ func TestCountWindow(t *testing.T) {
 func TestCountWindowComparesInstantsAcrossLocations(t *testing.T) {
 	tokyo := time.FixedZone("JST", 9*3600)
 	failures := []time.Time{t0.In(tokyo), t0.Add(-time.Minute), t0.Add(-2 * time.Hour).In(tokyo)}
-	last, n := countWindow(failures, time.Hour)
+	last, _, n := countWindow(failures, time.Hour)
 	assert.True(t, last.Equal(t0))
 	assert.Equal(t, 2, n)
 }
@@ -79,9 +80,37 @@ func TestMonotonicReadingsDoNotChangeTheCount(t *testing.T) {
 	for i, f := range inProcess {
 		stored[i] = f.Round(0) // strips the monotonic reading
 	}
-	l1, n1 := countWindow(inProcess, time.Hour)
-	l2, n2 := countWindow(stored, time.Hour)
+	l1, _, n1 := countWindow(inProcess, time.Hour)
+	l2, _, n2 := countWindow(stored, time.Hour)
 	assert.True(t, l1.Equal(l2))
 	assert.Equal(t, 2, n1)
 	assert.Equal(t, n1, n2)
+}
+
+// TestCountWindowSameInEveryRange pins that the window is counted the same
+// way for times anywhere in time.Time's range: the fast count on int64
+// nanoseconds agrees with the count on instants, for histories in order,
+// reversed or shuffled, with repeats, near the edges of its span and past
+// them.
+func TestCountWindowSameInEveryRange(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		center := rapid.SampledFrom([]int64{0, 1.7e9, 9e9 - 10, -9e9 + 10, 9e9 + 3600, -9e10, 6e10}).Draw(t, "center")
+		window := time.Duration(rapid.Int64Range(1, int64(maxWindow)).Draw(t, "window"))
+		n := rapid.IntRange(1, 40).Draw(t, "n")
+		failures := make([]time.Time, n)
+		for i := range failures {
+			failures[i] = time.Unix(center+rapid.Int64Range(-2*3600*24*7, 3600).Draw(t, "offset"), rapid.Int64Range(0, 999999999).Draw(t, "nsec"))
+		}
+		switch rapid.IntRange(0, 2).Draw(t, "order") {
+		case 0:
+			slices.SortFunc(failures, time.Time.Compare)
+		case 1:
+			slices.SortFunc(failures, func(a, b time.Time) int { return b.Compare(a) })
+		}
+		last, at, got := countWindow(failures, window)
+		wantLast, wantAt, want := countWindowAnywhen(failures, window)
+		if got != want || !last.Equal(wantLast) || at != wantAt || at != instantOf(last) {
+			t.Fatalf("counted %d up to %v, on instants %d up to %v", got, last, want, wantLast)
+		}
+	})
 }

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"math"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -8,32 +9,42 @@ import (
 
 	"github.com/cenkalti/backoff/v5"
 	"github.com/retrypolicy/retrypolicy"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 )
 
-// Both sides are configured alike: 1 s, ×2, no randomization, and no cap
-// that the first 30 delays reach.
-var policyBackoff, _ = retrypolicy.Compile(retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped,
-	Backoff: retrypolicy.Backoff{Kind: retrypolicy.Exponential, BaseDelay: time.Second, Multiplier: 2}})
+var t0 = time.Date(2026, 11, 2, 15, 0, 0, 0, time.UTC)
 
-// policyDelay is the delay owed after the n-th failure within the window.
-func policyDelay(n int) time.Duration {
-	failures := failuresOfJob[:n]
-	d, err := policyBackoff.Decide(failures, 0, 0, failures[n-1])
+// Sinks keep results alive so that the compiler cannot drop the work.
+var (
+	sink       time.Duration
+	timeSink   time.Time
+	actionSink retrypolicy.Action
+)
+
+// compile is retrypolicy.Compile for strategies the benchmarks know valid.
+func compile(s retrypolicy.Strategy) *retrypolicy.Policy {
+	p, err := retrypolicy.Compile(s)
 	if err != nil {
 		panic(err)
 	}
-	return d.Owed
+	return p
 }
 
-// failuresOfJob are 30 failures a millisecond apart.
-var failuresOfJob = func() []time.Time {
-	out := make([]time.Time, 30)
+// failuresEvery returns n failures, step apart, the newest at t0.
+func failuresEvery(n int, step time.Duration) []time.Time {
+	out := make([]time.Time, n)
 	for i := range out {
-		out[i] = t0.Add(time.Duration(i) * time.Millisecond)
+		out[i] = t0.Add(-time.Duration(n-1-i) * step)
 	}
 	return out
-}()
+}
+
+// Both sides of the n-th delay are configured alike: 1 s, ×2, no
+// randomization, and no cap that the first 30 delays reach.
+var doubling = compile(retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped,
+	Backoff: retrypolicy.Backoff{Kind: retrypolicy.Exponential, BaseDelay: time.Second, Multiplier: 2}})
 
 func peerBackoff() *backoff.ExponentialBackOff {
 	b := backoff.NewExponentialBackOff()
@@ -56,67 +67,202 @@ func peerNth(b *backoff.ExponentialBackOff, n int) time.Duration {
 	return d
 }
 
+// policyNth is the delay owed after the n-th failure within the window, a
+// millisecond apart, as a decision on them.
+func policyNth(failures []time.Time) time.Duration {
+	d, err := doubling.Decide(failures, 0, 0, failures[len(failures)-1])
+	if err != nil {
+		panic(err)
+	}
+	return d.Owed
+}
+
 // TestSameDelays checks that the two sides compute the same delays, so that
 // the benchmark compares like with like.
 func TestSameDelays(t *testing.T) {
 	peer := peerBackoff()
 	for _, n := range []int{1, 2, 10, 30} {
-		require.Equal(t, peerNth(peer, n), policyDelay(n), "n=%d", n)
+		require.Equal(t, peerNth(peer, n), policyNth(failuresEvery(n, time.Millisecond)), "n=%d", n)
 	}
-	require.Equal(t, 512*time.Second, policyDelay(10))
+	require.Equal(t, 512*time.Second, policyNth(failuresEvery(10, time.Millisecond)))
 }
 
-var sink time.Duration
-
+// BenchmarkNthDelay: the delay after the n-th failure, from nothing but the
+// failures (retrypolicy) or from a fresh state (cenkalti/backoff).
 func BenchmarkNthDelay(b *testing.B) {
 	for _, n := range []int{1, 10, 30} {
-		b.Run("retrypolicy/n="+strconv.Itoa(n), func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				sink = policyDelay(n)
-			}
-		})
-	}
-	for _, n := range []int{1, 10, 30} {
-		b.Run("cenkalti/n="+strconv.Itoa(n), func(b *testing.B) {
+		failures := failuresEvery(n, time.Millisecond)
+		b.Run("n="+strconv.Itoa(n)+"/impl=cenkalti", func(b *testing.B) {
 			peer := peerBackoff()
 			b.ReportAllocs()
 			for b.Loop() {
 				sink = peerNth(peer, n)
 			}
 		})
+		b.Run("n="+strconv.Itoa(n)+"/impl=retrypolicy", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				sink = policyNth(failures)
+			}
+		})
 	}
 }
 
-// BenchmarkNextBackOff is one NextBackOff call of the peer, for scale: what a
-// retry loop that keeps the peer's state pays per failure.
-func BenchmarkNextBackOff(b *testing.B) {
-	peer := peerBackoff()
-	b.ReportAllocs()
-	for b.Loop() {
-		if sink = peer.NextBackOff(); sink > time.Hour {
-			peer.Reset()
+// The strategies a scheduler compares with River's default: each backoff
+// kind, as a compiled Policy.
+var kinds = []struct {
+	name   string
+	policy *retrypolicy.Policy
+}{
+	{"fixed", compile(retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped,
+		Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: 5 * time.Second}})},
+	{"exponential", compile(retrypolicy.Default())},
+	{"jitter", compile(retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped,
+		Backoff: retrypolicy.Backoff{Kind: retrypolicy.ExponentialWithJitter, BaseDelay: time.Second, Multiplier: 1.5, MaxDelay: 300 * time.Second}})},
+}
+
+// BenchmarkNextRetry decides the retry of a job with k errors: River's
+// DefaultClientRetryPolicy.NextRetry (attempt^4 seconds and a random
+// jitter, from time.Now), against Policy.Decide on k failures 30 s apart,
+// for each backoff kind, after a run of 0 s or 90 s (uptime credit).
+func BenchmarkNextRetry(b *testing.B) {
+	for _, errs := range []int{1, 8} {
+		prefix := "errors=" + strconv.Itoa(errs) + "/impl="
+		b.Run(prefix+"river", func(b *testing.B) {
+			policy := &river.DefaultClientRetryPolicy{}
+			job := &rivertype.JobRow{ID: 42, Errors: make([]rivertype.AttemptError, errs-1)}
+			b.ReportAllocs()
+			for b.Loop() {
+				timeSink = policy.NextRetry(job)
+			}
+		})
+		failures := failuresEvery(errs, 30*time.Second)
+		now := t0.Add(time.Second)
+		seed := retrypolicy.SeedFromString("42")
+		for _, k := range kinds {
+			for _, uptime := range []time.Duration{0, 90 * time.Second} {
+				name := k.name
+				if uptime > 0 {
+					name += "+credit"
+				}
+				b.Run(prefix+name, func(b *testing.B) {
+					b.ReportAllocs()
+					for b.Loop() {
+						d, err := k.policy.Decide(failures, uptime, seed, now)
+						if err != nil {
+							b.Fatal(err)
+						}
+						actionSink, timeSink = d.Action, d.Due
+					}
+				})
+			}
 		}
+	}
+}
+
+// historyWith returns a History under p's strategy holding n failures
+// within the hour before t0.
+func historyWith(s retrypolicy.Strategy, n int) *retrypolicy.History {
+	h, err := retrypolicy.NewHistory(s)
+	if err != nil {
+		panic(err)
+	}
+	step := time.Hour / time.Duration(n+1)
+	for i := range n {
+		if err := h.Record(t0.Add(-time.Duration(n-1-i) * step)); err != nil {
+			panic(err)
+		}
+	}
+	return h
+}
+
+// BenchmarkCredit decides, from a History, for a job with n = 10 or
+// 1,000,000 failures in the window, under multipliers down to the closest
+// to 1 there is, capped at an hour or not, after runs of every length up
+// to the longest Duration: the uptime credit's cost at n = 10 and at a
+// million side by side.
+func BenchmarkCredit(b *testing.B) {
+	multipliers := []struct {
+		name string
+		m    float64
+	}{{"2", 2}, {"1.0001", 1.0001}, {"1.000001", 1.000001}, {"1+2^-52", 1 + 0x1p-52}}
+	uptimes := []struct {
+		name string
+		d    time.Duration
+	}{{"90s", 90 * time.Second}, {"1d", 24 * time.Hour}, {"100y", 100 * 365 * 24 * time.Hour}, {"max", math.MaxInt64}}
+	for _, m := range multipliers {
+		for _, maxDelay := range []time.Duration{0, time.Hour} {
+			s := retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped,
+				Backoff: retrypolicy.Backoff{Kind: retrypolicy.Exponential, BaseDelay: time.Second, Multiplier: m.m, MaxDelay: maxDelay}}
+			capName := "none"
+			if maxDelay > 0 {
+				capName = "1h"
+			}
+			histories := map[int]*retrypolicy.History{10: historyWith(s, 10), 1000000: historyWith(s, 1000000)}
+			for _, u := range uptimes {
+				for _, n := range []int{10, 1000000} {
+					h := histories[n]
+					b.Run("m="+m.name+"/cap="+capName+"/uptime="+u.name+"/n="+strconv.Itoa(n), func(b *testing.B) {
+						b.ReportAllocs()
+						for b.Loop() {
+							d, err := h.Decide(u.d, 42, t0)
+							if err != nil {
+								b.Fatal(err)
+							}
+							sink = d.Credited
+						}
+					})
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkHistory records a failure, and decides, on a History that holds
+// a thousand or a million failures in its hour-long window, in the steady
+// state: each new failure pushes the oldest out of the window.
+func BenchmarkHistory(b *testing.B) {
+	for _, retained := range []int{1000, 1000000} {
+		step := time.Hour / time.Duration(retained)
+		h := historyWith(retrypolicy.Default(), retained)
+		at := t0
+		b.Run("op=record/retained="+strconv.Itoa(retained), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				at = at.Add(step)
+				if err := h.Record(at); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("op=decide/retained="+strconv.Itoa(retained), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				d, err := h.Decide(20*time.Second, 42, at)
+				if err != nil {
+					b.Fatal(err)
+				}
+				actionSink = d.Action
+			}
+		})
 	}
 }
 
 // job is one job in ERROR as a controller holds it.
 type job struct {
-	strategy int
+	policy   *retrypolicy.Policy
 	failures []time.Time
 	uptime   time.Duration
 	seed     uint64
 }
 
-var tickStrategies = []retrypolicy.Strategy{
-	retrypolicy.Default(),
-	{Kind: retrypolicy.Bounded, MaxAttempts: 10, Window: time.Hour, Backoff: retrypolicy.Default().Backoff},
-	{Kind: retrypolicy.UnlessStopped, Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: 30 * time.Second}},
-	{Kind: retrypolicy.UnlessStopped, Backoff: retrypolicy.Backoff{Kind: retrypolicy.ExponentialWithJitter, BaseDelay: 2 * time.Second, Multiplier: 1.5, MaxDelay: 300 * time.Second}},
-	{Kind: retrypolicy.None},
+var tickPolicies = []*retrypolicy.Policy{
+	compile(retrypolicy.Default()),
+	compile(retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 10, Window: time.Hour, Backoff: retrypolicy.Default().Backoff}),
+	compile(retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped, Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: 30 * time.Second}}),
+	compile(retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped, Backoff: retrypolicy.Backoff{Kind: retrypolicy.ExponentialWithJitter, BaseDelay: 2 * time.Second, Multiplier: 1.5, MaxDelay: 300 * time.Second}}),
+	compile(retrypolicy.Strategy{Kind: retrypolicy.None}),
 }
-
-var t0 = time.Date(2026, 11, 2, 15, 0, 0, 0, time.UTC)
 
 // makeJobs builds count jobs with 1 to 16 failures each, oldest first, a few
 // seconds to minutes apart, mixed strategies and uptimes, deterministically.
@@ -139,7 +285,7 @@ func makeJobs(count int) []job {
 			at = at.Add(time.Duration(1+next()%300) * time.Second)
 		}
 		jobs[i] = job{
-			strategy: int(next() % uint64(len(tickStrategies))),
+			policy:   tickPolicies[next()%uint64(len(tickPolicies))],
 			failures: backing[start:len(backing):len(backing)],
 			uptime:   time.Duration(next()%600) * time.Second,
 			seed:     next(),
@@ -161,35 +307,32 @@ func (t *tally) add(d retrypolicy.Decision) {
 	}
 }
 
-func decideJob(j *job, now time.Time) (retrypolicy.Decision, error) {
-	return retrypolicy.Decide(tickStrategies[j.strategy], j.failures, j.uptime, j.seed, now)
-}
-
 // BenchmarkTick decides for a million jobs in ERROR, as a controller does on
-// each tick. serial: one op is a whole tick on one core. parallel: one op is
-// one job, spread over all cores with b.RunParallel; ms/tick scales it to
-// the million jobs.
+// each tick, one op a job: serial walks the jobs on one goroutine, parallel
+// spreads them over every core. ms/tick scales ns/job to the million jobs.
 func BenchmarkTick(b *testing.B) {
 	const count = 1000000
 	jobs := makeJobs(count)
 	now := t0.Add(30 * time.Minute)
 	b.Run("jobs="+strconv.Itoa(count)+"/serial", func(b *testing.B) {
-		b.ReportAllocs()
 		var t tally
+		i := 0
+		b.ReportAllocs()
 		for b.Loop() {
-			t = tally{}
-			for i := range jobs {
-				d, err := decideJob(&jobs[i], now)
-				if err != nil {
-					b.Fatal(err)
-				}
-				t.add(d)
+			j := &jobs[i]
+			d, err := j.policy.Decide(j.failures, j.uptime, j.seed, now)
+			if err != nil {
+				b.Fatal(err)
+			}
+			t.add(d)
+			if i++; i == count {
+				i = 0
 			}
 		}
-		if t.fatal == 0 || t.retry == 0 || t.wait == 0 {
+		if b.N >= count && (t.fatal == 0 || t.retry == 0 || t.wait == 0) {
 			b.Fatalf("a tick should see every verdict: %+v", t)
 		}
-		b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/tick")
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)*count/1e6, "ms/tick")
 	})
 	b.Run("jobs="+strconv.Itoa(count)+"/parallel", func(b *testing.B) {
 		var workers atomic.Int64
@@ -203,7 +346,8 @@ func BenchmarkTick(b *testing.B) {
 				if i++; i == count {
 					i = 0
 				}
-				d, err := decideJob(&jobs[i], now)
+				j := &jobs[i]
+				d, err := j.policy.Decide(j.failures, j.uptime, j.seed, now)
 				if err != nil {
 					b.Error(err)
 					return

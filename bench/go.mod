@@ -1,13 +1,24 @@
 module github.com/retrypolicy/retrypolicy/bench
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/cenkalti/backoff/v5 v5.0.3
 	github.com/retrypolicy/retrypolicy v0.0.0
+	github.com/riverqueue/river v0.51.2
+	github.com/riverqueue/river/rivertype v0.51.2
 	github.com/stretchr/testify v1.12.1
 )
 
-require go.yaml.in/yaml/v3 v3.0.5 // indirect
+require (
+	github.com/riverqueue/river/riverdriver v0.51.2 // indirect
+	github.com/riverqueue/river/rivershared v0.51.2 // indirect
+	github.com/tidwall/gjson v1.20.0 // indirect
+	github.com/tidwall/match v1.2.0 // indirect
+	github.com/tidwall/pretty v1.2.1 // indirect
+	github.com/tidwall/sjson v1.2.5 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
+	golang.org/x/sync v0.24.0 // indirect
+)
 
 replace github.com/retrypolicy/retrypolicy => ../
