@@ -94,17 +94,19 @@ func (h *History) newest() int64 {
 	return last[len(last)-1]
 }
 
-// append adds ns, not before any failure held, at the end.
+// append adds ns, not before any failure held, at the end: into the last
+// chunk's room, into a copy of it twice as large while it is less than half
+// a chunk (so a short history stays small), or into a new chunk.
 func (h *History) append(ns int64) {
 	c := &h.chunks[len(h.chunks)-1]
 	switch {
 	case len(c.t) < cap(c.t):
 		c.t = append(c.t, ns)
-	case len(c.t) < chunkCap:
-		c.t = append(make([]int64, 0, min(2*cap(c.t), chunkCap)), c.t...)
+	case len(c.t) < chunkCap/2:
+		c.t = append(make([]int64, 0, min(2*len(c.t)+4, chunkCap)), c.t...)
 		c.t = append(c.t, ns)
 	default:
-		h.chunks = append(h.chunks, chunk{t: append(make([]int64, 0, chunkCap), ns)})
+		h.chunks = append(h.chunks, chunk{t: append(make([]int64, 0, 4), ns)})
 	}
 	h.n++
 }
