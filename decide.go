@@ -36,8 +36,9 @@ func (a *Action) UnmarshalText(text []byte) error {
 	return err
 }
 
-// Reason says why a job is given up. The zero value, named "", goes with
-// the actions that are not Fatal.
+// Reason says why a job is given up: by the strategy (a Fatal decision), or
+// by Retry for its own reasons. The zero value, named "", goes with the
+// actions that are not Fatal.
 type Reason uint8
 
 const (
@@ -49,7 +50,7 @@ const (
 )
 
 var reasonEnum = enum{typ: "Reason", what: "reason", zero: true,
-	names: []string{"", "strategy_none", "attempts_exhausted"}}
+	names: []string{"", "strategy_none", "attempts_exhausted", "not_retryable", "context_done", "past_deadline", "budget_exhausted"}}
 
 // String returns the reason's name ("attempts_exhausted"), "" for the zero
 // Reason, or "Reason(N)".

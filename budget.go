@@ -1,0 +1,61 @@
+package retrypolicy
+
+import (
+	"errors"
+	"math"
+	"sync/atomic"
+)
+
+// Budget bounds the retries of many Retry calls that share it (one per
+// dependency, say), so that when the dependency fails, it sees a bounded
+// extra load instead of a storm of retries.
+//
+// It is a bucket of tokens, after Finagle's retry budget: each call of
+// Retry deposits ratio tokens, each retry withdraws one, and a retry
+// without a whole token left is refused. The bucket starts with, and never
+// holds more than, burst tokens. So over any run of calls, retries are at
+// most burst + ratio × calls, and only recent calls fund them. A Budget is
+// safe for concurrent use by multiple goroutines.
+type Budget struct {
+	tokens atomic.Int64 // micro-tokens
+	ratio  int64        // micro-tokens a call deposits
+	burst  int64        // micro-tokens the bucket holds at most
+}
+
+// microToken is a token's unit in the bucket: ratios are kept to 1e-6.
+const microToken = 1_000_000
+
+// NewBudget returns a full budget that allows ratio retries per call (0.1:
+// a retry for every ten calls) and burst retries beyond that. ratio must
+// be in [0, 1000] and burst in [1, 1e9].
+func NewBudget(ratio float64, burst int) (*Budget, error) {
+	if !(ratio >= 0 && ratio <= 1000) || burst < 1 || burst > 1e9 {
+		return nil, errors.New("retrypolicy: a budget's ratio must be in [0, 1000] and its burst in [1, 1e9]")
+	}
+	b := &Budget{ratio: int64(math.Floor(ratio * microToken)), burst: int64(burst) * microToken}
+	b.tokens.Store(b.burst)
+	return b, nil
+}
+
+// deposit adds a call's tokens, up to the burst.
+func (b *Budget) deposit() {
+	for {
+		old := b.tokens.Load()
+		if b.tokens.CompareAndSwap(old, min(old+b.ratio, b.burst)) {
+			return
+		}
+	}
+}
+
+// withdraw takes a retry's token, or reports that there is none.
+func (b *Budget) withdraw() bool {
+	for {
+		old := b.tokens.Load()
+		if old < microToken {
+			return false
+		}
+		if b.tokens.CompareAndSwap(old, old-microToken) {
+			return true
+		}
+	}
+}

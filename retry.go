@@ -1,0 +1,341 @@
+package retrypolicy
+
+import (
+	"context"
+	"errors"
+	"math"
+	"math/bits"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The reasons Retry gives up for, besides a fatal decision of the strategy
+// (StrategyNone, AttemptsExhausted).
+const (
+	// NotRetryable: op returned an error marked Permanent, or one the
+	// WithPermanent option classifies so.
+	NotRetryable Reason = AttemptsExhausted + 1 + iota
+	// ContextDone: the context was cancelled or passed its deadline.
+	ContextDone
+	// PastDeadline: the next retry would be due after the context's
+	// deadline, so Retry returned at once instead of sleeping into it.
+	PastDeadline
+	// BudgetExhausted: the retry budget (WithBudget) allowed no more
+	// retries.
+	BudgetExhausted
+)
+
+// GiveUpError is Retry's error when op never succeeded.
+type GiveUpError struct {
+	// Reason says why Retry gave up.
+	Reason Reason
+	// Failures counts the calls of op that failed.
+	Failures int
+	// Err is op's last error (unwrapped from Permanent or RetryAfter);
+	// when the context ended the loop, the context's cause joined with it.
+	Err error
+}
+
+// Error names the reason and the number of failures, then Err.
+func (e *GiveUpError) Error() string {
+	return "retrypolicy: gave up after " + strconv.Itoa(e.Failures) + " failures (" + e.Reason.String() + "): " + errorText(e.Err)
+}
+
+// Unwrap returns Err.
+func (e *GiveUpError) Unwrap() error { return e.Err }
+
+func errorText(err error) string {
+	if err == nil {
+		return "no error"
+	}
+	return err.Error()
+}
+
+// permanentError marks an error that must not be retried.
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string { return e.err.Error() }
+func (e *permanentError) Unwrap() error { return e.err }
+
+// Permanent marks err as final: Retry returns at once, with the reason
+// NotRetryable and err unwrapped. Permanent(nil) is nil.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &permanentError{err}
+}
+
+// retryAfterError carries a server's request to wait.
+type retryAfterError struct {
+	err  error
+	wait time.Duration
+}
+
+func (e *retryAfterError) Error() string { return e.err.Error() }
+func (e *retryAfterError) Unwrap() error { return e.err }
+
+// RetryAfter marks err as carrying a server's request to wait at least d
+// before the next call (an HTTP Retry-After header, say): Retry waits the
+// longer of d and the strategy's delay, but never more than the cap
+// (WithRetryAfterCap). RetryAfter(nil, d) is nil.
+func RetryAfter(err error, d time.Duration) error {
+	if err == nil {
+		return nil
+	}
+	return &retryAfterError{err, max(d, 0)}
+}
+
+// httpDates are the three forms of an HTTP-date (RFC 9110, 5.6.7).
+var httpDates = [...]string{
+	"Mon, 02 Jan 2006 15:04:05 GMT",  // IMF-fixdate
+	"Monday, 02-Jan-06 15:04:05 GMT", // obsolete RFC 850
+	time.ANSIC,                       // asctime
+}
+
+// ParseRetryAfter reads an HTTP Retry-After value (RFC 9110, 10.2.3):
+// delay-seconds, or an HTTP-date, which counts from now. A date in the
+// past is a wait of 0; seconds past the longest Duration saturate. It
+// returns false for anything else.
+func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
+	value = strings.TrimSpace(value)
+	if value != "" && strings.Trim(value, "0123456789") == "" {
+		secs, err := strconv.ParseUint(value, 10, 64)
+		if err != nil || secs > uint64(maxDelaySecs) {
+			return math.MaxInt64, true
+		}
+		return time.Duration(secs) * time.Second, true
+	}
+	for _, layout := range httpDates {
+		if t, err := time.Parse(layout, value); err == nil {
+			return max(t.Sub(now), 0), true
+		}
+	}
+	return 0, false
+}
+
+// RetryOption configures Retry.
+type RetryOption func(*retryConfig)
+
+type retryConfig struct {
+	permanent  func(error) bool
+	afterCap   time.Duration
+	budget     *Budget
+	seed       uint64
+	seeded     bool
+	fullJitter bool
+	observe    func(RetryEvent)
+}
+
+// WithPermanent classifies the errors op returns that the caller does not
+// wrap with Permanent (a 4xx status, say): when it reports true, Retry
+// gives up at once with the reason NotRetryable.
+func WithPermanent(isPermanent func(error) bool) RetryOption {
+	return func(c *retryConfig) { c.permanent = isPermanent }
+}
+
+// WithRetryAfterCap caps the wait a RetryAfter error may ask for. The
+// default is the strategy's MaxDelay, or one hour when it has none.
+func WithRetryAfterCap(d time.Duration) RetryOption {
+	return func(c *retryConfig) { c.afterCap = max(d, 0) }
+}
+
+// WithBudget makes the calls share b: each call of Retry deposits in it,
+// each retry withdraws, and Retry gives up with the reason BudgetExhausted
+// when it allows no more.
+func WithBudget(b *Budget) RetryOption {
+	return func(c *retryConfig) { c.budget = b }
+}
+
+// WithJitterSeed sets the seed the strategy's jitter is drawn from, for
+// waits that are the same on every run. The default is a random seed per
+// call of Retry.
+func WithJitterSeed(seed uint64) RetryOption {
+	return func(c *retryConfig) { c.seed, c.seeded = seed, true }
+}
+
+// WithFullJitter makes each wait uniform in [0, credited delay] instead of
+// the delay plus the strategy's additive jitter: the spread that best
+// separates many clients that failed together.
+func WithFullJitter() RetryOption {
+	return func(c *retryConfig) { c.fullJitter = true }
+}
+
+// WithObserver calls observe before each retry, to log it or count it.
+// Retry itself never logs.
+func WithObserver(observe func(RetryEvent)) RetryOption {
+	return func(c *retryConfig) { c.observe = observe }
+}
+
+// RetryEvent is a retry about to happen.
+type RetryEvent struct {
+	// Failures counts op's failures so far, this one included.
+	Failures int
+	// Err is the error op returned.
+	Err error
+	// Decision is the strategy's decision on the failures so far.
+	Decision Decision
+	// Wait is how long Retry sleeps before calling op again.
+	Wait time.Duration
+}
+
+// Retry calls op until it succeeds, deciding each retry as a scheduler
+// would: each call is a run, the time it ran its uptime and the moment it
+// returned its failure, and the wait after a failure is exactly what Decide
+// makes of the failures so far. So the window, the give-up rule and the
+// uptime credit hold in process too: bounded gives up at max_attempts
+// failures within its window, not in total, and an op that ran for an hour
+// before failing is retried almost at once.
+//
+// It returns op's value at the first success. Otherwise it returns the
+// zero T and a *GiveUpError, which unwraps to op's last error, with the
+// reason: the strategy's fatal decision, a permanent error, the context
+// done, a next retry due after the context's deadline (Retry returns at
+// once then, instead of sleeping into the deadline), or a spent budget.
+// context.Canceled from op is never retried; neither is anything once the
+// context is done. An invalid strategy is reported, as a *ValidationError,
+// before op is called.
+//
+// Only idempotent operations are safe to retry: one that creates something
+// should carry an idempotency key made once, before Retry, and sent with
+// every call. Retry starts no goroutine, and its timer does not outlive
+// it: cancelling the context wakes a sleeping Retry at once.
+func Retry[T any](ctx context.Context, s Strategy, op func(context.Context) (T, error), opts ...RetryOption) (T, error) {
+	var zero T
+	if err := s.Validate(); err != nil {
+		return zero, err
+	}
+	var cfg retryConfig
+	for _, opt := range opts {
+		opt(&cfg)
+	}
+	if cfg.budget != nil {
+		cfg.budget.deposit()
+	}
+	var h *History
+	for failures := 1; ; failures++ {
+		if err := ctx.Err(); err != nil {
+			return zero, &GiveUpError{Reason: ContextDone, Failures: failures - 1, Err: context.Cause(ctx)}
+		}
+		start := time.Now()
+		v, opErr := op(ctx)
+		if opErr == nil {
+			return v, nil
+		}
+		failedAt := time.Now()
+		if h == nil {
+			h = cfg.start(s)
+		}
+		wait, giveUp := cfg.decide(ctx, h, failures, opErr, failedAt.Sub(start), failedAt, &s)
+		if giveUp != nil {
+			return zero, giveUp
+		}
+		if sleep(ctx, wait-time.Since(failedAt)) != nil {
+			return zero, &GiveUpError{Reason: ContextDone, Failures: failures, Err: errors.Join(context.Cause(ctx), unwrapMarks(opErr))}
+		}
+	}
+}
+
+// start prepares the first retry: the history of failures, and the jitter's
+// seed when the caller chose none.
+func (c *retryConfig) start(s Strategy) *History {
+	p := new(Policy)
+	_ = p.init(s) // s was validated
+	if !c.seeded {
+		c.seed = rand.Uint64()
+	}
+	return &History{p: p}
+}
+
+// decide classifies op's error, records the failure, and returns how long
+// to wait before the next call, or why to give up.
+func (c *retryConfig) decide(ctx context.Context, h *History, failures int, err error, uptime time.Duration, failedAt time.Time, s *Strategy) (time.Duration, *GiveUpError) {
+	giveUp := func(r Reason, e error) (time.Duration, *GiveUpError) {
+		return 0, &GiveUpError{Reason: r, Failures: failures, Err: e}
+	}
+	var pe *permanentError
+	switch {
+	case ctx.Err() != nil:
+		return giveUp(ContextDone, errors.Join(context.Cause(ctx), unwrapMarks(err)))
+	case errors.As(err, &pe):
+		return giveUp(NotRetryable, pe.err)
+	case errors.Is(err, context.Canceled), c.permanent != nil && c.permanent(err):
+		return giveUp(NotRetryable, unwrapMarks(err))
+	}
+	if rerr := h.Record(failedAt); rerr != nil {
+		return giveUp(NotRetryable, errors.Join(unwrapMarks(err), rerr))
+	}
+	d, derr := h.Decide(uptime, c.seed, failedAt)
+	if derr != nil {
+		return giveUp(NotRetryable, errors.Join(unwrapMarks(err), derr))
+	}
+	if d.Action == Fatal {
+		return giveUp(d.Reason, unwrapMarks(err))
+	}
+	wait := d.Credited + d.Jitter
+	if c.fullJitter {
+		wait = fullJitter(d.Credited, jitterUnit(c.seed^0x5851f42d4c957f2d, instantOf(failedAt), failures))
+	}
+	var ra *retryAfterError
+	if errors.As(err, &ra) {
+		wait = max(wait, min(ra.wait, c.retryAfterCap(s)))
+	}
+	if deadline, ok := ctx.Deadline(); ok && deadline.Sub(failedAt) <= wait {
+		return giveUp(PastDeadline, unwrapMarks(err))
+	}
+	if c.budget != nil && !c.budget.withdraw() {
+		return giveUp(BudgetExhausted, unwrapMarks(err))
+	}
+	if c.observe != nil {
+		c.observe(RetryEvent{Failures: failures, Err: unwrapMarks(err), Decision: d, Wait: wait})
+	}
+	return wait, nil
+}
+
+// retryAfterCap returns the most a Retry-After may ask for.
+func (c *retryConfig) retryAfterCap(s *Strategy) time.Duration {
+	switch {
+	case c.afterCap > 0:
+		return c.afterCap
+	case s.Backoff.MaxDelay > 0:
+		return s.Backoff.MaxDelay
+	}
+	return time.Hour
+}
+
+// unwrapMarks returns err without the Permanent or RetryAfter mark around
+// it.
+func unwrapMarks(err error) error {
+	switch e := err.(type) {
+	case *permanentError:
+		return e.err
+	case *retryAfterError:
+		return e.err
+	}
+	return err
+}
+
+// fullJitter returns floor(u × (credited + 1)) for u = u53/2^53: uniform
+// in [0, credited].
+func fullJitter(credited time.Duration, u53 uint64) time.Duration {
+	hi, lo := bits.Mul64(uint64(credited)+1, u53)
+	return time.Duration(hi<<11 | lo>>53)
+}
+
+// sleep waits d, or until ctx is done, whichever comes first, and returns
+// ctx's error in the latter case. Its timer is stopped on return.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,475 @@
+package retrypolicy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+)
+
+var errFlaky = errors.New("flaky")
+
+// run is one scripted call of op: how long it runs, and what it returns.
+type run struct {
+	length time.Duration
+	err    error
+}
+
+// script returns an op that plays runs in order (then succeeds), and
+// records when each call started and returned.
+func script(runs []run) (op func(context.Context) (int, error), starts, ends *[]time.Time) {
+	starts, ends = new([]time.Time), new([]time.Time)
+	calls := 0
+	op = func(ctx context.Context) (int, error) {
+		*starts = append(*starts, time.Now())
+		defer func() { *ends = append(*ends, time.Now()) }()
+		if calls >= len(runs) {
+			calls++
+			return calls, nil
+		}
+		r := runs[calls]
+		calls++
+		time.Sleep(r.length)
+		return calls, r.err
+	}
+	return op, starts, ends
+}
+
+// bubble runs f in a synctest bubble, on fake time: property tests draw
+// their inputs outside it (rapid may not run in one) and check after. A
+// bubble's clock must not run past 2262: strategies drawn for one wait at
+// most a day (genRetryStrategy).
+func bubble(t *testing.T, f func()) {
+	synctest.Test(t, func(*testing.T) { f() })
+}
+
+// genRetryStrategy draws a valid strategy whose delays stay within a day,
+// in seconds or milliseconds, multipliers close to 1 among them.
+func genRetryStrategy(t *rapid.T) Strategy {
+	s := genStrategy(t)
+	if s.Kind == None {
+		return s
+	}
+	s.Backoff = genGrowingBackoff(t)
+	if s.Backoff.MaxDelay == 0 || s.Backoff.MaxDelay > 24*time.Hour {
+		s.Backoff.MaxDelay = max(24*time.Hour, s.Backoff.BaseDelay)
+	}
+	return s
+}
+
+func TestRetrySucceedsAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		op, starts, _ := script(nil)
+		v, err := Retry(context.Background(), Default(), op)
+		require.NoError(t, err)
+		assert.Equal(t, 1, v)
+		assert.Len(t, *starts, 1)
+	})
+}
+
+func TestRetryRefusesAnInvalidStrategyBeforeCallingOp(t *testing.T) {
+	calls := 0
+	_, err := Retry(context.Background(), Strategy{}, func(context.Context) (int, error) { calls++; return 0, nil })
+	assert.ErrorIs(t, err, ErrInvalid)
+	assert.Equal(t, 0, calls)
+}
+
+// TestRetryWaitsAreTheDecisions pins that Retry adds no rule of its own:
+// for any strategy and any runs, each wait it takes is the credited delay
+// plus jitter of Decide on the failures so far (each at the moment its call
+// returned), with the uptime the call ran, and it gives up exactly when
+// Decide is fatal.
+func TestRetryWaitsAreTheDecisions(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		s := genRetryStrategy(rt)
+		runs := make([]run, rapid.IntRange(1, 12).Draw(rt, "failures"))
+		for i := range runs {
+			runs[i] = run{time.Duration(rapid.Int64Range(0, int64(2*time.Hour)).Draw(rt, "run")), errFlaky}
+		}
+		seed := rapid.Uint64().Draw(rt, "seed")
+		op, starts, ends := script(runs)
+		var events []RetryEvent
+		var err error
+		bubble(t, func() {
+			_, err = Retry(context.Background(), s, op, WithJitterSeed(seed), WithObserver(func(e RetryEvent) { events = append(events, e) }))
+		})
+		for i, e := range events {
+			d, derr := Decide(s, (*ends)[:i+1], (*ends)[i].Sub((*starts)[i]), seed, (*ends)[i])
+			require.NoError(rt, derr)
+			if e.Wait != d.Credited+d.Jitter || e.Failures != i+1 || e.Decision.Failures != d.Failures {
+				rt.Fatalf("retry %d waited %v, the decision says %v (%+v)", i+1, e.Wait, d.Credited+d.Jitter, d)
+			}
+			if got := (*starts)[i+1].Sub((*ends)[i]); got != e.Wait {
+				rt.Fatalf("retry %d slept %v, announced %v", i+1, got, e.Wait)
+			}
+		}
+		if err == nil {
+			require.Len(rt, events, len(runs))
+			return
+		}
+		var gu *GiveUpError
+		require.ErrorAs(rt, err, &gu)
+		last := len(events)
+		d, derr := Decide(s, (*ends)[:last+1], (*ends)[last].Sub((*starts)[last]), seed, (*ends)[last])
+		require.NoError(rt, derr)
+		if d.Action != Fatal || gu.Reason != d.Reason || gu.Failures != last+1 || !errors.Is(err, errFlaky) {
+			rt.Fatalf("gave up %+v where the decision is %+v", gu, d)
+		}
+	})
+
+}
+
+// TestRetryGivesUpOnlyWithinTheWindow: bounded counts failures within its
+// window, not in total: failures further apart than the window never
+// exhaust it.
+func TestRetryGivesUpOnlyWithinTheWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := Strategy{Kind: Bounded, MaxAttempts: 3, Window: 10 * time.Second,
+			Backoff: Backoff{Kind: Fixed, BaseDelay: 20 * time.Second}}
+		runs := make([]run, 10)
+		for i := range runs {
+			runs[i] = run{0, errFlaky}
+		}
+		op, starts, _ := script(runs)
+		v, err := Retry(context.Background(), s, op)
+		require.NoError(t, err, "20 s apart, no two failures share a 10 s window")
+		assert.Equal(t, 11, v)
+		assert.Len(t, *starts, 11)
+
+		s.Backoff.BaseDelay = time.Second
+		op, starts, _ = script(runs)
+		_, err = Retry(context.Background(), s, op)
+		var gu *GiveUpError
+		require.ErrorAs(t, err, &gu)
+		assert.Equal(t, AttemptsExhausted, gu.Reason)
+		assert.Equal(t, 3, gu.Failures)
+		assert.Len(t, *starts, 3)
+	})
+}
+
+// TestRetryLongRunsEarnCredit: an op that ran an hour before failing is
+// retried after the first step, not the backoff its failures owe.
+func TestRetryLongRunsEarnCredit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: Exponential, BaseDelay: 100 * time.Millisecond, Multiplier: 2}}
+		op, starts, ends := script([]run{{0, errFlaky}, {0, errFlaky}, {0, errFlaky}, {time.Hour, errFlaky}})
+		_, err := Retry(context.Background(), s, op)
+		require.NoError(t, err)
+		waits := make([]time.Duration, 4)
+		for i := range waits {
+			waits[i] = (*starts)[i+1].Sub((*ends)[i])
+		}
+		assert.Equal(t, []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond, 100 * time.Millisecond}, waits)
+	})
+}
+
+// TestPermanentEndsAfterOneCall: a Permanent error, or one WithPermanent
+// classifies so, or context.Canceled, ends the loop on the call that
+// returned it, whatever the strategy.
+func TestPermanentEndsAfterOneCall(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		s := genRetryStrategy(rt)
+		before := rapid.IntRange(0, 3).Draw(rt, "retryable failures before")
+		runs := make([]run, before+1)
+		for i := range before {
+			runs[i] = run{time.Hour, errFlaky} // long runs: the credit keeps bounded going
+		}
+		cause := errors.New("404")
+		var opts []RetryOption
+		switch rapid.IntRange(0, 2).Draw(rt, "how") {
+		case 0:
+			runs[before].err = fmt.Errorf("fetching: %w", Permanent(cause))
+		case 1:
+			runs[before].err = cause
+			opts = append(opts, WithPermanent(func(err error) bool { return errors.Is(err, cause) }))
+		case 2:
+			cause = context.Canceled
+			runs[before].err = cause
+		}
+		if s.Kind == None || s.Kind == Bounded && s.MaxAttempts <= before {
+			return // the strategy gives up first
+		}
+		op, starts, _ := script(runs)
+		var err error
+		bubble(t, func() { _, err = Retry(context.Background(), s, op, opts...) })
+		var gu *GiveUpError
+		require.ErrorAs(rt, err, &gu)
+		if gu.Reason != NotRetryable || len(*starts) != before+1 || !errors.Is(err, cause) {
+			rt.Fatalf("reason %v after %d calls: %v", gu.Reason, len(*starts), err)
+		}
+	})
+
+}
+
+// TestRetryNeverWaitsPastTheDeadline: with a deadline, Retry returns at
+// once when the next call would be due after it, and never sleeps into it.
+func TestRetryNeverWaitsPastTheDeadline(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		s := Strategy{Kind: UnlessStopped, Backoff: genGrowingBackoff(rt)}
+		budget := time.Duration(rapid.Int64Range(1, int64(10*time.Minute)).Draw(rt, "deadline"))
+		runs := make([]run, 50)
+		for i := range runs {
+			runs[i] = run{time.Duration(rapid.Int64Range(0, int64(time.Second)).Draw(rt, "run")), errFlaky}
+		}
+		var err error
+		var late []time.Duration // how far past the deadline a retry was due
+		bubble(t, func() {
+			ctx, cancel := context.WithTimeout(context.Background(), budget)
+			defer cancel()
+			deadline, _ := ctx.Deadline()
+			op, _, _ := script(runs)
+			_, err = Retry(ctx, s, op, WithObserver(func(e RetryEvent) {
+				if due := time.Now().Add(e.Wait); !due.Before(deadline) {
+					late = append(late, due.Sub(deadline))
+				}
+			}))
+		})
+		if len(late) > 0 {
+			rt.Fatalf("retries due past the deadline by %v", late)
+		}
+		if err == nil {
+			return
+		}
+		var gu *GiveUpError
+		require.ErrorAs(rt, err, &gu)
+		if gu.Reason != PastDeadline && gu.Reason != ContextDone {
+			rt.Fatalf("gave up for %v", gu.Reason)
+		}
+		if gu.Reason == ContextDone && !errors.Is(err, context.DeadlineExceeded) {
+			rt.Fatalf("context done without its deadline: %v", err)
+		}
+	})
+}
+
+func TestCancellingWakesASleepingRetry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		s := Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: Fixed, BaseDelay: time.Hour}}
+		go func() {
+			time.Sleep(time.Minute)
+			cancel()
+		}()
+		begin := time.Now()
+		_, err := Retry(ctx, s, func(context.Context) (int, error) { return 0, errFlaky })
+		assert.Equal(t, time.Minute, time.Since(begin), "woken by the cancel, not the hour")
+		var gu *GiveUpError
+		require.ErrorAs(t, err, &gu)
+		assert.Equal(t, ContextDone, gu.Reason)
+		assert.ErrorIs(t, err, context.Canceled)
+		assert.ErrorIs(t, err, errFlaky)
+		assert.Equal(t, 1, gu.Failures)
+
+		_, err = Retry(ctx, s, func(context.Context) (int, error) { t.Fatal("called after the context was done"); return 0, nil })
+		assert.ErrorIs(t, err, context.Canceled)
+	})
+}
+
+// TestRetryAfterWaitsAtLeastAndAtMostTheCap: a RetryAfter error waits the
+// longer of its request and the strategy's delay, and never more than the
+// cap, by default the strategy's MaxDelay or an hour.
+func TestRetryAfterWaitsAtLeastAndAtMostTheCap(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		b := genGrowingBackoff(rt)
+		s := Strategy{Kind: UnlessStopped, Backoff: b}
+		asked := time.Duration(rapid.Int64Range(0, int64(100*time.Hour)).Draw(rt, "retry after"))
+		var opts []RetryOption
+		capAt := time.Hour
+		if b.MaxDelay > 0 {
+			capAt = b.MaxDelay
+		}
+		if rapid.Bool().Draw(rt, "own cap") {
+			capAt = time.Duration(rapid.Int64Range(1, int64(10*time.Hour)).Draw(rt, "cap"))
+			opts = append(opts, WithRetryAfterCap(capAt))
+		}
+		var waits []RetryEvent
+		opts = append(opts, WithJitterSeed(1), WithObserver(func(e RetryEvent) { waits = append(waits, e) }))
+		op, _, _ := script([]run{{0, RetryAfter(errFlaky, asked)}})
+		var err error
+		bubble(t, func() { _, err = Retry(context.Background(), s, op, opts...) })
+		require.NoError(rt, err)
+		require.Len(rt, waits, 1)
+		strategyWait := waits[0].Decision.Credited + waits[0].Decision.Jitter
+		if want := max(strategyWait, min(asked, capAt)); waits[0].Wait != want {
+			rt.Fatalf("waited %v: asked %v, cap %v, strategy %v", waits[0].Wait, asked, capAt, strategyWait)
+		}
+		if !errors.Is(waits[0].Err, errFlaky) {
+			rt.Fatalf("the observer saw %v", waits[0].Err)
+		}
+	})
+
+}
+
+// TestFullJitterSpreadsOverTheWholeDelay: with full jitter, each wait is in
+// [0, credited], the same for the same seed, and spread over the range.
+func TestFullJitterSpreadsOverTheWholeDelay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: ExponentialWithJitter, BaseDelay: 10 * time.Second, Multiplier: 2}}
+		var low, high int
+		for seed := range uint64(400) {
+			var wait time.Duration
+			op, _, _ := script([]run{{0, errFlaky}})
+			_, err := Retry(context.Background(), s, op, WithFullJitter(), WithJitterSeed(seed), WithObserver(func(e RetryEvent) { wait = e.Wait }))
+			require.NoError(t, err)
+			require.LessOrEqual(t, wait, 10*time.Second)
+			require.GreaterOrEqual(t, wait, time.Duration(0))
+			if wait < 5*time.Second {
+				low++
+			} else {
+				high++
+			}
+		}
+		assert.InDelta(t, 200, low, 50)
+		assert.InDelta(t, 200, high, 50)
+	})
+}
+
+func TestFullJitterBounds(t *testing.T) {
+	assert.Equal(t, time.Duration(0), fullJitter(time.Second, 0))
+	assert.Equal(t, time.Second, fullJitter(time.Second, 1<<53-1))
+	assert.Equal(t, time.Duration(0), fullJitter(0, 1<<53-1))
+}
+
+func TestParseRetryAfter(t *testing.T) {
+	now := time.Date(2026, 11, 2, 15, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		value string
+		want  time.Duration
+		ok    bool
+	}{
+		{"120", 2 * time.Minute, true},
+		{" 0 ", 0, true},
+		{"99999999999999999999999", time.Duration(1<<63 - 1), true},
+		{"Mon, 02 Nov 2026 15:00:30 GMT", 30 * time.Second, true},
+		{"Monday, 02-Nov-26 15:01:00 GMT", time.Minute, true},
+		{"Mon Nov  2 15:00:10 2026", 10 * time.Second, true},
+		{"Mon, 02 Nov 2026 14:00:00 GMT", 0, true}, // in the past
+		{"-5", 0, false},
+		{"1.5", 0, false},
+		{"soon", 0, false},
+		{"", 0, false},
+	} {
+		got, ok := ParseRetryAfter(tc.value, now)
+		assert.Equal(t, tc.ok, ok, tc.value)
+		assert.Equal(t, tc.want, got, tc.value)
+	}
+}
+
+func TestGiveUpErrorReads(t *testing.T) {
+	err := &GiveUpError{Reason: AttemptsExhausted, Failures: 3, Err: errFlaky}
+	assert.Equal(t, "retrypolicy: gave up after 3 failures (attempts_exhausted): flaky", err.Error())
+	assert.ErrorIs(t, err, errFlaky)
+	assert.Nil(t, Permanent(nil))
+	assert.Nil(t, RetryAfter(nil, time.Second))
+}
+
+// statusError is an HTTP failure, as a worker's client would report it.
+type statusError struct {
+	code       int
+	retryAfter string
+}
+
+func (e *statusError) Error() string { return "HTTP " + strconv.Itoa(e.code) }
+
+// get calls url once; a 5xx or 429 is retryable (with its Retry-After), any
+// other failure status is permanent.
+func get(ctx context.Context, client *http.Client, url string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", Permanent(err)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	switch {
+	case err != nil:
+		return "", err
+	case resp.StatusCode == http.StatusOK:
+		return string(body), nil
+	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
+		serr := &statusError{resp.StatusCode, resp.Header.Get("Retry-After")}
+		if d, ok := ParseRetryAfter(serr.retryAfter, time.Now()); ok {
+			return "", RetryAfter(serr, d)
+		}
+		return "", serr
+	}
+	return "", Permanent(&statusError{code: resp.StatusCode})
+}
+
+// TestRetryOverHTTP runs Retry against a real server on loopback that
+// answers 503, 503, 429 with Retry-After: 2, then 200: three retries, the
+// third waiting the two seconds the server asked for.
+func TestRetryOverHTTP(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch calls.Add(1) {
+		case 1, 2:
+			w.WriteHeader(http.StatusServiceUnavailable)
+		case 3:
+			w.Header().Set("Retry-After", "2")
+			w.WriteHeader(http.StatusTooManyRequests)
+		default:
+			fmt.Fprint(w, "ok")
+		}
+	}))
+	defer srv.Close()
+	synctest.Test(t, func(t *testing.T) {
+		client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+		s := Strategy{Kind: Bounded, MaxAttempts: 5, Window: time.Minute,
+			Backoff: Backoff{Kind: Exponential, BaseDelay: 100 * time.Millisecond, Multiplier: 2, MaxDelay: 10 * time.Second}}
+		var waits []time.Duration
+		body, err := Retry(context.Background(), s, func(ctx context.Context) (string, error) { return get(ctx, client, srv.URL) },
+			WithObserver(func(e RetryEvent) { waits = append(waits, e.Wait) }))
+		require.NoError(t, err)
+		assert.Equal(t, "ok", body)
+		assert.Equal(t, []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 2 * time.Second}, waits)
+	})
+	assert.Equal(t, int32(4), calls.Load())
+}
+
+// TestRetryOverHTTPWithADate: a Retry-After HTTP-date counts from the
+// moment of the response; a 404 ends the loop at once.
+func TestRetryOverHTTPWithADate(t *testing.T) {
+	var retryAt atomic.Value // the date the server sends, set from the test's clock
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch calls.Add(1) {
+		case 1:
+			w.Header().Set("Retry-After", retryAt.Load().(string))
+			w.WriteHeader(http.StatusServiceUnavailable)
+		case 2:
+			fmt.Fprint(w, "ok")
+		default:
+			w.WriteHeader(http.StatusNotFound)
+		}
+	}))
+	defer srv.Close()
+	synctest.Test(t, func(t *testing.T) {
+		retryAt.Store(time.Now().Add(7 * time.Second).UTC().Format("Mon, 02 Jan 2006 15:04:05 GMT"))
+		client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+		begin := time.Now()
+		body, err := Retry(context.Background(), Default(), func(ctx context.Context) (string, error) { return get(ctx, client, srv.URL) })
+		require.NoError(t, err)
+		assert.Equal(t, "ok", body)
+		assert.Equal(t, 7*time.Second, time.Since(begin).Round(time.Second))
+
+		_, err = Retry(context.Background(), Default(), func(ctx context.Context) (string, error) { return get(ctx, client, srv.URL) })
+		var gu *GiveUpError
+		require.ErrorAs(t, err, &gu)
+		assert.Equal(t, NotRetryable, gu.Reason)
+		assert.Equal(t, 1, gu.Failures)
+	})
+}
