@@ -117,7 +117,7 @@ func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
 }
 
 // RetryOption configures Retry.
-type RetryOption func(*retryConfig)
+type RetryOption func(retryConfig) retryConfig
 
 type retryConfig struct {
 	permanent  func(error) bool
@@ -133,40 +133,40 @@ type retryConfig struct {
 // wrap with Permanent (a 4xx status, say): when it reports true, Retry
 // gives up at once with the reason NotRetryable.
 func WithPermanent(isPermanent func(error) bool) RetryOption {
-	return func(c *retryConfig) { c.permanent = isPermanent }
+	return func(c retryConfig) retryConfig { c.permanent = isPermanent; return c }
 }
 
 // WithRetryAfterCap caps the wait a RetryAfter error may ask for. The
 // default is the strategy's MaxDelay, or one hour when it has none.
 func WithRetryAfterCap(d time.Duration) RetryOption {
-	return func(c *retryConfig) { c.afterCap = max(d, 0) }
+	return func(c retryConfig) retryConfig { c.afterCap = max(d, 0); return c }
 }
 
 // WithBudget makes the calls share b: each call of Retry deposits in it,
 // each retry withdraws, and Retry gives up with the reason BudgetExhausted
 // when it allows no more.
 func WithBudget(b *Budget) RetryOption {
-	return func(c *retryConfig) { c.budget = b }
+	return func(c retryConfig) retryConfig { c.budget = b; return c }
 }
 
 // WithJitterSeed sets the seed the strategy's jitter is drawn from, for
 // waits that are the same on every run. The default is a random seed per
 // call of Retry.
 func WithJitterSeed(seed uint64) RetryOption {
-	return func(c *retryConfig) { c.seed, c.seeded = seed, true }
+	return func(c retryConfig) retryConfig { c.seed, c.seeded = seed, true; return c }
 }
 
 // WithFullJitter makes each wait uniform in [0, credited delay] instead of
 // the delay plus the strategy's additive jitter: the spread that best
 // separates many clients that failed together.
 func WithFullJitter() RetryOption {
-	return func(c *retryConfig) { c.fullJitter = true }
+	return func(c retryConfig) retryConfig { c.fullJitter = true; return c }
 }
 
 // WithObserver calls observe before each retry, to log it or count it.
 // Retry itself never logs.
 func WithObserver(observe func(RetryEvent)) RetryOption {
-	return func(c *retryConfig) { c.observe = observe }
+	return func(c retryConfig) retryConfig { c.observe = observe; return c }
 }
 
 // RetryEvent is a retry about to happen.
@@ -209,12 +209,18 @@ func Retry[T any](ctx context.Context, s Strategy, op func(context.Context) (T, 
 	}
 	var cfg retryConfig
 	for _, opt := range opts {
-		opt(&cfg)
+		cfg = opt(cfg) // by value, so that cfg stays on the stack
 	}
 	if cfg.budget != nil {
 		cfg.budget.deposit()
 	}
 	var h *History
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
 	for failures := 1; ; failures++ {
 		if err := ctx.Err(); err != nil {
 			return zero, &GiveUpError{Reason: ContextDone, Failures: failures - 1, Err: context.Cause(ctx)}
@@ -232,7 +238,7 @@ func Retry[T any](ctx context.Context, s Strategy, op func(context.Context) (T, 
 		if giveUp != nil {
 			return zero, giveUp
 		}
-		if sleep(ctx, wait-time.Since(failedAt)) != nil {
+		if sleep(ctx, wait-time.Since(failedAt), &timer) != nil {
 			return zero, &GiveUpError{Reason: ContextDone, Failures: failures, Err: errors.Join(context.Cause(ctx), unwrapMarks(opErr))}
 		}
 	}
@@ -241,12 +247,16 @@ func Retry[T any](ctx context.Context, s Strategy, op func(context.Context) (T, 
 // start prepares the first retry: the history of failures, and the jitter's
 // seed when the caller chose none.
 func (c *retryConfig) start(s Strategy) *History {
-	p := new(Policy)
-	_ = p.init(s) // s was validated
+	both := new(struct { // one allocation for the two
+		h History
+		p Policy
+	})
+	_ = both.p.init(s) // s was validated
+	both.h.p = &both.p
 	if !c.seeded {
 		c.seed = rand.Uint64()
 	}
-	return &History{p: p}
+	return &both.h
 }
 
 // decide classifies op's error, records the failure, and returns how long
@@ -325,15 +335,19 @@ func fullJitter(credited time.Duration, u53 uint64) time.Duration {
 }
 
 // sleep waits d, or until ctx is done, whichever comes first, and returns
-// ctx's error in the latter case. Its timer is stopped on return.
-func sleep(ctx context.Context, d time.Duration) error {
+// ctx's error in the latter case. It makes *timer the first time and resets
+// it after; Retry stops it on return.
+func sleep(ctx context.Context, d time.Duration, timer **time.Timer) error {
 	if d <= 0 {
 		return ctx.Err()
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
+	if *timer == nil {
+		*timer = time.NewTimer(d)
+	} else {
+		(*timer).Reset(d)
+	}
 	select {
-	case <-t.C:
+	case <-(*timer).C:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

@@ -1,0 +1,153 @@
+// Command worker calls a flaky HTTP service with retrypolicy.Retry, as a
+// custom worker would, and prints each retry: the failure, the wait and
+// why. The service runs on loopback in the same process: it fails twice
+// with 503, then asks for two seconds with 429 and Retry-After, then
+// answers; a second resource does not exist (404), which is never retried.
+// The worker sends one idempotency key for every attempt of a job, so the
+// service does the work once however many attempts reach it.
+//
+//	go run ./examples/worker
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/retrypolicy/retrypolicy"
+)
+
+func main() {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		os.Exit(1)
+	}
+	srv := &http.Server{Handler: newFlakyService()}
+	go srv.Serve(ln)
+	defer srv.Close()
+	client := &http.Client{Timeout: 5 * time.Second}
+	if err := run(context.Background(), "http://"+ln.Addr().String(), client, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		os.Exit(1)
+	}
+}
+
+// strategy retries in milliseconds, up to 5 failures within a minute.
+var strategy = retrypolicy.Strategy{
+	Kind:        retrypolicy.Bounded,
+	MaxAttempts: 5,
+	Window:      time.Minute,
+	Backoff:     retrypolicy.Backoff{Kind: retrypolicy.Exponential, BaseDelay: 200 * time.Millisecond, Multiplier: 2, MaxDelay: 5 * time.Second},
+}
+
+// run does two jobs against the service at base: one that succeeds after
+// retries, one that fails for good at once.
+func run(ctx context.Context, base string, client *http.Client, out io.Writer) error {
+	for _, job := range []struct{ name, path string }{{"report", "/report"}, {"missing", "/missing"}} {
+		key := "job-" + job.name // made once, sent with every attempt
+		fmt.Fprintf(out, "job %s:\n", job.name)
+		body, err := retrypolicy.Retry(ctx, strategy, func(ctx context.Context) (string, error) {
+			return call(ctx, client, base+job.path, key)
+		}, retrypolicy.WithObserver(func(e retrypolicy.RetryEvent) {
+			fmt.Fprintf(out, "  failure %d: %v; %d in the window; waiting %v (%s)\n", e.Failures, e.Err, e.Decision.Failures, e.Wait, why(e))
+		}))
+		var gu *retrypolicy.GiveUpError
+		switch {
+		case err == nil:
+			fmt.Fprintf(out, "  done: %s\n", body)
+		case errors.As(err, &gu):
+			fmt.Fprintf(out, "  gave up after %d failure(s): %s, %v\n", gu.Failures, gu.Reason, gu.Err)
+		default:
+			return err
+		}
+	}
+	return nil
+}
+
+// why says where a wait comes from.
+func why(e retrypolicy.RetryEvent) string {
+	if wait := e.Decision.Credited + e.Decision.Jitter; e.Wait > wait {
+		return "the server's Retry-After, longer than the backoff's " + wait.String()
+	}
+	if e.Decision.Failures == 1 {
+		return "the backoff after 1 failure"
+	}
+	return "the backoff after " + strconv.Itoa(e.Decision.Failures) + " failures"
+}
+
+// httpError is a failed call's status.
+type httpError struct{ code int }
+
+func (e *httpError) Error() string { return "HTTP " + strconv.Itoa(e.code) }
+
+// call makes one attempt. A 5xx or a 429 may pass: it is returned as it
+// is, with the server's Retry-After; any other failure status is final.
+func call(ctx context.Context, client *http.Client, url, key string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
+	if err != nil {
+		return "", retrypolicy.Permanent(err)
+	}
+	req.Header.Set("Idempotency-Key", key)
+	resp, err := client.Do(req)
+	if err != nil {
+		return "", err // the connection failed: retry
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	switch {
+	case err != nil:
+		return "", err
+	case resp.StatusCode == http.StatusOK:
+		return string(body), nil
+	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
+		if wait, ok := retrypolicy.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
+			return "", retrypolicy.RetryAfter(&httpError{resp.StatusCode}, wait)
+		}
+		return "", &httpError{resp.StatusCode}
+	}
+	return "", retrypolicy.Permanent(&httpError{resp.StatusCode})
+}
+
+// flakyService fails each idempotency key's first attempts the same way,
+// and does the work once per key.
+type flakyService struct {
+	mu       sync.Mutex
+	attempts map[string]int
+	done     map[string]string
+}
+
+func newFlakyService() *flakyService {
+	return &flakyService{attempts: map[string]int{}, done: map[string]string{}}
+}
+
+func (s *flakyService) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/report" {
+		http.NotFound(w, r)
+		return
+	}
+	key := r.Header.Get("Idempotency-Key")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.attempts[key]++
+	switch s.attempts[key] {
+	case 1, 2:
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
+	case 3:
+		w.Header().Set("Retry-After", "2")
+		w.WriteHeader(http.StatusTooManyRequests)
+		return
+	}
+	if _, ok := s.done[key]; !ok {
+		s.done[key] = "report " + strconv.Itoa(len(s.done)+1) + " written"
+	}
+	fmt.Fprint(w, s.done[key])
+}
