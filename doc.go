@@ -60,6 +60,15 @@
 // memory holds a [History] per job: it keeps exactly the window, decides in
 // constant time, and saves itself as binary or JSON.
 //
+// # Retrying in process
+//
+// [Retry] runs an operation until it succeeds, deciding each retry with the
+// same rules: each call is a run, its length the uptime, the moment it
+// returned the failure. It gives up with a [*GiveUpError] on the strategy's
+// fatal decision, a [Permanent] error, the context, a deadline the next
+// retry would pass, or a spent [Budget]; a [RetryAfter] error stretches the
+// wait, up to a cap.
+//
 // The job lifecycle (statuses, events, the table of legal moves and the
 // controller's step) is in the package
 // github.com/retrypolicy/retrypolicy/lifecycle.
@@ -69,5 +78,5 @@
 // Strategy, Backoff and Decision are plain values, and a Policy is
 // immutable: all are safe to share between goroutines. Decide only reads
 // the failure slice, so goroutines may decide on one slice at once as long
-// as none writes to it. A History is safe for concurrent use.
+// as none writes to it. A History and a Budget are safe for concurrent use.
 package retrypolicy
