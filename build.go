@@ -4,6 +4,8 @@ import (
 	"math"
 	"strconv"
 	"time"
+
+	"github.com/retrypolicy/retrypolicy/internal/echo"
 )
 
 // rawKind is the JSON type of a descriptor value, or rawArg for a flag's
@@ -34,7 +36,7 @@ func (v rawValue) given() bool { return v.kind != rawAbsent && v.kind != rawNull
 func (v rawValue) shown() string {
 	switch v.kind {
 	case rawString, rawArg:
-		return quoteText(v.text)
+		return echo.Quote(v.text)
 	case rawArray:
 		return "an array"
 	case rawObject:
@@ -42,9 +44,7 @@ func (v rawValue) shown() string {
 	case rawNull:
 		return "null"
 	case rawNumber:
-		if len(v.text) > maxEchoed {
-			return v.text[:maxEchoed] + "…"
-		}
+		return echo.Number(v.text)
 	}
 	return v.text
 }

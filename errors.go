@@ -5,8 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
-)
+	)
 
 // ErrInvalid is the sentinel every *ValidationError matches with errors.Is:
 // the strategy is invalid (a server answers 400 INVALID_BODY).
@@ -130,57 +129,3 @@ func oneOf(names []string) string {
 	return "one of " + strings.Join(names[1:], ", ")
 }
 
-// maxEchoed is the most bytes of an input that an error repeats.
-const maxEchoed = 64
-
-// quoteText quotes s for an error message: at most maxEchoed bytes of it,
-// with quotes, backslashes, control characters (C0, DEL, C1), line and
-// paragraph separators and invalid UTF-8 escaped, so that an input can
-// neither forge a second line nor drive a terminal.
-func quoteText(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	cut := len(s) > maxEchoed
-	if cut {
-		// Cut before the rune that the limit would split.
-		i := maxEchoed
-		for j := 0; j < utf8.UTFMax && i > 0 && !utf8.RuneStart(s[i]); j++ {
-			i--
-		}
-		s = s[:i]
-	}
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b.WriteString(`\x`)
-			b.WriteString(hex2(s[i]))
-		case r == '"' || r == '\\':
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == 0x2028 || r == 0x2029:
-			b.WriteString(`\u`)
-			b.WriteString(hex2(byte(r >> 8)))
-			b.WriteString(hex2(byte(r)))
-		default:
-			b.WriteString(s[i : i+size])
-		}
-		i += size
-	}
-	b.WriteByte('"')
-	if cut {
-		b.WriteString("…")
-	}
-	return b.String()
-}
-
-func hex2(c byte) string {
-	const digits = "0123456789abcdef"
-	return string([]byte{digits[c>>4], digits[c&15]})
-}

@@ -3,6 +3,8 @@ package retrypolicy
 import (
 	"flag"
 	"strings"
+
+	"github.com/retrypolicy/retrypolicy/internal/echo"
 )
 
 // The ampctl-style flags, in the order they are listed, and their help.
@@ -69,13 +71,13 @@ func ParseFlags(args []string) (Strategy, error) {
 		arg := args[i]
 		if arg == "--" { // the rest are arguments, not flags
 			for _, rest := range args[i+1:] {
-				p.addAt(orderDoc, "$", "unexpected argument", quoteText(rest))
+				p.addAt(orderDoc, "$", "unexpected argument", echo.Quote(rest))
 			}
 			break
 		}
 		name, isFlag := strings.CutPrefix(arg, "-")
 		if !isFlag || name == "" {
-			p.addAt(orderDoc, "$", "unexpected argument", quoteText(arg))
+			p.addAt(orderDoc, "$", "unexpected argument", echo.Quote(arg))
 			continue
 		}
 		name = strings.TrimPrefix(name, "-")
@@ -83,7 +85,7 @@ func ParseFlags(args []string) (Strategy, error) {
 		fd, known := flagByName(name)
 		switch {
 		case !known:
-			p.addAt(orderDoc, "--"+keyText(name), "unknown flag", "")
+			p.addAt(orderDoc, "--"+echo.Text(name), "unknown flag", "")
 			if !hasValue && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
 				i++ // its value, most likely
 			}

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/retrypolicy/retrypolicy/internal/echo"
 )
 
 // Limits on what Parse reads: a strategy object is a few hundred bytes and
@@ -224,7 +226,7 @@ func readObject(dec *json.Decoder, d *draft, p *problems, fields map[string]fiel
 		}
 		switch {
 		case !known:
-			p.addAt(unknownOrder, prefix+keyText(key), "unknown field", "")
+			p.addAt(unknownOrder, prefix+echo.Text(key), "unknown field", "")
 		case seen[f]:
 			p.add(f, "duplicate key", "")
 		default:
@@ -234,20 +236,6 @@ func readObject(dec *json.Decoder, d *draft, p *problems, fields map[string]fiel
 	}
 	_, err := dec.Token() // the closing '}'
 	return err
-}
-
-// keyText writes an unknown key for a path: as it is when it is a plain
-// name, quoted and escaped otherwise.
-func keyText(key string) string {
-	if key == "" || len(key) > maxEchoed {
-		return quoteText(key)
-	}
-	for i := 0; i < len(key); i++ {
-		if c := key[i]; !(c == '_' || c == '-' || isDigit(c) || c|0x20 >= 'a' && c|0x20 <= 'z') {
-			return quoteText(key)
-		}
-	}
-	return key
 }
 
 // readValue reads the value that starts with tok, skipping the contents of
@@ -402,7 +390,7 @@ func (d *Decision) UnmarshalJSON(data []byte) error {
 		i := slices.Index(decisionKeys[:], key)
 		switch {
 		case i < 0:
-			return bad(keyText(key), "unknown field")
+			return bad(echo.Text(key), "unknown field")
 		case seen[i]:
 			return bad(key, "duplicate key")
 		}
@@ -507,7 +495,7 @@ func (h *History) UnmarshalJSON(data []byte) error {
 	for i, text := range texts {
 		t, err := time.Parse(time.RFC3339Nano, text)
 		if err != nil {
-			return errors.New("retrypolicy: history: [" + strconv.Itoa(i) + "]: must be an RFC 3339 time, got " + quoteText(text))
+			return errors.New("retrypolicy: history: [" + strconv.Itoa(i) + "]: must be an RFC 3339 time, got " + echo.Quote(text))
 		}
 		var ok bool
 		if ns[i], ok = unixNano(t); !ok {

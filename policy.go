@@ -4,6 +4,8 @@ import (
 	"math"
 	"strconv"
 	"time"
+
+	"github.com/retrypolicy/retrypolicy/internal/echo"
 )
 
 // StrategyKind names a retry strategy. The zero value is not a strategy.
@@ -187,7 +189,7 @@ func (e *enum) unmarshal(text []byte) (uint8, error) {
 			return uint8(i), nil
 		}
 	}
-	return 0, &textError{what: e.what, text: quoteText(string(text)), names: e.names}
+	return 0, &textError{what: e.what, text: echo.Quote(string(text)), names: e.names}
 }
 
 // textError is a text that names no value of an enumeration.
