@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	)
+)
 
 // ErrInvalid is the sentinel every *ValidationError matches with errors.Is:
 // the strategy is invalid (a server answers 400 INVALID_BODY).
@@ -128,4 +128,3 @@ func (p *problems) err() error {
 func oneOf(names []string) string {
 	return "one of " + strings.Join(names[1:], ", ")
 }
-
