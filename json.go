@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/retrypolicy/retrypolicy/internal/echo"
+	"github.com/retrypolicy/retrypolicy/internal/jsondoc"
 )
 
 // Limits on what Parse reads: a strategy object is a few hundred bytes and
@@ -157,18 +158,18 @@ func readDocument(data []byte, offset int, d *draft, p *problems) bool {
 	dec.UseNumber()
 	tok, err := dec.Token()
 	if err != nil {
-		return docError(p, err, offset)
+		return docError(p, data, err, offset)
 	}
 	if tok != json.Delim('{') {
 		v, err := readValue(dec, tok, 1)
 		if err != nil {
-			return docError(p, err, offset)
+			return docError(p, data, err, offset)
 		}
 		p.addAt(orderDoc, "$", "must be a JSON object", v.shown())
 		return false
 	}
 	if err := readObject(dec, d, p, topFields, "", orderTop, 1); err != nil {
-		return docError(p, err, offset)
+		return docError(p, data, err, offset)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		// The object itself was read whole: its fields are still checked.
@@ -178,18 +179,13 @@ func readDocument(data []byte, offset int, d *draft, p *problems) bool {
 }
 
 // docError records a problem with the document as a whole.
-func docError(p *problems, err error, offset int) bool {
-	var se *json.SyntaxError
-	switch {
-	case err == io.EOF:
-		p.addAt(orderDoc, "$", "must be a JSON object", "an empty document")
-	case errors.Is(err, errTooDeep):
+func docError(p *problems, data []byte, err error, offset int) bool {
+	if errors.Is(err, errTooDeep) {
 		p.addAt(orderDoc, "$", "must not be "+err.Error(), "")
-	case errors.As(err, &se):
-		p.addAt(orderDoc, "$", "must be valid JSON ("+se.Error()+" at byte "+strconv.FormatInt(se.Offset+int64(offset), 10)+")", "")
-	default:
-		p.addAt(orderDoc, "$", "must be valid JSON ("+err.Error()+")", "")
+		return false
 	}
+	rule, got := jsondoc.Problem(data, offset, err)
+	p.addAt(orderDoc, "$", rule, got)
 	return false
 }
 
