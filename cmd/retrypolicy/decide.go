@@ -8,208 +8,451 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/internal/echo"
 )
 
 // maxLine is the longest request decide reads, on a line or as a document.
 const maxLine = 1 << 20
 
-// request is one decide input:
+// maxProblems is the most problems reported for one request.
+const maxProblems = 20
+
+// problems are what is wrong with one request, the first maxProblems of
+// them, each starting with its field's path ("$" for the document).
+type problems struct {
+	list []string
+	more int
+}
+
+func (p *problems) add(line string) {
+	if len(p.list) < maxProblems {
+		p.list = append(p.list, line)
+	} else {
+		p.more++
+	}
+}
+
+// lines returns the problems, the count of the omitted ones last.
+func (p *problems) lines() []string {
+	if p.more > 0 {
+		return append(p.list, "and "+strconv.Itoa(p.more)+" more")
+	}
+	return p.list
+}
+
+// decider reads decide's requests and decides on them:
 //
 //	{"retry_strategy": {…}, "failures": ["RFC 3339", …], "last_uptime_secs": 12.5,
 //	 "jitter_seed": "job-42", "now": "RFC 3339"}
-type request struct {
-	strategy retrypolicy.Strategy
-	failures []time.Time
-	uptime   time.Duration
-	seed     uint64
-	now      time.Time
-}
-
-var requestFields = map[string]bool{"retry_strategy": true, "failures": true, "last_uptime_secs": true, "jitter_seed": true, "now": true}
-
-// reader parses requests, remembering the strategies it parsed: a stream
-// usually repeats a few, and parsing one costs more than deciding. It keeps
-// at most maxCached of them, so memory stays bounded on any stream.
-type reader struct {
-	strategies map[string]retrypolicy.Strategy
+//
+// The envelope is read as strictly as the strategy: unknown and duplicate
+// keys (escaped or not) and wrong types are problems naming the field. It
+// keeps the policies it compiled, by their strategy's bytes (a stream
+// repeats a few; compiling costs more than deciding), at most maxCached.
+type decider struct {
+	policies map[string]*retrypolicy.Policy
+	standard *retrypolicy.Policy // the Default strategy's
+	failures []time.Time         // reused from request to request
+	probs    problems
 }
 
 const maxCached = 64
 
-// parse reads one request; problems lists what is wrong, each line starting
-// with the field's path ("$" for the document).
-func (r *reader) parse(doc []byte) (req request, problems []string) {
-	dec := json.NewDecoder(bytes.NewReader(doc))
-	dec.UseNumber()
-	var raw map[string]json.RawMessage
-	if err := dec.Decode(&raw); err != nil || raw == nil {
-		return req, []string{"$: must be a JSON object" + detail(err)}
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return req, []string{"$: must hold one JSON object and nothing after it"}
-	}
-	var unknown []string
-	for k := range raw {
-		if !requestFields[k] {
-			unknown = append(unknown, k+": unknown field")
-		}
-	}
-	sort.Strings(unknown)
-
-	req.strategy, problems = r.strategy(raw["retry_strategy"])
-	req.failures, problems = failures(raw["failures"], problems)
-	req.uptime, problems = uptime(raw["last_uptime_secs"], problems)
-	if v, ok := present(raw["jitter_seed"]); ok {
-		var seed string
-		if json.Unmarshal(v, &seed) != nil {
-			problems = append(problems, "jitter_seed: must be a string, got "+shown(v))
-		}
-		req.seed = retrypolicy.SeedFromString(seed)
-	}
-	if v, ok := present(raw["now"]); !ok {
-		problems = append(problems, "now: required")
-	} else if t, err := rfc3339(v); err != nil {
-		problems = append(problems, "now: "+err.Error())
-	} else {
-		req.now = t
-	}
-	return req, append(problems, unknown...)
+func newDecider() *decider {
+	p, _ := retrypolicy.Compile(retrypolicy.Default())
+	return &decider{policies: make(map[string]*retrypolicy.Policy, maxCached), standard: p}
 }
 
-// present returns a field's value unless it is absent or null.
-func present(v json.RawMessage) (json.RawMessage, bool) {
-	return v, len(v) > 0 && string(v) != "null"
+// The request's keys, by index.
+var requestKeys = [...]string{"retry_strategy", "failures", "last_uptime_secs", "jitter_seed", "now"}
+
+const (
+	kStrategy = iota
+	kFailures
+	kUptime
+	kSeed
+	kNow
+)
+
+// request is one request read.
+type request struct {
+	policy *retrypolicy.Policy
+	uptime time.Duration
+	seed   uint64
+	now    time.Time
 }
 
-func (r *reader) strategy(v json.RawMessage) (retrypolicy.Strategy, []string) {
-	v, ok := present(v)
+// decide reads one request and appends its decision to out, or returns the
+// problems found (nil when there are none).
+func (d *decider) decide(doc, out []byte) ([]byte, []string) {
+	req, ok := d.read(doc)
 	if !ok {
-		return retrypolicy.Default(), nil
+		return out, d.probs.lines()
 	}
-	if s, ok := r.strategies[string(v)]; ok {
-		return s, nil
+	dec, err := req.policy.Decide(d.failures, req.uptime, req.seed, req.now)
+	if err == nil {
+		var text []byte
+		if text, err = dec.MarshalJSON(); err == nil {
+			return append(out, text...), nil
+		}
+	}
+	return out, []string{"$: " + err.Error()}
+}
+
+// read reads doc into a request and d.failures, or records its problems.
+func (d *decider) read(doc []byte) (req request, ok bool) {
+	d.probs = problems{list: d.probs.list[:0]}
+	d.failures = d.failures[:0]
+	offset := 0
+	if bytes.HasPrefix(doc, utf8BOM) {
+		doc, offset = doc[len(utf8BOM):], len(utf8BOM) // a byte-order mark is skipped
+	}
+	s := &scanner{b: doc}
+	var seen [len(requestKeys)]bool
+	var strays []string // unknown and repeated keys, reported after the fields
+	strayMore := 0
+	if s.peek() != '{' {
+		if v := s.value(1); v != nil && s.peek() == 0 {
+			d.probs.add("$: must be a JSON object, got " + kindOf(v))
+			return req, false
+		}
+		d.syntax(s, doc, offset)
+		return req, false
+	}
+	s.i++
+	for first := true; !s.bad; first = false {
+		if s.peek() == '}' && first {
+			s.i++
+			break
+		}
+		key := s.str()
+		if s.bad || !s.consume(':') {
+			break
+		}
+		k := keyIndex(key)
+		switch {
+		case k >= 0 && !seen[k]:
+			seen[k] = true
+			d.field(s, k, &req)
+		case len(strays) == maxProblems:
+			strayMore++ // not worth writing out
+			s.value(2)
+		case k < 0:
+			strays = append(strays, echo.Text(unquoted(key))+": unknown field")
+			s.value(2)
+		default:
+			strays = append(strays, requestKeys[k]+": duplicate key")
+			s.value(2)
+		}
+		if s.bad {
+			break
+		}
+		if s.peek() == ',' {
+			s.i++
+			continue
+		}
+		s.consume('}')
+		break
+	}
+	if s.bad {
+		d.probs = problems{list: d.probs.list[:0]}
+		d.syntax(s, doc, offset)
+		return req, false
+	}
+	if s.peek() != 0 {
+		d.probs.add("$: must hold one JSON object and nothing after it")
+	}
+	if !seen[kFailures] || len(d.failures) == 0 && !d.hasProblemWith("failures") {
+		if seen[kFailures] {
+			d.probs.add("failures: must hold at least one failure")
+		} else {
+			d.probs.add("failures: required")
+		}
+	}
+	if !seen[kNow] {
+		d.probs.add("now: required")
+	}
+	for _, p := range strays {
+		d.probs.add(p)
+	}
+	d.probs.more += strayMore
+	if req.policy == nil && !d.hasProblemWith("retry_strategy") {
+		req.policy = d.standard
+	}
+	return req, len(d.probs.list) == 0
+}
+
+// syntax records the syntax error the scanner met.
+func (d *decider) syntax(s *scanner, doc []byte, offset int) {
+	if s.tooDeep {
+		d.probs.add("$: must not be nested deeper than " + strconv.Itoa(maxDepth) + " levels")
+		return
+	}
+	d.probs.add(syntaxProblem(doc, offset))
+}
+
+// hasProblemWith reports whether a problem with field was recorded.
+func (d *decider) hasProblemWith(field string) bool {
+	for _, p := range d.probs.list {
+		if len(p) > len(field) && p[:len(field)] == field && (p[len(field)] == ':' || p[len(field)] == '.' || p[len(field)] == '[') {
+			return true
+		}
+	}
+	return false
+}
+
+// keyIndex returns the index of a key as written (escapes decoded), or -1.
+func keyIndex(raw []byte) int {
+	if bytes.IndexByte(raw, '\\') < 0 {
+		for k, name := range requestKeys {
+			if string(raw) == name {
+				return k
+			}
+		}
+		return -1
+	}
+	var buf [32]byte
+	n := 0
+	unquote(raw, func(b byte) {
+		if n < len(buf) {
+			buf[n] = b
+		}
+		n++
+	})
+	if n > len(buf) {
+		return -1
+	}
+	for k, name := range requestKeys {
+		if string(buf[:n]) == name {
+			return k
+		}
+	}
+	return -1
+}
+
+// field reads the value of the request's key k.
+func (d *decider) field(s *scanner, k int, req *request) {
+	if s.peek() == 'n' { // null: absent
+		s.literal("null")
+		return
+	}
+	switch k {
+	case kStrategy:
+		v := s.value(2)
+		if v != nil {
+			req.policy = d.policy(v)
+		}
+	case kFailures:
+		d.readFailures(s)
+	case kUptime:
+		if s.peek() == '"' || s.peek() == '{' || s.peek() == '[' || s.peek() == 't' || s.peek() == 'f' {
+			if v := s.value(2); v != nil {
+				d.probs.add("last_uptime_secs: must be a number, got " + shown(v))
+			}
+			return
+		}
+		if n := s.number(); n != nil {
+			req.uptime = seconds(n)
+		}
+	case kSeed:
+		if s.peek() != '"' {
+			if v := s.value(2); v != nil {
+				d.probs.add("jitter_seed: must be a string, got " + shown(v))
+			}
+			return
+		}
+		// The seed is the FNV-1a hash of the string's bytes, as
+		// SeedFromString computes it, bytes that are not UTF-8 included.
+		h := uint64(14695981039346656037)
+		unquote(s.str(), func(b byte) {
+			h ^= uint64(b)
+			h *= 1099511628211
+		})
+		req.seed = h
+	case kNow:
+		if s.peek() != '"' {
+			if v := s.value(2); v != nil {
+				d.probs.add("now: must be an RFC 3339 time, got " + shown(v))
+			}
+			return
+		}
+		raw := s.str()
+		if t, ok := rfc3339(raw); ok {
+			req.now = t
+		} else if !s.bad {
+			d.probs.add("now: must be an RFC 3339 time, got " + echo.Quote(unquoted(raw)))
+		}
+	}
+}
+
+// readFailures reads the failures array into d.failures.
+func (d *decider) readFailures(s *scanner) {
+	if s.peek() != '[' {
+		if v := s.value(2); v != nil {
+			d.probs.add("failures: must be an array of RFC 3339 times, got " + shown(v))
+		}
+		return
+	}
+	s.i++
+	if s.peek() == ']' {
+		s.i++
+		return
+	}
+	for i := 0; !s.bad; i++ {
+		if s.peek() == '"' {
+			raw := s.str()
+			if t, ok := rfc3339(raw); ok {
+				d.failures = append(d.failures, t)
+			} else if !s.bad {
+				d.probs.add("failures[" + strconv.Itoa(i) + "]: must be an RFC 3339 time, got " + echo.Quote(unquoted(raw)))
+			}
+		} else if v := s.value(3); v != nil {
+			d.probs.add("failures[" + strconv.Itoa(i) + "]: must be an RFC 3339 time, got " + shown(v))
+		}
+		if s.peek() == ',' {
+			s.i++
+			continue
+		}
+		s.consume(']')
+		return
+	}
+}
+
+// policy returns the compiled strategy v, from the cache when it was seen,
+// or records its problems, named within retry_strategy.
+func (d *decider) policy(v []byte) *retrypolicy.Policy {
+	if p, ok := d.policies[string(v)]; ok {
+		return p
 	}
 	s, err := retrypolicy.Parse(v)
 	var ve *retrypolicy.ValidationError
 	if errors.As(err, &ve) {
-		var problems []string
 		for _, fe := range ve.Errors {
 			if fe.Field == "$" {
 				fe.Field = "retry_strategy"
 			} else {
 				fe.Field = "retry_strategy." + fe.Field
 			}
-			problems = append(problems, fe.Error())
+			d.probs.add(fe.Error())
 		}
-		return s, problems
+		d.probs.more += ve.Omitted
+		return nil
 	}
-	if r.strategies == nil || len(r.strategies) >= maxCached {
-		r.strategies = make(map[string]retrypolicy.Strategy, maxCached)
-	}
-	r.strategies[string(v)] = s
-	return s, nil
-}
-
-func failures(v json.RawMessage, problems []string) ([]time.Time, []string) {
-	v, ok := present(v)
-	if !ok {
-		return nil, append(problems, "failures: required")
-	}
-	var texts []string
-	if json.Unmarshal(v, &texts) == nil {
-		if len(texts) == 0 {
-			return nil, append(problems, "failures: must hold at least one failure")
-		}
-		out := make([]time.Time, len(texts))
-		for i, text := range texts {
-			t, err := time.Parse(time.RFC3339Nano, text)
-			if err != nil {
-				problems = append(problems, "failures["+strconv.Itoa(i)+"]: must be an RFC 3339 time, got "+strconv.Quote(text))
-			}
-			out[i] = t
-		}
-		return out, problems
-	}
-	// Not an array of strings: say which element is wrong.
-	var raw []json.RawMessage
-	if json.Unmarshal(v, &raw) != nil {
-		return nil, append(problems, "failures: must be an array of RFC 3339 times, got "+shown(v))
-	}
-	for i, text := range raw {
-		if _, err := rfc3339(text); err != nil {
-			problems = append(problems, "failures["+strconv.Itoa(i)+"]: "+err.Error())
-		}
-	}
-	return nil, problems
-}
-
-// uptime reads last_uptime_secs: a number of seconds, saturating at the
-// longest Duration; a negative one counts as zero, as the semantics say.
-func uptime(v json.RawMessage, problems []string) (time.Duration, []string) {
-	v, ok := present(v)
-	if !ok {
-		return 0, problems
-	}
-	var n json.Number
-	if v[0] == '"' || json.Unmarshal(v, &n) != nil { // json.Number would take a quoted number
-		return 0, append(problems, "last_uptime_secs: must be a number, got "+shown(v))
-	}
-	secs, err := strconv.ParseFloat(string(n), 64)
-	switch {
-	case err != nil && !math.IsInf(secs, 0):
-		return 0, append(problems, "last_uptime_secs: must be a number, got "+shown(v))
-	case secs <= 0:
-		return 0, problems
-	case secs*1e9 >= math.MaxInt64:
-		return math.MaxInt64, problems
-	}
-	return time.Duration(math.Round(secs * 1e9)), problems
-}
-
-// rfc3339 reads a JSON string holding an RFC 3339 time.
-func rfc3339(v json.RawMessage) (time.Time, error) {
-	var s string
-	if json.Unmarshal(v, &s) != nil {
-		return time.Time{}, errors.New("must be an RFC 3339 time, got " + shown(v))
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
+	p, err := retrypolicy.Compile(s)
 	if err != nil {
-		return time.Time{}, errors.New("must be an RFC 3339 time, got " + shown(v))
+		d.probs.add("retry_strategy: " + err.Error())
+		return nil
 	}
-	return t, nil
+	if len(d.policies) >= maxCached {
+		clear(d.policies)
+	}
+	d.policies[string(v)] = p
+	return p
 }
 
-func shown(v json.RawMessage) string {
-	s := string(v)
-	if len(s) > 64 {
-		s = s[:64] + "…"
+// seconds reads a number of seconds in JSON's grammar exactly, as a
+// Duration: digits past the nanosecond are dropped, a negative number is
+// zero, and one past the longest Duration saturates.
+func seconds(n []byte) time.Duration {
+	if len(n) == 0 || n[0] == '-' {
+		return 0
 	}
-	return s
+	// n = digits × 10^(exp - fraction digits); in nanoseconds, 9 more.
+	var u uint64 // the significant digits read, up to 20 of them
+	count, shift := 0, int64(9)
+	i, fraction := 0, false
+	for ; i < len(n) && n[i]|0x20 != 'e'; i++ {
+		if n[i] == '.' {
+			fraction = true
+			continue
+		}
+		if fraction {
+			shift--
+		}
+		switch {
+		case count == 0 && n[i] == '0':
+			// a leading zero adds nothing
+		case count < 19:
+			u = u*10 + uint64(n[i]-'0')
+			count++
+		default: // beyond 19 digits: the value's scale grows, its digits do not matter
+			shift++
+		}
+	}
+	if i < len(n) {
+		shift += exponent(n[i+1:])
+	}
+	for ; shift < 0 && u > 0; shift++ {
+		u /= 10 // drop what is finer than a nanosecond
+	}
+	for ; shift > 0 && u > 0; shift-- {
+		if u > math.MaxInt64/10 {
+			return math.MaxInt64
+		}
+		u *= 10
+	}
+	if u > math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return time.Duration(u)
 }
 
-func detail(err error) string {
-	if err == nil {
-		return ""
+// exponent reads an exponent's optionally signed digits, saturating far
+// past any that matters.
+func exponent(b []byte) int64 {
+	neg := len(b) > 0 && b[0] == '-'
+	if len(b) > 0 && (b[0] == '-' || b[0] == '+') {
+		b = b[1:]
 	}
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		return " (" + se.Error() + " at byte " + strconv.FormatInt(se.Offset, 10) + ")"
+	var e int64
+	for _, c := range b {
+		if e < 1<<40 {
+			e = e*10 + int64(c-'0')
+		}
 	}
-	if errors.Is(err, io.EOF) {
-		return ", got an empty document"
+	if neg {
+		return -e
 	}
-	return ""
+	return e
 }
+
+// shown writes a JSON value for a message: strings escaped and cut, the
+// others named or cut.
+func shown(v []byte) string {
+	switch v[0] {
+	case '"':
+		return echo.Quote(unquoted(v[1 : len(v)-1]))
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	}
+	return echo.Number(string(v))
+}
+
+// kindOf names a JSON value that is not an object.
+func kindOf(v []byte) string {
+	if v[0] == '"' || v[0] == '[' {
+		return shown(v)
+	}
+	return echo.Number(string(v))
+}
+
+// utf8BOM is the byte-order mark some editors write at the start of a file.
+var utf8BOM = []byte("\xef\xbb\xbf")
 
 func runDecide(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlagSet("decide", "decide [--lines] [FILE|-]\n\nReads {\"retry_strategy\": {…} (optional), \"failures\": [\"RFC 3339\", …], \"last_uptime_secs\": N (optional),\n\"jitter_seed\": \"…\" (optional), \"now\": \"RFC 3339\"} and prints {\"action\", \"reason\" (fatal only),\n\"failures_in_window\", \"owed_secs\", \"credited_secs\", \"jitter_secs\", \"due\"}. Exits 0 for every\ndecision, 2 for invalid input (each problem on a line, starting with its field's path).", stderr)
-	lines := fs.Bool("lines", false, "read JSON Lines and write one output line per input line, in order; a bad line\nyields {\"error\": \"…\"} and the stream goes on; exit 2 at the end if any line was bad")
+	fs := newFlagSet("decide", "decide [--lines] [FILE|-]", `Reads {"retry_strategy": {…} (optional), "failures": ["RFC 3339", …], "last_uptime_secs": N (optional),
+"jitter_seed": "…" (optional), "now": "RFC 3339"} and prints {"action", "reason" (fatal only),
+"failures_in_window", "owed_secs", "credited_secs", "jitter_secs", "due"}. Uptime is read to
+the nanosecond (finer digits are dropped); a due time past year 9999 prints as the year's last
+instant. Exits 0 for every decision, 2 for invalid input (each problem on a line, starting with
+its field's path; at most 20, then how many more).`, stderr)
+	lines := fs.Bool("lines", false, "read JSON Lines and write one output line per input line, in order, each as soon as no\nmore input is waiting; a bad line yields {\"error\": \"…\"} and the stream goes on; exit 2 at\nthe end if any line was bad")
 	in, stop := parseInput(fs, args, stdin, stdout, stderr)
 	if stop >= 0 {
 		return stop
@@ -227,10 +470,9 @@ func runDecide(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "$: must be at most %d bytes\n", maxLine)
 		return exitInvalid
 	}
-	var r reader
-	out, problems := r.decide(doc, nil)
-	if problems != nil {
-		for _, p := range problems {
+	out, probs := newDecider().decide(doc, nil)
+	if probs != nil {
+		for _, p := range probs {
 			fmt.Fprintln(stderr, p)
 		}
 		return exitInvalid
@@ -239,29 +481,15 @@ func runDecide(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// decide parses and decides one request, appending the output object to b.
-func (r *reader) decide(doc, b []byte) ([]byte, []string) {
-	req, problems := r.parse(doc)
-	if problems != nil {
-		return b, problems
-	}
-	d, err := retrypolicy.Decide(req.strategy, req.failures, req.uptime, req.seed, req.now)
-	if err != nil {
-		return b, []string{"$: " + err.Error()}
-	}
-	out, err := d.MarshalJSON()
-	if err != nil {
-		return b, []string{"$: " + err.Error()}
-	}
-	return append(b, out...), nil
-}
-
-// decideLines streams JSON Lines: it holds one line at a time, so memory does
-// not grow with the stream.
+// decideLines streams JSON Lines, holding one line at a time, so that
+// memory does not grow with the stream. An answer is written out as soon as
+// the input holds no further complete line, so that a caller that writes a
+// request and waits gets its answer, while a file is answered in large
+// writes.
 func decideLines(in io.Reader, stdout, stderr io.Writer) int {
 	br := bufio.NewReaderSize(in, 64<<10)
 	w := bufio.NewWriterSize(stdout, 64<<10)
-	var r reader
+	d := newDecider()
 	var line, out []byte
 	bad := 0
 	for {
@@ -275,20 +503,26 @@ func decideLines(in io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "retrypolicy:", err)
 			return exitIO
 		}
-		var problems []string
+		var probs []string
+		out = out[:0]
 		if errors.Is(err, errLineTooLong) {
-			problems = []string{fmt.Sprintf("$: line longer than %d bytes", maxLine)}
+			probs = []string{"$: must be at most " + strconv.Itoa(maxLine) + " bytes"}
 		} else {
-			out, problems = r.decide(line, out[:0])
+			out, probs = d.decide(line, out)
 		}
-		if problems != nil {
+		if probs != nil {
 			bad++
-			msg, _ := json.Marshal(strings.Join(problems, "; "))
-			out = append(append(append(out[:0], `{"error":`...), msg...), '}')
+			out = appendError(out[:0], probs)
 		}
 		w.Write(append(out, '\n'))
 		if err == io.EOF {
 			break
+		}
+		if br.Buffered() == 0 || !bytes.Contains(peekAll(br), []byte{'\n'}) {
+			if err := w.Flush(); err != nil { // no complete line waits: answer now
+				fmt.Fprintln(stderr, "retrypolicy:", err)
+				return exitIO
+			}
 		}
 	}
 	if err := w.Flush(); err != nil {
@@ -300,6 +534,27 @@ func decideLines(in io.Reader, stdout, stderr io.Writer) int {
 		return exitInvalid
 	}
 	return exitOK
+}
+
+// peekAll returns what br holds buffered, without reading more.
+func peekAll(br *bufio.Reader) []byte {
+	b, _ := br.Peek(br.Buffered())
+	return b
+}
+
+// appendError writes {"error": "p1; p2; …"}.
+func appendError(out []byte, probs []string) []byte {
+	var msg bytes.Buffer
+	for i, p := range probs {
+		if i > 0 {
+			msg.WriteString("; ")
+		}
+		msg.WriteString(p)
+	}
+	text, _ := json.Marshal(msg.String())
+	out = append(out, `{"error":`...)
+	out = append(out, text...)
+	return append(out, '}')
 }
 
 var errLineTooLong = errors.New("line too long")

@@ -22,8 +22,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/internal/echo"
 )
 
 // version is the command's version, printed by `retrypolicy version`.
@@ -69,31 +71,64 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "plan":
 		return runPlan(rest, stdin, stdout, stderr)
 	case "version", "--version":
+		fs := newFlagSet("version", "version", "Prints the version.", stderr)
+		if _, stop := parseArgs(fs, rest, stdout, stderr, 0); stop >= 0 {
+			return stop
+		}
 		fmt.Fprintln(stdout, "retrypolicy", version)
 		return exitOK
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "retrypolicy: unknown command %q\n%s", cmd, usage)
+	fmt.Fprintf(stderr, "retrypolicy: unknown command %s\n%s", echo.Quote(cmd), usage)
 	return exitInvalid
 }
 
 // newFlagSet returns a flag set for a subcommand whose --help prints the
-// synopsis and the options.
-func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
+// synopsis, the description and the options, each named with two dashes
+// as users type it.
+func newFlagSet(name, synopsis, description string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: retrypolicy %s\n", synopsis)
-		fs.PrintDefaults()
+		fmt.Fprintf(fs.Output(), "usage: retrypolicy %s\n\n%s\n", synopsis, description)
+		printOptions(fs)
 	}
 	return fs
 }
 
-// parseArgs parses a subcommand's arguments, flags anywhere among them. It
-// returns the exit status to stop with, or -1 to go on.
-func parseArgs(fs *flag.FlagSet, args []string, stdout io.Writer) (positional []string, stop int) {
+// printOptions lists fs's flags in lexical order, as the flag package
+// does, but named with two dashes as users type them.
+func printOptions(fs *flag.FlagSet) {
+	first := true
+	fs.VisitAll(func(f *flag.Flag) {
+		if first {
+			fmt.Fprintln(fs.Output(), "\noptions:")
+			first = false
+		}
+		arg, usage := flag.UnquoteUsage(f)
+		switch arg {
+		case "":
+		case "value":
+			arg = " VALUE"
+		default:
+			arg = " " + arg
+		}
+		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" {
+			usage += " (default " + f.DefValue + ")"
+		}
+		fmt.Fprintf(fs.Output(), "  --%s%s\n", f.Name, arg)
+		for _, line := range strings.Split(usage, "\n") {
+			fmt.Fprintf(fs.Output(), "        %s\n", line)
+		}
+	})
+}
+
+// parseArgs parses a subcommand's arguments, flags anywhere among them,
+// which may hold at most most positional arguments. It returns the exit
+// status to stop with, or -1 to go on; a usage error exits 2.
+func parseArgs(fs *flag.FlagSet, args []string, stdout, stderr io.Writer, most int) (positional []string, stop int) {
 	if wantsHelp(args) {
 		fs.SetOutput(stdout)
 		fs.Usage()
@@ -104,11 +139,16 @@ func parseArgs(fs *flag.FlagSet, args []string, stdout io.Writer) (positional []
 			return nil, exitInvalid // the flag package has said why, on standard error
 		}
 		if fs.NArg() == 0 {
-			return positional, -1
+			break
 		}
 		positional = append(positional, fs.Arg(0))
 		args = fs.Args()[1:]
 	}
+	if len(positional) > most {
+		fmt.Fprintf(stderr, "retrypolicy: %s takes at most %d argument(s), got %d: %s\n", fs.Name(), most, len(positional), echo.Quote(strings.Join(positional, " ")))
+		return nil, exitInvalid
+	}
+	return positional, -1
 }
 
 // wantsHelp reports whether args ask for help before any "--".
@@ -128,7 +168,7 @@ func wantsHelp(args []string) bool {
 // or standard input. It returns the exit status to stop with (the caller
 // closes nothing then), or -1 and the input to read and close.
 func parseInput(fs *flag.FlagSet, args []string, stdin io.Reader, stdout, stderr io.Writer) (io.ReadCloser, int) {
-	positional, stop := parseArgs(fs, args, stdout)
+	positional, stop := parseArgs(fs, args, stdout, stderr, 1)
 	if stop >= 0 {
 		return nil, stop
 	}
@@ -142,10 +182,7 @@ func parseInput(fs *flag.FlagSet, args []string, stdin io.Reader, stdout, stderr
 
 // openInput opens FILE, or standard input for "-" or no FILE.
 func openInput(positional []string, stdin io.Reader) (io.ReadCloser, error) {
-	switch {
-	case len(positional) > 1:
-		return nil, fmt.Errorf("expected one input, got %d", len(positional))
-	case len(positional) == 0 || positional[0] == "-":
+	if len(positional) == 0 || positional[0] == "-" {
 		return io.NopCloser(stdin), nil
 	}
 	return os.Open(positional[0])
@@ -169,7 +206,9 @@ func printProblems(stderr io.Writer, err error) int {
 }
 
 func runValidate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlagSet("validate", "validate [FILE|-]\n\nReads one strategy object (the value of a request's retry_strategy). Valid: prints its\ncanonical JSON and exits 0. Invalid: prints one line per problem, each starting with the\nfield's JSON path ($ for the document), and exits 2.", stderr)
+	fs := newFlagSet("validate", "validate [FILE|-]", `Reads one strategy object (the value of a request's retry_strategy). Valid: prints its
+canonical JSON and exits 0. Invalid: prints one line per problem, each starting with the
+field's JSON path ($ for the document), and exits 2.`, stderr)
 	in, stop := parseInput(fs, args, stdin, stdout, stderr)
 	if stop >= 0 {
 		return stop
@@ -181,7 +220,10 @@ func runValidate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 func runFlags(args []string, stdout, stderr io.Writer) int {
 	if wantsHelp(args) {
-		fs := newFlagSet("flags", "flags [--retry-strategy S] [--retry-max-attempts N] [--retry-window-secs N]\n       [--retry-backoff K] [--retry-base-delay-secs N] [--retry-multiplier X] [--retry-max-delay-secs N]\n\nBuilds a strategy from ampctl-style flags. Valid: prints its canonical JSON and exits 0.\nInvalid: prints one line per problem, naming the flag, and exits 2.", stdout)
+		fs := newFlagSet("flags", `flags [--retry-strategy S] [--retry-max-attempts N] [--retry-window-secs N]
+       [--retry-backoff K] [--retry-base-delay-secs N] [--retry-multiplier X] [--retry-max-delay-secs N]`,
+			`Builds a strategy from ampctl-style flags. Valid: prints its canonical JSON and exits 0.
+Invalid: prints every problem, one a line, naming the flag, and exits 2.`, stdout)
 		retrypolicy.RegisterFlags(fs)
 		fs.Usage()
 		return exitOK

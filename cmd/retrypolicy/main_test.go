@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -212,8 +213,8 @@ func TestDecideLinesSurvivesBadAndLongLines(t *testing.T) {
 	lines := strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n")
 	require.Len(t, lines, 3)
 	assert.True(t, strings.HasPrefix(lines[0], `{"action":"wait"`), lines[0])
-	assert.Equal(t, `{"error":"$: line longer than 1048576 bytes"}`, lines[1])
-	assert.Equal(t, `{"error":"$: must be a JSON object"}`, lines[2])
+	assert.Equal(t, `{"error":"$: must be at most 1048576 bytes"}`, lines[1])
+	assert.Equal(t, `{"error":"$: must be a JSON object, got an array"}`, lines[2])
 	assert.Equal(t, "retrypolicy: 2 bad line(s)\n", stderr.String())
 }
 
@@ -263,25 +264,35 @@ func TestPlanSVG(t *testing.T) {
 }
 
 // BenchmarkDecideLines measures decide --lines per input line, on a stream
-// of requests that repeat a few strategies as a scheduler's would.
+// of requests that repeat a few strategies as a scheduler's would, and
+// fails when a line costs more than two allocations in steady state.
 func BenchmarkDecideLines(b *testing.B) {
 	lines := []string{
 		`{"retry_strategy":` + seedBounded + `,` + fourFails + `,"last_uptime_secs":10,"jitter_seed":"job-1","now":"2026-11-02T15:00:01Z"}`,
 		`{` + fourFails + `,"now":"2026-11-02T15:00:09Z"}`,
-		`{"retry_strategy":{"strategy":"unless_stopped","backoff":{"kind":"exponential_with_jitter","base_delay_secs":2}},"failures":["2026-11-02T15:00:00Z"],"jitter_seed":"job-2","now":"2026-11-02T15:00:01Z"}`,
+		`{"retry_strategy":{"strategy":"unless_stopped","backoff":{"kind":"exponential_with_jitter","base_delay_secs":2}},"failures":["2026-11-02T15:00:00+01:00"],"last_uptime_secs":0.25,"jitter_seed":"job-2","now":"2026-11-02T15:00:01.5Z"}`,
 	}
+	const perOp = 30000
 	var input bytes.Buffer
-	for i := range 30000 {
+	for i := range perOp {
 		input.WriteString(lines[i%len(lines)])
 		input.WriteByte('\n')
 	}
 	data := input.Bytes()
 	b.ReportAllocs()
-	b.SetBytes(int64(len(data)) / 30000)
+	b.SetBytes(int64(len(data)))
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
 	for b.Loop() {
 		if code := run([]string{"decide", "--lines"}, bytes.NewReader(data), io.Discard, io.Discard); code != 0 {
 			b.Fatal(code)
 		}
 	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/30000, "ns/line")
+	runtime.ReadMemStats(&after)
+	perLine := float64(after.Mallocs-before.Mallocs) / float64(b.N) / perOp
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/perOp, "ns/line")
+	b.ReportMetric(perLine, "allocs/line")
+	if perLine > 2 {
+		b.Errorf("decide --lines allocates %.2f times a line, more than 2", perLine)
+	}
 }

@@ -45,17 +45,33 @@ func simulatePlan(s retrypolicy.Strategy, uptime time.Duration, max int) ([]step
 	return steps, nil
 }
 
+// Bounds of plan's options: a picture of at most a few hundred KB.
+const (
+	maxPlanFailures = 1000
+	maxPlanUptime   = 1e9 // seconds
+)
+
 func runPlan(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlagSet("plan", "plan [--uptime SECS] [--failures N] [--svg FILE] [FILE|-]\n\nSimulates a job that fails again and again under a strategy (FILE, - for standard input;\nnone: the default strategy), each run lasting --uptime, retried exactly when due, and prints\na table of its failures until it is fatal or has failed --failures times.", stderr)
-	uptimeSecs := fs.Float64("uptime", 0, "how long each run lasts before it fails, in seconds (0: it crashes as it starts)")
-	count := fs.Int("failures", 12, "how many failures to simulate at most")
-	svgPath := fs.String("svg", "", "also write a timeline chart of the plan to this SVG file")
-	positional, stop := parseArgs(fs, args, stdout)
+	fs := newFlagSet("plan", "plan [--uptime SECS] [--failures N] [--svg FILE] [FILE|-]", `Simulates a job that fails again and again under a strategy (FILE, - for standard input;
+none: the default strategy), each run lasting --uptime, retried exactly when due, and prints
+a table of its failures until it is fatal or has failed --failures times.`, stderr)
+	uptimeSecs := fs.Float64("uptime", 0, "how long each run lasts before it fails, in seconds, 0 to 1e9 (0: it crashes as it starts)")
+	count := fs.Int("failures", 12, "how many failures to simulate at most, 1 to 1000")
+	svgPath := fs.String("svg", "", "also write a timeline picture of the plan to this SVG file")
+	positional, stop := parseArgs(fs, args, stdout, stderr, 1)
 	if stop >= 0 {
 		return stop
 	}
-	if *uptimeSecs < 0 || *uptimeSecs > 1e9 || *count < 1 || *count > 10000 {
-		fmt.Fprintln(stderr, "retrypolicy: --uptime must be between 0 and 1e9 seconds, --failures between 1 and 10000")
+	bad := false
+	if !(*uptimeSecs >= 0 && *uptimeSecs <= maxPlanUptime) {
+		fmt.Fprintf(stderr, "retrypolicy: --uptime must be between 0 and 1e9 seconds, got %v\n", *uptimeSecs)
+		bad = true
+	}
+	if *count < 1 || *count > maxPlanFailures {
+		fmt.Fprintf(stderr, "retrypolicy: --failures must be between 1 and %d, got %d\n", maxPlanFailures, *count)
+		bad = true
+	}
+	if bad {
 		return exitInvalid
 	}
 	s := retrypolicy.Default()
@@ -97,10 +113,12 @@ func writeTable(w io.Writer, s retrypolicy.Strategy, uptime time.Duration, steps
 		d := st.decision
 		row := []string{fmt.Sprint(i + 1), since(first, st.failure), fmt.Sprint(d.Failures)}
 		if d.Action == retrypolicy.Fatal {
-			row = append(row, "", "", "", "FATAL ("+d.Reason.String()+")")
-		} else {
-			row = append(row, show(d.Owed), show(d.Credited), show(d.Jitter), since(first, d.Due))
+			// The verdict follows the cells without being one, so that it
+			// does not widen the columns.
+			fmt.Fprintln(tw, strings.Join(row, "\t")+"\t\t\t\t\t  FATAL ("+d.Reason.String()+")")
+			continue
 		}
+		row = append(row, show(d.Owed), show(d.Credited), show(d.Jitter), since(first, d.Due))
 		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 	}
 	tw.Flush()

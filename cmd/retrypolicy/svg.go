@@ -10,94 +10,150 @@ import (
 	"github.com/retrypolicy/retrypolicy"
 )
 
-// timeline draws a plan as an SVG chart: one row per failure on a shared
-// time axis, the run (green) and the wait before the retry (blue) as bars,
-// each failure as a red mark, the fatal point as a cross, and the failure
-// window of the last failure as a shaded band.
+// The picture's geometry, in pixels.
+const (
+	svgWidth          = 1000.0
+	svgLeft, svgRight = 150.0, 40.0
+	svgRowHeight      = 22.0
+	svgWrapAt         = 120 // characters of the strategy's text a line
+)
+
+// timeline draws a plan as an SVG picture: one row per failure on a shared
+// time axis that starts at the first failure, as the table's times do, and
+// ends where the plan does; each run (green, the first clipped at the axis)
+// and wait before the retry (blue) as bars, each failure as a red mark, the
+// fatal point as a cross, and the failure window of the last failure as a
+// band. The markup is compact, so that a thousand rows stay a few hundred
+// KB.
 func timeline(s retrypolicy.Strategy, uptime time.Duration, steps []step) []byte {
-	const (
-		width, left, right = 1000.0, 130.0, 30.0
-		top, rowH          = 84.0, 24.0
-	)
-	plot := width - left - right
-	end := steps[len(steps)-1].failure
-	if d := steps[len(steps)-1].decision; d.Action != retrypolicy.Fatal {
-		end = d.Due
+	origin := steps[0].failure
+	last := steps[len(steps)-1]
+	end := last.failure
+	if last.decision.Action != retrypolicy.Fatal {
+		end = last.decision.Due
 	}
-	span := end.Sub(planStart)
-	if span <= 0 {
-		span = time.Second
+	span := max(end.Sub(origin), time.Second)
+	plot := svgWidth - svgLeft - svgRight
+	x := func(t time.Time) float64 {
+		return svgLeft + plot*float64(max(t.Sub(origin), 0))/float64(span)
 	}
-	span += span / 3 // room on the right for the last labels
-	x := func(t time.Time) float64 { return left + plot*float64(t.Sub(planStart))/float64(span) }
-	height := top + rowH*float64(len(steps)) + 50
+	canonical, _ := s.MarshalJSON()
+	header := wrap(string(canonical), svgWrapAt)
+	top := 70 + 14*float64(len(header))
+	rows := svgRowHeight * float64(len(steps))
+	height := top + rows + 56
 
 	var b bytes.Buffer
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="sans-serif" font-size="12">`+"\n", width, height, width, height)
-	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
-	canonical, _ := s.MarshalJSON()
-	fmt.Fprintf(&b, `<text x="10" y="20" font-size="14" font-weight="bold">%s</text>`+"\n", esc(fmt.Sprintf("A job whose runs last %v, retried when due", uptime)))
-	// The descriptor on two lines: the strategy, then its backoff.
-	desc, backoff, _ := strings.Cut(string(canonical), `,"backoff":`)
-	if backoff != "" {
-		backoff = `  "backoff":` + backoff
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="sans-serif" font-size="12">`+"\n",
+		svgWidth, height, svgWidth, height)
+	b.WriteString(`<style>.run{fill:#3a9d5d}.wait{fill:#8fb8de}.failure{fill:#d62728}.fatal{stroke:#d62728;stroke-width:3}` +
+		`.window{fill:#f2d16b;fill-opacity:.35}.note{fill:#555}.tick{stroke:#333}.mono{font-family:monospace;font-size:11px;fill:#555}</style>` + "\n")
+	b.WriteString(`<rect width="100%" height="100%" fill="white"/>` + "\n")
+	fmt.Fprintf(&b, `<text x="10" y="22" font-size="15" font-weight="bold">%s</text>`+"\n",
+		esc(fmt.Sprintf("A job whose runs last %v, retried when due (times since the first failure)", uptime)))
+	for i, line := range header {
+		fmt.Fprintf(&b, `<text class="mono" x="10" y="%.0f" xml:space="preserve">%s</text>`+"\n", 40+14*float64(i), esc(line))
 	}
-	fmt.Fprintf(&b, `<text x="10" y="36" fill="#555" font-size="11" font-family="monospace">%s</text>`+"\n", esc(desc))
-	fmt.Fprintf(&b, `<text x="10" y="50" fill="#555" font-size="11" font-family="monospace">%s</text>`+"\n", esc(backoff))
-	legend := []struct{ color, label string }{{"#3a9d5d", "run"}, {"#8fb8de", "wait for the retry"}, {"#d62728", "failure"}, {"#f2d16b", "failure window"}}
+	legend := []struct{ class, label string }{{"run", "run"}, {"wait", "wait for the retry"}, {"failure", "failure"}, {"window", "failure window"}}
 	for i, l := range legend {
-		fmt.Fprintf(&b, `<rect x="%d" y="60" width="12" height="10" fill="%s"/><text x="%d" y="69">%s</text>`+"\n", 10+i*150, l.color, 26+i*150, l.label)
+		fmt.Fprintf(&b, `<rect class="%s key" x="%d" y="%.0f" width="12" height="10"/><text x="%d" y="%.0f">%s</text>`+"\n",
+			l.class, 10+i*160, top-22, 26+i*160, top-13, l.label)
 	}
 
-	// The window of the last failure, behind everything else.
-	last := steps[len(steps)-1]
-	window := time.Hour // unless_stopped's backoff window
-	if s.Kind == retrypolicy.Bounded {
-		window = s.Window
-	}
+	// The window of the last failure, behind the rows.
 	if s.Kind != retrypolicy.None {
-		from := last.failure.Add(-window)
-		note := ""
-		if from.Before(planStart) {
-			from, note = planStart, ", from before the first run"
+		window := time.Hour // unless_stopped counts its backoff over an hour
+		if s.Kind == retrypolicy.Bounded {
+			window = s.Window
 		}
-		fmt.Fprintf(&b, `<rect class="window" x="%.2f" y="%.0f" width="%.2f" height="%.0f" fill="#f2d16b" fill-opacity="0.35"/>`+"\n",
-			x(from), top-4, x(last.failure)-x(from), rowH*float64(len(steps))+8)
-		fmt.Fprintf(&b, `<text x="%.2f" y="%.0f" fill="#8a6d00" text-anchor="end">%s</text>`+"\n", x(last.failure)-4, top+rowH*float64(len(steps))+18, esc("window of failure "+fmt.Sprint(len(steps))+": "+window.String()+note))
+		from := last.failure.Add(-window)
+		fmt.Fprintf(&b, `<rect class="window" x="%.1f" y="%.0f" width="%.1f" height="%.0f"/>`+"\n", x(from), top-4, x(last.failure)-x(from), rows+8)
+		note := fmt.Sprintf("window of failure %d: %v", len(steps), window)
+		if from.Before(origin) {
+			note += ", from before the first failure"
+		}
+		fmt.Fprintf(&b, `<text class="note" x="%.1f" y="%.0f" text-anchor="end">%s</text>`+"\n", max(x(last.failure)-4, svgLeft+240), top+rows+16, esc(note))
 	}
 
 	for i, st := range steps {
-		y := top + rowH*float64(i)
+		y := top + svgRowHeight*float64(i)
 		d := st.decision
-		label := fmt.Sprintf("#%d  %d in window", i+1, d.Failures)
-		fmt.Fprintf(&b, `<text x="10" y="%.0f">%s</text>`+"\n", y+14, esc(label))
-		fmt.Fprintf(&b, `<rect class="run" x="%.2f" y="%.0f" width="%.2f" height="10" fill="#3a9d5d"/>`+"\n", x(st.run), y+5, max(x(st.failure)-x(st.run), 1))
+		fmt.Fprintf(&b, `<text x="10" y="%.0f">#%d  %d in window</text>`+"\n", y+14, i+1, d.Failures)
+		fmt.Fprintf(&b, `<rect class="run" x="%.1f" y="%.0f" width="%.1f" height="10"/>`, x(st.run), y+5, max(x(st.failure)-x(st.run), 1))
+		fx := x(st.failure)
 		if d.Action == retrypolicy.Fatal {
-			cx, cy := x(st.failure), y+10
-			fmt.Fprintf(&b, `<circle class="failure" cx="%.2f" cy="%.0f" r="4" fill="#d62728"/>`+"\n", cx, cy)
-			fmt.Fprintf(&b, `<path class="fatal" d="M%.2f %.0f l12 12 m0 -12 l-12 12" stroke="#d62728" stroke-width="3" transform="translate(%.2f 0)"/>`+"\n", cx-6, cy-6, 8.0)
-			fmt.Fprintf(&b, `<text x="%.2f" y="%.0f" fill="#d62728" font-weight="bold">FATAL (%s)</text>`+"\n", cx+24, y+14, esc(d.Reason.String()))
+			fmt.Fprintf(&b, `<circle class="failure" cx="%.1f" cy="%.0f" r="4"/><path class="fatal" d="M%.1f %.0fl10 10m0-10l-10 10"/>`, fx, y+10, fx+6, y+5)
+			label, lx, anchor := "FATAL ("+d.Reason.String()+")", fx+22, "start"
+			if lx+200 > svgWidth { // no room on the right: before the run
+				lx, anchor = x(st.run)-8, "end"
+			}
+			fmt.Fprintf(&b, `<text x="%.1f" y="%.0f" fill="#d62728" font-weight="bold" text-anchor="%s">%s</text>`+"\n", lx, y+14, anchor, esc(label))
 			continue
 		}
-		fmt.Fprintf(&b, `<rect class="wait" x="%.2f" y="%.0f" width="%.2f" height="10" fill="#8fb8de"/>`+"\n", x(st.failure), y+5, max(x(d.Due)-x(st.failure), 1))
-		fmt.Fprintf(&b, `<circle class="failure" cx="%.2f" cy="%.0f" r="4" fill="#d62728"/>`+"\n", x(st.failure), y+10)
-		fmt.Fprintf(&b, `<text x="%.2f" y="%.0f" fill="#333">%s</text>`+"\n", min(x(d.Due)+6, width-right-60), y+14, esc("wait "+show(d.Credited+d.Jitter)))
+		fmt.Fprintf(&b, `<rect class="wait" x="%.1f" y="%.0f" width="%.1f" height="10"/><circle class="failure" cx="%.1f" cy="%.0f" r="4"/>`,
+			fx, y+5, max(x(d.Due)-fx, 1), fx, y+10)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.0f">%s</text>`+"\n", min(x(d.Due)+6, svgWidth-svgRight-70), y+14, esc("wait "+show(d.Credited+d.Jitter)))
 	}
 
-	// The time axis, with five ticks.
-	axisY := top + rowH*float64(len(steps)) + 30
-	fmt.Fprintf(&b, `<line x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f" stroke="#333"/>`+"\n", left, axisY, width-right, axisY)
-	for i := 0; i <= 4; i++ {
-		t := planStart.Add(span * time.Duration(i) / 4)
-		anchor := map[int]string{0: "start", 4: "end"}[i]
-		if anchor == "" {
-			anchor = "middle"
-		}
-		fmt.Fprintf(&b, `<line x1="%.2f" y1="%.0f" x2="%.2f" y2="%.0f" stroke="#333"/><text x="%.2f" y="%.0f" text-anchor="%s">%s</text>`+"\n",
-			x(t), axisY, x(t), axisY+5, x(t), axisY+18, anchor, esc("+"+show(t.Sub(planStart).Round(time.Second))))
+	// The time axis, with ticks on round values.
+	axisY := top + rows + 28
+	fmt.Fprintf(&b, `<line class="tick" x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f"/>`+"\n", svgLeft, axisY, svgWidth-svgRight, axisY)
+	step := tickStep(span)
+	for i := range span/step + 1 { // i×step ≤ span: no overflow
+		at := i * step
+		tx := svgLeft + plot*float64(at)/float64(span)
+		fmt.Fprintf(&b, `<line class="tick" x1="%.1f" y1="%.0f" x2="%.1f" y2="%.0f"/><text x="%.1f" y="%.0f" text-anchor="middle">%s</text>`+"\n",
+			tx, axisY, tx, axisY+5, tx, axisY+18, esc(tickLabel(at)))
 	}
 	b.WriteString("</svg>\n")
 	return b.Bytes()
+}
+
+// tickStep returns the round step, 1, 2 or 5 × 10^k seconds, or as many
+// minutes for spans of an hour or more, that puts at most 10 ticks on span.
+func tickStep(span time.Duration) time.Duration {
+	unit := time.Second
+	if span >= time.Hour {
+		unit = time.Minute
+	}
+	for scale := unit; ; scale *= 10 {
+		for _, m := range []time.Duration{1, 2, 5} {
+			if step := m * scale; span/step <= 10 || step > span {
+				return step
+			}
+		}
+		if scale > time.Duration(1<<62)/10 {
+			return span
+		}
+	}
+}
+
+// tickLabel writes an offset from the first failure without the zero
+// parts: +30s, +2m, +1h30m.
+func tickLabel(d time.Duration) string {
+	text := d.String()
+	if strings.HasSuffix(text, "m0s") {
+		text = strings.TrimSuffix(text, "0s")
+	}
+	if strings.HasSuffix(text, "h0m") {
+		text = strings.TrimSuffix(text, "0m")
+	}
+	return "+" + text
+}
+
+// wrap breaks text into lines of at most width characters, after commas
+// where it can, keeping every character: the lines joined are the text.
+func wrap(text string, width int) []string {
+	var lines []string
+	for len(text) > width {
+		cut := strings.LastIndexByte(text[:width], ',') + 1
+		if cut <= 0 {
+			cut = width
+		}
+		lines = append(lines, text[:cut])
+		text = text[cut:]
+	}
+	return append(lines, text)
 }
 
 // esc escapes text for XML.

@@ -1,0 +1,260 @@
+package main
+
+import (
+	"bytes"
+	"encoding/xml"
+	"image"
+	"image/png"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+)
+
+// svgElement is one element of a picture, with its attributes and text.
+type svgElement struct {
+	name  string
+	attrs map[string]string
+	text  string
+}
+
+// planPicture runs plan with --svg and returns the picture's bytes and its
+// elements in document order.
+func planPicture(t *testing.T, args ...string) ([]byte, []svgElement) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "plan.svg")
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 0, run(append([]string{"plan", "--svg", path}, args...), nil, &stdout, &stderr), stderr.String())
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var elements []svgElement
+	var open []int // the elements not yet closed, innermost last
+	dec := xml.NewDecoder(bytes.NewReader(data))
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		require.NoError(t, err, "the SVG must be well-formed XML")
+		switch tok := tok.(type) {
+		case xml.StartElement:
+			el := svgElement{name: tok.Name.Local, attrs: map[string]string{}}
+			for _, a := range tok.Attr {
+				el.attrs[a.Name.Local] = a.Value
+			}
+			open = append(open, len(elements))
+			elements = append(elements, el)
+		case xml.EndElement:
+			open = open[:len(open)-1]
+		case xml.CharData:
+			if len(open) > 0 {
+				elements[open[len(open)-1]].text += string(tok)
+			}
+		}
+	}
+	return data, elements
+}
+
+func attr(t *testing.T, el svgElement, name string) float64 {
+	t.Helper()
+	v, err := strconv.ParseFloat(el.attrs[name], 64)
+	require.NoError(t, err, "%s %s=%q", el.name, name, el.attrs[name])
+	return v
+}
+
+// TestPlanSVGAxis: the time axis starts at the first failure, as the
+// table's times do, ends where the plan ends (the fatal failure, or the
+// last retry's due time), and its ticks fall on round values.
+func TestPlanSVGAxis(t *testing.T) {
+	for _, tc := range []struct {
+		args  []string
+		fatal bool
+	}{
+		{[]string{"--uptime", "5", "testdata/cli/strategy-bounded.json"}, true},
+		{[]string{"--failures", "7"}, false},
+		{[]string{"--uptime", "30", "--failures", "20", "testdata/cli/strategy-jitter.json"}, false},
+		{[]string{"--uptime", "3600", "--failures", "30"}, false},
+	} {
+		_, elements := planPicture(t, tc.args...)
+		var failures, waits []svgElement
+		var ticks []svgElement
+		for _, el := range elements {
+			switch {
+			case el.name == "circle" && el.attrs["class"] == "failure":
+				failures = append(failures, el)
+			case el.name == "rect" && el.attrs["class"] == "wait":
+				waits = append(waits, el)
+			case el.name == "text" && el.attrs["text-anchor"] == "middle":
+				ticks = append(ticks, el)
+			}
+		}
+		require.NotEmpty(t, failures, "%v", tc.args)
+		require.GreaterOrEqual(t, len(ticks), 2, "%v", tc.args)
+		assert.InDelta(t, svgLeft, attr(t, failures[0], "cx"), 0.05, "%v: the axis starts at the first failure", tc.args)
+		assert.Equal(t, "+0s", ticks[0].text, "%v", tc.args)
+		assert.InDelta(t, svgLeft, attr(t, ticks[0], "x"), 0.05, "%v", tc.args)
+		end := svgWidth - svgRight
+		if tc.fatal {
+			assert.InDelta(t, end, attr(t, failures[len(failures)-1], "cx"), 0.05, "%v: the axis ends at the fatal failure", tc.args)
+		} else {
+			last := waits[len(waits)-1] // a wait of nothing is drawn 1 px wide
+			x, width := attr(t, last, "x"), attr(t, last, "width")
+			if width > 1 {
+				assert.InDelta(t, end, x+width, 0.1, "%v: the axis ends when the last retry is due", tc.args)
+			} else {
+				assert.InDelta(t, end, x, 0.1, "%v: the axis ends when the last retry is due", tc.args)
+			}
+		}
+		step, err := time.ParseDuration(strings.TrimPrefix(ticks[1].text, "+"))
+		require.NoError(t, err, "%q", ticks[1].text)
+		assert.True(t, isRound(step), "%v: tick step %v", tc.args, step)
+		for i, tick := range ticks {
+			at, err := time.ParseDuration(strings.TrimPrefix(tick.text, "+"))
+			require.NoError(t, err, "%q", tick.text)
+			assert.Equal(t, time.Duration(i)*step, at, "%v: tick %d", tc.args, i)
+			assert.LessOrEqual(t, attr(t, tick, "x"), end+0.05, "%v: no tick past the axis", tc.args)
+		}
+	}
+}
+
+// isRound reports whether d is 1, 2 or 5 × 10^k seconds or minutes.
+func isRound(d time.Duration) bool {
+	for _, unit := range []time.Duration{time.Second, time.Minute} {
+		if d%unit != 0 {
+			continue
+		}
+		n := d / unit
+		for n%10 == 0 {
+			n /= 10
+		}
+		if n == 1 || n == 2 || n == 5 {
+			return true
+		}
+	}
+	return false
+}
+
+// TestTickStepIsRoundAndFew: for any span, the tick step is round and puts
+// at most 11 ticks (both ends included) on the axis.
+func TestTickStepIsRoundAndFew(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		span := time.Duration(rapid.Int64Range(int64(time.Second), 1<<63-1).Draw(t, "span"))
+		step := tickStep(span)
+		require.Greater(t, step, time.Duration(0))
+		assert.True(t, isRound(step) || step == span, "step %v for span %v", step, span)
+		assert.LessOrEqual(t, span/step, time.Duration(10), "step %v for span %v", step, span)
+	})
+}
+
+// TestWrapKeepsEveryCharacter: the wrapped lines, joined, are the text,
+// and none is longer than the width.
+func TestWrapKeepsEveryCharacter(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		text := rapid.StringOf(rapid.RuneFrom([]rune(`ab,{}":`))).Draw(t, "text")
+		width := rapid.IntRange(1, 40).Draw(t, "width")
+		lines := wrap(text, width)
+		assert.Equal(t, text, strings.Join(lines, ""))
+		for _, line := range lines {
+			assert.LessOrEqual(t, len(line), width)
+		}
+	})
+}
+
+// TestPlanSVGSizeIsBounded: the largest plan allowed, over the longest
+// runs allowed, draws a picture of at most a few hundred KB.
+func TestPlanSVGSizeIsBounded(t *testing.T) {
+	for _, args := range [][]string{
+		{"--failures", "1000"},
+		{"--failures", "1000", "--uptime", "1e9"},
+		{"--failures", "1000", "--uptime", "0.001", "testdata/cli/strategy-jitter.json"},
+	} {
+		data, _ := planPicture(t, args...)
+		assert.Less(t, len(data), 400<<10, "%v", args)
+	}
+}
+
+// TestPlanSVGRendersToPNG renders a plan's picture with rsvg-convert and
+// checks the image: the picture's size, and marks of the plan's colours
+// on a white ground.
+func TestPlanSVGRendersToPNG(t *testing.T) {
+	rsvg, err := exec.LookPath("rsvg-convert")
+	if err != nil {
+		t.Skip("rsvg-convert is not installed (Debian: librsvg2-bin; .ci/run installs it): not rendering the picture")
+	}
+	data, elements := planPicture(t, "--uptime", "5", "testdata/cli/strategy-bounded.json")
+	cmd := exec.Command(rsvg, "--format", "png")
+	cmd.Stdin = bytes.NewReader(data)
+	out, err := cmd.Output()
+	require.NoError(t, err)
+	img, err := png.Decode(bytes.NewReader(out))
+	require.NoError(t, err)
+	assert.Equal(t, int(attr(t, elements[0], "width")), img.Bounds().Dx())
+	assert.Equal(t, int(attr(t, elements[0], "height")), img.Bounds().Dy())
+	counts := colourCounts(img)
+	total := img.Bounds().Dx() * img.Bounds().Dy()
+	assert.Greater(t, counts["white"], total/2, "a white ground")
+	assert.Greater(t, counts["other"], total/50, "not blank")
+	assert.Greater(t, counts["red"], 20, "failure marks")
+	assert.Greater(t, counts["green"], 200, "runs")
+	assert.Greater(t, counts["blue"], 200, "waits")
+}
+
+// colourCounts counts an image's pixels by rough colour.
+func colourCounts(img image.Image) map[string]int {
+	counts := map[string]int{}
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			r, g, bl = r>>8, g>>8, bl>>8
+			switch {
+			case r > 245 && g > 245 && bl > 245:
+				counts["white"]++
+			case r > 180 && g < 80 && bl < 80:
+				counts["red"]++
+			case g > r+60 && g > bl+40:
+				counts["green"]++
+			case bl > r+50 && bl > g+10:
+				counts["blue"]++
+			}
+			if !(r > 245 && g > 245 && bl > 245) {
+				counts["other"]++
+			}
+		}
+	}
+	return counts
+}
+
+// TestDocsPictureIsCurrent: the picture the README shows is what plan
+// draws today (-update redraws docs/plan-bounded.svg and, with
+// rsvg-convert, docs/plan-bounded.png), and the PNG has the picture's size.
+func TestDocsPictureIsCurrent(t *testing.T) {
+	docs := filepath.Join("..", "..", "docs")
+	data, elements := planPicture(t, "--uptime", "5", filepath.Join(docs, "bounded-strategy.json"))
+	if *update {
+		require.NoError(t, os.WriteFile(filepath.Join(docs, "plan-bounded.svg"), data, 0o644))
+		rsvg, err := exec.LookPath("rsvg-convert")
+		require.NoError(t, err, "-update draws the PNG with rsvg-convert")
+		out, err := exec.Command(rsvg, "--format", "png", filepath.Join(docs, "plan-bounded.svg")).Output()
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(docs, "plan-bounded.png"), out, 0o644))
+	}
+	committed, err := os.ReadFile(filepath.Join(docs, "plan-bounded.svg"))
+	require.NoError(t, err)
+	assert.Equal(t, string(data), string(committed), "docs/plan-bounded.svg is stale: go test ./cmd/retrypolicy -run TestDocsPictureIsCurrent -update")
+	f, err := os.Open(filepath.Join(docs, "plan-bounded.png"))
+	require.NoError(t, err)
+	defer f.Close()
+	cfg, err := png.DecodeConfig(f)
+	require.NoError(t, err)
+	assert.Equal(t, int(attr(t, elements[0], "width")), cfg.Width)
+	assert.Equal(t, int(attr(t, elements[0], "height")), cfg.Height)
+}
