@@ -7,12 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"strconv"
 	"time"
 
 	"github.com/retrypolicy/retrypolicy"
 	"github.com/retrypolicy/retrypolicy/internal/echo"
+	"github.com/retrypolicy/retrypolicy/internal/jsondoc"
+	"github.com/retrypolicy/retrypolicy/internal/jsonscan"
 )
 
 // maxLine is the longest request decide reads, on a line or as a document.
@@ -58,6 +59,7 @@ type decider struct {
 	standard *retrypolicy.Policy // the Default strategy's
 	failures []time.Time         // reused from request to request
 	probs    problems
+	scan     jsonscan.Scanner
 }
 
 const maxCached = 64
@@ -111,26 +113,27 @@ func (d *decider) read(doc []byte) (req request, ok bool) {
 	if bytes.HasPrefix(doc, utf8BOM) {
 		doc, offset = doc[len(utf8BOM):], len(utf8BOM) // a byte-order mark is skipped
 	}
-	s := &scanner{b: doc}
+	s := &d.scan
+	s.Reset(doc)
 	var seen [len(requestKeys)]bool
 	var strays []string // unknown and repeated keys, reported after the fields
 	strayMore := 0
-	if s.peek() != '{' {
-		if v := s.value(1); v != nil && s.peek() == 0 {
+	if s.Peek() != '{' {
+		if v := s.Value(1); v != nil && s.Peek() == 0 {
 			d.probs.add("$: must be a JSON object, got " + kindOf(v))
 			return req, false
 		}
 		d.syntax(s, doc, offset)
 		return req, false
 	}
-	s.i++
-	for first := true; !s.bad; first = false {
-		if s.peek() == '}' && first {
-			s.i++
+	s.Next()
+	for first := true; !s.Bad(); first = false {
+		if s.Peek() == '}' && first {
+			s.Next()
 			break
 		}
-		key := s.str()
-		if s.bad || !s.consume(':') {
+		key := s.Str()
+		if s.Bad() || !s.Consume(':') {
 			break
 		}
 		k := keyIndex(key)
@@ -140,30 +143,30 @@ func (d *decider) read(doc []byte) (req request, ok bool) {
 			d.field(s, k, &req)
 		case len(strays) == maxProblems:
 			strayMore++ // not worth writing out
-			s.value(2)
+			s.Value(2)
 		case k < 0:
-			strays = append(strays, echo.Text(unquoted(key))+": unknown field")
-			s.value(2)
+			strays = append(strays, echo.Text(jsonscan.Unquoted(key))+": unknown field")
+			s.Value(2)
 		default:
 			strays = append(strays, requestKeys[k]+": duplicate key")
-			s.value(2)
+			s.Value(2)
 		}
-		if s.bad {
+		if s.Bad() {
 			break
 		}
-		if s.peek() == ',' {
-			s.i++
+		if s.Peek() == ',' {
+			s.Next()
 			continue
 		}
-		s.consume('}')
+		s.Consume('}')
 		break
 	}
-	if s.bad {
+	if s.Bad() {
 		d.probs = problems{list: d.probs.list[:0]}
 		d.syntax(s, doc, offset)
 		return req, false
 	}
-	if s.peek() != 0 {
+	if s.Peek() != 0 {
 		d.probs.add("$: must hold one JSON object and nothing after it")
 	}
 	if !seen[kFailures] || len(d.failures) == 0 && !d.hasProblemWith("failures") {
@@ -187,9 +190,9 @@ func (d *decider) read(doc []byte) (req request, ok bool) {
 }
 
 // syntax records the syntax error the scanner met.
-func (d *decider) syntax(s *scanner, doc []byte, offset int) {
-	if s.tooDeep {
-		d.probs.add("$: must not be nested deeper than " + strconv.Itoa(maxDepth) + " levels")
+func (d *decider) syntax(s *jsonscan.Scanner, doc []byte, offset int) {
+	if s.TooDeep() {
+		d.probs.add("$: must not be nested deeper than " + strconv.Itoa(jsonscan.MaxDepth) + " levels")
 		return
 	}
 	d.probs.add(syntaxProblem(doc, offset))
@@ -217,7 +220,7 @@ func keyIndex(raw []byte) int {
 	}
 	var buf [32]byte
 	n := 0
-	unquote(raw, func(b byte) {
+	jsonscan.Unquote(raw, func(b byte) {
 		if n < len(buf) {
 			buf[n] = b
 		}
@@ -235,32 +238,32 @@ func keyIndex(raw []byte) int {
 }
 
 // field reads the value of the request's key k.
-func (d *decider) field(s *scanner, k int, req *request) {
-	if s.peek() == 'n' { // null: absent
-		s.literal("null")
+func (d *decider) field(s *jsonscan.Scanner, k int, req *request) {
+	if s.Peek() == 'n' { // null: absent
+		s.Literal("null")
 		return
 	}
 	switch k {
 	case kStrategy:
-		v := s.value(2)
+		v := s.Value(2)
 		if v != nil {
 			req.policy = d.policy(v)
 		}
 	case kFailures:
 		d.readFailures(s)
 	case kUptime:
-		if s.peek() == '"' || s.peek() == '{' || s.peek() == '[' || s.peek() == 't' || s.peek() == 'f' {
-			if v := s.value(2); v != nil {
+		if s.Peek() == '"' || s.Peek() == '{' || s.Peek() == '[' || s.Peek() == 't' || s.Peek() == 'f' {
+			if v := s.Value(2); v != nil {
 				d.probs.add("last_uptime_secs: must be a number, got " + shown(v))
 			}
 			return
 		}
-		if n := s.number(); n != nil {
-			req.uptime = seconds(n)
+		if n := s.Number(); n != nil {
+			req.uptime = jsonscan.Seconds(n)
 		}
 	case kSeed:
-		if s.peek() != '"' {
-			if v := s.value(2); v != nil {
+		if s.Peek() != '"' {
+			if v := s.Value(2); v != nil {
 				d.probs.add("jitter_seed: must be a string, got " + shown(v))
 			}
 			return
@@ -268,56 +271,56 @@ func (d *decider) field(s *scanner, k int, req *request) {
 		// The seed is the FNV-1a hash of the string's bytes, as
 		// SeedFromString computes it, bytes that are not UTF-8 included.
 		h := uint64(14695981039346656037)
-		unquote(s.str(), func(b byte) {
+		jsonscan.Unquote(s.Str(), func(b byte) {
 			h ^= uint64(b)
 			h *= 1099511628211
 		})
 		req.seed = h
 	case kNow:
-		if s.peek() != '"' {
-			if v := s.value(2); v != nil {
+		if s.Peek() != '"' {
+			if v := s.Value(2); v != nil {
 				d.probs.add("now: must be an RFC 3339 time, got " + shown(v))
 			}
 			return
 		}
-		raw := s.str()
-		if t, ok := rfc3339(raw); ok {
+		raw := s.Str()
+		if t, ok := jsonscan.RFC3339(raw); ok {
 			req.now = t
-		} else if !s.bad {
-			d.probs.add("now: must be an RFC 3339 time, got " + echo.Quote(unquoted(raw)))
+		} else if !s.Bad() {
+			d.probs.add("now: must be an RFC 3339 time, got " + echo.Quote(jsonscan.Unquoted(raw)))
 		}
 	}
 }
 
 // readFailures reads the failures array into d.failures.
-func (d *decider) readFailures(s *scanner) {
-	if s.peek() != '[' {
-		if v := s.value(2); v != nil {
+func (d *decider) readFailures(s *jsonscan.Scanner) {
+	if s.Peek() != '[' {
+		if v := s.Value(2); v != nil {
 			d.probs.add("failures: must be an array of RFC 3339 times, got " + shown(v))
 		}
 		return
 	}
-	s.i++
-	if s.peek() == ']' {
-		s.i++
+	s.Next()
+	if s.Peek() == ']' {
+		s.Next()
 		return
 	}
-	for i := 0; !s.bad; i++ {
-		if s.peek() == '"' {
-			raw := s.str()
-			if t, ok := rfc3339(raw); ok {
+	for i := 0; !s.Bad(); i++ {
+		if s.Peek() == '"' {
+			raw := s.Str()
+			if t, ok := jsonscan.RFC3339(raw); ok {
 				d.failures = append(d.failures, t)
-			} else if !s.bad {
-				d.probs.add("failures[" + strconv.Itoa(i) + "]: must be an RFC 3339 time, got " + echo.Quote(unquoted(raw)))
+			} else if !s.Bad() {
+				d.probs.add("failures[" + strconv.Itoa(i) + "]: must be an RFC 3339 time, got " + echo.Quote(jsonscan.Unquoted(raw)))
 			}
-		} else if v := s.value(3); v != nil {
+		} else if v := s.Value(3); v != nil {
 			d.probs.add("failures[" + strconv.Itoa(i) + "]: must be an RFC 3339 time, got " + shown(v))
 		}
-		if s.peek() == ',' {
-			s.i++
+		if s.Peek() == ',' {
+			s.Next()
 			continue
 		}
-		s.consume(']')
+		s.Consume(']')
 		return
 	}
 }
@@ -354,78 +357,12 @@ func (d *decider) policy(v []byte) *retrypolicy.Policy {
 	return p
 }
 
-// seconds reads a number of seconds in JSON's grammar exactly, as a
-// Duration: digits past the nanosecond are dropped, a negative number is
-// zero, and one past the longest Duration saturates.
-func seconds(n []byte) time.Duration {
-	if len(n) == 0 || n[0] == '-' {
-		return 0
-	}
-	// n = digits × 10^(exp - fraction digits); in nanoseconds, 9 more.
-	var u uint64 // the significant digits read, up to 20 of them
-	count, shift := 0, int64(9)
-	i, fraction := 0, false
-	for ; i < len(n) && n[i]|0x20 != 'e'; i++ {
-		if n[i] == '.' {
-			fraction = true
-			continue
-		}
-		if fraction {
-			shift--
-		}
-		switch {
-		case count == 0 && n[i] == '0':
-			// a leading zero adds nothing
-		case count < 19:
-			u = u*10 + uint64(n[i]-'0')
-			count++
-		default: // beyond 19 digits: the value's scale grows, its digits do not matter
-			shift++
-		}
-	}
-	if i < len(n) {
-		shift += exponent(n[i+1:])
-	}
-	for ; shift < 0 && u > 0; shift++ {
-		u /= 10 // drop what is finer than a nanosecond
-	}
-	for ; shift > 0 && u > 0; shift-- {
-		if u > math.MaxInt64/10 {
-			return math.MaxInt64
-		}
-		u *= 10
-	}
-	if u > math.MaxInt64 {
-		return math.MaxInt64
-	}
-	return time.Duration(u)
-}
-
-// exponent reads an exponent's optionally signed digits, saturating far
-// past any that matters.
-func exponent(b []byte) int64 {
-	neg := len(b) > 0 && b[0] == '-'
-	if len(b) > 0 && (b[0] == '-' || b[0] == '+') {
-		b = b[1:]
-	}
-	var e int64
-	for _, c := range b {
-		if e < 1<<40 {
-			e = e*10 + int64(c-'0')
-		}
-	}
-	if neg {
-		return -e
-	}
-	return e
-}
-
 // shown writes a JSON value for a message: strings escaped and cut, the
 // others named or cut.
 func shown(v []byte) string {
 	switch v[0] {
 	case '"':
-		return echo.Quote(unquoted(v[1 : len(v)-1]))
+		return echo.Quote(jsonscan.Unquoted(v[1 : len(v)-1]))
 	case '{':
 		return "an object"
 	case '[':
@@ -581,4 +518,14 @@ func readLine(br *bufio.Reader, buf []byte) ([]byte, error) {
 		}
 		return buf, err
 	}
+}
+
+// syntaxProblem words the syntax error in doc as the library does, at the
+// byte it names; offset is where doc starts in what the user gave (a
+// byte-order mark skipped before it).
+func syntaxProblem(doc []byte, offset int) string {
+	if p := jsondoc.SyntaxProblem(doc, offset); p != "" {
+		return "$: " + p
+	}
+	return "$: must be valid JSON" // not reached: the scanner and encoding/json agree
 }

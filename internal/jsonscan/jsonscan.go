@@ -1,31 +1,51 @@
-package main
+// Package jsonscan reads JSON documents held in memory value by value,
+// without the generic token stream and without allocating: the request
+// reader of the command and the job-metadata reader of the River adapter
+// are built on it. It accepts exactly the documents encoding/json accepts
+// (up to MaxDepth levels of nesting), decodes strings to the same bytes,
+// keeping bytes that are not UTF-8 as they are, and reads RFC 3339 times
+// as time.Parse does.
+package jsonscan
 
 import (
 	"bytes"
+	"math"
 	"time"
 	"unicode/utf16"
 	"unicode/utf8"
-
-	"github.com/retrypolicy/retrypolicy/internal/jsondoc"
 )
 
-// scanner reads one JSON document from memory, value by value, without the
-// generic token stream: decide's requests are small and many, and reading
-// them must cost a fraction of deciding on them. It stops at the first
-// syntax error; syntaxProblem then words it as encoding/json would, at the
-// same byte, so that every subcommand reports bad input alike.
-type scanner struct {
+// Scanner reads one JSON document from memory, value by value. It stops
+// at the first syntax error and reports it with Bad; the caller words the
+// error (package jsondoc does, as encoding/json would, at the same byte).
+// The zero Scanner is an empty document; Reset starts another.
+type Scanner struct {
 	b       []byte
 	i       int
 	bad     bool // a syntax error was met
-	tooDeep bool // the error is nesting beyond maxDepth
+	tooDeep bool // the error is nesting beyond MaxDepth
 }
 
-// maxDepth is the deepest nesting of a request, the request object being
+// MaxDepth is the deepest nesting Value reads, the outermost value being
 // level 1.
-const maxDepth = 16
+const MaxDepth = 16
 
-func (s *scanner) ws() {
+// Reset starts reading doc.
+func (s *Scanner) Reset(doc []byte) { *s = Scanner{b: doc} }
+
+// Bad reports whether a syntax error was met.
+func (s *Scanner) Bad() bool { return s.bad }
+
+// TooDeep reports whether the syntax error is nesting beyond MaxDepth.
+func (s *Scanner) TooDeep() bool { return s.tooDeep }
+
+// Next skips the byte Peek returned, a structural one ('{', '[', ',').
+func (s *Scanner) Next() { s.i++ }
+
+// Fail records a syntax error, for a reader that met one in what it read.
+func (s *Scanner) Fail() { s.bad = true }
+
+func (s *Scanner) ws() {
 	for s.i < len(s.b) {
 		switch s.b[s.i] {
 		case ' ', '\t', '\n', '\r':
@@ -36,8 +56,8 @@ func (s *scanner) ws() {
 	}
 }
 
-// peek returns the next byte after white space, or 0 at the end.
-func (s *scanner) peek() byte {
+// Peek returns the next byte after white space, or 0 at the end.
+func (s *Scanner) Peek() byte {
 	s.ws()
 	if s.i < len(s.b) {
 		return s.b[s.i]
@@ -45,9 +65,9 @@ func (s *scanner) peek() byte {
 	return 0
 }
 
-// consume skips white space and c, or records a syntax error.
-func (s *scanner) consume(c byte) bool {
-	if s.peek() != c {
+// Consume skips white space and c, or records a syntax error.
+func (s *Scanner) Consume(c byte) bool {
+	if s.Peek() != c {
 		s.bad = true
 		return false
 	}
@@ -55,10 +75,10 @@ func (s *scanner) consume(c byte) bool {
 	return true
 }
 
-// str reads a string and returns its contents as written, escapes
+// Str reads a string and returns its contents as written, escapes
 // included. The contents must be valid escapes and no control characters.
-func (s *scanner) str() []byte {
-	if !s.consume('"') {
+func (s *Scanner) Str() []byte {
+	if !s.Consume('"') {
 		return nil
 	}
 	start := s.i
@@ -111,8 +131,8 @@ func isHex4(b []byte) bool {
 	return true
 }
 
-// number reads a number in JSON's grammar and returns its text.
-func (s *scanner) number() []byte {
+// Number reads a number in JSON's grammar and returns its text.
+func (s *Scanner) Number() []byte {
 	s.ws()
 	start := s.i
 	if s.i < len(s.b) && s.b[s.i] == '-' {
@@ -144,7 +164,7 @@ func (s *scanner) number() []byte {
 }
 
 // digits reads one digit or more.
-func (s *scanner) digits() bool {
+func (s *Scanner) digits() bool {
 	start := s.i
 	for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
 		s.i++
@@ -156,8 +176,8 @@ func (s *scanner) digits() bool {
 	return true
 }
 
-// literal reads true, false or null.
-func (s *scanner) literal(word string) bool {
+// Literal reads true, false or null.
+func (s *Scanner) Literal(word string) bool {
 	if !bytes.HasPrefix(s.b[s.i:], []byte(word)) {
 		s.bad = true
 		return false
@@ -166,15 +186,15 @@ func (s *scanner) literal(word string) bool {
 	return true
 }
 
-// value skips the value that starts here, at nesting depth, and returns
+// Value skips the value that starts here, at nesting depth, and returns
 // its text; too deep a nesting is an error of its own (tooDeep).
-func (s *scanner) value(depth int) []byte {
+func (s *Scanner) Value(depth int) []byte {
 	start := s.peekStart()
-	switch s.peek() {
+	switch s.Peek() {
 	case '"':
-		s.str()
+		s.Str()
 	case '{', '[':
-		if depth > maxDepth {
+		if depth > MaxDepth {
 			s.bad, s.tooDeep = true, true
 			return nil
 		}
@@ -183,31 +203,31 @@ func (s *scanner) value(depth int) []byte {
 			close = ']'
 		}
 		s.i++
-		if s.peek() == close {
+		if s.Peek() == close {
 			s.i++
 			break
 		}
 		for !s.bad {
 			if open == '{' {
-				s.str()
-				s.consume(':')
+				s.Str()
+				s.Consume(':')
 			}
-			s.value(depth + 1)
-			if s.peek() == ',' {
+			s.Value(depth + 1)
+			if s.Peek() == ',' {
 				s.i++
 				continue
 			}
-			s.consume(close)
+			s.Consume(close)
 			break
 		}
 	case 't':
-		s.literal("true")
+		s.Literal("true")
 	case 'f':
-		s.literal("false")
+		s.Literal("false")
 	case 'n':
-		s.literal("null")
+		s.Literal("null")
 	default:
-		s.number()
+		s.Number()
 	}
 	if s.bad {
 		return nil
@@ -216,25 +236,15 @@ func (s *scanner) value(depth int) []byte {
 }
 
 // peekStart returns where the next value starts.
-func (s *scanner) peekStart() int {
+func (s *Scanner) peekStart() int {
 	s.ws()
 	return s.i
 }
 
-// syntaxProblem words the syntax error in doc as the library does, at the
-// byte it names; offset is where doc starts in what the user gave (a
-// byte-order mark skipped before it).
-func syntaxProblem(doc []byte, offset int) string {
-	if p := jsondoc.SyntaxProblem(doc, offset); p != "" {
-		return "$: " + p
-	}
-	return "$: must be valid JSON" // not reached: the scanner and encoding/json agree
-}
-
-// unquote decodes a string's contents as written (see str) and calls emit
+// Unquote decodes a string's contents as Str returns them and calls emit
 // with each byte, as encoding/json decodes it but that bytes which are not
 // valid UTF-8 pass as they are.
-func unquote(raw []byte, emit func(byte)) {
+func Unquote(raw []byte, emit func(byte)) {
 	var rbuf [utf8.UTFMax]byte
 	for i := 0; i < len(raw); {
 		c := raw[i]
@@ -294,21 +304,21 @@ func hex4(b []byte) rune {
 	return r
 }
 
-// unquoted returns a string's contents decoded, for messages and keys.
-func unquoted(raw []byte) string {
+// Unquoted returns a string's contents decoded, for messages and keys.
+func Unquoted(raw []byte) string {
 	if bytes.IndexByte(raw, '\\') < 0 {
 		return string(raw)
 	}
 	out := make([]byte, 0, len(raw))
-	unquote(raw, func(b byte) { out = append(out, b) })
+	Unquote(raw, func(b byte) { out = append(out, b) })
 	return string(out)
 }
 
-// rfc3339 reads an RFC 3339 time written as YYYY-MM-DDTHH:MM:SS, an
+// RFC3339 reads an RFC 3339 time written as YYYY-MM-DDTHH:MM:SS, an
 // optional fraction of up to nine digits, and Z or ±hh:mm, without
 // allocating; anything else goes to time.Parse, so that the result is
 // always what time.Parse(time.RFC3339Nano, …) would give.
-func rfc3339(b []byte) (time.Time, bool) {
+func RFC3339(b []byte) (time.Time, bool) {
 	if t, ok := rfc3339Fast(b); ok {
 		return t, true
 	}
@@ -405,4 +415,70 @@ func daysFromCivil(y, m, d int) int {
 	doy := (153*mp+2)/5 + d - 1
 	doe := yoe*365 + yoe/4 - yoe/100 + doy
 	return era*146097 + doe - 719468
+}
+
+// Seconds reads a number of seconds in JSON's grammar (as Number returns
+// it) exactly, as a Duration: digits past the nanosecond are dropped, a
+// negative number is zero, and one past the longest Duration saturates.
+func Seconds(n []byte) time.Duration {
+	if len(n) == 0 || n[0] == '-' {
+		return 0
+	}
+	// n = digits × 10^(exp - fraction digits); in nanoseconds, 9 more.
+	var u uint64 // the significant digits read, up to 19 of them
+	count, shift := 0, int64(9)
+	i, fraction := 0, false
+	for ; i < len(n) && n[i]|0x20 != 'e'; i++ {
+		if n[i] == '.' {
+			fraction = true
+			continue
+		}
+		if fraction {
+			shift--
+		}
+		switch {
+		case count == 0 && n[i] == '0':
+			// a leading zero adds nothing
+		case count < 19:
+			u = u*10 + uint64(n[i]-'0')
+			count++
+		default: // past 19 digits: the value's scale grows, its digits do not matter
+			shift++
+		}
+	}
+	if i < len(n) {
+		shift += exponent(n[i+1:])
+	}
+	for ; shift < 0 && u > 0; shift++ {
+		u /= 10 // drop what is finer than a nanosecond
+	}
+	for ; shift > 0 && u > 0; shift-- {
+		if u > math.MaxInt64/10 {
+			return math.MaxInt64
+		}
+		u *= 10
+	}
+	if u > math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return time.Duration(u)
+}
+
+// exponent reads an exponent's optionally signed digits, saturating far
+// past any that matters.
+func exponent(b []byte) int64 {
+	neg := len(b) > 0 && b[0] == '-'
+	if len(b) > 0 && (b[0] == '-' || b[0] == '+') {
+		b = b[1:]
+	}
+	var e int64
+	for _, c := range b {
+		if e < 1<<40 {
+			e = e*10 + int64(c-'0')
+		}
+	}
+	if neg {
+		return -e
+	}
+	return e
 }

@@ -1,7 +1,6 @@
-package main
+package jsonscan
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -9,9 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unicode/utf8"
 
-	"github.com/retrypolicy/retrypolicy"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
@@ -38,7 +35,7 @@ func TestRFC3339ReadsAsTimeParseDoes(t *testing.T) {
 		} else {
 			text = rapid.StringOf(rapid.RuneFrom([]rune("0123456789-:TZ.+ t"))).Draw(t, "text")
 		}
-		got, ok := rfc3339([]byte(text))
+		got, ok := RFC3339([]byte(text))
 		want, err := time.Parse(time.RFC3339Nano, text)
 		require.Equal(t, err == nil, ok, "%q: time.Parse says %v", text, err)
 		if ok {
@@ -65,10 +62,11 @@ func TestUnquoteDecodesAsEncodingJSON(t *testing.T) {
 		raw := strings.Join(pieces, "")
 		var want string
 		require.NoError(t, json.Unmarshal([]byte(`"`+raw+`"`), &want))
-		s := &scanner{b: []byte(`"` + raw + `"`)}
-		contents := s.str()
-		require.False(t, s.bad, "%q", raw)
-		assert.Equal(t, want, unquoted(contents), "%q", raw)
+		var s Scanner
+		s.Reset([]byte(`"` + raw + `"`))
+		contents := s.Str()
+		require.False(t, s.Bad(), "%q", raw)
+		assert.Equal(t, want, Unquoted(contents), "%q", raw)
 	})
 }
 
@@ -90,7 +88,7 @@ func TestSecondsTruncatesToTheNanosecond(t *testing.T) {
 		default:
 			want = time.Duration(ns.Int64())
 		}
-		assert.Equal(t, want, seconds([]byte(text)), "%s", text)
+		assert.Equal(t, want, Seconds([]byte(text)), "%s", text)
 	})
 }
 
@@ -100,91 +98,13 @@ func TestSecondsTruncatesToTheNanosecond(t *testing.T) {
 func TestScannerAcceptsWhatEncodingJSONAccepts(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		doc := rapid.SliceOf(rapid.SampledFrom([]byte(`{}[]":,01e.-+tnulfase \a\u`))).Draw(t, "doc")
-		s := &scanner{b: doc}
-		s.value(1)
-		scanned := !s.bad && s.peek() == 0
-		if s.tooDeep {
+		var s Scanner
+		s.Reset(doc)
+		s.Value(1)
+		scanned := !s.Bad() && s.Peek() == 0
+		if s.TooDeep() {
 			return
 		}
 		assert.Equal(t, json.Valid(doc), scanned, "%q", doc)
-	})
-}
-
-// FuzzDecideRequest: decide never panics; it finds a syntax problem only
-// in what encoding/json finds invalid; and every request it accepts gets
-// the decision the library makes on the same request read by
-// encoding/json.
-func FuzzDecideRequest(f *testing.F) {
-	for _, seed := range []string{
-		`{` + oneFailure + `}`,
-		`{"retry_strategy":` + seedBounded + `,` + fourFails + `,"last_uptime_secs":10.5,"jitter_seed":"job-1","now":"2026-11-02T15:00:01Z"}`,
-		`{"retry_strategy":{"strategy":"unless_stopped","backoff":{"kind":"exponential_with_jitter"}},"failures":["2026-11-02T15:00:00+01:00"],"last_uptime_secs":1e-3,"jitter_seed":"\u00e9\n","now":"2026-11-02T14:00:30.25Z"}`,
-		`{"failures":["2026-11-02T15:00:00Z"],"now":"2026-11-02T15:00:00Z","now":"2026-11-02T15:00:00Z"}`,
-		`{"f\u0061ilures":["2026-11-02T15:00:00Z"],"now":null,"retry_strategy":null,"now":"2026-11-02T15:00:00Z"}`,
-		"\xef\xbb\xbf{\"failures\":[\"2026-11-02T15:00:00Z\"],\"now\":\"2026-11-02T15:00:00Z\"}",
-		`{"failures":["2026-11-02T15:00:00Z"],"now":"2026-11-02T15:00:00Z"`,
-	} {
-		f.Add([]byte(seed))
-	}
-	f.Fuzz(func(t *testing.T, doc []byte) {
-		d := newDecider()
-		out, probs := d.decide(doc, nil)
-		body := bytes.TrimPrefix(doc, utf8BOM)
-		if probs != nil {
-			for _, p := range probs {
-				if strings.HasPrefix(p, "$: must be valid JSON") && json.Valid(body) {
-					t.Fatalf("%q: a syntax problem in valid JSON: %s", doc, p)
-				}
-			}
-			return
-		}
-		var req struct {
-			Strategy json.RawMessage `json:"retry_strategy"`
-			Failures []string        `json:"failures"`
-			Uptime   json.Number     `json:"last_uptime_secs"`
-			Seed     *string         `json:"jitter_seed"`
-			Now      string          `json:"now"`
-		}
-		require.NoError(t, json.Unmarshal(body, &req), "%q was accepted", doc)
-		s := retrypolicy.Default()
-		if len(req.Strategy) > 0 && string(req.Strategy) != "null" {
-			var err error
-			s, err = retrypolicy.Parse(req.Strategy)
-			require.NoError(t, err)
-		}
-		var failures []time.Time
-		for _, text := range req.Failures {
-			ft, err := time.Parse(time.RFC3339Nano, text)
-			require.NoError(t, err)
-			failures = append(failures, ft)
-		}
-		now, err := time.Parse(time.RFC3339Nano, req.Now)
-		require.NoError(t, err)
-		var uptime time.Duration
-		if req.Uptime != "" {
-			exact, ok := new(big.Rat).SetString(string(req.Uptime))
-			require.True(t, ok)
-			ns := new(big.Rat).Mul(exact, big.NewRat(1e9, 1))
-			whole := new(big.Int).Quo(ns.Num(), ns.Denom())
-			switch {
-			case whole.Sign() <= 0:
-			case !whole.IsInt64():
-				uptime = math.MaxInt64
-			default:
-				uptime = time.Duration(whole.Int64())
-			}
-		}
-		var seed uint64
-		if req.Seed != nil {
-			if !utf8.Valid(body) {
-				return // encoding/json reads what is not UTF-8 as U+FFFD: a seed of other bytes
-			}
-			seed = retrypolicy.SeedFromString(*req.Seed)
-		}
-		want, err := retrypolicy.Decide(s, failures, uptime, seed, now)
-		require.NoError(t, err)
-		text, err := want.MarshalJSON()
-		require.NoError(t, err)
-		assert.Equal(t, string(text), string(out), "%q", doc)
 	})
 }
