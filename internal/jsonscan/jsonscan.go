@@ -46,14 +46,11 @@ func (s *Scanner) Next() { s.i++ }
 func (s *Scanner) Fail() { s.bad = true }
 
 func (s *Scanner) ws() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
-			return
-		}
+	b, i := s.b, s.i
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
 	}
+	s.i = i
 }
 
 // Peek returns the next byte after white space, or 0 at the end.
@@ -81,42 +78,32 @@ func (s *Scanner) Str() []byte {
 	if !s.Consume('"') {
 		return nil
 	}
-	start := s.i
-	for s.i < len(s.b) {
-		for s.i < len(s.b) && s.b[s.i] >= 0x20 && s.b[s.i] != '"' && s.b[s.i] != '\\' {
-			s.i++ // the common bytes, in a tight loop
-		}
-		if s.i == len(s.b) {
-			break
-		}
-		switch c := s.b[s.i]; {
+	b, start := s.b, s.i
+	for i := start; i < len(b); {
+		c := b[i]
+		switch {
 		case c == '"':
-			s.i++
-			return s.b[start : s.i-1]
+			s.i = i + 1
+			return b[start:i]
 		case c == '\\':
-			if s.i+1 >= len(s.b) {
-				s.bad = true
-				return nil
+			if i+1 >= len(b) {
+				break
 			}
-			switch s.b[s.i+1] {
+			switch b[i+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				s.i += 2
+				i += 2
+				continue
 			case 'u':
-				if s.i+6 > len(s.b) || !isHex4(s.b[s.i+2:s.i+6]) {
-					s.bad = true
-					return nil
+				if i+6 <= len(b) && isHex4(b[i+2:i+6]) {
+					i += 6
+					continue
 				}
-				s.i += 6
-			default:
-				s.bad = true
-				return nil
 			}
-		case c < 0x20:
-			s.bad = true
-			return nil
-		default:
-			s.i++
+		case c >= 0x20:
+			i++
+			continue
 		}
+		break // a control character or a bad escape
 	}
 	s.bad = true
 	return nil
