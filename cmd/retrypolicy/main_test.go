@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"encoding/xml"
 	"flag"
 	"fmt"
 	"io"
@@ -218,8 +217,9 @@ func TestDecideLinesSurvivesBadAndLongLines(t *testing.T) {
 	assert.Equal(t, "retrypolicy: 2 bad line(s)\n", stderr.String())
 }
 
-// TestPlanSVG: the chart is well-formed XML with one failure mark per
-// failure in the plan, and a fatal mark when the plan ends fatal.
+// TestPlanSVG: the chart is well-formed XML with one failure mark and one
+// run per failure in the plan, a fatal mark when the plan ends fatal, the
+// window band, and a table row per failure.
 func TestPlanSVG(t *testing.T) {
 	for _, tc := range []struct {
 		args     []string
@@ -230,26 +230,10 @@ func TestPlanSVG(t *testing.T) {
 		{[]string{"--failures", "7"}, 7, false},
 		{[]string{"--uptime", "30", "testdata/cli/strategy-jitter.json"}, 12, false},
 	} {
-		path := filepath.Join(t.TempDir(), "plan.svg")
-		var stdout, stderr bytes.Buffer
-		require.Equal(t, 0, run(append([]string{"plan", "--svg", path}, tc.args...), nil, &stdout, &stderr), stderr.String())
-		data, err := os.ReadFile(path)
-		require.NoError(t, err)
+		_, elements := planPicture(t, tc.args...)
 		classes := map[string]int{}
-		dec := xml.NewDecoder(bytes.NewReader(data))
-		for {
-			tok, err := dec.Token()
-			if err == io.EOF {
-				break
-			}
-			require.NoError(t, err, "the SVG must be well-formed XML")
-			if el, ok := tok.(xml.StartElement); ok {
-				for _, a := range el.Attr {
-					if a.Name.Local == "class" {
-						classes[a.Value]++
-					}
-				}
-			}
+		for _, el := range elements {
+			classes[el.attrs["class"]]++
 		}
 		assert.Equal(t, tc.failures, classes["failure"], "%v", tc.args)
 		assert.Equal(t, tc.failures, classes["run"], "%v", tc.args)
@@ -259,6 +243,8 @@ func TestPlanSVG(t *testing.T) {
 			assert.Equal(t, 0, classes["fatal"])
 		}
 		assert.Equal(t, 1, classes["window"])
+		var stdout, stderr bytes.Buffer
+		require.Equal(t, 0, run(append([]string{"plan"}, tc.args...), nil, &stdout, &stderr), stderr.String())
 		assert.Equal(t, tc.failures+1, strings.Count(stdout.String(), "\n")-3, "one table row per failure")
 	}
 }
