@@ -17,15 +17,11 @@ type failure struct {
 	at      time.Time
 }
 
-// maxFailures is the most failures a record holds: beyond it the oldest
-// are dropped. A window holds at most 7 days of failures; a job that fails
-// more often than that has long been given up or backs off for hours.
-const maxFailures = 1000
-
 // record is what the policy keeps in a job's metadata under MetadataKey:
 // the failures that can still count (those in the window of the newest),
 // the last attempt the middleware saw end, the uptime of the last failed
-// run, and the decision on the last failure.
+// run, and the decision on the last failure. It holds no more failures
+// than the job has had attempts, which River bounds (MaxAttempts).
 type record struct {
 	seen     int // the last attempt whose end the middleware saw
 	failures []failure
@@ -204,9 +200,7 @@ func readFailures(s *jsonscan.Scanner, failures []failure) []failure {
 			s.Fail()
 			return failures
 		}
-		if len(failures) < maxFailures {
-			failures = append(failures, f)
-		}
+		failures = append(failures, f)
 		if s.Peek() != ',' {
 			s.Consume(']')
 			return failures
@@ -232,7 +226,7 @@ func attemptNumber(n []byte) (int, bool) {
 func history(job *rivertype.JobRow, r record) (record, bool) {
 	unseen := false
 	for _, e := range job.Errors {
-		if e.Attempt > r.seen && e.Attempt < job.Attempt && !hasAttempt(r.failures, e.Attempt) && len(r.failures) < maxFailures {
+		if e.Attempt > r.seen && e.Attempt < job.Attempt && !hasAttempt(r.failures, e.Attempt) {
 			r.failures = append(r.failures, failure{attempt: e.Attempt, at: e.At})
 			unseen = true
 		}

@@ -195,3 +195,25 @@ func TestNextRetryIsNeverBeforeNow(t *testing.T) {
 	// default strategy, which owes 1 s.
 	assert.True(t, p.NextRetry(job).Equal(now.Add(time.Second)))
 }
+
+// TestLongHistoriesCountWhole: a record holds every failure in the window,
+// however many, so that a bounded strategy with a large max_attempts
+// still gives up at it.
+func TestLongHistoriesCountWhole(t *testing.T) {
+	now := time.Date(2026, 11, 2, 15, 0, 0, 0, time.UTC)
+	r := record{seen: 1499}
+	for i := range 1499 {
+		r.failures = append(r.failures, failure{attempt: i + 1, at: now.Add(-time.Duration(1499-i) * time.Second)})
+	}
+	r.decision = retrypolicy.Decision{Action: retrypolicy.Wait, Failures: 1499, Owed: time.Second, Credited: time.Second, Due: now}
+	text, err := r.MarshalJSON()
+	require.NoError(t, err)
+	job := &rivertype.JobRow{ID: 7, Attempt: 1500, MaxAttempts: MaxAttempts,
+		Metadata: []byte(`{"retry_strategy":{"strategy":"bounded","max_attempts":1500,"window_secs":604800},"retrypolicy":` + string(text) + `}`)}
+	p, err := New(Config{})
+	require.NoError(t, err)
+	d, ok := p.decideUnseen(t.Context(), job, now, 0)
+	require.True(t, ok)
+	assert.Equal(t, 1500, d.Failures)
+	assert.Equal(t, retrypolicy.Fatal, d.Action)
+}
