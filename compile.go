@@ -38,8 +38,6 @@ func (p *Policy) Decide(failures []time.Time, uptime time.Duration, seed uint64,
 	if len(failures) == 0 {
 		return d, errNoFailures
 	}
-	last, at, n := countWindow(failures, p.window)
-	d.Failures = n
-	p.decide(&d, last, at, uptime, seed, now)
+	p.decideOn(&d, failures, uptime, seed, now)
 	return d, nil
 }

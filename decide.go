@@ -85,7 +85,9 @@ type Decision struct {
 	// backoff is ExponentialWithJitter.
 	Jitter time.Duration
 	// Due is when the backoff has passed: the newest failure + Credited +
-	// Jitter. The delay fields and Due are zero when Action is Fatal.
+	// Jitter, in the newest failure's location and without a monotonic
+	// clock reading, as every replica computes it. The delay fields and Due
+	// are zero when Action is Fatal.
 	Due time.Time
 }
 
@@ -141,28 +143,76 @@ func Decide(s Strategy, failures []time.Time, uptime time.Duration, seed uint64,
 	return p.Decide(failures, uptime, seed, now)
 }
 
-// decide completes d, whose Failures are counted, for the newest failure
-// last, at instant at. d.Failures >= 1.
-func (p *Policy) decide(d *Decision, last time.Time, at instant, uptime time.Duration, seed uint64, now time.Time) {
+// decideOn completes d for failures, at least one. Policy.Decide stays
+// small enough to inline, so that the Decision is written in place.
+//
+// A History, which counts its own failures, sets d.Failures and passes its
+// newest failure alone.
+func (p *Policy) decideOn(d *Decision, failures []time.Time, uptime time.Duration, seed uint64, now time.Time) {
+	var (
+		last time.Time
+		at   instant
+	)
+	if len(failures) == 1 {
+		last, at = failures[0], instantOf(failures[0])
+		if d.Failures == 0 {
+			d.Failures = 1
+		}
+	} else {
+		last, at, d.Failures = countWindow(failures, p.window)
+	}
+	n := d.Failures
+	// The jitter is drawn first: it does not depend on the delay, and the
+	// processor overlaps the two.
+	var u53 uint64
+	jitter := p.s.Backoff.Kind == ExponentialWithJitter
+	if jitter {
+		u53 = jitterUnit(seed, at, n)
+	}
 	switch {
 	case p.s.Kind == None:
 		d.Action, d.Reason = Fatal, StrategyNone
 		return
-	case p.s.Kind == Bounded && d.Failures >= p.s.MaxAttempts:
+	case p.s.Kind == Bounded && n >= p.s.MaxAttempts:
 		d.Action, d.Reason = Fatal, AttemptsExhausted
 		return
 	}
-	d.Owed, d.Credited = p.st.credit(d.Failures, uptime)
-	if p.s.Backoff.Kind == ExponentialWithJitter {
-		d.Jitter = jitterFor(d.Credited, jitterUnit(seed, at, d.Failures))
+	st := &p.st
+	var owed, credited, extra time.Duration
+	switch b := n - 1; {
+	case st.flat:
+		owed = time.Duration(st.base)
+		credited = owed
+	case st.q == 1 && b < len(st.delays) && (b == 0 || int64(uptime) < st.delays[b]):
+		// Nothing paid: the uptime does not cover the step owed, or
+		// that step is the first.
+		owed = time.Duration(st.delays[b])
+		credited = owed
+	case st.q == 1 && b < len(st.delays) && st.delays[b] < st.limit:
+		owed, credited = st.creditTabled(n, int64(uptime))
+	default:
+		owed, credited = st.credit(n, uptime)
 	}
-	wait := d.Credited + d.Jitter // at most 1.25 × the ceiling: no overflow
-	d.Due = last.Add(wait)
+	if jitter {
+		extra = jitterFor(credited, u53)
+	}
+	wait := credited + extra // at most 1.25 × the ceiling: no overflow
+	due := at.plus(wait)
+	if uint64(due.sec+dueSpan) < 2*dueSpan {
+		d.Due = time.Unix(due.sec, int64(due.nsec)).In(last.Location())
+	} else {
+		d.Due = last.Add(wait).Round(0) // saturates as Add does
+	}
+	d.Owed, d.Credited, d.Jitter = owed, credited, extra
 	d.Action = Wait
-	if !instantOf(now).before(at.plus(wait)) {
+	if !instantOf(now).before(due) {
 		d.Action = RetryNow
 	}
 }
+
+// dueSpan bounds the due times that decideOn builds from their instant:
+// seconds within it of 1970 cannot overflow time.Time's own range.
+const dueSpan = 1 << 62
 
 // SeedFromString returns a jitter seed for a job identity, such as its id:
 // the 64-bit FNV-1a hash of its bytes. It does not allocate.

@@ -330,3 +330,48 @@ func TestJitterComesOnTopOfTheCap(t *testing.T) {
 	}
 	assert.Greater(t, over, 150, "most jobs wait past the cap")
 }
+
+// TestDueIsTheWallClockInstant pins how Due is built: for a newest failure
+// anywhere in time.Time's range, in any location, with a monotonic reading
+// or not, Due is the instant of newest + credited + jitter (saturating as
+// time.Time.Add does), in the failure's location, without a monotonic
+// reading.
+func TestDueIsTheWallClockInstant(t *testing.T) {
+	monotonic := time.Now()
+	rapid.Check(t, func(t *rapid.T) {
+		var last time.Time
+		switch rapid.IntRange(0, 2).Draw(t, "from") {
+		case 0:
+			last = monotonic.Add(time.Duration(rapid.Int64Range(-1e18, 1e18).Draw(t, "offset")))
+		case 1:
+			last = time.Unix(rapid.Int64Range(-62135596800, 1e11).Draw(t, "sec"), rapid.Int64Range(0, 999999999).Draw(t, "nsec"))
+		default:
+			// Near the end of time.Time's range, where the sum saturates.
+			last = time.Unix(math.MaxInt64-62135596801-rapid.Int64Range(0, 1e10).Draw(t, "before_end"), rapid.Int64Range(0, 999999999).Draw(t, "nsec"))
+		}
+		switch rapid.IntRange(0, 2).Draw(t, "location") {
+		case 0:
+			last = last.UTC()
+		case 1:
+			last = last.In(time.FixedZone("z", rapid.IntRange(-50000, 50000).Draw(t, "zone")))
+		}
+		s := genStrategy(t)
+		if s.Kind == None {
+			return
+		}
+		d, err := Decide(s, []time.Time{last}, genUptime(t, "uptime"), rapid.Uint64().Draw(t, "seed"), last)
+		require.NoError(t, err)
+		if d.Action == Fatal {
+			return
+		}
+		if want := last.Add(d.Credited + d.Jitter); !d.Due.Equal(want) {
+			t.Fatalf("due %v, want %v", d.Due, want)
+		}
+		if d.Due.Location() != last.Location() {
+			t.Fatalf("due in %v, the failure in %v", d.Due.Location(), last.Location())
+		}
+		if strings.Contains(d.Due.String(), " m=") {
+			t.Fatalf("due %v carries a monotonic reading", d.Due)
+		}
+	})
+}

@@ -61,14 +61,14 @@ func TestExtremesNeverBreakTheDecision(t *testing.T) {
 		p, err := Compile(s)
 		require.NoError(t, err)
 		d := Decision{Failures: n}
-		p.decide(&d, last, instantOf(last), uptime, rapid.Uint64().Draw(t, "seed"), last)
+		p.decideOn(&d, []time.Time{last}, uptime, rapid.Uint64().Draw(t, "seed"), last)
 		checkDecision(t, s, d, last)
 		if d.Action == Fatal {
 			return
 		}
 		if s.Backoff.Kind != Fixed && s.Backoff.Multiplier >= 1 {
 			next := Decision{Failures: n + 1}
-			p.decide(&next, last, instantOf(last), uptime, 0, last)
+			p.decideOn(&next, []time.Time{last}, uptime, 0, last)
 			if next.Action != Fatal && next.Owed < d.Owed {
 				t.Fatalf("owed %v after %d failures, %v after %d", d.Owed, n, next.Owed, n+1)
 			}

@@ -170,8 +170,8 @@ func (h *History) Decide(uptime time.Duration, seed uint64, now time.Time) (Deci
 		return Decision{}, errNoFailures
 	}
 	d := Decision{Failures: n}
-	last := time.Unix(0, newest).UTC()
-	p.decide(&d, last, instantOf(last), uptime, seed, now)
+	last := [1]time.Time{time.Unix(0, newest).UTC()}
+	p.decideOn(&d, last[:], uptime, seed, now)
 	return d, nil
 }
 

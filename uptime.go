@@ -20,6 +20,9 @@ func (st *steps) credit(n int, uptime time.Duration) (owed, credited time.Durati
 	if b := int64(n-1) / st.q; b < int64(len(st.delays)) && int64(uptime) < st.delays[b] {
 		return time.Duration(st.delays[b]), time.Duration(st.delays[b]) // nothing paid: the usual case
 	}
+	if st.q == 1 && n <= len(st.delays) && st.delays[n-1] < st.limit {
+		return st.creditTabled(n, int64(uptime))
+	}
 	if !st.grows {
 		// Steps that do not grow: for a multiplier of at most 1 every
 		// lower step owes at least as much, so credit changes nothing.
@@ -93,6 +96,32 @@ func (st *steps) credit(n int, uptime time.Duration) (owed, credited time.Durati
 	}
 	b := int64(firstTrue(0, int(bt), st.guessBlock(bt, target), func(b int) bool { return reaches(cum(int64(b) + 1)) }))
 	return time.Duration(o), time.Duration(min(o, cum(b+1).sub(cum(b)).int64()))
+}
+
+// creditTabled is credit for blocks of one failure, where F(n) is in the
+// table and the n-th step owes less than the limit: the steps below are
+// paid by a binary search of the table, as credit does beyond it.
+func (st *steps) creditTabled(n int, u int64) (owed, credited time.Duration) {
+	o := st.delays[n-1]
+	if u < o || n == 1 {
+		return time.Duration(o), time.Duration(o)
+	}
+	all := st.table[n] // W(n), the sum of steps 1..n
+	if !u64(uint64(u)).add(u64(uint64(st.base))).less(all) {
+		return time.Duration(o), time.Duration(min(o, st.base))
+	}
+	// The least b with W(b+1) >= W(n) - u owes delays[b].
+	target := all.sub(u64(uint64(u)))
+	lo, hi := 0, n-1
+	for lo < hi {
+		h := int(uint(lo+hi) >> 1)
+		if st.table[h+1].less(target) {
+			lo = h + 1
+		} else {
+			hi = h
+		}
+	}
+	return time.Duration(o), time.Duration(min(o, st.delays[lo]))
 }
 
 // fpair holds F(b) and F(b+1) for a block b below the limit.

@@ -11,41 +11,42 @@ import (
 // last - window <= t <= last, so the newest always counts. failures may be
 // in any order and repeat an instant; they are compared as instants.
 func countWindow(failures []time.Time, window time.Duration) (last time.Time, at instant, n int) {
-	// Most times fall between the years 1685 and 2255, where an instant
-	// fits in int64 nanoseconds and compares in one instruction. A history
-	// usually comes in order: one pass finds the newest and tells, and a
-	// binary search counts.
-	const span = 9e9 // seconds either side of 1970
+	// Most times fall within 2^33 seconds of 1970 (the years 1697 to
+	// 2242), where an instant fits in int64 nanoseconds and compares in one
+	// instruction.
+	const span = 1 << 33
 	if len(failures) == 1 {
 		return failures[0], instantOf(failures[0]), 1
 	}
-	newest, best, prev, ascending := 0, int64(0), int64(math.MinInt64), true
-	for i, t := range failures {
+	// One pass reads every instant and keeps the earliest and the newest:
+	// when the earliest is in the window, they all are, in whatever order.
+	// sec + span is below 2^34 for every time within the span, and so is
+	// their bitwise or.
+	lo, hi, far := int64(math.MaxInt64), int64(math.MinInt64), uint64(0)
+	for i := range failures {
+		t := &failures[i]
 		sec := t.Unix()
-		if sec > span || sec < -span {
-			return countWindowAnywhen(failures, window)
-		}
+		far |= uint64(sec + span)
 		v := sec*int64(time.Second) + int64(t.Nanosecond())
-		if i == 0 || v > best {
-			best, newest = v, i
-		}
-		ascending = ascending && v >= prev
-		prev = v
+		lo, hi = min(lo, v), max(hi, v)
 	}
-	from := best - int64(window)
-	switch {
-	case ascending && unixNanos(failures[0]) >= from:
-		n = len(failures) // all in the window: the usual case
-	case ascending:
-		n = len(failures) - sort.Search(len(failures), func(k int) bool { return unixNanos(failures[k]) >= from })
-	default:
+	if far >= 2*span {
+		return countWindowAnywhen(failures, window)
+	}
+	newest := len(failures) - 1
+	for unixNanos(failures[newest]) != hi {
+		newest--
+	}
+	last = failures[newest]
+	if from := hi - int64(window); lo < from {
 		for _, t := range failures {
 			if unixNanos(t) >= from {
 				n++
 			}
 		}
+	} else {
+		n = len(failures) // all in the window: the usual case
 	}
-	last = failures[newest]
 	return last, instantOf(last), n
 }
 
