@@ -39,6 +39,7 @@ type steps struct {
 	far         int64   // a block past which D is over e × limit; 0 until found
 	table       []u128  // F(0), F(1), …, computed at Compile
 	delays      []int64 // min(limit, D(b)) for the blocks the table covers
+	belowCap    fpair   // F of the last block below the cap and of the cap's, past the table
 }
 
 // hornerMax is the last block whose G is summed term by term (Horner's
@@ -103,6 +104,11 @@ func (st *steps) prepare() {
 		delays[b] = min(table[b+1].sub(table[b]).int64(), st.limit)
 	}
 	st.table, st.delays = table, delays
+	if cb > int64(len(table))-1 {
+		// An uptime that pays every capped step goes on below the cap:
+		// the sums there are computed once.
+		st.belowCap = fpair{st.cum(cb - 1), st.cum(cb)}
+	}
 }
 
 // prepareClosed computes ln M and M - 1, first sizing the blocks when

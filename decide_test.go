@@ -375,3 +375,70 @@ func TestDueIsTheWallClockInstant(t *testing.T) {
 		}
 	})
 }
+
+// TestCompiledPolicyDecidesAsTheRule pins the compiled decision to the
+// rule: for any strategy, a Policy, Decide on the plain Strategy and a
+// History holding the same failures return the same Decision, whose Owed is
+// the backoff's delay for the window's count and whose Credited is the
+// uptime-credit loop's, for histories of up to a few thousand failures
+// (past the table Compile builds) and uptimes on the steps' boundaries.
+func TestCompiledPolicyDecidesAsTheRule(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		s := genStrategy(t)
+		if s.Kind != None && rapid.Bool().Draw(t, "growing") {
+			s.Backoff = genGrowingBackoff(t)
+		}
+		window := s.window()
+		n := rapid.OneOf(rapid.IntRange(1, 12), rapid.IntRange(1, 3000)).Draw(t, "n")
+		last := time.Unix(rapid.Int64Range(0, 4e9).Draw(t, "last_unix"), rapid.Int64Range(0, 999999999).Draw(t, "last_nsec")).UTC()
+		step := window / time.Duration(n)
+		failures := make([]time.Time, n)
+		for i := range failures {
+			failures[i] = last.Add(-time.Duration(n-1-i) * step)
+		}
+		st := s.Backoff.compiled()
+		uptime := genUptime(t, "uptime")
+		if s.Kind != None && rapid.Bool().Draw(t, "uptime on a step boundary") {
+			var sum int64
+			downTo := rapid.IntRange(1, n).Draw(t, "down to")
+			for k := n; k >= downTo && k > 1 && sum <= math.MaxInt64-st.delay(int64(k)); k-- {
+				sum += st.delay(int64(k))
+			}
+			uptime = time.Duration(sum + rapid.Int64Range(-1, 1).Draw(t, "nudge"))
+		}
+		seed := rapid.Uint64().Draw(t, "seed")
+		now := last.Add(time.Duration(rapid.Int64Range(-int64(time.Hour), int64(ceiling)).Draw(t, "since")))
+
+		p, err := Compile(s)
+		require.NoError(t, err)
+		got, err := p.Decide(failures, uptime, seed, now)
+		require.NoError(t, err)
+		plain, err := Decide(s, failures, uptime, seed, now)
+		require.NoError(t, err)
+		h, err := NewHistory(s)
+		require.NoError(t, err)
+		for _, f := range failures {
+			require.NoError(t, h.Record(f))
+		}
+		fromHistory, err := h.Decide(uptime, seed, now)
+		require.NoError(t, err)
+		for what, d := range map[string]Decision{"Decide": plain, "History.Decide": fromHistory} {
+			if d.Action != got.Action || d.Reason != got.Reason || d.Failures != got.Failures || d.Owed != got.Owed ||
+				d.Credited != got.Credited || d.Jitter != got.Jitter || !d.Due.Equal(got.Due) {
+				t.Fatalf("Policy.Decide %+v, %s %+v", got, what, d)
+			}
+		}
+		if got.Failures != n {
+			t.Fatalf("counted %d of %d failures", got.Failures, n)
+		}
+		if got.Action == Fatal {
+			return
+		}
+		if want := time.Duration(st.delay(int64(n))); got.Owed != want {
+			t.Fatalf("owed %v after %d failures, the backoff says %v", got.Owed, n, want)
+		}
+		if want := s.Backoff.creditReference(n, uptime); got.Credited != want {
+			t.Fatalf("credited %v after %d failures and %v up, the loop says %v", got.Credited, n, uptime, want)
+		}
+	})
+}

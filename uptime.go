@@ -131,7 +131,12 @@ type fpair struct{ lo, hi u128 }
 func (f fpair) delay() int64 { return f.hi.sub(f.lo).int64() }
 
 // pair returns F(b) and F(b+1).
-func (st *steps) pair(b int64) fpair { return fpair{st.cum(b), st.cum(b + 1)} }
+func (st *steps) pair(b int64) fpair {
+	if b == st.capBlock-1 && st.belowCap.hi != (u128{}) {
+		return st.belowCap
+	}
+	return fpair{st.cum(b), st.cum(b + 1)}
+}
 
 // guessBlock estimates the least block b <= bt with q·F(b+1) >= target,
 // by the delays' continuous form, q·base·(M^(b+1) - 1)/(M - 1); firstTrue
