@@ -139,7 +139,8 @@ func (a instant) minus(d time.Duration) instant {
 
 // plus returns a + d for 0 <= d, saturating at the latest instant.
 func (a instant) plus(d time.Duration) instant {
-	s, ns := a.sec+int64(d/time.Second), a.nsec+int32(d%time.Second)
+	u := uint64(d) // unsigned: the division by a constant is a multiplication
+	s, ns := a.sec+int64(u/uint64(time.Second)), a.nsec+int32(u%uint64(time.Second))
 	if ns >= int32(time.Second) {
 		s, ns = s+1, ns-int32(time.Second)
 	}
