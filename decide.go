@@ -184,12 +184,10 @@ func (p *Policy) decideOn(d *Decision, failures []time.Time, uptime time.Duratio
 		owed = time.Duration(st.base)
 		credited = owed
 	case st.q == 1 && b < len(st.delays) && (b == 0 || int64(uptime) < st.delays[b]):
-		// Nothing paid: the uptime does not cover the step owed, or
-		// that step is the first.
+		// Nothing paid, credit's first case, here without a call: the
+		// uptime does not cover the step owed, or that step is the first.
 		owed = time.Duration(st.delays[b])
 		credited = owed
-	case st.q == 1 && b < len(st.delays) && st.delays[b] < st.limit:
-		owed, credited = st.creditTabled(n, int64(uptime))
 	default:
 		owed, credited = st.credit(n, uptime)
 	}

@@ -2,7 +2,6 @@ package retrypolicy
 
 import (
 	"math"
-	"sort"
 	"time"
 )
 
@@ -21,7 +20,7 @@ func (st *steps) credit(n int, uptime time.Duration) (owed, credited time.Durati
 		return time.Duration(st.delays[b]), time.Duration(st.delays[b]) // nothing paid: the usual case
 	}
 	if st.q == 1 && n <= len(st.delays) && st.delays[n-1] < st.limit {
-		return st.creditTabled(n, int64(uptime))
+		return st.creditTabled(n, int64(uptime)) // the same as below, without its detours
 	}
 	if !st.grows {
 		// Steps that do not grow: for a multiplier of at most 1 every
@@ -69,11 +68,11 @@ func (st *steps) credit(n int, uptime time.Duration) (owed, credited time.Durati
 	target := all.sub(u64(uint64(u)))
 	// s is in the least block b whose end, W(q(b+1)) = q·F(b+1), reaches
 	// the target, and owes D(b).
-	reaches := func(f u128) bool { return !f.mul64(uint64(q)).less(target) }
 	if bt+1 < int64(len(st.table)) {
-		b := sort.Search(int(bt), func(b int) bool { return reaches(st.table[b+1]) })
+		b := st.searchTable(bt, target)
 		return time.Duration(o), time.Duration(min(o, st.table[b+1].sub(st.table[b]).int64()))
 	}
+	reaches := func(f u128) bool { return !f.mul64(uint64(q)).less(target) }
 	// Beyond the table each F costs a closed form: remember the last few.
 	var memo [4]struct {
 		b1 int64 // b+1, so that the zero value remembers nothing
@@ -98,30 +97,35 @@ func (st *steps) credit(n int, uptime time.Duration) (owed, credited time.Durati
 	return time.Duration(o), time.Duration(min(o, cum(b+1).sub(cum(b)).int64()))
 }
 
-// creditTabled is credit for blocks of one failure, where F(n) is in the
-// table and the n-th step owes less than the limit: the steps below are
-// paid by a binary search of the table, as credit does beyond it.
+// creditTabled is credit for blocks of one failure where F(n) is in the
+// table and the n-th step owes less than the limit, for an uptime that
+// covers that step: the same steps as credit's, without its detours.
 func (st *steps) creditTabled(n int, u int64) (owed, credited time.Duration) {
 	o := st.delays[n-1]
-	if u < o || n == 1 {
+	if n == 1 {
 		return time.Duration(o), time.Duration(o)
 	}
 	all := st.table[n] // W(n), the sum of steps 1..n
 	if !u64(uint64(u)).add(u64(uint64(st.base))).less(all) {
 		return time.Duration(o), time.Duration(min(o, st.base))
 	}
-	// The least b with W(b+1) >= W(n) - u owes delays[b].
-	target := all.sub(u64(uint64(u)))
-	lo, hi := 0, n-1
+	b := st.searchTable(int64(n-1), all.sub(u64(uint64(u))))
+	return time.Duration(o), time.Duration(min(o, st.delays[b]))
+}
+
+// searchTable returns the least block b <= bt whose end, W(q(b+1)) =
+// q·F(b+1), reaches target, for F(bt+1) in the table and reaching it.
+func (st *steps) searchTable(bt int64, target u128) int64 {
+	lo, hi := int64(0), bt
 	for lo < hi {
-		h := int(uint(lo+hi) >> 1)
-		if st.table[h+1].less(target) {
+		h := int64(uint64(lo+hi) >> 1)
+		if st.table[h+1].mul64(uint64(st.q)).less(target) {
 			lo = h + 1
 		} else {
 			hi = h
 		}
 	}
-	return time.Duration(o), time.Duration(min(o, st.delays[lo]))
+	return lo
 }
 
 // fpair holds F(b) and F(b+1) for a block b below the limit.
