@@ -30,7 +30,6 @@ type steps struct {
 	base, limit int64
 	m           float64
 	grows       bool    // an exponential kind with m > 1: the sums above apply
-	flat        bool    // every delay is the base: Fixed, or a multiplier of 1
 	whole       uint64  // m when it is a whole number from 2 to 2^32, else 0
 	q           int64   // failures per block
 	lnM, dM     dd      // ln M and M - 1, for the closed form
@@ -55,7 +54,7 @@ const minGrowth = 0x1p-30
 func (st *steps) init(b *Backoff) {
 	*st = steps{base: int64(clampDelay(b.BaseDelay)), limit: int64(ceiling), m: b.Multiplier, q: 1, capBlock: -1}
 	if !b.Kind.exponential() || st.m == 1 {
-		st.m, st.flat = 1, true
+		st.m = 1 // every delay is the base
 		return
 	}
 	if b.MaxDelay > 0 && b.MaxDelay < ceiling {

@@ -162,13 +162,6 @@ func (p *Policy) decideOn(d *Decision, failures []time.Time, uptime time.Duratio
 		last, at, d.Failures = countWindow(failures, p.window)
 	}
 	n := d.Failures
-	// The jitter is drawn first: it does not depend on the delay, and the
-	// processor overlaps the two.
-	var u53 uint64
-	jitter := p.s.Backoff.Kind == ExponentialWithJitter
-	if jitter {
-		u53 = jitterUnit(seed, at, n)
-	}
 	switch {
 	case p.s.Kind == None:
 		d.Action, d.Reason = Fatal, StrategyNone
@@ -177,10 +170,17 @@ func (p *Policy) decideOn(d *Decision, failures []time.Time, uptime time.Duratio
 		d.Action, d.Reason = Fatal, AttemptsExhausted
 		return
 	}
+	// The jitter is drawn before the delay: it does not depend on it, and
+	// the processor overlaps the two.
+	var u53 uint64
+	jitter := p.s.Backoff.Kind == ExponentialWithJitter
+	if jitter {
+		u53 = jitterUnit(seed, at, n)
+	}
 	st := &p.st
 	var owed, credited, extra time.Duration
 	switch b := n - 1; {
-	case st.flat:
+	case st.m == 1: // Fixed, or a multiplier of 1: every delay is the base
 		owed = time.Duration(st.base)
 		credited = owed
 	case st.q == 1 && b < len(st.delays) && (b == 0 || int64(uptime) < st.delays[b]):

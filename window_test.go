@@ -20,6 +20,7 @@ func TestCountWindow(t *testing.T) {
 		{"one", failuresAt(0), time.Hour, t0, 1},
 		{"all inside", failuresAt(-3599, -10, 0), time.Hour, t0, 3},
 		{"edge counts", failuresAt(-3600, 0), time.Hour, t0, 2},
+		{"edge counts beside one outside", failuresAt(-3600, -7200, 0), time.Hour, t0, 2},
 		{"a nanosecond past the edge does not", []time.Time{t0.Add(-time.Hour - 1), t0}, time.Hour, t0, 1},
 		{"unsorted", failuresAt(0, -7200, -30, -4000, -1), time.Hour, t0, 3},
 		{"newest last in the slice", failuresAt(-30, -1, 0), time.Hour, t0, 3},
