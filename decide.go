@@ -150,16 +150,16 @@ func Decide(s Strategy, failures []time.Time, uptime time.Duration, seed uint64,
 // newest failure alone.
 func (p *Policy) decideOn(d *Decision, failures []time.Time, uptime time.Duration, seed uint64, now time.Time) {
 	var (
-		last time.Time
-		at   instant
+		newest int // failures[newest] is the failure being decided
+		at     instant
 	)
 	if len(failures) == 1 {
-		last, at = failures[0], instantOf(failures[0])
+		at = instantOf(failures[0])
 		if d.Failures == 0 {
 			d.Failures = 1
 		}
 	} else {
-		last, at, d.Failures = countWindow(failures, p.window)
+		newest, at, d.Failures = countWindow(failures, p.window)
 	}
 	n := d.Failures
 	switch {
@@ -188,6 +188,9 @@ func (p *Policy) decideOn(d *Decision, failures []time.Time, uptime time.Duratio
 		// uptime does not cover the step owed, or that step is the first.
 		owed = time.Duration(st.delays[b])
 		credited = owed
+	case st.q == 1 && b < len(st.delays) && st.delays[b] < st.limit:
+		// The uptime covers the step owed, below the limit, in the table.
+		owed, credited = st.creditTabled(n, uptime)
 	default:
 		owed, credited = st.credit(n, uptime)
 	}
@@ -197,9 +200,9 @@ func (p *Policy) decideOn(d *Decision, failures []time.Time, uptime time.Duratio
 	wait := credited + extra // at most 1.25 × the ceiling: no overflow
 	due := at.plus(wait)
 	if uint64(due.sec+dueSpan) < 2*dueSpan {
-		d.Due = time.Unix(due.sec, int64(due.nsec)).In(last.Location())
+		d.Due = time.Unix(due.sec, int64(due.nsec)).In(failures[newest].Location())
 	} else {
-		d.Due = last.Add(wait).Round(0) // saturates as Add does
+		d.Due = failures[newest].Add(wait).Round(0) // saturates as Add does
 	}
 	d.Owed, d.Credited, d.Jitter = owed, credited, extra
 	d.Action = Wait

@@ -20,7 +20,7 @@ func (st *steps) credit(n int, uptime time.Duration) (owed, credited time.Durati
 		return time.Duration(st.delays[b]), time.Duration(st.delays[b]) // nothing paid: the usual case
 	}
 	if st.q == 1 && n <= len(st.delays) && st.delays[n-1] < st.limit {
-		return st.creditTabled(n, int64(uptime)) // the same as below, without its detours
+		return st.creditTabled(n, uptime) // the same as below, without its detours
 	}
 	if !st.grows {
 		// Steps that do not grow: for a multiplier of at most 1 every
@@ -100,17 +100,28 @@ func (st *steps) credit(n int, uptime time.Duration) (owed, credited time.Durati
 // creditTabled is credit for blocks of one failure where F(n) is in the
 // table and the n-th step owes less than the limit, for an uptime that
 // covers that step: the same steps as credit's, without its detours.
-func (st *steps) creditTabled(n int, u int64) (owed, credited time.Duration) {
+func (st *steps) creditTabled(n int, uptime time.Duration) (owed, credited time.Duration) {
 	o := st.delays[n-1]
 	if n == 1 {
 		return time.Duration(o), time.Duration(o)
 	}
-	all := st.table[n] // W(n), the sum of steps 1..n
+	u, all := int64(uptime), st.table[n] // W(n), the sum of steps 1..n
 	if !u64(uint64(u)).add(u64(uint64(st.base))).less(all) {
 		return time.Duration(o), time.Duration(min(o, st.base))
 	}
-	b := st.searchTable(int64(n-1), all.sub(u64(uint64(u))))
-	return time.Duration(o), time.Duration(min(o, st.delays[b]))
+	// The least block b < n-1 with W(b+1) >= W(n) - u: blocks of one
+	// failure, so that W is F.
+	target := all.sub(u64(uint64(u)))
+	lo, hi := 0, n-1
+	for lo < hi {
+		h := int(uint(lo+hi) >> 1)
+		if st.table[h+1].less(target) {
+			lo = h + 1
+		} else {
+			hi = h
+		}
+	}
+	return time.Duration(o), time.Duration(min(o, st.delays[lo]))
 }
 
 // searchTable returns the least block b <= bt whose end, W(q(b+1)) =

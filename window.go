@@ -6,17 +6,17 @@ import (
 	"time"
 )
 
-// countWindow returns the newest of failures (at least one), its instant,
-// and how many fall within window of it: a failure at t counts iff
+// countWindow returns the index of the newest of failures (at least one),
+// its instant, and how many fall within window of it: a failure at t counts iff
 // last - window <= t <= last, so the newest always counts. failures may be
 // in any order and repeat an instant; they are compared as instants.
-func countWindow(failures []time.Time, window time.Duration) (last time.Time, at instant, n int) {
+func countWindow(failures []time.Time, window time.Duration) (newest int, at instant, n int) {
 	// Most times fall within 2^33 seconds of 1970 (the years 1697 to
 	// 2242), where an instant fits in int64 nanoseconds and compares in one
 	// instruction.
 	const span = 1 << 33
 	if len(failures) == 1 {
-		return failures[0], instantOf(failures[0]), 1
+		return 0, instantOf(failures[0]), 1
 	}
 	// One pass reads every instant and keeps the earliest and the newest:
 	// when the earliest is in the window, they all are, in whatever order.
@@ -33,11 +33,10 @@ func countWindow(failures []time.Time, window time.Duration) (last time.Time, at
 	if far >= 2*span {
 		return countWindowAnywhen(failures, window)
 	}
-	newest := len(failures) - 1
+	newest = len(failures) - 1
 	for unixNanos(failures[newest]) != hi {
 		newest--
 	}
-	last = failures[newest]
 	if from := hi - int64(window); lo < from {
 		for _, t := range failures {
 			if unixNanos(t) >= from {
@@ -47,7 +46,7 @@ func countWindow(failures []time.Time, window time.Duration) (last time.Time, at
 	} else {
 		n = len(failures) // all in the window: the usual case
 	}
-	return last, instantOf(last), n
+	return newest, instantOf(failures[newest]), n
 }
 
 // unixNanos is t's nanoseconds since 1970, for t within countWindow's span.
@@ -55,32 +54,32 @@ func unixNanos(t time.Time) int64 { return t.Unix()*int64(time.Second) + int64(t
 
 // countWindowAnywhen is countWindow for times anywhere in time.Time's
 // range, compared as instants.
-func countWindowAnywhen(failures []time.Time, window time.Duration) (last time.Time, at instant, n int) {
+func countWindowAnywhen(failures []time.Time, window time.Duration) (newest int, at instant, n int) {
 	switch order(failures) {
 	case +1:
-		last = failures[len(failures)-1]
-		from := instantOf(last).minus(window)
+		newest = len(failures) - 1
+		at = instantOf(failures[newest])
+		from := at.minus(window)
 		n = len(failures) - sort.Search(len(failures), func(k int) bool { return !instantOf(failures[k]).before(from) })
-		return last, instantOf(last), n
+		return newest, at, n
 	case -1:
-		last = failures[0]
-		from := instantOf(last).minus(window)
-		return last, instantOf(last), sort.Search(len(failures), func(k int) bool { return instantOf(failures[k]).before(from) })
+		at = instantOf(failures[0])
+		from := at.minus(window)
+		return 0, at, sort.Search(len(failures), func(k int) bool { return instantOf(failures[k]).before(from) })
 	}
-	last = failures[0]
-	newest := instantOf(last)
-	for _, t := range failures[1:] {
-		if a := instantOf(t); newest.before(a) {
-			last, newest = t, a
+	at = instantOf(failures[0])
+	for i, t := range failures[1:] {
+		if a := instantOf(t); at.before(a) {
+			newest, at = i+1, a
 		}
 	}
-	from := newest.minus(window)
+	from := at.minus(window)
 	for _, t := range failures {
 		if !instantOf(t).before(from) {
 			n++
 		}
 	}
-	return last, newest, n
+	return newest, at, n
 }
 
 // order returns +1 when no time in ts is before the one preceding it, -1

@@ -30,7 +30,8 @@ func TestCountWindow(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			last, _, n := countWindow(tt.failures, tt.window)
+			i, _, n := countWindow(tt.failures, tt.window)
+			last := tt.failures[i]
 			assert.True(t, last.Equal(tt.wantLast), "last %v, want %v", last, tt.wantLast)
 			assert.Equal(t, tt.wantN, n)
 		})
@@ -40,8 +41,8 @@ func TestCountWindow(t *testing.T) {
 func TestCountWindowComparesInstantsAcrossLocations(t *testing.T) {
 	tokyo := time.FixedZone("JST", 9*3600)
 	failures := []time.Time{t0.In(tokyo), t0.Add(-time.Minute), t0.Add(-2 * time.Hour).In(tokyo)}
-	last, _, n := countWindow(failures, time.Hour)
-	assert.True(t, last.Equal(t0))
+	i, _, n := countWindow(failures, time.Hour)
+	assert.True(t, failures[i].Equal(t0))
 	assert.Equal(t, 2, n)
 }
 
@@ -81,9 +82,9 @@ func TestMonotonicReadingsDoNotChangeTheCount(t *testing.T) {
 	for i, f := range inProcess {
 		stored[i] = f.Round(0) // strips the monotonic reading
 	}
-	l1, _, n1 := countWindow(inProcess, time.Hour)
-	l2, _, n2 := countWindow(stored, time.Hour)
-	assert.True(t, l1.Equal(l2))
+	i1, _, n1 := countWindow(inProcess, time.Hour)
+	i2, _, n2 := countWindow(stored, time.Hour)
+	assert.True(t, inProcess[i1].Equal(stored[i2]))
 	assert.Equal(t, 2, n1)
 	assert.Equal(t, n1, n2)
 }
@@ -108,8 +109,9 @@ func TestCountWindowSameInEveryRange(t *testing.T) {
 		case 1:
 			slices.SortFunc(failures, func(a, b time.Time) int { return b.Compare(a) })
 		}
-		last, at, got := countWindow(failures, window)
-		wantLast, wantAt, want := countWindowAnywhen(failures, window)
+		i, at, got := countWindow(failures, window)
+		wantI, wantAt, want := countWindowAnywhen(failures, window)
+		last, wantLast := failures[i], failures[wantI]
 		if got != want || !last.Equal(wantLast) || at != wantAt || at != instantOf(last) {
 			t.Fatalf("counted %d up to %v, on instants %d up to %v", got, last, want, wantLast)
 		}
