@@ -22,13 +22,24 @@ func countWindow(failures []time.Time, window time.Duration) (newest int, at ins
 	// when the earliest is in the window, they all are, in whatever order.
 	// sec + span is below 2^34 for every time within the span, and so is
 	// their bitwise or.
+	// Two at a time: the loop's own work is halved, and the two chains of
+	// comparisons overlap.
 	lo, hi, far := int64(math.MaxInt64), int64(math.MinInt64), uint64(0)
-	for i := range failures {
+	i := 0
+	for ; i+1 < len(failures); i += 2 {
+		t, u := &failures[i], &failures[i+1]
+		ts, us := t.Unix(), u.Unix()
+		far |= uint64(ts+span) | uint64(us+span)
+		tv := ts*int64(time.Second) + int64(t.Nanosecond())
+		uv := us*int64(time.Second) + int64(u.Nanosecond())
+		lo, hi = min(lo, tv, uv), max(hi, tv, uv)
+	}
+	if i < len(failures) {
 		t := &failures[i]
-		sec := t.Unix()
-		far |= uint64(sec + span)
-		v := sec*int64(time.Second) + int64(t.Nanosecond())
-		lo, hi = min(lo, v), max(hi, v)
+		ts := t.Unix()
+		far |= uint64(ts + span)
+		tv := ts*int64(time.Second) + int64(t.Nanosecond())
+		lo, hi = min(lo, tv), max(hi, tv)
 	}
 	if far >= 2*span {
 		return countWindowAnywhen(failures, window)
