@@ -19,9 +19,6 @@ func (st *steps) credit(n int, uptime time.Duration) (owed, credited time.Durati
 	if b := int64(n-1) / st.q; b < int64(len(st.delays)) && int64(uptime) < st.delays[b] {
 		return time.Duration(st.delays[b]), time.Duration(st.delays[b]) // nothing paid: the usual case
 	}
-	if st.q == 1 && n <= len(st.delays) && st.delays[n-1] < st.limit {
-		return st.creditTabled(n, uptime) // the same as below, without its detours
-	}
 	if !st.grows {
 		// Steps that do not grow: for a multiplier of at most 1 every
 		// lower step owes at least as much, so credit changes nothing.
@@ -97,9 +94,10 @@ func (st *steps) credit(n int, uptime time.Duration) (owed, credited time.Durati
 	return time.Duration(o), time.Duration(min(o, cum(b+1).sub(cum(b)).int64()))
 }
 
-// creditTabled is credit for blocks of one failure where F(n) is in the
-// table and the n-th step owes less than the limit, for an uptime that
-// covers that step: the same steps as credit's, without its detours.
+// creditTabled returns what credit returns, for blocks of one failure
+// where F(n) is in the table and the n-th step owes less than the limit,
+// and an uptime that covers that step: the decision calls it for those
+// steps, which need none of credit's detours.
 func (st *steps) creditTabled(n int, uptime time.Duration) (owed, credited time.Duration) {
 	o := st.delays[n-1]
 	if n == 1 {
@@ -109,19 +107,8 @@ func (st *steps) creditTabled(n int, uptime time.Duration) (owed, credited time.
 	if !u64(uint64(u)).add(u64(uint64(st.base))).less(all) {
 		return time.Duration(o), time.Duration(min(o, st.base))
 	}
-	// The least block b < n-1 with W(b+1) >= W(n) - u: blocks of one
-	// failure, so that W is F.
-	target := all.sub(u64(uint64(u)))
-	lo, hi := 0, n-1
-	for lo < hi {
-		h := int(uint(lo+hi) >> 1)
-		if st.table[h+1].less(target) {
-			lo = h + 1
-		} else {
-			hi = h
-		}
-	}
-	return time.Duration(o), time.Duration(min(o, st.delays[lo]))
+	b := st.searchTable(int64(n-1), all.sub(u64(uint64(u))))
+	return time.Duration(o), time.Duration(min(o, st.delays[b]))
 }
 
 // searchTable returns the least block b <= bt whose end, W(q(b+1)) =
@@ -130,7 +117,11 @@ func (st *steps) searchTable(bt int64, target u128) int64 {
 	lo, hi := int64(0), bt
 	for lo < hi {
 		h := int64(uint64(lo+hi) >> 1)
-		if st.table[h+1].mul64(uint64(st.q)).less(target) {
+		end := st.table[h+1]
+		if st.q > 1 {
+			end = end.mul64(uint64(st.q))
+		}
+		if end.less(target) {
 			lo = h + 1
 		} else {
 			hi = h

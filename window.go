@@ -21,9 +21,8 @@ func countWindow(failures []time.Time, window time.Duration) (newest int, at ins
 	// One pass reads every instant and keeps the earliest and the newest:
 	// when the earliest is in the window, they all are, in whatever order.
 	// sec + span is below 2^34 for every time within the span, and so is
-	// their bitwise or.
-	// Two at a time: the loop's own work is halved, and the two chains of
-	// comparisons overlap.
+	// their bitwise or. The pass reads two at a time, which halves the
+	// loop's own work and lets the two chains of comparisons overlap.
 	lo, hi, far := int64(math.MaxInt64), int64(math.MinInt64), uint64(0)
 	i := 0
 	for ; i+1 < len(failures); i += 2 {
