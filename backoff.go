@@ -26,19 +26,27 @@ import (
 // M - 1 >= 2^-30, so that the exact increments of G exceed what rounding
 // can take away and D never decreases. The k-th failure owes
 // min(limit, D((k-1)/q)), limit being MaxDelay or the 100-year ceiling.
+//
+// The double-double G that F floors costs an expm1 of some 300 ns. A
+// faster exponential (expTimes) gives G to within a margin that covers the
+// error of both: where no whole number lies that close, the two floors
+// agree, and otherwise cum computes G as defined.
 type steps struct {
 	base, limit int64
 	m           float64
-	grows       bool    // an exponential kind with m > 1: the sums above apply
-	whole       uint64  // m when it is a whole number from 2 to 2^32, else 0
-	q           int64   // failures per block
-	lnM, dM     dd      // ln M and M - 1, for the closed form
-	closed      bool    // lnM and dM are set
-	capBlock    int64   // the first block that owes the limit; -1 until found
-	far         int64   // a block past which D is over e × limit; 0 until found
-	table       []u128  // F(0), F(1), …, computed at Compile
-	delays      []int64 // min(limit, D(b)) for the blocks the table covers
-	belowCap    fpair   // F of the last block below the cap and of the cap's, past the table
+	grows       bool       // an exponential kind with m > 1: the sums above apply
+	whole       uint64     // m when it is a whole number from 2 to 2^32, else 0
+	q           int64      // failures per block
+	lnM, dM     dd         // ln M and M - 1, for the closed form
+	c, mM       dd         // base/(M - 1), so that G(b) = c × (M^b - 1), and M
+	lnMf, guess float64    // ln M and (M - 1)/(q × base) in float64, for estimates
+	tab         *expTables // closedPair's tables, shared by every strategy
+	closed      bool       // lnM, dM, c, mM, lnMf and guess are set (a whole m sets the last two in init)
+	capBlock    int64      // the first block that owes the limit; -1 until found
+	far         int64      // a block past which D is over e × limit; 0 until found
+	table       []u128     // F(0), F(1), …, computed at Compile
+	delays      []int64    // min(limit, D(b)) for the blocks the table covers
+	belowCap    fpair      // F of the last block below the cap and of the cap's, past the table
 }
 
 // hornerMax is the last block whose G is summed term by term (Horner's
@@ -68,6 +76,8 @@ func (st *steps) init(b *Backoff) {
 		// D(b) = base × m^b exactly: the cap's block is found by
 		// multiplying.
 		st.whole = uint64(st.m)
+		st.lnMf = math.Log(st.m)
+		st.guess = (st.m - 1) / float64(st.base)
 		st.capBlock = 0
 		for v := uint64(st.base); v < uint64(st.limit); v *= st.whole {
 			st.capBlock++
@@ -132,6 +142,14 @@ func (st *steps) prepareClosed(floor float64) {
 	} else {
 		st.dM = st.lnM.expm1()
 	}
+	st.c = dd{float64(st.base), 0}.div(st.dM)
+	st.tab = loadExpTables()
+	st.mM = dd{1, 0}.add(st.dM)
+	if st.q == 1 {
+		st.mM = dd{st.m, 0}
+	}
+	st.lnMf = float64(st.q) * math.Log(st.m)
+	st.guess = math.Expm1(st.lnMf) / (float64(st.q) * float64(st.base))
 	st.closed = true
 }
 
@@ -157,11 +175,70 @@ func (st *steps) cum(b int64) u128 {
 		return st.horner(b)
 	}
 	st.prepareClosed(0)
+	if f, ok := st.closedPair(b); ok {
+		return f.lo
+	}
 	x := st.lnM.mulFloat(float64(b))
 	if x.hi > 60 {
 		return saturated
 	}
+	return st.gExact(x)
+}
+
+// closedForm reports whether cum computes F(b) in closed form.
+func (st *steps) closedForm(b int64) bool {
+	return b >= int64(len(st.table)) && b > 1 && st.whole == 0 && (st.q > 1 || b > hornerMax)
+}
+
+// gExact returns F at x = b × ln M by its definition: floor(c × expm1(x)),
+// in double-double, with c as base/(M - 1).
+func (st *steps) gExact(x dd) u128 {
 	return x.expm1().mulFloat(float64(st.base)).div(st.dM).floor()
+}
+
+// closedMargin is how close to a whole number, relative to H = c × e^x,
+// closedPair's G may come and still settle the floor. Both its G and the
+// G that gExact floors are within 2^-95 × H of c × (e^x - 1)
+// (TestClosedFormErrorBounds; the worst of a few thousand draws is 2^-99.4
+// and 2^-100.7), so the two are less than the margin apart.
+const closedMargin = 0x1p-93
+
+// closedPair returns F(b) and F(b+1) for a block b in the closed form's
+// range, from one expTimes: G(b) = c·e^x - c at x = b × ln M, and G(b+1) =
+// c·e^x × M - c. It returns false when a whole number is too close to
+// either G to be sure that gExact floors it the same way, or when x is
+// near where cum saturates.
+func (st *steps) closedPair(b int64) (fpair, bool) {
+	x := st.lnM.mulFloat(float64(b))
+	if !(x.hi+st.lnM.hi < 59) {
+		return fpair{}, false
+	}
+	h := x.expTimes(st.c, st.tab)
+	h1 := h.mul(st.mM)
+	if !(h1.hi < 0x1p100) {
+		return fpair{}, false
+	}
+	lo, ok := settledFloor(h.minus(st.c), max(h.hi*closedMargin, 0x1p-40))
+	hi, ok1 := settledFloor(h1.minus(st.c), max(h1.hi*closedMargin, 0x1p-40))
+	return fpair{lo, hi}, ok && ok1
+}
+
+// settledFloor returns floor(g), for 0 <= g.hi < 2^100, and whether every
+// value within margin of g has that floor.
+func settledFloor(g dd, margin float64) (u128, bool) {
+	fh := math.Floor(g.hi)
+	s := (g.hi - fh) + g.lo // rounded, by far less than margin; |g.lo| <= 2^47
+	fs := math.Floor(s)
+	left := s - fs
+	ok := fh+fs >= 0 && left >= margin && left <= 1-margin
+	if fh < 0x1p62 {
+		return u64(uint64(int64(fh) + int64(fs))), ok
+	}
+	v := floatToU128(fh)
+	if fs < 0 {
+		return v.sub(u64(uint64(-fs))), ok
+	}
+	return v.add(u64(uint64(fs))), ok
 }
 
 // saturated stands for an F so far past the limit that its value does not

@@ -257,3 +257,56 @@ func TestPowUintMonotoneBelowOne(t *testing.T) {
 		}
 	}
 }
+
+// TestClosedPairSettlesAsTheDefinition pins the fast closed form to the
+// definition of F: wherever closedPair settles F(b) and F(b+1), they are
+// what gExact computes, to the nanosecond.
+func TestClosedPairSettlesAsTheDefinition(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		st := genClosedForm(t)
+		b := rapid.Int64Range(max(int64(len(st.table)), 2), int64(62/st.lnM.hi)).Draw(t, "block")
+		if !st.closedForm(b) {
+			t.Skip("not in the closed form's range")
+		}
+		f, ok := st.closedPair(b)
+		if !ok {
+			t.Skip("not settled")
+		}
+		lo, hi := st.gExact(st.lnM.mulFloat(float64(b))), st.gExact(st.lnM.mulFloat(float64(b+1)))
+		if f.lo != lo || f.hi != hi {
+			t.Fatalf("closedPair(%d) = %v, %v; by definition %v, %v", b, f.lo, f.hi, lo, hi)
+		}
+	})
+}
+
+// TestClosedPairSettlesAlmostAlways pins that the fast closed form is the
+// one taken: across a strategy's whole range of blocks, up to the 100-year
+// ceiling, closedPair settles all but a few in a thousand. The margin grows
+// with base/(M - 1): where that is 2^66, as for a minute's base in blocks
+// of M = 1 + 2^-30, the blocks near the ceiling fall back more often.
+func TestClosedPairSettlesAlmostAlways(t *testing.T) {
+	for _, tc := range []struct {
+		b        Backoff
+		perMille int
+	}{
+		{Backoff{Kind: Exponential, BaseDelay: time.Second, Multiplier: 1.000001}, 995},
+		{Backoff{Kind: Exponential, BaseDelay: time.Millisecond, Multiplier: 1.0001}, 995},
+		{Backoff{Kind: Exponential, BaseDelay: 10 * time.Second, Multiplier: 1.01}, 995},
+		{Backoff{Kind: Exponential, BaseDelay: time.Minute, Multiplier: 1 + 1e-10}, 900},
+	} {
+		b := tc.b
+		st := b.compiled()
+		st.prepare()
+		last := st.capAt()
+		tried, settled := 0, 0
+		for blk := int64(len(st.table)); blk < last; blk += max(1, last/1000) {
+			tried++
+			if _, ok := st.closedPair(blk); ok {
+				settled++
+			}
+		}
+		assert.Greater(t, tried, 100, "%v", b)
+		assert.GreaterOrEqual(t, settled, tried*tc.perMille/1000, "%v: settled %d of %d", b, settled, tried)
+		t.Logf("%v: settled %d of %d", b, settled, tried)
+	}
+}

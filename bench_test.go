@@ -92,6 +92,16 @@ func BenchmarkExpm1(b *testing.B) {
 	}
 }
 
+// BenchmarkExpTimes is the fast exponential that settles most closed
+// forms, beside BenchmarkExpm1.
+func BenchmarkExpTimes(b *testing.B) {
+	x, c := dd{13.8, 1e-17}, dd{1e15, 0.25}
+	t := loadExpTables()
+	for b.Loop() {
+		durationSink = time.Duration(x.expTimes(c, t).hi)
+	}
+}
+
 // BenchmarkHistory records a failure every second into an unless_stopped
 // history (one-hour window, so 3600 retained in the steady state), and
 // decides on it. Both report the bytes the history holds per failure.

@@ -3,6 +3,7 @@ package retrypolicy
 import (
 	"math"
 	"math/bits"
+	"sync"
 )
 
 // dd is a double-double: the unevaluated sum hi + lo of two float64s, with
@@ -51,6 +52,14 @@ func (a dd) addSameSign(b dd) dd {
 	return dd{s, e}
 }
 
+// minus returns a - b for a >= b >= 0, to within about 2^-105 × a: it
+// saves add's work for operands whose signs are known.
+func (a dd) minus(b dd) dd {
+	s, e := twoSum(a.hi, -b.hi)
+	s, e = fastTwoSum(s, e+(a.lo-b.lo))
+	return dd{s, e}
+}
+
 func (a dd) neg() dd { return dd{-a.hi, -a.lo} }
 
 func (a dd) sub(b dd) dd { return a.add(b.neg()) }
@@ -60,6 +69,14 @@ func (a dd) mul(b dd) dd {
 	e += float64(a.hi*b.lo) + float64(a.lo*b.hi)
 	p, e = fastTwoSum(p, e)
 	return dd{p, e}
+}
+
+// mulLoose is mul without the final renormalization, for a product that
+// feeds another: its low part may exceed half an ulp of its high part by
+// a little, which mul accepts.
+func (a dd) mulLoose(b dd) dd {
+	p, e := twoProd(a.hi, b.hi)
+	return dd{p, e + (float64(a.hi*b.lo) + float64(a.lo*b.hi))}
 }
 
 func (a dd) mulFloat(b float64) dd {
@@ -207,4 +224,59 @@ func floatToU128(f float64) u128 {
 		return u128{mant << (shift - 64), 0}
 	}
 	return u128{mant >> (64 - shift), mant << shift}
+}
+
+// expTables holds what expTimes needs: 2^(i/256) and 2^(i/65536) for i below
+// 256, each from expm1 to about 2^-100 relative, and ln 2 / 65536 split in
+// three parts, the first with 29 significant bits so that its product with
+// a whole number below 2^24 is exact.
+type expTables struct {
+	coarse, fine [256]dd
+	l1, l2, l3   float64
+}
+
+// loadExpTables computes the tables once, on first use: about 150 µs.
+var loadExpTables = sync.OnceValue(func() *expTables {
+	t := new(expTables)
+	for i := range 256 {
+		t.coarse[i] = ln2DD.mulFloat(float64(i) / 256).expm1().add(dd{1, 0})
+		t.fine[i] = ln2DD.mulFloat(float64(i) / 65536).expm1().add(dd{1, 0})
+	}
+	l1 := math.Float64frombits(math.Float64bits(ln2DD.hi) &^ (1<<24 - 1))
+	l2, l3 := fastTwoSum(ln2DD.hi-l1, ln2DD.lo) // ln2DD.hi - l1 is exact
+	t.l1, t.l2, t.l3 = l1/65536, l2/65536, l3/65536
+	return t
+})
+
+// expTimes returns c × e^x for 0 <= x <= 60 and c > 0, to about 2^-98
+// relative, fifteen times faster than expm1: e^x = 2^(N/65536) × e^r,
+// with N the nearest whole number to x × 65536/ln 2, 2^(N/65536) a power of
+// two times two table entries, and |r| <= ln 2 / 131072, where five terms of
+// e^r's series suffice and only the first two need more than a float64.
+// The entries are multiplied by c while e^r is summed.
+//
+// Its last bits may differ between platforms, as the compiler may fuse a
+// multiply-add: it serves estimates that are checked against a margin
+// (see steps.closedPair), never a result by itself.
+func (x dd) expTimes(c dd, t *expTables) dd {
+	n := float64(int64(x.hi*(65536/math.Ln2) + 0.5)) // round: x >= 0, N below 2^23
+	k := int64(n)
+	scaled := t.coarse[k>>8&255].mulLoose(t.fine[k&255]).mulLoose(c)
+	// r = x - N·ln 2/65536: N·l1 is exact, and so is x.hi minus it, the
+	// two being within a factor of 2 (or N being 0).
+	r1 := x.hi - n*t.l1
+	p, pe := twoProd(n, t.l2)
+	s, se := twoSum(r1, -p)
+	rh, rl := fastTwoSum(s, se-pe+x.lo-n*t.l3)
+	// e^r - 1 = r + r²/2 + r³/6 + r⁴/24 + r⁵/120, |r| <= 2^-17.4: r³/6
+	// is below 2^-54, so the float64 tail errs by less than 2^-106, and
+	// r⁶/720 is below 2^-113.
+	sq, sqe := twoProd(rh, rh)
+	tail := sq * rh * (1.0/6 + rh*(1.0/24+rh*(1.0/120)))
+	sh, sl := fastTwoSum(rh, sq*0.5)
+	sl += rl + sqe*0.5 + rh*rl + tail
+	eh, el := fastTwoSum(1, sh)
+	v := scaled.mul(dd{eh, el + sl})
+	scale := math.Float64frombits(uint64(1023+k>>16) << 52) // 2^(N/65536 whole part)
+	return dd{v.hi * scale, v.lo * scale}
 }

@@ -2,7 +2,11 @@ package retrypolicy
 
 import (
 	"math"
+	"math/big"
 	"testing"
+	"time"
+
+	"pgregory.net/rapid"
 )
 
 // relErr is |got - want| / |want| in double-double, as a float64.
@@ -66,4 +70,90 @@ func TestFloorOfADoubleDouble(t *testing.T) {
 			t.Errorf("floor(%v + %v) = %v, want %v", tc.x.hi, tc.x.lo, got, tc.want)
 		}
 	}
+}
+
+// bigOf returns hi + lo exactly.
+func bigOf(x dd) *big.Float {
+	const prec = 320
+	v := new(big.Float).SetPrec(prec).SetFloat64(x.hi)
+	return v.Add(v, new(big.Float).SetPrec(prec).SetFloat64(x.lo))
+}
+
+// bigExp returns e^x for 0 <= x <= 64 to far more than 200 bits: the series
+// at x/4096, squared twelve times.
+func bigExp(x *big.Float) *big.Float {
+	const prec = 320
+	y := new(big.Float).SetPrec(prec).Quo(x, big.NewFloat(4096))
+	sum := new(big.Float).SetPrec(prec).SetInt64(1)
+	term := new(big.Float).SetPrec(prec).SetInt64(1)
+	small := new(big.Float).SetMantExp(big.NewFloat(1), -prec)
+	for i := int64(1); term.Cmp(small) > 0; i++ {
+		term.Mul(term, y)
+		term.Quo(term, new(big.Float).SetInt64(i))
+		sum.Add(sum, term)
+	}
+	for range 12 {
+		sum.Mul(sum, sum)
+	}
+	return sum
+}
+
+// errIn returns |got - want| / scale.
+func errIn(got dd, want, scale *big.Float) float64 {
+	d := new(big.Float).SetPrec(320).Sub(bigOf(got), want)
+	f, _ := d.Abs(d).Quo(d, scale).Float64()
+	return f
+}
+
+// TestClosedFormErrorBounds pins the bound the fast closed form rests on:
+// for a block b in the closed form's range and x = b × ln M as the delays
+// compute it, G = c × (e^x - 1) with c = base/(M - 1), both the fast value
+// closedPair floors (from expTimes, and for b+1 through M) and the value
+// gExact floors (from expm1) are within 2^-95 × c × e^x of G computed to
+// 320 bits. closedPair settles a floor only 2^-93 × c × e^x away from any
+// whole number, so where it settles, both floor to the same integer.
+func TestClosedFormErrorBounds(t *testing.T) {
+	const bound = 0x1p-95
+	rapid.Check(t, func(t *rapid.T) {
+		st := genClosedForm(t)
+		b := rapid.Int64Range(max(int64(len(st.table)), 2), int64(58/st.lnM.hi)).Draw(t, "block")
+		if !st.closedForm(b) {
+			t.Skip("not in the closed form's range")
+		}
+		base := new(big.Float).SetPrec(320).SetInt64(st.base)
+		c := new(big.Float).SetPrec(320).Quo(base, bigOf(st.dM))
+		one := big.NewFloat(1)
+		for i, x := range []dd{st.lnM.mulFloat(float64(b)), st.lnM.mulFloat(float64(b + 1))} {
+			ex := bigExp(bigOf(x))
+			h := new(big.Float).SetPrec(320).Mul(c, ex)
+			g := new(big.Float).SetPrec(320).Mul(c, new(big.Float).SetPrec(320).Sub(ex, one))
+			fast := x.expTimes(st.c, st.tab)
+			if i == 1 {
+				fast = st.lnM.mulFloat(float64(b)).expTimes(st.c, st.tab).mul(st.mM)
+			}
+			if e := errIn(fast.minus(st.c), g, h); e > bound {
+				t.Fatalf("fast G(%d): error %g × H", b+int64(i), e)
+			}
+			if e := errIn(x.expm1().mulFloat(float64(st.base)).div(st.dM), g, h); e > bound {
+				t.Fatalf("exact G(%d): error %g × H", b+int64(i), e)
+			}
+		}
+	})
+}
+
+// genClosedForm draws a compiled growing backoff whose delays are summed in
+// closed form past the table: multipliers from 1 + 2^-52 to 1.3, in blocks
+// of one failure or many, bases from a microsecond to a day.
+func genClosedForm(t *rapid.T) *steps {
+	b := Backoff{
+		Kind:       Exponential,
+		BaseDelay:  time.Duration(math.Pow(10, rapid.Float64Range(3, 13.9).Draw(t, "log10(base)"))),
+		Multiplier: 1 + math.Pow(10, -rapid.Float64Range(0.53, 15.6).Draw(t, "-log10(m-1)")),
+	}
+	st := b.compiled()
+	st.prepare()
+	if st.whole != 0 || !st.closed {
+		t.Skip("no closed form")
+	}
+	return st
 }

@@ -28,7 +28,11 @@ func (st *steps) credit(n int, uptime time.Duration) (owed, credited time.Durati
 	q, u, top := st.q, int64(uptime), int64(n)
 	var f fpair // F of top's block and the next, once known
 	o := st.limit
+	early := int64(-1) // the search's block, estimated before F is known
 	if b := (top - 1) / q; !st.pastCap(b) {
+		if st.closedForm(b) {
+			early = st.earlyGuess(b, top, u)
+		}
 		if f = st.pair(b); f.hi != saturated && f.delay() < st.limit {
 			o = f.delay()
 		}
@@ -44,6 +48,7 @@ func (st *steps) credit(n int, uptime time.Duration) (owed, credited time.Durati
 			return time.Duration(o), time.Duration(o) // stopped on a capped step
 		}
 		u -= count * st.limit
+		early = -1
 		if top = low - 1; top < 2 {
 			return time.Duration(o), time.Duration(min(o, st.base))
 		}
@@ -70,6 +75,15 @@ func (st *steps) credit(n int, uptime time.Duration) (owed, credited time.Durati
 		return time.Duration(o), time.Duration(min(o, st.table[b+1].sub(st.table[b]).int64()))
 	}
 	reaches := func(f u128) bool { return !f.mul64(uint64(q)).less(target) }
+	// The estimate is all but always the block: one pair checks it. The
+	// early one lets the processor compute that pair while bt's is.
+	g := early
+	if g < 0 {
+		g = st.guessBlock(bt, target)
+	}
+	if f := st.pair(g); reaches(f.hi) && (g == 0 || !reaches(f.lo)) {
+		return time.Duration(o), time.Duration(min(o, f.delay()))
+	}
 	// Beyond the table each F costs a closed form: remember the last few.
 	var memo [4]struct {
 		b1 int64 // b+1, so that the zero value remembers nothing
@@ -90,7 +104,7 @@ func (st *steps) credit(n int, uptime time.Duration) (owed, credited time.Durati
 		next = (next + 1) % len(memo)
 		return v
 	}
-	b := int64(firstTrue(0, int(bt), st.guessBlock(bt, target), func(b int) bool { return reaches(cum(int64(b) + 1)) }))
+	b := int64(firstTrue(0, int(bt), int(g), func(b int) bool { return reaches(cum(int64(b) + 1)) }))
 	return time.Duration(o), time.Duration(min(o, cum(b+1).sub(cum(b)).int64()))
 }
 
@@ -136,22 +150,60 @@ type fpair struct{ lo, hi u128 }
 // delay returns D(b).
 func (f fpair) delay() int64 { return f.hi.sub(f.lo).int64() }
 
-// pair returns F(b) and F(b+1).
+// pair returns F(b) and F(b+1), in the closed form's range from one
+// exponential.
 func (st *steps) pair(b int64) fpair {
 	if b == st.capBlock-1 && st.belowCap.hi != (u128{}) {
 		return st.belowCap
 	}
+	if st.closedForm(b) {
+		if !st.closed {
+			st.prepareClosed(0)
+		}
+		if f, ok := st.closedPair(b); ok {
+			return f
+		}
+	}
 	return fpair{st.cum(b), st.cum(b + 1)}
 }
 
-// guessBlock estimates the least block b <= bt with q·F(b+1) >= target,
-// by the delays' continuous form, q·base·(M^(b+1) - 1)/(M - 1); firstTrue
-// finds the exact block from there.
-func (st *steps) guessBlock(bt int64, target u128) int {
-	t := float64(target.hi)*0x1p64 + float64(target.lo)
-	lnM := float64(st.q) * math.Log(st.m)
-	b := math.Log1p(t*math.Expm1(lnM)/(float64(st.q)*float64(st.base)))/lnM - 1
-	return int(math.Max(0, math.Min(b, float64(bt))))
+// guessBlock estimates the least block b <= bt with q·F(b+1) >= target.
+func (st *steps) guessBlock(bt int64, target u128) int64 {
+	st.prepareClosed(0)
+	return st.guessAt(bt, float64(target.hi)*0x1p64+float64(target.lo))
+}
+
+// guessAt estimates the least block b <= bt with q·F(b+1) >= t by the
+// delays' continuous form, q·base·(M^(b+1) - 1)/(M - 1); firstTrue finds
+// the exact block from there.
+func (st *steps) guessAt(bt int64, t float64) int64 {
+	b := math.Ceil(math.Log1p(t*st.guess)/st.lnMf - 1)
+	if !(b > 0) {
+		return 0
+	}
+	return int64(min(b, float64(bt)))
+}
+
+// earlyGuess estimates, before F is computed, the block that the search
+// for an uptime u ends on, for top's block bt in the closed form's range:
+// -1 when u likely does not cover bt's step, or covers them all.
+func (st *steps) earlyGuess(bt, top, u int64) int64 {
+	st.prepareClosed(0)
+	x := float64(bt) * st.lnMf
+	if !(x < 59) {
+		return -1
+	}
+	// H = c × M^bt, from the tables of expTimes, to about 2^-45.
+	k := int64(x*(65536/math.Ln2) + 0.5)
+	r := x - float64(k)*(math.Ln2/65536)
+	h := st.tab.coarse[k>>8&255].hi * st.tab.fine[k&255].hi * (1 + r + r*r*0.5) * st.c.hi *
+		math.Float64frombits(uint64(1023+k>>16)<<52)
+	d := h * st.dM.hi // D(bt) = c × (M - 1) × M^bt
+	w := float64(st.q)*(h-st.c.hi) + float64(top-bt*st.q)*d
+	if float64(u) < d || float64(u)+float64(st.base) >= w {
+		return -1
+	}
+	return st.guessAt(bt, w-float64(u))
 }
 
 // firstTrue returns the smallest k in [lo, hi] for which ok(k) holds, given
