@@ -41,7 +41,7 @@ type steps struct {
 	c, mM       dd         // base/(M - 1), so that G(b) = c × (M^b - 1), and M
 	lnMf, guess float64    // ln M and (M - 1)/(q × base) in float64, for estimates
 	tab         *expTables // closedPair's tables, shared by every strategy
-	closed      bool       // lnM, dM, c, mM, lnMf and guess are set (a whole m sets the last two in init)
+	closed      bool       // lnM, dM, c, mM, lnMf, guess and tab are set
 	capBlock    int64      // the first block that owes the limit; -1 until found
 	far         int64      // a block past which D is over e × limit; 0 until found
 	table       []u128     // F(0), F(1), …, computed at Compile
@@ -76,8 +76,6 @@ func (st *steps) init(b *Backoff) {
 		// D(b) = base × m^b exactly: the cap's block is found by
 		// multiplying.
 		st.whole = uint64(st.m)
-		st.lnMf = math.Log(st.m)
-		st.guess = (st.m - 1) / float64(st.base)
 		st.capBlock = 0
 		for v := uint64(st.base); v < uint64(st.limit); v *= st.whole {
 			st.capBlock++

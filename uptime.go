@@ -169,7 +169,6 @@ func (st *steps) pair(b int64) fpair {
 
 // guessBlock estimates the least block b <= bt with q·F(b+1) >= target.
 func (st *steps) guessBlock(bt int64, target u128) int64 {
-	st.prepareClosed(0)
 	return st.guessAt(bt, float64(target.hi)*0x1p64+float64(target.lo))
 }
 
@@ -177,7 +176,15 @@ func (st *steps) guessBlock(bt int64, target u128) int64 {
 // delays' continuous form, q·base·(M^(b+1) - 1)/(M - 1); firstTrue finds
 // the exact block from there.
 func (st *steps) guessAt(bt int64, t float64) int64 {
-	b := math.Ceil(math.Log1p(t*st.guess)/st.lnMf - 1)
+	lnM, grow := st.lnMf, st.guess
+	if !st.closed {
+		// Not prepared (Decide on a plain Strategy): computed here
+		// rather than with the closed form's other constants, which
+		// cost a microsecond.
+		lnM = float64(st.q) * math.Log(st.m)
+		grow = math.Expm1(lnM) / (float64(st.q) * float64(st.base))
+	}
+	b := math.Ceil(math.Log1p(t*grow)/lnM - 1)
 	if !(b > 0) {
 		return 0
 	}
