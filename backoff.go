@@ -216,6 +216,7 @@ func (st *steps) closedPair(b int64) (fpair, bool) {
 	if !(h1.hi < 0x1p100) {
 		return fpair{}, false
 	}
+	// At least 2^-40: far more than settledFloor's own rounding.
 	lo, ok := settledFloor(h.minus(st.c), max(h.hi*closedMargin, 0x1p-40))
 	hi, ok1 := settledFloor(h1.minus(st.c), max(h1.hi*closedMargin, 0x1p-40))
 	return fpair{lo, hi}, ok && ok1
@@ -225,7 +226,7 @@ func (st *steps) closedPair(b int64) (fpair, bool) {
 // value within margin of g has that floor.
 func settledFloor(g dd, margin float64) (u128, bool) {
 	fh := math.Floor(g.hi)
-	s := (g.hi - fh) + g.lo // rounded, by far less than margin; |g.lo| <= 2^47
+	s := (g.hi - fh) + g.lo // exact for a whole g.hi, else within 2^-53
 	fs := math.Floor(s)
 	left := s - fs
 	ok := fh+fs >= 0 && left >= margin && left <= 1-margin

@@ -76,7 +76,8 @@ func (st *steps) credit(n int, uptime time.Duration) (owed, credited time.Durati
 	}
 	reaches := func(f u128) bool { return !f.mul64(uint64(q)).less(target) }
 	// The estimate is all but always the block: one pair checks it. The
-	// early one lets the processor compute that pair while bt's is.
+	// early estimate needs no F, so the processor works it out while it
+	// computes bt's pair.
 	g := early
 	if g < 0 {
 		g = st.guessBlock(bt, target)
