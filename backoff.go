@@ -225,14 +225,27 @@ func (st *steps) closedPair(b int64) (fpair, bool) {
 // settledFloor returns floor(g), for 0 <= g.hi < 2^100, and whether every
 // value within margin of g has that floor.
 func settledFloor(g dd, margin float64) (u128, bool) {
+	if !(g.hi < 0x1p51) {
+		return settledFloorWide(g, margin)
+	}
+	// g = n + d, with n = round(g.hi), which adding and subtracting
+	// 1.5 × 2^52 computes; g.hi - n is exact, and |d| at most about 1/2.
+	n := (g.hi + 0x1.8p52) - 0x1.8p52
+	d := (g.hi - n) + g.lo // within 2^-53
+	f := int64(n)
+	if d < 0 {
+		f--
+	}
+	return u64(uint64(f)), f >= 0 && math.Abs(d) >= margin
+}
+
+// settledFloorWide is settledFloor for g.hi of 2^51 or more.
+func settledFloorWide(g dd, margin float64) (u128, bool) {
 	fh := math.Floor(g.hi)
-	s := (g.hi - fh) + g.lo // exact for a whole g.hi, else within 2^-53
+	s := (g.hi - fh) + g.lo // within 2^-53
 	fs := math.Floor(s)
 	left := s - fs
-	ok := fh+fs >= 0 && left >= margin && left <= 1-margin
-	if fh < 0x1p62 {
-		return u64(uint64(int64(fh) + int64(fs))), ok
-	}
+	ok := left >= margin && left <= 1-margin
 	v := floatToU128(fh)
 	if fs < 0 {
 		return v.sub(u64(uint64(-fs))), ok
