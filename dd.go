@@ -249,7 +249,7 @@ var loadExpTables = sync.OnceValue(func() *expTables {
 })
 
 // expTimes returns c × e^x for 0 <= x <= 60 and c > 0, to about 2^-98
-// relative, fifteen times faster than expm1: e^x = 2^(N/65536) × e^r,
+// relative, over ten times faster than expm1: e^x = 2^(N/65536) × e^r,
 // with N the nearest whole number to x × 65536/ln 2, 2^(N/65536) a power of
 // two times two table entries, and |r| <= ln 2 / 131072, where five terms of
 // e^r's series suffice and only the first two need more than a float64.
