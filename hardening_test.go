@@ -238,3 +238,41 @@ func TestConcurrentUse(t *testing.T) {
 	// step is an hour, due an hour after it.
 	assert.True(t, d.Due.Add(-d.Credited-d.Jitter).Equal(t0.Add(time.Duration(workers*rounds-1)*time.Millisecond)))
 }
+
+// TestConcurrentClosedForm shares one Policy whose decisions take the
+// closed form (a multiplier of 1.000001, 5,000 failures in the window, a
+// run that pays some steps) across goroutines; run it with -race. Deciding
+// writes nothing to the Policy, and every goroutine gets the decision made
+// alone.
+func TestConcurrentClosedForm(t *testing.T) {
+	p, err := Compile(Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: Exponential, BaseDelay: time.Second, Multiplier: 1.000001}})
+	require.NoError(t, err)
+	failures := make([]time.Time, 5000)
+	for i := range failures {
+		failures[i] = t0.Add(time.Duration(i-len(failures)) * time.Millisecond)
+	}
+	want, err := p.Decide(failures, 90*time.Second, 7, t0)
+	require.NoError(t, err)
+	require.Less(t, want.Credited, want.Owed, "the run pays some steps")
+
+	const workers, rounds = 8, 50
+	var wg sync.WaitGroup
+	bad := make(chan Decision, workers*rounds)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range rounds {
+				if d, err := p.Decide(failures, 90*time.Second, 7, t0); err != nil || d != want {
+					bad <- d
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(bad)
+	for d := range bad {
+		t.Fatalf("got %+v, alone %+v", d, want)
+	}
+}
+
