@@ -275,4 +275,3 @@ func TestConcurrentClosedForm(t *testing.T) {
 		t.Fatalf("got %+v, alone %+v", d, want)
 	}
 }
-
