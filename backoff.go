@@ -188,10 +188,13 @@ func (st *steps) closedForm(b int64) bool {
 	return b >= int64(len(st.table)) && b > 1 && st.whole == 0 && (st.q > 1 || b > hornerMax)
 }
 
-// gExact returns F at x = b × ln M by its definition: floor(c × expm1(x)),
-// in double-double, with c as base/(M - 1).
-func (st *steps) gExact(x dd) u128 {
-	return x.expm1().mulFloat(float64(st.base)).div(st.dM).floor()
+// gExact returns F at x = b × ln M by its definition, the floor of gDefined.
+func (st *steps) gExact(x dd) u128 { return st.gDefined(x).floor() }
+
+// gDefined returns G at x = b × ln M as the delays define it: base ×
+// expm1(x) / (M - 1), in double-double.
+func (st *steps) gDefined(x dd) dd {
+	return x.expm1().mulFloat(float64(st.base)).div(st.dM)
 }
 
 // closedMargin is how close to a whole number, relative to H = c × e^x,
