@@ -205,10 +205,10 @@ func (st *steps) gDefined(x dd) dd {
 const closedMargin = 0x1p-93
 
 // closedPair returns F(b) and F(b+1) for a block b in the closed form's
-// range, from one expTimes: G(b) = c·e^x - c at x = b × ln M, and G(b+1) =
-// c·e^x × M - c. It returns false when a whole number is too close to
-// either G to be sure that gExact floors it the same way, or when x is
-// near where cum saturates.
+// range, from one expTimes: G(b) = H - c with H = c·e^x at x = b × ln M,
+// and G(b+1) = H × M - c. It returns false when a whole number is too
+// close to either G to be sure that gExact floors it the same way, or when
+// x is near where cum saturates.
 func (st *steps) closedPair(b int64) (fpair, bool) {
 	x := st.lnM.mulFloat(float64(b))
 	if !(x.hi+st.lnM.hi < 59) {
@@ -299,11 +299,11 @@ func (st *steps) blockDelay(b int64) int64 {
 	if st.pastCap(b) {
 		return st.limit
 	}
-	hi := st.cum(b + 1)
-	if hi == saturated {
+	f := st.pair(b)
+	if f.hi == saturated {
 		return st.limit
 	}
-	return min(hi.sub(st.cum(b)).int64(), st.limit)
+	return min(f.delay(), st.limit)
 }
 
 // pastCap reports whether block b is known to owe the limit without
