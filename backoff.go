@@ -40,8 +40,9 @@ type steps struct {
 	lnM, dM     dd         // ln M and M - 1, for the closed form
 	c, mM       dd         // base/(M - 1), so that G(b) = c × (M^b - 1), and M
 	lnMf, guess float64    // ln M and (M - 1)/(q × base) in float64, for estimates
+	perLnM      float64    // 1/lnMf
 	tab         *expTables // closedPair's tables, shared by every strategy
-	closed      bool       // lnM, dM, c, mM, lnMf, guess and tab are set
+	closed      bool       // lnM, dM, c, mM, lnMf, guess, perLnM and tab are set
 	capBlock    int64      // the first block that owes the limit; -1 until found
 	far         int64      // a block past which D is over e × limit; 0 until found
 	table       []u128     // F(0), F(1), …, computed at Compile
@@ -148,6 +149,7 @@ func (st *steps) prepareClosed(floor float64) {
 	}
 	st.lnMf = float64(st.q) * math.Log(st.m)
 	st.guess = math.Expm1(st.lnMf) / (float64(st.q) * float64(st.base))
+	st.perLnM = 1 / st.lnMf
 	st.closed = true
 }
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"pgregory.net/rapid"
 )
 
@@ -96,6 +97,38 @@ func bigExp(x *big.Float) *big.Float {
 		sum.Mul(sum, sum)
 	}
 	return sum
+}
+
+// bigLn returns ln x for x >= 1 to far more than 100 bits: Newton's method
+// on bigExp from math.Log's value.
+func bigLn(x *big.Float) *big.Float {
+	f, _ := x.Float64()
+	y := new(big.Float).SetPrec(320).SetFloat64(math.Log(f))
+	for range 4 {
+		q := new(big.Float).SetPrec(320).Quo(x, bigExp(y))
+		y.Add(y, q.Sub(q, big.NewFloat(1)))
+	}
+	return y
+}
+
+// TestLn1pWithinItsBound pins the accuracy the credit's estimates rest on:
+// ln1p(a) is within 2^-44 of ln(1 + a) computed to 320 bits, for a from
+// 2^-45 to 2^90. Divided by ln M, at least 2^-31, that is under 2^-13 of a
+// block, so the estimate lands on the block nearly always.
+func TestLn1pWithinItsBound(t *testing.T) {
+	tab := loadExpTables()
+	rapid.Check(t, func(t *rapid.T) {
+		a := math.Exp2(rapid.Float64Range(-45, 90).Draw(t, "log2(a)"))
+		x := new(big.Float).SetPrec(320).SetFloat64(a)
+		want := bigLn(x.Add(x, big.NewFloat(1)))
+		d, _ := new(big.Float).Sub(new(big.Float).SetFloat64(tab.ln1p(a)), want).Float64()
+		if math.Abs(d) > 0x1p-44 {
+			t.Fatalf("ln1p(%g) is %g off", a, d)
+		}
+	})
+	for _, a := range []float64{0, -1, math.NaN(), math.Inf(1)} {
+		assert.Zero(t, tab.ln1p(a), "ln1p(%g)", a)
+	}
 }
 
 // errIn returns |got - want| / scale.

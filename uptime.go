@@ -177,15 +177,17 @@ func (st *steps) guessBlock(bt int64, target u128) int64 {
 // delays' continuous form, q·base·(M^(b+1) - 1)/(M - 1); firstTrue finds
 // the exact block from there.
 func (st *steps) guessAt(bt int64, t float64) int64 {
-	lnM, grow := st.lnMf, st.guess
-	if !st.closed {
+	var y float64 // b + 1, b the block sought
+	if st.closed {
+		y = st.tab.ln1p(t*st.guess) * st.perLnM
+	} else {
 		// Not prepared (Decide on a plain Strategy): computed here
 		// rather than with the closed form's other constants, which
 		// cost a microsecond.
-		lnM = float64(st.q) * math.Log(st.m)
-		grow = math.Expm1(lnM) / (float64(st.q) * float64(st.base))
+		lnM := float64(st.q) * math.Log(st.m)
+		y = math.Log1p(t*math.Expm1(lnM)/(float64(st.q)*float64(st.base))) / lnM
 	}
-	b := math.Ceil(math.Log1p(t*grow)/lnM - 1)
+	b := math.Ceil(y - 1)
 	if !(b > 0) {
 		return 0
 	}

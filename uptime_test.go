@@ -229,3 +229,57 @@ func TestFirstTrueFindsTheBoundaryFromAnyGuess(t *testing.T) {
 	assert.Equal(t, math.MaxInt, firstTrue(1, math.MaxInt, 1, func(k int) bool { return k == math.MaxInt }))
 	assert.Equal(t, 1, firstTrue(1, math.MaxInt, math.MaxInt, func(int) bool { return true }))
 }
+
+// TestCreditEstimateIsTheBlock pins what keeps the credit's search to one
+// pair of sums: for strategies summed in closed form, from the table's end
+// to the cap and for runs that pay from a few steps to nearly all, the
+// estimate (earlyGuess, or guessBlock from the exact target where the early
+// one declines) is the block the search ends on, all but a few times in a
+// thousand.
+func TestCreditEstimateIsTheBlock(t *testing.T) {
+	for _, b := range []Backoff{
+		{Kind: Exponential, BaseDelay: time.Second, Multiplier: 1.000001},
+		{Kind: Exponential, BaseDelay: time.Millisecond, Multiplier: 1.0001},
+		{Kind: Exponential, BaseDelay: 10 * time.Second, Multiplier: 1.01},
+		{Kind: Exponential, BaseDelay: time.Minute, Multiplier: 1 + 1e-10},
+	} {
+		st := b.compiled()
+		st.prepare()
+		last := st.capAt()
+		tried, early, right := 0, 0, 0
+		for bt := int64(len(st.table)); bt < last; bt += max(1, last/300) {
+			if !st.closedForm(bt) {
+				continue
+			}
+			f := st.pair(bt)
+			for _, j := range []int64{1, st.q} { // the block's first failure, and its last
+				top := bt*st.q + j
+				all := f.lo.mul64(uint64(st.q - j)).add(f.hi.mul64(uint64(j)))
+				for _, part := range []float64{1e-6, 1e-3, 0.1, 0.5, 0.99} {
+					u := int64(part * (float64(all.hi)*0x1p64 + float64(all.lo)))
+					if u < f.delay() || !u64(uint64(u+st.base)).less(all) {
+						continue // no search: nothing paid, or every step
+					}
+					target := all.sub(u64(uint64(u)))
+					want := firstTrue(0, int(bt), 0, func(b int) bool {
+						return !st.cum(int64(b) + 1).mul64(uint64(st.q)).less(target)
+					})
+					g := st.earlyGuess(bt, top, u)
+					if g >= 0 {
+						early++
+					} else {
+						g = st.guessBlock(bt, target)
+					}
+					tried++
+					if g == int64(want) {
+						right++
+					}
+				}
+			}
+		}
+		assert.Greater(t, tried, 300, "%v", b)
+		assert.Greater(t, early, tried/2, "%v: the early estimate served %d of %d", b, early, tried)
+		assert.GreaterOrEqual(t, right, tried*995/1000, "%v: right %d of %d", b, right, tried)
+		t.Logf("%v: right %d of %d, %d of them early", b, right, tried, early)
+	}
+}
