@@ -212,11 +212,11 @@ const closedMargin = 0x1p-93
 // close to either G to be sure that gExact floors it the same way, or when
 // x is near where cum saturates.
 func (st *steps) closedPair(b int64) (fpair, bool) {
-	x := st.lnM.mulFloat(float64(b))
-	if !(x.hi+st.lnM.hi < 59) {
+	bf := float64(b)
+	if !(bf*st.lnM.hi+st.lnM.hi < 59) {
 		return fpair{}, false
 	}
-	h := x.expTimes(st.c, st.tab)
+	h := st.tab.expTimes(bf, st.lnM, st.c)
 	h1 := h.mul(st.mM)
 	if !(h1.hi < 0x1p100) {
 		return fpair{}, false

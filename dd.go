@@ -272,26 +272,32 @@ func (t *expTables) ln1p(a float64) float64 {
 	return float64(int64(b>>52)-1023)*math.Ln2 + t.ln[i] + p
 }
 
-// expTimes returns c × e^x for 0 <= x <= 60 and c > 0, to about 2^-98
-// relative, over ten times faster than expm1: e^x = 2^(N/65536) × e^r,
-// with N the nearest whole number to x × 65536/ln 2, 2^(N/65536) a power of
-// two times two table entries, and |r| <= ln 2 / 131072, where five terms of
-// e^r's series suffice and only the first two need more than a float64.
-// The entries are multiplied by c while e^r is summed.
+// expTimes returns c × e^x for x = b × lnM as lnM.mulFloat(b) computes it,
+// 0 <= x <= 60, and c > 0, to about 2^-98 relative, over ten times faster
+// than expm1: e^x = 2^(N/65536) × e^r, with N the nearest whole number to
+// x × 65536/ln 2, 2^(N/65536) a power of two times two table entries, and
+// |r| <= ln 2 / 131072, where five terms of e^r's series suffice and only
+// the first two need more than a float64. The entries are multiplied by c
+// while e^r is summed, and x's two parts go into r without being
+// normalized first.
 //
 // Its last bits may differ between platforms, as the compiler may fuse a
 // multiply-add: it serves estimates that are checked against a margin
 // (see steps.closedPair), never a result by itself.
-func (x dd) expTimes(c dd, t *expTables) dd {
-	n := float64(int64(x.hi*(65536/math.Ln2) + 0.5)) // round: x >= 0, N below 2^23
+func (t *expTables) expTimes(b float64, lnM, c dd) dd {
+	// x = xh + xl exactly as mulFloat has it before normalizing.
+	xh, xe := twoProd(b, lnM.hi)
+	xl := xe + float64(lnM.lo*b)
+	n := float64(int64(xh*(65536/math.Ln2) + 0.5)) // round: x >= 0, N below 2^23
 	k := int64(n)
-	scaled := t.coarse[k>>8&255].mulLoose(t.fine[k&255]).mulLoose(c)
-	// r = x - N·ln 2/65536: N·l1 is exact, and so is x.hi minus it, the
+	scale := math.Float64frombits(uint64(1023+k>>16) << 52) // 2^(N/65536 whole part)
+	scaled := t.coarse[k>>8&255].mulLoose(t.fine[k&255]).mulLoose(dd{c.hi * scale, c.lo * scale})
+	// r = x - N·ln 2/65536: N·l1 is exact, and so is xh minus it, the
 	// two being within a factor of 2 (or N being 0).
-	r1 := x.hi - n*t.l1
+	r1 := xh - n*t.l1
 	p, pe := twoProd(n, t.l2)
 	s, se := twoSum(r1, -p)
-	rh, rl := fastTwoSum(s, se-pe+x.lo-n*t.l3)
+	rh, rl := fastTwoSum(s, se-pe+xl-n*t.l3)
 	// e^r - 1 = r + r²/2 + r³/6 + r⁴/24 + r⁵/120, |r| <= 2^-17.4: r³/6
 	// is below 2^-54, so the float64 tail errs by less than 2^-106, and
 	// r⁶/720 is below 2^-113.
@@ -300,7 +306,5 @@ func (x dd) expTimes(c dd, t *expTables) dd {
 	sh, sl := fastTwoSum(rh, sq*0.5)
 	sl += rl + sqe*0.5 + rh*rl + tail
 	eh, el := fastTwoSum(1, sh)
-	v := scaled.mul(dd{eh, el + sl})
-	scale := math.Float64frombits(uint64(1023+k>>16) << 52) // 2^(N/65536 whole part)
-	return dd{v.hi * scale, v.lo * scale}
+	return scaled.mul(dd{eh, el + sl})
 }
