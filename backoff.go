@@ -216,35 +216,42 @@ func (st *steps) closedPair(b int64) (fpair, bool) {
 	if !(bf*st.lnM.hi+st.lnM.hi < 59) {
 		return fpair{}, false
 	}
-	h := st.tab.expTimes(bf, st.lnM, st.c)
+	return st.settle(st.tab.expTimes(bf, st.lnM, st.c))
+}
+
+// settle returns F(b) and F(b+1) from H = c·e^x at x = b × ln M, and
+// whether both floors are settled: whether every value within the margin
+// of each G has the same floor (see closedPair).
+func (st *steps) settle(h dd) (fpair, bool) {
 	h1 := h.mul(st.mM)
-	if !(h1.hi < 0x1p100) {
-		return fpair{}, false
+	g0, g1 := h.minus(st.c), h1.minus(st.c)
+	// At least 2^-40: far more than the floors' own rounding.
+	m0, m1 := max(h.hi*closedMargin, 0x1p-40), max(h1.hi*closedMargin, 0x1p-40)
+	if !(g1.hi < 0x1p51) {
+		if !(h1.hi < 0x1p100) {
+			return fpair{}, false
+		}
+		lo, ok := settledFloorWide(g0, m0)
+		hi, ok1 := settledFloorWide(g1, m1)
+		return fpair{lo, hi}, ok && ok1
 	}
-	// At least 2^-40: far more than settledFloor's own rounding.
-	lo, ok := settledFloor(h.minus(st.c), max(h.hi*closedMargin, 0x1p-40))
-	hi, ok1 := settledFloor(h1.minus(st.c), max(h1.hi*closedMargin, 0x1p-40))
-	return fpair{lo, hi}, ok && ok1
+	// Below 2^51, g = n + d with n = round(g.hi), which adding and
+	// subtracting 1.5 × 2^52 computes; g.hi - n is exact, and |d| at most
+	// about 1/2. Both floors are computed side by side.
+	n0, n1 := (g0.hi+0x1.8p52)-0x1.8p52, (g1.hi+0x1.8p52)-0x1.8p52
+	d0, d1 := (g0.hi-n0)+g0.lo, (g1.hi-n1)+g1.lo // within 2^-53
+	f0, f1 := int64(n0), int64(n1)
+	if d0 < 0 {
+		f0--
+	}
+	if d1 < 0 {
+		f1--
+	}
+	return fpair{u64(uint64(f0)), u64(uint64(f1))}, f0 >= 0 && math.Abs(d0) >= m0 && math.Abs(d1) >= m1
 }
 
-// settledFloor returns floor(g), for 0 <= g.hi < 2^100, and whether every
-// value within margin of g has that floor.
-func settledFloor(g dd, margin float64) (u128, bool) {
-	if !(g.hi < 0x1p51) {
-		return settledFloorWide(g, margin)
-	}
-	// g = n + d, with n = round(g.hi), which adding and subtracting
-	// 1.5 × 2^52 computes; g.hi - n is exact, and |d| at most about 1/2.
-	n := (g.hi + 0x1.8p52) - 0x1.8p52
-	d := (g.hi - n) + g.lo // within 2^-53
-	f := int64(n)
-	if d < 0 {
-		f--
-	}
-	return u64(uint64(f)), f >= 0 && math.Abs(d) >= margin
-}
-
-// settledFloorWide is settledFloor for g.hi of 2^51 or more.
+// settledFloorWide returns floor(g), for 0 <= g.hi < 2^100, and whether
+// every value within margin of g has that floor.
 func settledFloorWide(g dd, margin float64) (u128, bool) {
 	fh := math.Floor(g.hi)
 	s := (g.hi - fh) + g.lo // within 2^-53
