@@ -30,7 +30,9 @@ import (
 // The double-double G that F floors costs an expm1 of some 300 ns. A
 // faster exponential (expTimes) gives G to within a margin that covers the
 // error of both: where no whole number lies that close, the two floors
-// agree, and otherwise cum computes G as defined.
+// agree, and otherwise cum computes G as defined. The credit's search,
+// which needs F at a block below one whose H it has, reaches it by
+// multiplying by M^-d instead (backSteps), within the same margin.
 type steps struct {
 	base, limit int64
 	m           float64
@@ -48,7 +50,17 @@ type steps struct {
 	table       []u128     // F(0), F(1), …, computed at Compile
 	delays      []int64    // min(limit, D(b)) for the blocks the table covers
 	belowCap    fpair      // F of the last block below the cap and of the cap's, past the table
+	back        *backSteps // M^-d for the credit's search, when it may search in closed form
 }
+
+// backSteps holds lo[i] = M^-i and hi[i] = M^(-256 i) for i below 256, each
+// e^(-x) for x a multiple of ln M: the credit's search finds H at a block d
+// below one whose H it has, for d below 2^16, as that H × lo[d mod 256] ×
+// hi[d / 256], two products in place of an exponential.
+type backSteps struct{ lo, hi [256]dd }
+
+// maxBack is the most blocks below top's block that backSteps reaches.
+const maxBack = 1 << 16
 
 // hornerMax is the last block whose G is summed term by term (Horner's
 // rule, exact whenever the terms are) rather than in closed form.
@@ -94,8 +106,9 @@ func (st *steps) init(b *Backoff) {
 }
 
 // prepare computes everything a decision may need, so that deciding never
-// writes to st: the closed form's constants, the cap's block, and the table
-// of F up to the cap (at most hornerMax+2 entries).
+// writes to st: the closed form's constants, the cap's block, the table of
+// F up to the cap (at most hornerMax+2 entries), and, for a strategy whose
+// credit may search past that table, backSteps (8 KB, about 50 µs).
 func (st *steps) prepare() {
 	if !st.grows {
 		return
@@ -116,6 +129,17 @@ func (st *steps) prepare() {
 		// An uptime that pays every capped step goes on below the cap:
 		// the sums there are computed once.
 		st.belowCap = fpair{st.cum(cb - 1), st.cum(cb)}
+	}
+	if cb > int64(len(table)) && st.whole == 0 && float64(maxBack)*st.lnM.hi < 59 {
+		// The credit may search in closed form, within the exponential's
+		// range: 512 exponentials here save one in each such search.
+		one := dd{1, 0}
+		back := new(backSteps)
+		for i := range 256 {
+			back.lo[i] = one.div(st.tab.expTimes(float64(i), st.lnM, one))
+			back.hi[i] = one.div(st.tab.expTimes(float64(256*i), st.lnM, one))
+		}
+		st.back = back
 	}
 }
 
@@ -175,7 +199,7 @@ func (st *steps) cum(b int64) u128 {
 		return st.horner(b)
 	}
 	st.prepareClosed(0)
-	if f, ok := st.closedPair(b); ok {
+	if f, _, ok := st.closedPair(b); ok {
 		return f.lo
 	}
 	x := st.lnM.mulFloat(float64(b))
@@ -210,13 +234,16 @@ const closedMargin = 0x1p-93
 // range, from one expTimes: G(b) = H - c with H = c·e^x at x = b × ln M,
 // and G(b+1) = H × M - c. It returns false when a whole number is too
 // close to either G to be sure that gExact floors it the same way, or when
-// x is near where cum saturates.
-func (st *steps) closedPair(b int64) (fpair, bool) {
+// x is near where cum saturates. It also returns H, which the credit's
+// search steps back from (see backSteps), zero in that last case.
+func (st *steps) closedPair(b int64) (fpair, dd, bool) {
 	bf := float64(b)
 	if !(bf*st.lnM.hi+st.lnM.hi < 59) {
-		return fpair{}, false
+		return fpair{}, dd{}, false
 	}
-	return st.settle(st.tab.expTimes(bf, st.lnM, st.c))
+	h := st.tab.expTimes(bf, st.lnM, st.c)
+	f, ok := st.settle(h)
+	return f, h, ok
 }
 
 // settle returns F(b) and F(b+1) from H = c·e^x at x = b × ln M, and

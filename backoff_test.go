@@ -268,7 +268,7 @@ func TestClosedPairSettlesAsTheDefinition(t *testing.T) {
 		if !st.closedForm(b) {
 			t.Skip("not in the closed form's range")
 		}
-		f, ok := st.closedPair(b)
+		f, _, ok := st.closedPair(b)
 		if !ok {
 			t.Skip("not settled")
 		}
@@ -301,7 +301,7 @@ func TestClosedPairSettlesAlmostAlways(t *testing.T) {
 		tried, settled := 0, 0
 		for blk := int64(len(st.table)); blk < last; blk += max(1, last/1000) {
 			tried++
-			if _, ok := st.closedPair(blk); ok {
+			if _, _, ok := st.closedPair(blk); ok {
 				settled++
 			}
 		}

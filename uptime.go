@@ -29,11 +29,12 @@ func (st *steps) credit(n int, uptime time.Duration) (owed, credited time.Durati
 	var f fpair // F of top's block and the next, once known
 	o := st.limit
 	early := int64(-1) // the search's block, estimated before F is known
+	var h dd           // H of top's block, when the closed form computed it
 	if b := (top - 1) / q; !st.pastCap(b) {
 		if st.closedForm(b) {
 			early = st.earlyGuess(b, top, u)
 		}
-		if f = st.pair(b); f.hi != saturated && f.delay() < st.limit {
+		if f, h = st.pairH(b); f.hi != saturated && f.delay() < st.limit {
 			o = f.delay()
 		}
 	}
@@ -48,7 +49,7 @@ func (st *steps) credit(n int, uptime time.Duration) (owed, credited time.Durati
 			return time.Duration(o), time.Duration(o) // stopped on a capped step
 		}
 		u -= count * st.limit
-		early = -1
+		early, h = -1, dd{}
 		if top = low - 1; top < 2 {
 			return time.Duration(o), time.Duration(min(o, st.base))
 		}
@@ -82,7 +83,11 @@ func (st *steps) credit(n int, uptime time.Duration) (owed, credited time.Durati
 	if g < 0 {
 		g = st.guessBlock(bt, target)
 	}
-	if f := st.pair(g); reaches(f.hi) && (g == 0 || !reaches(f.lo)) {
+	f, ok := st.backPair(h, bt, bt-g) // two products where H(bt) is known
+	if !ok {
+		f = st.pair(g)
+	}
+	if reaches(f.hi) && (g == 0 || !reaches(f.lo)) {
 		return time.Duration(o), time.Duration(min(o, f.delay()))
 	}
 	// Beyond the table each F costs a closed form: remember the last few.
@@ -154,18 +159,42 @@ func (f fpair) delay() int64 { return f.hi.sub(f.lo).int64() }
 // pair returns F(b) and F(b+1), in the closed form's range from one
 // exponential.
 func (st *steps) pair(b int64) fpair {
+	f, _ := st.pairH(b)
+	return f
+}
+
+// pairH is pair, which also returns H = c·e^x at x = b × ln M when it
+// computed it (in the closed form's range), and zero otherwise.
+func (st *steps) pairH(b int64) (fpair, dd) {
 	if b == st.capBlock-1 && st.belowCap.hi != (u128{}) {
-		return st.belowCap
+		return st.belowCap, dd{}
 	}
 	if st.closedForm(b) {
 		if !st.closed {
 			st.prepareClosed(0)
 		}
-		if f, ok := st.closedPair(b); ok {
-			return f
+		if f, h, ok := st.closedPair(b); ok {
+			return f, h
+		} else if h.hi != 0 {
+			return fpair{st.cum(b), st.cum(b + 1)}, h
 		}
 	}
-	return fpair{st.cum(b), st.cum(b + 1)}
+	return fpair{st.cum(b), st.cum(b + 1)}, dd{}
+}
+
+// backPair returns F(b - d) and F(b - d + 1) from h = H(b), for 0 < d <
+// maxBack and b - d in the closed form's range, and whether it settled
+// them: H(b - d) = h × M^-d, from the tables in two products.
+func (st *steps) backPair(h dd, b, d int64) (fpair, bool) {
+	if st.back == nil || h.hi == 0 || d <= 0 || d >= maxBack || !st.closedForm(b-d) {
+		return fpair{}, false
+	}
+	return st.settle(st.backH(h, d))
+}
+
+// backH returns h × M^-d, 0 <= d < maxBack, by the tables.
+func (st *steps) backH(h dd, d int64) dd {
+	return h.mul(st.back.lo[d&255].mul(st.back.hi[d>>8]))
 }
 
 // guessBlock estimates the least block b <= bt with q·F(b+1) >= target.

@@ -2,6 +2,7 @@ package retrypolicy
 
 import (
 	"math"
+	"math/big"
 	"math/bits"
 	"testing"
 	"time"
@@ -282,4 +283,84 @@ func TestCreditEstimateIsTheBlock(t *testing.T) {
 		assert.GreaterOrEqual(t, right, tried*995/1000, "%v: right %d of %d", b, right, tried)
 		t.Logf("%v: right %d of %d, %d of them early", b, right, tried, early)
 	}
+}
+
+// TestBackPairErrorBounds pins the bound that settling sums from H(b) × M^-d
+// rests on: for b - d in the closed form's range, backH's value and its
+// product with M are within 2^-95 × H of c × e^x at x = (b - d) × ln M and
+// at the next block, computed to 320 bits, the same bound as closedPair's
+// (TestClosedFormErrorBounds), so the same margin settles them.
+func TestBackPairErrorBounds(t *testing.T) {
+	const bound = 0x1p-95
+	rapid.Check(t, func(t *rapid.T) {
+		st := genClosedForm(t)
+		lo, hi := max(int64(len(st.table)), 2), int64(58/st.lnM.hi)
+		if st.back == nil || lo >= hi {
+			t.Skip("no back-step tables, or no closed form below the exponential's limit")
+		}
+		b := rapid.Int64Range(lo+1, hi).Draw(t, "block")
+		d := rapid.Int64Range(1, min(maxBack-1, b-lo)).Draw(t, "blocks back")
+		_, h := st.pairH(b)
+		if h.hi == 0 {
+			t.Skip("not in the closed form's range")
+		}
+		hd := st.backH(h, d)
+		c := new(big.Float).SetPrec(320).Quo(new(big.Float).SetPrec(320).SetInt64(st.base), bigOf(st.dM))
+		for i, v := range []dd{hd, hd.mul(st.mM)} {
+			want := new(big.Float).SetPrec(320).Mul(c, bigExp(bigOf(st.lnM.mulFloat(float64(b-d+int64(i))))))
+			if e := errIn(v, want, want); e > bound {
+				t.Fatalf("H(%d) from H(%d): error %g × H", b-d+int64(i), b, e)
+			}
+		}
+	})
+}
+
+// TestBackPairSettlesAsTheDefinition pins the sums the credit's search
+// reads from H(b) × M^-d to the definition of F: wherever backPair settles
+// F(b - d) and F(b - d + 1), they are what gExact computes, and it settles
+// nothing below the closed form's range, where F is summed term by term.
+func TestBackPairSettlesAsTheDefinition(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		st := genClosedForm(t)
+		if st.back == nil {
+			t.Skip("no back-step tables")
+		}
+		b := rapid.Int64Range(max(int64(len(st.table)), 2), int64(58/st.lnM.hi)).Draw(t, "block")
+		d := rapid.Int64Range(1, min(maxBack-1, b)).Draw(t, "blocks back")
+		_, h := st.pairH(b)
+		f, ok := st.backPair(h, b, d)
+		switch {
+		case !ok:
+			return
+		case !st.closedForm(b - d):
+			t.Fatalf("backPair settled block %d, outside the closed form's range", b-d)
+		}
+		lo, hi := st.gExact(st.lnM.mulFloat(float64(b-d))), st.gExact(st.lnM.mulFloat(float64(b-d+1)))
+		if f.lo != lo || f.hi != hi {
+			t.Fatalf("backPair(%d back from %d) = %v, %v; by definition %v, %v", d, b, f.lo, f.hi, lo, hi)
+		}
+	})
+}
+
+// TestBackPairSettlesAlmostAlways pins that the search's sums come from the
+// tables: for a strategy that searches in closed form, from blocks across
+// its range and one to 2^16 - 1 blocks back, backPair settles all but a
+// few in a thousand.
+func TestBackPairSettlesAlmostAlways(t *testing.T) {
+	b := Backoff{Kind: Exponential, BaseDelay: time.Second, Multiplier: 1.000001}
+	st := b.compiled()
+	st.prepare()
+	tried, settled := 0, 0
+	for blk := int64(len(st.table)) + maxBack; blk < st.capAt(); blk += st.capAt() / 200 {
+		_, h := st.pairH(blk)
+		for _, d := range []int64{1, 7, 33, 300, 4096, 32000, maxBack - 1} {
+			tried++
+			if _, ok := st.backPair(h, blk, d); ok {
+				settled++
+			}
+		}
+	}
+	assert.Greater(t, tried, 1000)
+	assert.GreaterOrEqual(t, settled, tried*995/1000, "settled %d of %d", settled, tried)
+	t.Logf("settled %d of %d", settled, tried)
 }
