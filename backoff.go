@@ -42,7 +42,7 @@ type steps struct {
 	lnM, dM     dd         // ln M and M - 1, for the closed form
 	c, mM       dd         // base/(M - 1), so that G(b) = c × (M^b - 1), and M
 	lnMf, guess float64    // ln M and (M - 1)/(q × base) in float64, for estimates
-	perLnM      float64    // 1/lnMf
+	perLnM      float64    // 1/lnMf, which estimates multiply by rather than divide
 	tab         *expTables // closedPair's tables, shared by every strategy
 	closed      bool       // lnM, dM, c, mM, lnMf, guess, perLnM and tab are set
 	capBlock    int64      // the first block that owes the limit; -1 until found
@@ -54,9 +54,9 @@ type steps struct {
 }
 
 // backSteps holds lo[i] = M^-i and hi[i] = M^(-256 i) for i below 256, each
-// e^(-x) for x a multiple of ln M: the credit's search finds H at a block d
-// below one whose H it has, for d below 2^16, as that H × lo[d mod 256] ×
-// hi[d / 256], two products in place of an exponential.
+// e^(-x) for x a multiple of ln M: the credit's search finds H d blocks
+// below a block whose H it has, for d below 2^16, as that H × lo[d mod 256]
+// × hi[d / 256], two products in place of an exponential.
 type backSteps struct{ lo, hi [256]dd }
 
 // maxBack is the most blocks below top's block that backSteps reaches.

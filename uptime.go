@@ -83,9 +83,11 @@ func (st *steps) credit(n int, uptime time.Duration) (owed, credited time.Durati
 	if g < 0 {
 		g = st.guessBlock(bt, target)
 	}
-	f, ok := st.backPair(h, bt, bt-g) // two products where H(bt) is known
-	if !ok {
-		f = st.pair(g)
+	if g != bt { // else f is already g's pair
+		var ok bool
+		if f, ok = st.backPair(h, bt, bt-g); !ok { // two products where H(bt) is known
+			f = st.pair(g)
+		}
 	}
 	if reaches(f.hi) && (g == 0 || !reaches(f.lo)) {
 		return time.Duration(o), time.Duration(min(o, f.delay()))
