@@ -202,6 +202,13 @@ func (st *steps) cum(b int64) u128 {
 	if f, _, ok := st.closedPair(b); ok {
 		return f.lo
 	}
+	return st.definedF(b)
+}
+
+// definedF returns F(b) for a block b in the closed form's range by its
+// definition, the floor of gDefined, or saturated where x is so large that
+// the delays are far past any limit.
+func (st *steps) definedF(b int64) u128 {
 	x := st.lnM.mulFloat(float64(b))
 	if x.hi > 60 {
 		return saturated

@@ -310,3 +310,26 @@ func TestClosedPairSettlesAlmostAlways(t *testing.T) {
 		t.Logf("%v: settled %d of %d", b, settled, tried)
 	}
 }
+
+// TestPairWhereTheClosedFormDoesNotSettle pins the fallback of pair: for
+// the blocks where closedPair cannot settle a floor (a minute's base in
+// blocks of M = 1 + 2^-30 has dozens across its range), pair and pairH
+// return F(b) and F(b+1) as gExact defines them.
+func TestPairWhereTheClosedFormDoesNotSettle(t *testing.T) {
+	b := Backoff{Kind: Exponential, BaseDelay: time.Minute, Multiplier: 1 + 1e-10}
+	st := b.compiled()
+	st.prepare()
+	last, unsettled := st.capAt(), 0
+	for blk := int64(len(st.table)); blk < last; blk += max(1, last/1000) {
+		if _, _, ok := st.closedPair(blk); ok {
+			continue
+		}
+		unsettled++
+		want := fpair{st.gExact(st.lnM.mulFloat(float64(blk))), st.gExact(st.lnM.mulFloat(float64(blk + 1)))}
+		f, h := st.pairH(blk)
+		assert.Equal(t, want, f, "pairH(%d)", blk)
+		assert.Equal(t, want, st.pair(blk), "pair(%d)", blk)
+		assert.NotZero(t, h.hi, "pairH(%d) computed H", blk)
+	}
+	assert.Greater(t, unsettled, 10)
+}

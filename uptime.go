@@ -171,17 +171,19 @@ func (st *steps) pairH(b int64) (fpair, dd) {
 	if b == st.capBlock-1 && st.belowCap.hi != (u128{}) {
 		return st.belowCap, dd{}
 	}
-	if st.closedForm(b) {
-		if !st.closed {
-			st.prepareClosed(0)
-		}
-		if f, h, ok := st.closedPair(b); ok {
-			return f, h
-		} else if h.hi != 0 {
-			return fpair{st.cum(b), st.cum(b + 1)}, h
-		}
+	if !st.closedForm(b) {
+		return fpair{st.cum(b), st.cum(b + 1)}, dd{}
 	}
-	return fpair{st.cum(b), st.cum(b + 1)}, dd{}
+	if !st.closed {
+		st.prepareClosed(0)
+	}
+	f, h, ok := st.closedPair(b)
+	if !ok {
+		// Not settled: by the definition, without trying closedPair
+		// again as cum would.
+		f = fpair{st.definedF(b), st.definedF(b + 1)}
+	}
+	return f, h
 }
 
 // backPair returns F(b - d) and F(b - d + 1) from h = H(b), for 0 < d <
