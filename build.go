@@ -60,9 +60,6 @@ type draft struct {
 	flagDefaults bool
 }
 
-// maxDelaySecs is the most whole seconds a time.Duration holds.
-const maxDelaySecs = int64(math.MaxInt64 / int64(time.Second))
-
 // build returns the strategy d describes, recording every problem in p.
 func (d *draft) build(p *problems) Strategy {
 	var s Strategy
@@ -136,8 +133,8 @@ func readName(p *problems, f field, v rawValue, e *enum) uint8 {
 		p.notA(f, v, "a string")
 		return 0
 	}
-	n, err := e.unmarshal([]byte(v.text))
-	if err != nil {
+	n, ok := e.lookup(v.text)
+	if !ok {
 		p.add(f, "must be "+oneOf(e.names), v.shown())
 	}
 	return n

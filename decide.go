@@ -2,7 +2,6 @@ package retrypolicy
 
 import (
 	"errors"
-	"log/slog"
 	"time"
 )
 
@@ -28,13 +27,7 @@ func (a Action) String() string { return actionEnum.string(uint8(a)) }
 func (a Action) MarshalText() ([]byte, error) { return actionEnum.marshal(uint8(a)) }
 
 // UnmarshalText reads an action's name, exactly.
-func (a *Action) UnmarshalText(text []byte) error {
-	v, err := actionEnum.unmarshal(text)
-	if err == nil {
-		*a = Action(v)
-	}
-	return err
-}
+func (a *Action) UnmarshalText(text []byte) error { return actionEnum.unmarshal(text, (*uint8)(a)) }
 
 // Reason says why a job is given up: by the strategy (a Fatal decision), or
 // by Retry for its own reasons. The zero value, named "", goes with the
@@ -47,6 +40,17 @@ const (
 	// AttemptsExhausted: a bounded strategy's window holds max_attempts
 	// failures.
 	AttemptsExhausted
+	// NotRetryable: Retry's op returned an error marked Permanent, or one
+	// the WithPermanent option classifies so.
+	NotRetryable
+	// ContextDone: Retry's context was cancelled or passed its deadline.
+	ContextDone
+	// PastDeadline: the next retry would be due after the context's
+	// deadline, so Retry returned at once instead of sleeping into it.
+	PastDeadline
+	// BudgetExhausted: the retry budget (WithBudget) allowed no more
+	// retries.
+	BudgetExhausted
 )
 
 var reasonEnum = enum{typ: "Reason", what: "reason", zero: true,
@@ -60,13 +64,7 @@ func (r Reason) String() string { return reasonEnum.string(uint8(r)) }
 func (r Reason) MarshalText() ([]byte, error) { return reasonEnum.marshal(uint8(r)) }
 
 // UnmarshalText reads a reason's name, exactly ("" is the zero Reason).
-func (r *Reason) UnmarshalText(text []byte) error {
-	v, err := reasonEnum.unmarshal(text)
-	if err == nil {
-		*r = Reason(v)
-	}
-	return err
-}
+func (r *Reason) UnmarshalText(text []byte) error { return reasonEnum.unmarshal(text, (*uint8)(r)) }
 
 // Decision is the verdict on a failed job, with the numbers that explain it.
 // Its JSON form is the command's output; see [Decision.MarshalJSON].
@@ -75,40 +73,22 @@ type Decision struct {
 	Action Action
 	// Reason says why, when Action is Fatal; it is zero otherwise.
 	Reason Reason
-	// Failures counts the failures in the window, at least 1.
-	Failures int
-	// Owed is the backoff owed after the Failures-th failure.
+	// InWindow counts the failures in the window, the newest included: at
+	// least 1.
+	InWindow int
+	// Owed is the backoff owed after the InWindow-th failure.
 	Owed time.Duration
-	// Credited is Owed less the last run's uptime credit: at most Owed.
-	Credited time.Duration
-	// Jitter is added to Credited: in [0, Credited/4), and zero unless the
+	// Delay is what is left of Owed after the last run's uptime credit:
+	// at most Owed, and the wait before the jitter.
+	Delay time.Duration
+	// Jitter is added to Delay: in [0, Delay/4), and zero unless the
 	// backoff is ExponentialWithJitter.
 	Jitter time.Duration
-	// Due is when the backoff has passed: the newest failure + Credited +
+	// Due is when the backoff has passed: the newest failure + Delay +
 	// Jitter, in the newest failure's location and without a monotonic
 	// clock reading, as every replica computes it. The delay fields and Due
 	// are zero when Action is Fatal.
 	Due time.Time
-}
-
-// LogValue implements slog.LogValuer with the names and values of the JSON
-// form, so that a scheduler logs a whole decision as one attribute.
-func (d Decision) LogValue() slog.Value {
-	attrs := make([]slog.Attr, 0, 7)
-	attrs = append(attrs, slog.String("action", d.Action.String()))
-	if d.Action == Fatal {
-		attrs = append(attrs, slog.String("reason", d.Reason.String()))
-	}
-	attrs = append(attrs, slog.Int("failures_in_window", d.Failures))
-	if d.Action != Fatal {
-		attrs = append(attrs,
-			slog.Any("owed_secs", seconds(d.Owed)),
-			slog.Any("credited_secs", seconds(d.Credited)),
-			slog.Any("jitter_secs", seconds(d.Jitter)),
-			slog.String("due", string(appendDue(nil, d.Due))),
-		)
-	}
-	return slog.GroupValue(attrs...)
 }
 
 // errNoFailures is Decide's error for a history without failures.
@@ -136,36 +116,30 @@ var errNoFailures = errors.New("retrypolicy: no failures to decide on")
 // invalid s, and an error for an empty failures. [Compile] checks s once for
 // many decisions.
 func Decide(s Strategy, failures []time.Time, uptime time.Duration, seed uint64, now time.Time) (Decision, error) {
-	var p Policy
-	if err := p.init(s); err != nil {
+	var t tables
+	p, err := compilePolicy(s, &t)
+	if err != nil {
 		return Decision{}, err
 	}
 	return p.Decide(failures, uptime, seed, now)
 }
 
-// decideOn completes d for failures, at least one. Policy.Decide stays
-// small enough to inline, and hands decideOn its own result to fill: what
-// is left is the caller's copy of that result. Returning the Decision by
-// value from here instead, or filling it with one struct assignment, costs
-// more (5 to 7 ns of a 20 to 40 ns decision, measured), and a Decide that
-// does not inline more still (15 ns).
-//
-// A History, which counts its own failures, sets d.Failures and passes its
-// newest failure alone.
-func (p *Policy) decideOn(d *Decision, failures []time.Time, uptime time.Duration, seed uint64, now time.Time) {
-	var (
-		newest int // failures[newest] is the failure being decided
-		at     instant
-	)
-	if len(failures) == 1 {
-		at = instantOf(failures[0])
-		if d.Failures == 0 {
-			d.Failures = 1
-		}
-	} else {
-		newest, at, d.Failures = countWindow(failures, p.window)
+// Decide is [Decide] under the policy's strategy, which it does not check
+// again. It does not allocate.
+func (p *Policy) Decide(failures []time.Time, uptime time.Duration, seed uint64, now time.Time) (d Decision, err error) {
+	if len(failures) == 0 {
+		return d, errNoFailures
 	}
-	n := d.Failures
+	newest, at, n := countWindow(failures, p.window)
+	p.decideOn(&d, n, at, failures[newest].Location(), uptime, seed, now)
+	return d, nil
+}
+
+// decideOn completes d for n failures in the window, the newest at the
+// instant at in location loc. Filling the caller's Decision, rather than
+// returning one, saves a copy of it on every decision.
+func (p *Policy) decideOn(d *Decision, n int, at instant, loc *time.Location, uptime time.Duration, seed uint64, now time.Time) {
+	d.InWindow = n
 	switch {
 	case p.s.Kind == None:
 		d.Action, d.Reason = Fatal, StrategyNone
@@ -174,50 +148,19 @@ func (p *Policy) decideOn(d *Decision, failures []time.Time, uptime time.Duratio
 		d.Action, d.Reason = Fatal, AttemptsExhausted
 		return
 	}
-	// The jitter is drawn before the delay: it does not depend on it, and
-	// the processor overlaps the two.
-	var u53 uint64
-	jitter := p.s.Backoff.Kind == ExponentialWithJitter
-	if jitter {
-		u53 = jitterUnit(seed, at, n)
+	owed, delay := p.d.owe(int64(n), uptime)
+	d.Owed, d.Delay = time.Duration(owed), time.Duration(delay)
+	if p.s.Backoff.Kind == ExponentialWithJitter {
+		d.Jitter = jitterFor(d.Delay, jitterUnit(seed, at, n))
 	}
-	st := &p.st
-	var owed, credited, extra time.Duration
-	switch b := n - 1; {
-	case st.m == 1: // Fixed, or a multiplier of 1: every delay is the base
-		owed = time.Duration(st.base)
-		credited = owed
-	case st.q == 1 && b < len(st.delays) && (b == 0 || int64(uptime) < st.delays[b]):
-		// Nothing paid, credit's first case, here without a call: the
-		// uptime does not cover the step owed, or that step is the first.
-		owed = time.Duration(st.delays[b])
-		credited = owed
-	case st.q == 1 && b < len(st.delays) && st.delays[b] < st.limit:
-		// The uptime covers the step owed, below the limit, in the table.
-		owed, credited = st.creditTabled(n, uptime)
-	default:
-		owed, credited = st.credit(n, uptime)
-	}
-	if jitter {
-		extra = jitterFor(credited, u53)
-	}
-	wait := credited + extra // at most 1.25 × the ceiling: no overflow
+	wait := d.Delay + d.Jitter // at most 1.25 × the ceiling: no overflow
 	due := at.plus(wait)
-	if uint64(due.sec+dueSpan) < 2*dueSpan {
-		d.Due = time.Unix(due.sec, int64(due.nsec)).In(failures[newest].Location())
-	} else {
-		d.Due = failures[newest].Add(wait).Round(0) // saturates as Add does
-	}
-	d.Owed, d.Credited, d.Jitter = owed, credited, extra
+	d.Due = at.time(loc).Add(wait) // saturating as Add does
 	d.Action = Wait
 	if !instantOf(now).before(due) {
 		d.Action = RetryNow
 	}
 }
-
-// dueSpan bounds the due times that decideOn builds from their instant:
-// seconds within it of 1970 cannot overflow time.Time's own range.
-const dueSpan = 1 << 62
 
 // SeedFromString returns a jitter seed for a job identity, such as its id:
 // the 64-bit FNV-1a hash of its bytes. It does not allocate.

@@ -51,8 +51,8 @@ func TestDecideSeedExamples(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tt.action, d.Action)
 			assert.Equal(t, tt.reason, d.Reason)
-			assert.Equal(t, tt.n, d.Failures)
-			assert.Equal(t, tt.credited, d.Credited)
+			assert.Equal(t, tt.n, d.InWindow)
+			assert.Equal(t, tt.credited, d.Delay)
 			if tt.action == Fatal {
 				assert.True(t, d.Due.IsZero())
 				return
@@ -84,7 +84,7 @@ func TestDecideJitterIsStable(t *testing.T) {
 	assert.True(t, a.Due.Equal(b.Due))
 	assert.Equal(t, Wait, a.Action)
 	assert.Equal(t, RetryNow, b.Action)
-	assert.Equal(t, 120*time.Second, a.Credited)
+	assert.Equal(t, 120*time.Second, a.Delay)
 	assert.Less(t, a.Jitter, 30*time.Second)
 
 	c, err := Decide(s, failures, 0, SeedFromString("job-43"), t0)
@@ -197,8 +197,8 @@ func TestBoundedFatalIffWindowHoldsMaxAttempts(t *testing.T) {
 		d, err := Decide(s, in.failures, in.uptime, in.seed, last.Add(time.Duration(rapid.Int64().Draw(t, "since"))))
 		require.NoError(t, err)
 		n := inWindow + 1
-		if d.Failures != n {
-			t.Fatalf("counted %d failures, the history holds %d in the window", d.Failures, n)
+		if d.InWindow != n {
+			t.Fatalf("counted %d failures, the history holds %d in the window", d.InWindow, n)
 		}
 		if fatal := d.Action == Fatal; fatal != (n >= s.MaxAttempts) {
 			t.Fatalf("n=%d max_attempts=%d: action %v", n, s.MaxAttempts, d.Action)
@@ -231,13 +231,13 @@ func TestDueSameForEveryNow(t *testing.T) {
 			}
 			return
 		}
-		if !a.Due.Equal(b.Due) || a.Credited != b.Credited || a.Jitter != b.Jitter {
+		if !a.Due.Equal(b.Due) || a.Delay != b.Delay || a.Jitter != b.Jitter {
 			t.Fatalf("due depends on now: %+v vs %+v", a, b)
 		}
 		if want := !nowB.Before(b.Due); (b.Action == RetryNow) != want {
 			t.Fatalf("now %v, due %v: action %v", nowB, b.Due, b.Action)
 		}
-		if !b.Due.Equal(last.Add(b.Credited).Add(b.Jitter)) {
+		if !b.Due.Equal(last.Add(b.Delay).Add(b.Jitter)) {
 			t.Fatalf("due %v is not last + credited + jitter", b.Due)
 		}
 		// Exactly at due: retry.
@@ -271,8 +271,8 @@ func TestJitterWithinQuarterAndStable(t *testing.T) {
 			}
 			return
 		}
-		if d.Jitter < 0 || (d.Credited > 0 && d.Jitter >= (d.Credited+3)/4) || (d.Credited == 0 && d.Jitter != 0) {
-			t.Fatalf("jitter %v for credited %v", d.Jitter, d.Credited)
+		if d.Jitter < 0 || (d.Delay > 0 && d.Jitter >= (d.Delay+3)/4) || (d.Delay == 0 && d.Jitter != 0) {
+			t.Fatalf("jitter %v for credited %v", d.Jitter, d.Delay)
 		}
 		again, err := Decide(s, failuresReversed(failures), in.uptime, in.seed, last.Add(time.Hour))
 		require.NoError(t, err)
@@ -310,7 +310,7 @@ func TestUnlessStoppedNeverFatal(t *testing.T) {
 		d, err := Decide(s, failures, genUptime(t, "uptime"), 0, last)
 		require.NoError(t, err)
 		if d.Action == Fatal {
-			t.Fatalf("unless_stopped fatal after %d failures", d.Failures)
+			t.Fatalf("unless_stopped fatal after %d failures", d.InWindow)
 		}
 	})
 }
@@ -322,7 +322,7 @@ func TestJitterComesOnTopOfTheCap(t *testing.T) {
 	for i := range 200 {
 		d, err := Decide(s, failuresAt(-9, -8, -7, -6, -5, -4, -3, -2, -1, 0), 0, uint64(i), t0)
 		require.NoError(t, err)
-		require.Equal(t, 60*time.Second, d.Credited)
+		require.Equal(t, 60*time.Second, d.Delay)
 		require.Less(t, d.Jitter, 15*time.Second)
 		if d.Due.Sub(t0) > 60*time.Second {
 			over++
@@ -364,7 +364,7 @@ func TestDueIsTheWallClockInstant(t *testing.T) {
 		if d.Action == Fatal {
 			return
 		}
-		if want := last.Add(d.Credited + d.Jitter); !d.Due.Equal(want) {
+		if want := last.Add(d.Delay + d.Jitter); !d.Due.Equal(want) {
 			t.Fatalf("due %v, want %v", d.Due, want)
 		}
 		if d.Due.Location() != last.Location() {
@@ -401,8 +401,8 @@ func TestCompiledPolicyDecidesAsTheRule(t *testing.T) {
 		if s.Kind != None && rapid.Bool().Draw(t, "uptime on a step boundary") {
 			var sum int64
 			downTo := rapid.IntRange(1, n).Draw(t, "down to")
-			for k := n; k >= downTo && k > 1 && sum <= math.MaxInt64-st.delay(int64(k)); k-- {
-				sum += st.delay(int64(k))
+			for k := n; k >= downTo && k > 1 && sum <= math.MaxInt64-st.at(int64(k)); k-- {
+				sum += st.at(int64(k))
 			}
 			uptime = time.Duration(sum + rapid.Int64Range(-1, 1).Draw(t, "nudge"))
 		}
@@ -415,30 +415,29 @@ func TestCompiledPolicyDecidesAsTheRule(t *testing.T) {
 		require.NoError(t, err)
 		plain, err := Decide(s, failures, uptime, seed, now)
 		require.NoError(t, err)
-		h, err := NewHistory(s)
-		require.NoError(t, err)
+		h := newHistory(t, s)
 		for _, f := range failures {
 			require.NoError(t, h.Record(f))
 		}
 		fromHistory, err := h.Decide(uptime, seed, now)
 		require.NoError(t, err)
 		for what, d := range map[string]Decision{"Decide": plain, "History.Decide": fromHistory} {
-			if d.Action != got.Action || d.Reason != got.Reason || d.Failures != got.Failures || d.Owed != got.Owed ||
-				d.Credited != got.Credited || d.Jitter != got.Jitter || !d.Due.Equal(got.Due) {
+			if d.Action != got.Action || d.Reason != got.Reason || d.InWindow != got.InWindow || d.Owed != got.Owed ||
+				d.Delay != got.Delay || d.Jitter != got.Jitter || !d.Due.Equal(got.Due) {
 				t.Fatalf("Policy.Decide %+v, %s %+v", got, what, d)
 			}
 		}
-		if got.Failures != n {
-			t.Fatalf("counted %d of %d failures", got.Failures, n)
+		if got.InWindow != n {
+			t.Fatalf("counted %d of %d failures", got.InWindow, n)
 		}
 		if got.Action == Fatal {
 			return
 		}
-		if want := time.Duration(st.delay(int64(n))); got.Owed != want {
+		if want := time.Duration(st.at(int64(n))); got.Owed != want {
 			t.Fatalf("owed %v after %d failures, the backoff says %v", got.Owed, n, want)
 		}
-		if want := s.Backoff.creditReference(n, uptime); got.Credited != want {
-			t.Fatalf("credited %v after %d failures and %v up, the loop says %v", got.Credited, n, uptime, want)
+		if want := s.Backoff.creditReference(n, uptime); got.Delay != want {
+			t.Fatalf("credited %v after %d failures and %v up, the loop says %v", got.Delay, n, uptime, want)
 		}
 	})
 }

@@ -28,13 +28,13 @@ func ExampleDecide() {
 			fmt.Println(err)
 			return
 		}
-		fmt.Printf("%s: n=%d owed=%v credited=%v due=%s\n", d.Action, d.Failures, d.Owed, d.Credited, d.Due.Format(time.TimeOnly))
+		fmt.Printf("%s: n=%d owed=%v credited=%v due=%s\n", d.Action, d.InWindow, d.Owed, d.Delay, d.Due.Format(time.TimeOnly))
 	}
 
 	// A fifth failure within the hour spends the budget.
 	failures = append(failures, last.Add(30*time.Second))
 	d, _ := retrypolicy.Decide(s, failures, 0, seed, last.Add(time.Minute))
-	fmt.Println(d.Action, d.Reason, d.Failures)
+	fmt.Println(d.Action, d.Reason, d.InWindow)
 	// Output:
 	// wait: n=4 owed=8s credited=4s due=15:00:04
 	// retry_now: n=4 owed=8s credited=4s due=15:00:04
@@ -52,7 +52,7 @@ func Example_uptimeCredit() {
 	failures := []time.Time{last.Add(-3 * time.Second), last.Add(-2 * time.Second), last.Add(-time.Second), last}
 	for _, uptime := range []time.Duration{0, 7999 * time.Millisecond, 10 * time.Second, 15 * time.Second, time.Hour} {
 		d, _ := retrypolicy.Decide(retrypolicy.Default(), failures, uptime, 0, last)
-		fmt.Printf("ran %v: owes %v, waits %v\n", uptime, d.Owed, d.Credited)
+		fmt.Printf("ran %v: owes %v, waits %v\n", uptime, d.Owed, d.Delay)
 	}
 	// Output:
 	// ran 0s: owes 8s, waits 8s
@@ -119,7 +119,7 @@ func ExampleCompile() {
 	}
 	last := time.Date(2026, 11, 2, 15, 0, 0, 0, time.UTC)
 	d, _ := policy.Decide([]time.Time{last.Add(-time.Minute), last}, 0, 0, last)
-	fmt.Println(d.Action, d.Credited, d.Due.Format(time.TimeOnly))
+	fmt.Println(d.Action, d.Delay, d.Due.Format(time.TimeOnly))
 	// Output:
 	// wait 1m0s 15:01:00
 }
@@ -133,7 +133,7 @@ func ExampleHistory() {
 		_ = job.Record(last.Add(-ago))
 	}
 	d, _ := job.Decide(0, 0, last)
-	fmt.Println(d.Failures, d.Credited)
+	fmt.Println(d.InWindow, d.Delay)
 
 	saved, _ := json.Marshal(&job)
 	fmt.Println(string(saved))

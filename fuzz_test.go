@@ -154,18 +154,18 @@ func newest(failures []time.Time) time.Time {
 func checkDecision(t fataler, s Strategy, d Decision, last time.Time) {
 	t.Helper()
 	switch {
-	case d.Failures < 1:
-		t.Fatalf("counted %d failures", d.Failures)
+	case d.InWindow < 1:
+		t.Fatalf("counted %d failures", d.InWindow)
 	case d.Action == Fatal:
-		if d.Owed != 0 || d.Credited != 0 || d.Jitter != 0 || !d.Due.IsZero() {
+		if d.Owed != 0 || d.Delay != 0 || d.Jitter != 0 || !d.Due.IsZero() {
 			t.Fatalf("fatal decision with delays: %+v", d)
 		}
 	case d.Owed < 0 || d.Owed > ceiling:
 		t.Fatalf("owed %v outside [0, %v]", d.Owed, ceiling)
-	case d.Credited < 0 || d.Credited > d.Owed:
-		t.Fatalf("credited %v outside [0, owed %v]", d.Credited, d.Owed)
-	case d.Jitter < 0 || (d.Credited > 0 && 4*int64(d.Jitter) >= int64(d.Credited)) || (d.Credited == 0 && d.Jitter != 0):
-		t.Fatalf("jitter %v for credited %v", d.Jitter, d.Credited)
+	case d.Delay < 0 || d.Delay > d.Owed:
+		t.Fatalf("credited %v outside [0, owed %v]", d.Delay, d.Owed)
+	case d.Jitter < 0 || (d.Delay > 0 && 4*int64(d.Jitter) >= int64(d.Delay)) || (d.Delay == 0 && d.Jitter != 0):
+		t.Fatalf("jitter %v for credited %v", d.Jitter, d.Delay)
 	case s.Backoff.Kind != ExponentialWithJitter && d.Jitter != 0:
 		t.Fatalf("jitter %v for %v", d.Jitter, s.Backoff.Kind)
 	case d.Due.Before(last):

@@ -3,6 +3,7 @@ package retrypolicy
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/stretchr/testify/require"
 	"math"
 	"time"
 
@@ -125,4 +126,11 @@ type input struct {
 	failures []time.Time
 	uptime   time.Duration
 	seed     uint64
+}
+
+// newHistory returns an empty history under s, compiled.
+func newHistory(t require.TestingT, s Strategy) *History {
+	p, err := Compile(s)
+	require.NoError(t, err)
+	return NewHistory(p)
 }

@@ -60,15 +60,15 @@ func TestExtremesNeverBreakTheDecision(t *testing.T) {
 		uptime := genUptime(t, "uptime")
 		p, err := Compile(s)
 		require.NoError(t, err)
-		d := Decision{Failures: n}
-		p.decideOn(&d, []time.Time{last}, uptime, rapid.Uint64().Draw(t, "seed"), last)
+		var d Decision
+		p.decideOn(&d, n, instantOf(last), last.Location(), uptime, rapid.Uint64().Draw(t, "seed"), last)
 		checkDecision(t, s, d, last)
 		if d.Action == Fatal {
 			return
 		}
 		if s.Backoff.Kind != Fixed && s.Backoff.Multiplier >= 1 {
-			next := Decision{Failures: n + 1}
-			p.decideOn(&next, []time.Time{last}, uptime, 0, last)
+			var next Decision
+			p.decideOn(&next, n + 1, instantOf(last), last.Location(), uptime, 0, last)
 			if next.Action != Fatal && next.Owed < d.Owed {
 				t.Fatalf("owed %v after %d failures, %v after %d", d.Owed, n, next.Owed, n+1)
 			}
@@ -107,17 +107,16 @@ func TestAMillionFailuresInTheWindow(t *testing.T) {
 	for i := range failures {
 		failures[i] = t0.Add(-time.Duration(i) * time.Millisecond) // all within the hour
 	}
-	h, err := NewHistory(Default())
-	require.NoError(t, err)
+	h := newHistory(t, Default())
 	for i := n - 1; i >= 0; i-- {
 		require.NoError(t, h.Record(failures[i]))
 	}
 	d, err := Decide(Default(), failures, 90*time.Hour, 0, t0)
 	require.NoError(t, err)
-	assert.Equal(t, n, d.Failures)
+	assert.Equal(t, n, d.InWindow)
 	assert.Equal(t, time.Hour, d.Owed)
 	// 90 h pays 90 capped steps back; the next step still owes the cap.
-	assert.Equal(t, time.Hour, d.Credited)
+	assert.Equal(t, time.Hour, d.Delay)
 	hd, err := h.Decide(90*time.Hour, 0, t0)
 	require.NoError(t, err)
 	assert.Equal(t, d, hd)
@@ -131,7 +130,7 @@ func TestClockTrouble(t *testing.T) {
 	sorted := failuresAt(-3, -2, -1, 0)
 	want, err := Decide(s, sorted, 0, 0, t0)
 	require.NoError(t, err)
-	require.Equal(t, 8*time.Second, want.Credited)
+	require.Equal(t, 8*time.Second, want.Delay)
 
 	decide := func(failures []time.Time, now time.Time) Decision {
 		t.Helper()
@@ -155,15 +154,15 @@ func TestClockTrouble(t *testing.T) {
 	})
 	t.Run("repeated instants count each", func(t *testing.T) {
 		d := decide(failuresAt(0, 0, 0, 0), t0)
-		assert.Equal(t, 4, d.Failures)
-		assert.Equal(t, 8*time.Second, d.Credited)
+		assert.Equal(t, 4, d.InWindow)
+		assert.Equal(t, 8*time.Second, d.Delay)
 	})
 	t.Run("the zero time", func(t *testing.T) {
 		d := decide([]time.Time{{}}, time.Time{})
 		assert.Equal(t, Wait, d.Action)
 		assert.True(t, d.Due.Equal(time.Time{}.Add(time.Second)))
 		d = decide([]time.Time{{}, t0}, t0)
-		assert.Equal(t, 1, d.Failures, "year 1 is far outside the window")
+		assert.Equal(t, 1, d.InWindow, "year 1 is far outside the window")
 	})
 	t.Run("other locations", func(t *testing.T) {
 		zones := []*time.Location{time.FixedZone("A", 5*3600), time.FixedZone("B", -11*3600), time.UTC, time.Local}
@@ -172,7 +171,7 @@ func TestClockTrouble(t *testing.T) {
 			mixed[i] = f.In(zones[i])
 		}
 		d := decide(mixed, t0.In(zones[1]))
-		assert.Equal(t, want.Failures, d.Failures)
+		assert.Equal(t, want.InWindow, d.InWindow)
 		assert.True(t, d.Due.Equal(want.Due))
 		assert.Equal(t, want.Action, d.Action)
 	})
@@ -184,7 +183,7 @@ func TestClockTrouble(t *testing.T) {
 			stripped[i] = f.Round(0)
 		}
 		a, b := decide(withMono, base.Add(5*time.Second)), decide(stripped, base.Add(5*time.Second).Round(0))
-		assert.Equal(t, a.Failures, b.Failures)
+		assert.Equal(t, a.InWindow, b.InWindow)
 		assert.True(t, a.Due.Equal(b.Due))
 		assert.Equal(t, a.Action, b.Action)
 	})
@@ -199,8 +198,7 @@ func TestConcurrentUse(t *testing.T) {
 	shared := failuresAt(-40, -30, -20, -10, 0)
 	want, err := Decide(s, shared, 0, 7, t0)
 	require.NoError(t, err)
-	h, err := NewHistory(s)
-	require.NoError(t, err)
+	h := newHistory(t, s)
 
 	const workers, rounds = 16, 200
 	var wg sync.WaitGroup
@@ -233,10 +231,10 @@ func TestConcurrentUse(t *testing.T) {
 	}
 	d, err := h.Decide(0, 0, t0)
 	require.NoError(t, err)
-	assert.Equal(t, workers*rounds, d.Failures, "every failure recorded, none lost")
+	assert.Equal(t, workers*rounds, d.InWindow, "every failure recorded, none lost")
 	// The newest failure is the last one recorded: 1 s owed at the cap's
 	// step is an hour, due an hour after it.
-	assert.True(t, d.Due.Add(-d.Credited-d.Jitter).Equal(t0.Add(time.Duration(workers*rounds-1)*time.Millisecond)))
+	assert.True(t, d.Due.Add(-d.Delay-d.Jitter).Equal(t0.Add(time.Duration(workers*rounds-1)*time.Millisecond)))
 }
 
 // TestConcurrentClosedForm shares one Policy whose decisions take the
@@ -253,7 +251,7 @@ func TestConcurrentClosedForm(t *testing.T) {
 	}
 	want, err := p.Decide(failures, 90*time.Second, 7, t0)
 	require.NoError(t, err)
-	require.Less(t, want.Credited, want.Owed, "the run pays some steps")
+	require.Less(t, want.Delay, want.Owed, "the run pays some steps")
 
 	const workers, rounds = 8, 50
 	var wg sync.WaitGroup

@@ -3,6 +3,7 @@ package retrypolicy
 import (
 	"encoding/json"
 	"math"
+	"runtime"
 	"slices"
 	"strconv"
 	"testing"
@@ -13,23 +14,17 @@ import (
 	"pgregory.net/rapid"
 )
 
-// held returns the failures h holds, oldest first, and checks the chunks'
-// invariants on the way: none empty, none over chunkCap, all ascending.
+// held returns the failures h holds, oldest first, and checks that they
+// are in order.
 func held(t require.TestingT, h *History) []int64 {
-	var out []int64
-	for _, c := range h.snapshot() {
-		require.NotEmpty(t, c.t)
-		require.LessOrEqual(t, len(c.t), chunkCap)
-		out = append(out, c.t...)
-	}
+	out := h.failures()
 	require.True(t, slices.IsSorted(out), "failures out of order")
-	require.Equal(t, len(out), h.n, "the count does not match the chunks")
+	require.Equal(t, len(out), h.Len())
 	return out
 }
 
 func TestHistoryKeepsTheWindowOfTheNewest(t *testing.T) {
-	h, err := NewHistory(bounded(3, time.Hour))
-	require.NoError(t, err)
+	h := newHistory(t, bounded(3, time.Hour))
 	failures := failuresAt(-7200, -100, -50, -3, 0, -20)
 	for _, f := range failures {
 		require.NoError(t, h.Record(f))
@@ -39,11 +34,10 @@ func TestHistoryKeepsTheWindowOfTheNewest(t *testing.T) {
 	require.NoError(t, err)
 	want, err := Decide(bounded(3, time.Hour), failures, 0, 0, t0)
 	require.NoError(t, err)
-	assert.Equal(t, 5, d.Failures, "the count is not capped at max_attempts")
+	assert.Equal(t, 5, d.InWindow, "the count is not capped at max_attempts")
 	assert.Equal(t, want, d)
 
-	u, err := NewHistory(Default())
-	require.NoError(t, err)
+	u := newHistory(t, Default())
 	for _, f := range failuresAt(-5000, -3000, -10, 0) {
 		require.NoError(t, u.Record(f))
 	}
@@ -58,21 +52,17 @@ func TestHistoryKeepsTheWindowOfTheNewest(t *testing.T) {
 }
 
 func TestHistoryRejectsTimesItCannotHold(t *testing.T) {
-	h, err := NewHistory(Default())
-	require.NoError(t, err)
+	h := newHistory(t, Default())
 	assert.ErrorIs(t, h.Record(time.Time{}), errTimeOutOfRange)
 	assert.ErrorIs(t, h.Record(time.Date(2262, 4, 12, 0, 0, 0, 0, time.UTC)), errTimeOutOfRange)
 	assert.Empty(t, held(t, h), "a rejected failure changes nothing")
 	require.NoError(t, h.Record(time.Unix(0, math.MaxInt64)))
 	require.NoError(t, h.Record(time.Unix(0, math.MaxInt64-int64(time.Hour))))
 	assert.Len(t, held(t, h), 2)
-	_, err = h.Decide(0, 0, t0)
+	_, err := h.Decide(0, 0, t0)
 	assert.NoError(t, err)
 
-	_, err = NewHistory(Strategy{})
-	assert.ErrorIs(t, err, ErrInvalid)
-	empty, err := NewHistory(Default())
-	require.NoError(t, err)
+	empty := newHistory(t, Default())
 	_, err = empty.Decide(0, 0, t0)
 	assert.ErrorIs(t, err, errNoFailures)
 }
@@ -112,8 +102,7 @@ func TestHistoryDecidesAsTheFullHistory(t *testing.T) {
 		if s.Kind == Bounded {
 			s.MaxAttempts = rapid.IntRange(1, 40).Draw(t, "max_attempts small")
 		}
-		h, err := NewHistory(s)
-		require.NoError(t, err)
+		h := newHistory(t, s)
 		var all []time.Time
 		steps := rapid.IntRange(1, 60).Draw(t, "failures")
 		for i := range steps {
@@ -138,18 +127,32 @@ func TestHistoryDecidesAsTheFullHistory(t *testing.T) {
 		if got != want {
 			t.Fatalf("history decides %+v, the full history %+v", got, want)
 		}
-		if _, _, n := countWindow(all, s.window()); len(held(t, h)) != n {
+		// The window of the newest, counted here with time's own
+		// comparisons rather than countWindow.
+		newest := all[0]
+		for _, f := range all {
+			if f.After(newest) {
+				newest = f
+			}
+		}
+		n := 0
+		for _, f := range all {
+			if !f.Before(newest.Add(-s.window())) {
+				n++
+			}
+		}
+		if len(held(t, h)) != n {
 			t.Fatalf("history holds %d failures, the window %d", len(held(t, h)), n)
 		}
 	})
 }
 
-// TestHistoryHoldsFailuresInOrderAcrossChunks records several chunks' worth
-// of failures in a shuffled order, with repeats: the history holds them all,
-// ascending, however the chunks split.
-func TestHistoryHoldsFailuresInOrderAcrossChunks(t *testing.T) {
+// TestHistoryHoldsFailuresRecordedInAnyOrder records failures within an
+// hour in a shuffled order, with repeats: the history holds them all,
+// ascending.
+func TestHistoryHoldsFailuresRecordedInAnyOrder(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		n := rapid.IntRange(1, 4*chunkCap).Draw(t, "n")
+		n := rapid.IntRange(1, 3000).Draw(t, "n")
 		want := make([]int64, n)
 		for i := range want {
 			want[i] = t0.UnixNano() + rapid.Int64Range(0, int64(time.Hour)).Draw(t, "at")
@@ -173,28 +176,29 @@ func sequence(n int) []int {
 	return out
 }
 
-// TestHistorySnapshotNeverChanges pins what lets the history save itself
-// without holding its lock for a walk: the chunks a snapshot saw are never
-// written again, whatever is recorded after.
-func TestHistorySnapshotNeverChanges(t *testing.T) {
-	var h History
-	for i := range 3 * chunkCap / 2 {
-		require.NoError(t, h.Record(t0.Add(time.Duration(2*i)*time.Millisecond)))
+// TestHistoriesShareOnePolicy pins the memory of histories that share a
+// policy: with 8 failures each, at most 128 bytes of heap apiece.
+func TestHistoriesShareOnePolicy(t *testing.T) {
+	p, err := Compile(Default())
+	require.NoError(t, err)
+	const jobs = 10000
+	hs := make([]*History, jobs)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for i := range hs {
+		hs[i] = NewHistory(p)
+		for k := range 8 {
+			require.NoError(t, hs[i].Record(t0.Add(time.Duration(k)*time.Second)))
+		}
 	}
-	snap := h.snapshot()
-	var before []int64
-	for _, c := range snap {
-		before = append(before, c.t...)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	perHistory := (after.HeapAlloc - before.HeapAlloc) / jobs
+	assert.LessOrEqual(t, perHistory, uint64(128), "%d bytes a history", perHistory)
+	for _, h := range hs {
+		require.Equal(t, 8, h.Len())
 	}
-	for i := range chunkCap {
-		require.NoError(t, h.Record(t0.Add(time.Duration(2*i+1)*time.Millisecond))) // between the others
-		require.NoError(t, h.Record(t0.Add(time.Hour).Add(time.Duration(i))))       // at the end
-	}
-	var after []int64
-	for _, c := range snap {
-		after = append(after, c.t...)
-	}
-	assert.Equal(t, before, after)
 }
 
 // TestHistoryRoundTrips pins saving and restoring: the binary and the JSON
@@ -202,8 +206,7 @@ func TestHistorySnapshotNeverChanges(t *testing.T) {
 func TestHistoryRoundTrips(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		s := genStrategy(t)
-		h, err := NewHistory(s)
-		require.NoError(t, err)
+		h := newHistory(t, s)
 		for i := range rapid.IntRange(0, 3000).Draw(t, "failures") {
 			at := rapid.Int64Range(-int64(maxWindow), int64(maxWindow)).Draw(t, "at_"+strconv.Itoa(i))
 			require.NoError(t, h.Record(t0.Add(time.Duration(at))))
@@ -212,11 +215,9 @@ func TestHistoryRoundTrips(t *testing.T) {
 		require.NoError(t, err)
 		text, err := json.Marshal(h)
 		require.NoError(t, err)
-		fromBin, err := NewHistory(s)
-		require.NoError(t, err)
+		fromBin := newHistory(t, s)
 		require.NoError(t, fromBin.UnmarshalBinary(bin))
-		fromJSON, err := NewHistory(s)
-		require.NoError(t, err)
+		fromJSON := newHistory(t, s)
 		require.NoError(t, json.Unmarshal(text, fromJSON))
 		want := held(t, h)
 		if !slices.Equal(held(t, fromBin), want) || !slices.Equal(held(t, fromJSON), want) {
@@ -256,8 +257,7 @@ func TestHistoryRefusesBadSavesAndChangesNothing(t *testing.T) {
 }
 
 func TestHistoryReset(t *testing.T) {
-	h, err := NewHistory(bounded(2, time.Minute))
-	require.NoError(t, err)
+	h := newHistory(t, bounded(2, time.Minute))
 	require.NoError(t, h.Record(t0))
 	require.NoError(t, h.Record(t0))
 	d, err := h.Decide(0, 0, t0)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"math"
 	"slices"
 	"strconv"
@@ -118,22 +119,6 @@ func (s Strategy) MarshalJSON() ([]byte, error) {
 		}
 	}
 	return append(b, "}}"...), nil
-}
-
-// formatMultiplier writes a multiplier as the descriptor does: the shortest
-// decimal that reads back the same float64, always with a decimal point or
-// an exponent (2.0, 1.5, 1e+300).
-func formatMultiplier(m float64) string { return string(appendMultiplier(nil, m)) }
-
-func appendMultiplier(b []byte, m float64) []byte {
-	start := len(b)
-	b = strconv.AppendFloat(b, m, 'g', -1, 64)
-	for _, c := range b[start:] {
-		if c == '.' || c == 'e' || c == 'n' || c == 'N' { // NaN and Inf stay as they are
-			return b
-		}
-	}
-	return append(b, '.', '0')
 }
 
 // topFields and backoffFields map the descriptor's keys to fields.
@@ -327,6 +312,26 @@ func appendDue(b []byte, t time.Time) []byte {
 	return t.UTC().AppendFormat(b, dueLayout)
 }
 
+// LogValue implements slog.LogValuer with the names and values of the JSON
+// form, so that a scheduler logs a whole decision as one attribute.
+func (d Decision) LogValue() slog.Value {
+	attrs := make([]slog.Attr, 0, 7)
+	attrs = append(attrs, slog.String("action", d.Action.String()))
+	if d.Action == Fatal {
+		attrs = append(attrs, slog.String("reason", d.Reason.String()))
+	}
+	attrs = append(attrs, slog.Int("failures_in_window", d.InWindow))
+	if d.Action != Fatal {
+		attrs = append(attrs,
+			slog.Any("owed_secs", seconds(d.Owed)),
+			slog.Any("credited_secs", seconds(d.Delay)),
+			slog.Any("jitter_secs", seconds(d.Jitter)),
+			slog.String("due", string(appendDue(nil, d.Due))),
+		)
+	}
+	return slog.GroupValue(attrs...)
+}
+
 // MarshalJSON writes d as the command prints it: action, reason (when
 // fatal), failures_in_window, then owed_secs, credited_secs, jitter_secs
 // (exact decimal seconds) and due (RFC 3339 in UTC, saturating at the end of
@@ -343,14 +348,14 @@ func (d Decision) MarshalJSON() ([]byte, error) {
 		b = append(b, d.Reason.String()...)
 	}
 	b = append(b, `","failures_in_window":`...)
-	b = strconv.AppendInt(b, int64(d.Failures), 10)
+	b = strconv.AppendInt(b, int64(d.InWindow), 10)
 	if d.Action == Fatal {
 		return append(b, '}'), nil
 	}
 	b = append(b, `,"owed_secs":`...)
 	b = appendSeconds(b, d.Owed)
 	b = append(b, `,"credited_secs":`...)
-	b = appendSeconds(b, d.Credited)
+	b = appendSeconds(b, d.Delay)
 	b = append(b, `,"jitter_secs":`...)
 	b = appendSeconds(b, d.Jitter)
 	b = append(b, `,"due":"`...)
@@ -361,6 +366,15 @@ func (d Decision) MarshalJSON() ([]byte, error) {
 // decisionKeys are the keys of a decision's JSON form, in their order.
 var decisionKeys = [...]string{"action", "reason", "failures_in_window", "owed_secs", "credited_secs", "jitter_secs", "due"}
 
+// Indexes into decisionKeys.
+const (
+	keyAction = iota
+	keyReason
+	keyInWindow
+	keyOwed // the first of the three delays
+	keyDue  = 6
+)
+
 // UnmarshalJSON reads the form MarshalJSON writes, strictly: unknown and
 // duplicate keys, wrong types, and fields missing or out of place for the
 // action are errors, which leave d unchanged. null leaves d unchanged.
@@ -368,110 +382,140 @@ func (d *Decision) UnmarshalJSON(data []byte) error {
 	if string(bytes.TrimSpace(data)) == "null" {
 		return nil
 	}
-	bad := func(key, rule string) error { return errors.New("retrypolicy: decision: " + key + ": " + rule) }
+	var v Decision
+	seen, err := v.readFields(data)
+	if err != nil {
+		return err
+	}
+	if err := v.checkPresence(seen); err != nil {
+		return err
+	}
+	*d = v
+	return nil
+}
+
+// decisionError is a problem with a decision's JSON form.
+func decisionError(key, rule string) error {
+	return errors.New("retrypolicy: decision: " + key + ": " + rule)
+}
+
+// readFields reads the members of a decision's JSON object into v, and
+// returns which keys it held.
+func (v *Decision) readFields(data []byte) (seen [len(decisionKeys)]bool, err error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return bad("$", "must be a JSON object")
+		return seen, decisionError("$", "must be a JSON object")
 	}
-	var v Decision
-	var seen [len(decisionKeys)]bool
-	delays := [...]*time.Duration{&v.Owed, &v.Credited, &v.Jitter}
+	invalid := decisionError("$", "must be valid JSON")
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
-			return bad("$", "must be valid JSON")
+			return seen, invalid
 		}
 		key, _ := tok.(string)
 		i := slices.Index(decisionKeys[:], key)
 		switch {
 		case i < 0:
-			return bad(echo.Text(key), "unknown field")
+			return seen, decisionError(echo.Text(key), "unknown field")
 		case seen[i]:
-			return bad(key, "duplicate key")
+			return seen, decisionError(key, "duplicate key")
 		}
 		seen[i] = true
 		if tok, err = dec.Token(); err != nil {
-			return bad("$", "must be valid JSON")
+			return seen, invalid
 		}
-		text, isString := tok.(string)
-		num, isNumber := tok.(json.Number)
-		switch {
-		case i <= 1 && !isString, i == 6 && !isString:
-			return bad(key, "must be a string")
-		case i >= 2 && i <= 5 && !isNumber:
-			return bad(key, "must be a number")
-		}
-		switch key {
-		case "action":
-			err = v.Action.UnmarshalText([]byte(text))
-		case "reason":
-			err = v.Reason.UnmarshalText([]byte(text))
-		case "failures_in_window":
-			n, st := decimalInt(string(num))
-			if st != numOK || n < 1 || n > math.MaxInt {
-				return bad(key, "must be a whole number of at least 1")
-			}
-			v.Failures = int(n)
-		case "due":
-			if v.Due, err = time.Parse(time.RFC3339Nano, text); err != nil {
-				return bad(key, "must be an RFC 3339 time")
-			}
-		default:
-			ns, st := decimalScaled(string(num), 9)
-			if st != numOK || ns < 0 {
-				return bad(key, "must be a non-negative number of seconds, to the nanosecond")
-			}
-			*delays[i-3] = time.Duration(ns)
-		}
-		if err != nil {
-			return bad(key, err.Error())
+		if err := v.setField(i, tok); err != nil {
+			return seen, err
 		}
 	}
 	if _, err := dec.Token(); err != nil {
-		return bad("$", "must be valid JSON")
+		return seen, invalid
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return bad("$", "must hold one JSON object and nothing after it")
+		return seen, decisionError("$", "must hold one JSON object and nothing after it")
 	}
-	for _, i := range []int{0, 2} {
+	return seen, nil
+}
+
+// setField sets the field of decisionKeys[i] from its JSON value tok.
+func (v *Decision) setField(i int, tok json.Token) error {
+	key := decisionKeys[i]
+	text, isString := tok.(string)
+	num, isNumber := tok.(json.Number)
+	wantString := i == keyAction || i == keyReason || i == keyDue
+	switch {
+	case wantString && !isString:
+		return decisionError(key, "must be a string")
+	case !wantString && !isNumber:
+		return decisionError(key, "must be a number")
+	}
+	var err error
+	switch i {
+	case keyAction:
+		err = v.Action.UnmarshalText([]byte(text))
+	case keyReason:
+		err = v.Reason.UnmarshalText([]byte(text))
+	case keyInWindow:
+		n, st := decimalInt(string(num))
+		if st != numOK || n < 1 || n > math.MaxInt {
+			return decisionError(key, "must be a whole number of at least 1")
+		}
+		v.InWindow = int(n)
+	case keyDue:
+		if v.Due, err = time.Parse(time.RFC3339Nano, text); err != nil {
+			return decisionError(key, "must be an RFC 3339 time")
+		}
+	default:
+		ns, st := decimalScaled(string(num), 9)
+		if st != numOK || ns < 0 {
+			return decisionError(key, "must be a non-negative number of seconds, to the nanosecond")
+		}
+		*[...]*time.Duration{&v.Owed, &v.Delay, &v.Jitter}[i-keyOwed] = time.Duration(ns)
+	}
+	if err != nil {
+		return decisionError(key, err.Error())
+	}
+	return nil
+}
+
+// checkPresence checks that the keys v was read from are those its action
+// needs.
+func (v *Decision) checkPresence(seen [len(decisionKeys)]bool) error {
+	for _, i := range []int{keyAction, keyInWindow} {
 		if !seen[i] {
-			return bad(decisionKeys[i], "required")
+			return decisionError(decisionKeys[i], "required")
 		}
 	}
 	fatal := v.Action == Fatal
 	if fatal && v.Reason == 0 {
-		return bad("reason", "required when action is fatal")
+		return decisionError("reason", "required when action is fatal")
 	}
-	if !fatal && seen[1] {
-		return bad("reason", "not allowed when action is "+v.Action.String())
+	if !fatal && seen[keyReason] {
+		return decisionError("reason", "not allowed when action is "+v.Action.String())
 	}
-	for i := 3; i < len(decisionKeys); i++ {
+	for i := keyOwed; i < len(decisionKeys); i++ {
 		switch {
 		case fatal && seen[i]:
-			return bad(decisionKeys[i], "not allowed when action is fatal")
+			return decisionError(decisionKeys[i], "not allowed when action is fatal")
 		case !fatal && !seen[i]:
-			return bad(decisionKeys[i], "required when action is "+v.Action.String())
+			return decisionError(decisionKeys[i], "required when action is "+v.Action.String())
 		}
 	}
-	*d = v
 	return nil
 }
 
 // MarshalJSON writes the failures held as a JSON array of RFC 3339 times in
 // UTC, oldest first.
 func (h *History) MarshalJSON() ([]byte, error) {
-	chunks := h.snapshot()
 	b := []byte{'['}
-	for _, c := range chunks {
-		for _, ns := range c.t {
-			if len(b) > 1 {
-				b = append(b, ',')
-			}
-			b = append(b, '"')
-			b = time.Unix(0, ns).UTC().AppendFormat(b, time.RFC3339Nano)
-			b = append(b, '"')
+	for _, ns := range h.failures() {
+		if len(b) > 1 {
+			b = append(b, ',')
 		}
+		b = append(b, '"')
+		b = time.Unix(0, ns).UTC().AppendFormat(b, time.RFC3339Nano)
+		b = append(b, '"')
 	}
 	return append(b, ']'), nil
 }

@@ -2,6 +2,7 @@ package retrypolicy
 
 import (
 	"math"
+	"strconv"
 	"strings"
 )
 
@@ -130,3 +131,19 @@ func skipDigits(s string, i int) int {
 }
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// formatMultiplier writes a multiplier as the descriptor does: the shortest
+// decimal that reads back the same float64, always with a decimal point or
+// an exponent (2.0, 1.5, 1e+300).
+func formatMultiplier(m float64) string { return string(appendMultiplier(nil, m)) }
+
+func appendMultiplier(b []byte, m float64) []byte {
+	start := len(b)
+	b = strconv.AppendFloat(b, m, 'g', -1, 64)
+	for _, c := range b[start:] {
+		if c == '.' || c == 'e' || c == 'n' || c == 'N' { // NaN and Inf stay as they are
+			return b
+		}
+	}
+	return append(b, '.', '0')
+}

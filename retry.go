@@ -11,22 +11,6 @@ import (
 	"time"
 )
 
-// The reasons Retry gives up for, besides a fatal decision of the strategy
-// (StrategyNone, AttemptsExhausted).
-const (
-	// NotRetryable: op returned an error marked Permanent, or one the
-	// WithPermanent option classifies so.
-	NotRetryable Reason = AttemptsExhausted + 1 + iota
-	// ContextDone: the context was cancelled or passed its deadline.
-	ContextDone
-	// PastDeadline: the next retry would be due after the context's
-	// deadline, so Retry returned at once instead of sleeping into it.
-	PastDeadline
-	// BudgetExhausted: the retry budget (WithBudget) allowed no more
-	// retries.
-	BudgetExhausted
-)
-
 // GiveUpError is Retry's error when op never succeeded.
 type GiveUpError struct {
 	// Reason says why Retry gave up.
@@ -247,16 +231,11 @@ func Retry[T any](ctx context.Context, s Strategy, op func(context.Context) (T, 
 // start prepares the first retry: the history of failures, and the jitter's
 // seed when the caller chose none.
 func (c *retryConfig) start(s Strategy) *History {
-	both := new(struct { // one allocation for the two
-		h History
-		p Policy
-	})
-	_ = both.p.init(s) // s was validated
-	both.h.p = &both.p
+	p, _ := Compile(s) // s was validated
 	if !c.seeded {
 		c.seed = rand.Uint64()
 	}
-	return &both.h
+	return NewHistory(p)
 }
 
 // decide classifies op's error, records the failure, and returns how long
@@ -284,9 +263,9 @@ func (c *retryConfig) decide(ctx context.Context, h *History, failures int, err 
 	if d.Action == Fatal {
 		return giveUp(d.Reason, unwrapMarks(err))
 	}
-	wait := d.Credited + d.Jitter
+	wait := d.Delay + d.Jitter
 	if c.fullJitter {
-		wait = fullJitter(d.Credited, jitterUnit(c.seed^0x5851f42d4c957f2d, instantOf(failedAt), failures))
+		wait = fullJitter(d.Delay, jitterUnit(c.seed^0x5851f42d4c957f2d, instantOf(failedAt), failures))
 	}
 	var ra *retryAfterError
 	if errors.As(err, &ra) {

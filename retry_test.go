@@ -107,8 +107,8 @@ func TestRetryWaitsAreTheDecisions(t *testing.T) {
 		for i, e := range events {
 			d, derr := Decide(s, (*ends)[:i+1], (*ends)[i].Sub((*starts)[i]), seed, (*ends)[i])
 			require.NoError(rt, derr)
-			if e.Wait != d.Credited+d.Jitter || e.Failures != i+1 || e.Decision.Failures != d.Failures {
-				rt.Fatalf("retry %d waited %v, the decision says %v (%+v)", i+1, e.Wait, d.Credited+d.Jitter, d)
+			if e.Wait != d.Delay+d.Jitter || e.Failures != i+1 || e.Decision.InWindow != d.InWindow {
+				rt.Fatalf("retry %d waited %v, the decision says %v (%+v)", i+1, e.Wait, d.Delay+d.Jitter, d)
 			}
 			if got := (*starts)[i+1].Sub((*ends)[i]); got != e.Wait {
 				rt.Fatalf("retry %d slept %v, announced %v", i+1, got, e.Wait)
@@ -299,7 +299,7 @@ func TestRetryAfterWaitsAtLeastAndAtMostTheCap(t *testing.T) {
 		bubble(t, func() { _, err = Retry(context.Background(), s, op, opts...) })
 		require.NoError(rt, err)
 		require.Len(rt, waits, 1)
-		strategyWait := waits[0].Decision.Credited + waits[0].Decision.Jitter
+		strategyWait := waits[0].Decision.Delay + waits[0].Decision.Jitter
 		if want := max(strategyWait, min(asked, capAt)); waits[0].Wait != want {
 			rt.Fatalf("waited %v: asked %v, cap %v, strategy %v", waits[0].Wait, asked, capAt, strategyWait)
 		}

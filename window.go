@@ -6,6 +6,17 @@ import (
 	"time"
 )
 
+// The windows failures are counted over.
+const (
+	// maxWindow is the longest window of a Bounded strategy: the seven days
+	// a scheduler keeps failures for.
+	maxWindow = 7 * 24 * time.Hour
+	// defaultWindow is the window of a Bounded descriptor without window_secs.
+	defaultWindow = time.Hour
+	// unlessStoppedWindow is the window UnlessStopped counts its backoff over.
+	unlessStoppedWindow = time.Hour
+)
+
 // countWindow returns the index of the newest of failures (at least one),
 // its instant, and how many fall within window of it: a failure at t counts iff
 // last - window <= t <= last, so the newest always counts. failures may be
@@ -157,4 +168,9 @@ func (a instant) plus(d time.Duration) instant {
 		return instant{math.MaxInt64, int32(time.Second) - 1}
 	}
 	return instant{s, ns}
+}
+
+// time returns a as a time.Time in loc, without a monotonic clock reading.
+func (a instant) time(loc *time.Location) time.Time {
+	return time.Unix(a.sec, int64(a.nsec)).In(loc)
 }

@@ -163,10 +163,11 @@ func BenchmarkNextRetry(b *testing.B) {
 // historyWith returns a History under p's strategy holding n failures
 // within the hour before t0.
 func historyWith(s retrypolicy.Strategy, n int) *retrypolicy.History {
-	h, err := retrypolicy.NewHistory(s)
+	p, err := retrypolicy.Compile(s)
 	if err != nil {
 		panic(err)
 	}
+	h := retrypolicy.NewHistory(p)
 	step := time.Hour / time.Duration(n+1)
 	for i := range n {
 		if err := h.Record(t0.Add(-time.Duration(n-1-i) * step)); err != nil {
@@ -209,7 +210,7 @@ func BenchmarkCredit(b *testing.B) {
 							if err != nil {
 								b.Fatal(err)
 							}
-							sink = d.Credited
+							sink = d.Delay
 						}
 					})
 				}

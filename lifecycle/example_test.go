@@ -44,11 +44,12 @@ func ExampleLegal() {
 func ExampleStep() {
 	strategy := retrypolicy.Default()
 	strategy.Kind, strategy.MaxAttempts, strategy.Window = retrypolicy.Bounded, 3, time.Hour
-	job, err := retrypolicy.NewHistory(strategy)
+	policy, err := retrypolicy.Compile(strategy) // one for every job of the strategy
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
+	job := retrypolicy.NewHistory(policy)
 	last := time.Date(2026, 11, 2, 15, 0, 0, 0, time.UTC)
 	_ = job.Record(last.Add(-time.Minute))
 	_ = job.Record(last)

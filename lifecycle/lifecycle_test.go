@@ -289,7 +289,7 @@ func TestTriggerWhileWaitingKeepsFailuresInTheWindow(t *testing.T) {
 	failures := []time.Time{t0.Add(-600 * time.Second), t0.Add(-300 * time.Second), t0} // the last after the trigger
 	d, err := retrypolicy.Decide(s, failures, 0, 0, t0)
 	require.NoError(t, err)
-	assert.Equal(t, 3, d.Failures)
+	assert.Equal(t, 3, d.InWindow)
 	st, _, err = Step(StatusError, d)
 	require.NoError(t, err)
 	assert.Equal(t, StatusFatal, st)
@@ -306,8 +306,9 @@ func TestLifecycleStateMachine(t *testing.T) {
 		if rapid.Bool().Draw(t, "bounded") {
 			s.Kind, s.MaxAttempts, s.Window = retrypolicy.Bounded, rapid.IntRange(1, 6).Draw(t, "max_attempts"), time.Hour
 		}
-		h, err := retrypolicy.NewHistory(s)
+		p, err := retrypolicy.Compile(s)
 		require.NoError(t, err)
+		h := retrypolicy.NewHistory(p)
 		var status Status
 		clock := t0
 		t.Repeat(map[string]func(*rapid.T){

@@ -22,7 +22,7 @@ func jobWithErrors() *rivertype.JobRow {
 		job.Errors = append(job.Errors, rivertype.AttemptError{At: at, Attempt: i + 1, Error: "upstream unavailable"})
 		r.failures = append(r.failures, failure{attempt: i + 1, at: at.Add(time.Second)})
 	}
-	r.decision = retrypolicy.Decision{Action: retrypolicy.Wait, Failures: 8, Owed: time.Minute, Credited: time.Minute, Due: base}
+	r.decision = retrypolicy.Decision{Action: retrypolicy.Wait, InWindow: 8, Owed: time.Minute, Delay: time.Minute, Due: base}
 	rec, _ := r.MarshalJSON()
 	job.Metadata = []byte(`{"retry_strategy":{"strategy":"unless_stopped","backoff":{"kind":"exponential_with_jitter","base_delay_secs":1,"max_delay_secs":300}},"retrypolicy":` + string(rec) + `}`)
 	attempted := base.Add(time.Hour)
@@ -56,7 +56,7 @@ func BenchmarkNextRetry(b *testing.B) {
 		}
 	})
 	b.Run("impl=decided", func(b *testing.B) {
-		d := retrypolicy.Decision{Action: retrypolicy.Wait, Failures: 9, Due: time.Now().Add(time.Hour)}
+		d := retrypolicy.Decision{Action: retrypolicy.Wait, InWindow: 9, Due: time.Now().Add(time.Hour)}
 		at := time.Now()
 		b.ReportAllocs()
 		for b.Loop() {
@@ -83,7 +83,7 @@ func TestBenchmarkJobDecides(t *testing.T) {
 		t.Fatal(err)
 	}
 	d, ok := p.decideUnseen(t.Context(), job, now, 0)
-	if !ok || d.Failures != 9 || d.Action != retrypolicy.Wait {
+	if !ok || d.InWindow != 9 || d.Action != retrypolicy.Wait {
 		t.Fatalf("decision %+v (ok %v), want a wait after 9 failures", d, ok)
 	}
 	s, _ := retrypolicy.Parse([]byte(`{"strategy":"unless_stopped","backoff":{"kind":"exponential_with_jitter","base_delay_secs":1,"max_delay_secs":300}}`))

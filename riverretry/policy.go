@@ -173,7 +173,7 @@ func (p *Policy) Work(ctx context.Context, job *rivertype.JobRow, doInner func(c
 			}
 		}
 		if d := p.decideOn(pol, rec.failures, 0, job.ID, newest); d.Action == retrypolicy.Fatal {
-			rec.failures = keepWindow(rec.failures, d.Failures)
+			rec.failures = keepWindow(rec.failures, d.InWindow)
 			rec.seen, rec.uptime, rec.decision = job.Attempt, 0, d
 			p.setRecord(ctx, rec)
 			return river.JobCancel(&FatalError{Decision: d, Err: errors.New(lastError(job))})
@@ -207,7 +207,7 @@ func (p *Policy) failed(ctx context.Context, job *rivertype.JobRow, pol *retrypo
 	uptime := at.Sub(start)
 	rec.failures = append(rec.failures, failure{attempt: job.Attempt, at: at})
 	d := p.decideOn(pol, rec.failures, uptime, job.ID, at)
-	rec.failures = keepWindow(rec.failures, d.Failures)
+	rec.failures = keepWindow(rec.failures, d.InWindow)
 	rec.seen, rec.uptime, rec.decision = job.Attempt, uptime, d
 	p.setRecord(ctx, rec)
 	if d.Action == retrypolicy.Fatal && err != nil {
@@ -418,7 +418,7 @@ type FatalError struct {
 
 // Error says why the strategy gives up, then the run's error.
 func (e *FatalError) Error() string {
-	return "riverretry: giving up (" + e.Decision.Reason.String() + ", " + strconv.Itoa(e.Decision.Failures) + " failure(s) in the window): " + e.Err.Error()
+	return "riverretry: giving up (" + e.Decision.Reason.String() + ", " + strconv.Itoa(e.Decision.InWindow) + " failure(s) in the window): " + e.Err.Error()
 }
 
 // Unwrap returns the run's error.

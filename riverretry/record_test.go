@@ -28,7 +28,7 @@ func TestRecordReadsBackWhatItWrites(t *testing.T) {
 			r.failures = append(r.failures, failure{attempt: i + 1, at: base.Add(time.Duration(rapid.Int64Range(-1e15, 1e15).Draw(t, "at")))})
 		}
 		if n > 0 {
-			r.decision = retrypolicy.Decision{Action: retrypolicy.Wait, Failures: n, Owed: time.Second, Credited: time.Second, Due: base}
+			r.decision = retrypolicy.Decision{Action: retrypolicy.Wait, InWindow: n, Owed: time.Second, Delay: time.Second, Due: base}
 		}
 		text, err := r.MarshalJSON()
 		require.NoError(t, err)
@@ -168,7 +168,7 @@ func TestInstall(t *testing.T) {
 // TestErrors: the errors say what they are and unwrap.
 func TestErrors(t *testing.T) {
 	run := errors.New("upstream down")
-	fe := &FatalError{Decision: retrypolicy.Decision{Action: retrypolicy.Fatal, Reason: retrypolicy.AttemptsExhausted, Failures: 5}, Err: run}
+	fe := &FatalError{Decision: retrypolicy.Decision{Action: retrypolicy.Fatal, Reason: retrypolicy.AttemptsExhausted, InWindow: 5}, Err: run}
 	assert.Equal(t, "riverretry: giving up (attempts_exhausted, 5 failure(s) in the window): upstream down", fe.Error())
 	assert.ErrorIs(t, fe, run)
 
@@ -205,7 +205,7 @@ func TestLongHistoriesCountWhole(t *testing.T) {
 	for i := range 1499 {
 		r.failures = append(r.failures, failure{attempt: i + 1, at: now.Add(-time.Duration(1499-i) * time.Second)})
 	}
-	r.decision = retrypolicy.Decision{Action: retrypolicy.Wait, Failures: 1499, Owed: time.Second, Credited: time.Second, Due: now}
+	r.decision = retrypolicy.Decision{Action: retrypolicy.Wait, InWindow: 1499, Owed: time.Second, Delay: time.Second, Due: now}
 	text, err := r.MarshalJSON()
 	require.NoError(t, err)
 	job := &rivertype.JobRow{ID: 7, Attempt: 1500, MaxAttempts: MaxAttempts,
@@ -214,6 +214,6 @@ func TestLongHistoriesCountWhole(t *testing.T) {
 	require.NoError(t, err)
 	d, ok := p.decideUnseen(t.Context(), job, now, 0)
 	require.True(t, ok)
-	assert.Equal(t, 1500, d.Failures)
+	assert.Equal(t, 1500, d.InWindow)
 	assert.Equal(t, retrypolicy.Fatal, d.Action)
 }

@@ -111,14 +111,14 @@ func writeTable(w io.Writer, s retrypolicy.Strategy, uptime time.Duration, steps
 	first := steps[0].failure
 	for i, st := range steps {
 		d := st.decision
-		row := []string{fmt.Sprint(i + 1), since(first, st.failure), fmt.Sprint(d.Failures)}
+		row := []string{fmt.Sprint(i + 1), since(first, st.failure), fmt.Sprint(d.InWindow)}
 		if d.Action == retrypolicy.Fatal {
 			// The verdict follows the cells without being one, so that it
 			// does not widen the columns.
 			fmt.Fprintln(tw, strings.Join(row, "\t")+"\t\t\t\t\t  FATAL ("+d.Reason.String()+")")
 			continue
 		}
-		row = append(row, show(d.Owed), show(d.Credited), show(d.Jitter), since(first, d.Due))
+		row = append(row, show(d.Owed), show(d.Delay), show(d.Jitter), since(first, d.Due))
 		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 	}
 	tw.Flush()

@@ -78,7 +78,7 @@ func timeline(s retrypolicy.Strategy, uptime time.Duration, steps []step) []byte
 	for i, st := range steps {
 		y := top + svgRowHeight*float64(i)
 		d := st.decision
-		fmt.Fprintf(&b, `<text x="10" y="%.0f">#%d  %d in window</text>`+"\n", y+14, i+1, d.Failures)
+		fmt.Fprintf(&b, `<text x="10" y="%.0f">#%d  %d in window</text>`+"\n", y+14, i+1, d.InWindow)
 		fmt.Fprintf(&b, `<rect class="run" x="%.1f" y="%.0f" width="%.1f" height="10"/>`, x(st.run), y+5, max(x(st.failure)-x(st.run), 1))
 		fx := x(st.failure)
 		if d.Action == retrypolicy.Fatal {
@@ -92,7 +92,7 @@ func timeline(s retrypolicy.Strategy, uptime time.Duration, steps []step) []byte
 		}
 		fmt.Fprintf(&b, `<rect class="wait" x="%.1f" y="%.0f" width="%.1f" height="10"/><circle class="failure" cx="%.1f" cy="%.0f" r="4"/>`,
 			fx, y+5, max(x(d.Due)-fx, 1), fx, y+10)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.0f">%s</text>`+"\n", min(x(d.Due)+6, svgWidth-svgRight-70), y+14, esc("wait "+show(d.Credited+d.Jitter)))
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.0f">%s</text>`+"\n", min(x(d.Due)+6, svgWidth-svgRight-70), y+14, esc("wait "+show(d.Delay+d.Jitter)))
 	}
 
 	// The time axis, with ticks on round values.

@@ -166,6 +166,16 @@ var strategies = []retrypolicy.Strategy{
 func simulate(count int, span time.Duration, m mode) (*simulation, error) {
 	sim := &simulation{mode: m, start: time.Date(2026, 11, 2, 8, 0, 0, 0, time.UTC)}
 	sim.now = sim.start
+	// One compiled policy per strategy, shared by every job that uses it.
+	policies := make(map[retrypolicy.Strategy]*retrypolicy.Policy)
+	policyOf := func(s retrypolicy.Strategy) (*retrypolicy.Policy, error) {
+		if p, ok := policies[s]; ok {
+			return p, nil
+		}
+		p, err := retrypolicy.Compile(s)
+		policies[s] = p
+		return p, err
+	}
 	for i := range count {
 		kind := behaviour(i % 4)
 		if i == count/2 {
@@ -180,10 +190,11 @@ func simulate(count int, span time.Duration, m mode) (*simulation, error) {
 		if kind == onTrigger {
 			j.strategy = strategies[1]
 		}
-		var err error
-		if j.history, err = retrypolicy.NewHistory(j.strategy); err != nil {
+		p, err := policyOf(j.strategy)
+		if err != nil {
 			return nil, err
 		}
+		j.history = retrypolicy.NewHistory(p)
 		if err := sim.move(j, lifecycle.EventCreated); err != nil {
 			return nil, err
 		}

@@ -59,11 +59,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stdout, "at %s: %s\n", now.Format(time.TimeOnly), d.Action)
 		if d.Action == retrypolicy.Fatal {
-			fmt.Fprintf(stdout, "  reason %s, %d failures in the window\n", d.Reason, d.Failures)
+			fmt.Fprintf(stdout, "  reason %s, %d failures in the window\n", d.Reason, d.InWindow)
 			continue
 		}
 		fmt.Fprintf(stdout, "  %d failures in the window, owed %v, credited %v after %v of uptime, jitter %v\n",
-			d.Failures, d.Owed, d.Credited, uptime, d.Jitter)
+			d.InWindow, d.Owed, d.Delay, uptime, d.Jitter)
 		fmt.Fprintf(stdout, "  due %s\n", d.Due.Format(time.RFC3339Nano))
 	}
 	return 0

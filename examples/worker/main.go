@@ -57,7 +57,7 @@ func run(ctx context.Context, base string, client *http.Client, out io.Writer) e
 		body, err := retrypolicy.Retry(ctx, strategy, func(ctx context.Context) (string, error) {
 			return call(ctx, client, base+job.path, key)
 		}, retrypolicy.WithObserver(func(e retrypolicy.RetryEvent) {
-			fmt.Fprintf(out, "  failure %d: %v; %d in the window; waiting %v (%s)\n", e.Failures, e.Err, e.Decision.Failures, e.Wait, why(e))
+			fmt.Fprintf(out, "  failure %d: %v; %d in the window; waiting %v (%s)\n", e.Failures, e.Err, e.Decision.InWindow, e.Wait, why(e))
 		}))
 		var gu *retrypolicy.GiveUpError
 		switch {
@@ -74,13 +74,13 @@ func run(ctx context.Context, base string, client *http.Client, out io.Writer) e
 
 // why says where a wait comes from.
 func why(e retrypolicy.RetryEvent) string {
-	if wait := e.Decision.Credited + e.Decision.Jitter; e.Wait > wait {
+	if wait := e.Decision.Delay + e.Decision.Jitter; e.Wait > wait {
 		return "the server's Retry-After, longer than the backoff's " + wait.String()
 	}
-	if e.Decision.Failures == 1 {
+	if e.Decision.InWindow == 1 {
 		return "the backoff after 1 failure"
 	}
-	return "the backoff after " + strconv.Itoa(e.Decision.Failures) + " failures"
+	return "the backoff after " + strconv.Itoa(e.Decision.InWindow) + " failures"
 }
 
 // httpError is a failed call's status.

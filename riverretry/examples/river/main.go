@@ -263,7 +263,7 @@ func describe(ev *river.Event, start time.Time) (string, bool) {
 	line := fmt.Sprintf("%s  ran %.2fs, failed: %s", head, rec.Uptime, lastError)
 	if d := rec.Decision; d != nil {
 		line += fmt.Sprintf("\n  -> %s: owed %v, credited %v, jitter %v; scheduled for %s",
-			d.Action, d.Owed, d.Credited, d.Jitter.Round(time.Millisecond), at(job.ScheduledAt))
+			d.Action, d.Owed, d.Delay, d.Jitter.Round(time.Millisecond), at(job.ScheduledAt))
 	}
 	return line, false
 }

@@ -2,6 +2,7 @@ package retrypolicy
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -235,4 +236,59 @@ func secondsText(d time.Duration) string {
 // rangeRule phrases the integer range [lo, hi].
 func rangeRule(lo, hi int64) string {
 	return "must be between " + strconv.FormatInt(lo, 10) + " and " + strconv.FormatInt(hi, 10)
+}
+
+// maxProblems is the most problems a ValidationError lists.
+const maxProblems = 20
+
+// problems collects the problems of one strategy, each placed for ordering.
+// A field gets one problem at most: the first found.
+type problems struct {
+	nm   *naming
+	list []problem
+	bad  [numFields]bool
+}
+
+type problem struct {
+	order int // twice the field's index; other problems fall between
+	err   FieldError
+}
+
+// Places of problems that are not about a known field.
+const (
+	orderDoc     = -1                  // the document as a whole
+	orderTop     = int(fBackoff)*2 - 1 // an unknown key of the strategy object
+	orderBackoff = int(numFields) * 2  // an unknown key of the backoff object
+)
+
+// add records a problem with field f.
+func (p *problems) add(f field, rule, value string) {
+	p.addPhrased(f, rule, value, false)
+}
+
+func (p *problems) addPhrased(f field, rule, value string, phrase bool) {
+	if p.bad[f] {
+		return
+	}
+	p.bad[f] = true
+	p.list = append(p.list, problem{order: int(f) * 2, err: FieldError{Field: p.nm.names[f], Rule: rule, Value: value, phrase: phrase}})
+}
+
+// addAt records a problem at a path that is not a known field.
+func (p *problems) addAt(order int, path, rule, value string) {
+	p.list = append(p.list, problem{order: order, err: FieldError{Field: path, Rule: rule, Value: value}})
+}
+
+// err returns the problems as a *ValidationError, or nil when there are none.
+func (p *problems) err() error {
+	if len(p.list) == 0 {
+		return nil
+	}
+	slices.SortStableFunc(p.list, func(a, b problem) int { return a.order - b.order })
+	shown := p.list[:min(len(p.list), maxProblems)]
+	ve := &ValidationError{Errors: make([]FieldError, len(shown)), Omitted: len(p.list) - len(shown)}
+	for i, pr := range shown {
+		ve.Errors[i] = pr.err
+	}
+	return ve
 }
