@@ -127,18 +127,28 @@ func Decide(s Strategy, failures []time.Time, uptime time.Duration, seed uint64,
 // Decide is [Decide] under the policy's strategy, which it does not check
 // again. It does not allocate.
 func (p *Policy) Decide(failures []time.Time, uptime time.Duration, seed uint64, now time.Time) (d Decision, err error) {
+	// Small enough to inline, so that decideOn fills the caller's result
+	// in place rather than a copy of it.
 	if len(failures) == 0 {
 		return d, errNoFailures
 	}
-	newest, at, n := countWindow(failures, p.window)
-	p.decideOn(&d, n, at, failures[newest].Location(), uptime, seed, now)
+	p.decideOn(&d, failures, uptime, seed, now)
 	return d, nil
 }
 
-// decideOn completes d for n failures in the window, the newest at the
-// instant at in location loc. Filling the caller's Decision, rather than
-// returning one, saves a copy of it on every decision.
-func (p *Policy) decideOn(d *Decision, n int, at instant, loc *time.Location, uptime time.Duration, seed uint64, now time.Time) {
+// decideOn completes d for failures, at least one.
+func (p *Policy) decideOn(d *Decision, failures []time.Time, uptime time.Duration, seed uint64, now time.Time) {
+	if len(failures) == 1 { // the first failure: nothing to count
+		p.decideCounted(d, 1, instantOf(failures[0]), failures[0].Location(), uptime, seed, now)
+		return
+	}
+	newest, at, n := countWindow(failures, p.window)
+	p.decideCounted(d, n, at, failures[newest].Location(), uptime, seed, now)
+}
+
+// decideCounted completes d for n failures in the window, the newest at
+// the instant at in location loc.
+func (p *Policy) decideCounted(d *Decision, n int, at instant, loc *time.Location, uptime time.Duration, seed uint64, now time.Time) {
 	d.InWindow = n
 	switch {
 	case p.s.Kind == None:
@@ -155,7 +165,11 @@ func (p *Policy) decideOn(d *Decision, n int, at instant, loc *time.Location, up
 	}
 	wait := d.Delay + d.Jitter // at most 1.25 × the ceiling: no overflow
 	due := at.plus(wait)
-	d.Due = at.time(loc).Add(wait) // saturating as Add does
+	if due.sec <= maxUnix {
+		d.Due = due.time(loc)
+	} else {
+		d.Due = at.time(loc).Add(wait) // past time.Time's range: saturating as Add does
+	}
 	d.Action = Wait
 	if !instantOf(now).before(due) {
 		d.Action = RetryNow

@@ -93,7 +93,7 @@ func (h *History) Decide(uptime time.Duration, seed uint64, now time.Time) (Deci
 	if at.nsec < 0 {
 		at.sec, at.nsec = at.sec-1, at.nsec+int32(time.Second)
 	}
-	h.policy().decideOn(&d, n, at, time.UTC, uptime, seed, now)
+	h.policy().decideCounted(&d, n, at, time.UTC, uptime, seed, now)
 	return d, nil
 }
 

@@ -1,7 +1,6 @@
 package retrypolicy
 
 import (
-	"slices"
 	"sort"
 	"time"
 )
@@ -16,6 +15,7 @@ func (d *delays) owe(n int64, uptime time.Duration) (owed, credited int64) {
 		if int64(uptime) < o || !d.grows || n == 1 {
 			return o, o
 		}
+		return o, min(o, d.search(n, int64(uptime))) // tabled steps are below the limit
 	}
 	return d.credit(n, max(int64(uptime), 0))
 }
@@ -58,10 +58,24 @@ func (d *delays) credit(n, u int64) (owed, credited int64) {
 	if s == 1 {
 		return owed, min(owed, d.at(1))
 	}
-	// From (s, c) the loop stops on the least j >= 1 with sums[j] >=
-	// sums[s] - c: the uptime left does not cover steps j..s.
-	i, _ := slices.BinarySearch(d.sums[1:s+1], d.sums[s]-c)
-	return owed, min(owed, d.sums[i+1]-d.sums[i])
+	return owed, min(owed, d.search(s, c))
+}
+
+// search returns the step the reference loop stops on from step s in the
+// table with the credit c left: the least j >= 1 with sums[j] >= sums[s] -
+// c, as the uptime left does not cover steps j..s.
+func (d *delays) search(s, c int64) int64 {
+	target := d.sums[s] - c
+	lo, hi := int64(1), s
+	for lo < hi {
+		mid := int64(uint64(lo+hi) >> 1)
+		if d.sums[mid] < target {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return d.sums[lo] - d.sums[lo-1]
 }
 
 // payPastTable runs the reference loop over the steps past the table, from

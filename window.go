@@ -170,7 +170,11 @@ func (a instant) plus(d time.Duration) instant {
 	return instant{s, ns}
 }
 
-// time returns a as a time.Time in loc, without a monotonic clock reading.
+// maxUnix is the latest second since 1970 a time.Time holds: it counts
+// seconds from the year 1 in an int64.
+const maxUnix = math.MaxInt64 - 62135596800
+
+// time returns a, at most maxUnix, as a time.Time in loc, without a monotonic clock reading.
 func (a instant) time(loc *time.Location) time.Time {
 	return time.Unix(a.sec, int64(a.nsec)).In(loc)
 }
