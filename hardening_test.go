@@ -68,7 +68,7 @@ func TestExtremesNeverBreakTheDecision(t *testing.T) {
 		}
 		if s.Backoff.Kind != Fixed && s.Backoff.Multiplier >= 1 {
 			var next Decision
-			p.decideCounted(&next, n + 1, instantOf(last), last.Location(), uptime, 0, last)
+			p.decideCounted(&next, n+1, instantOf(last), last.Location(), uptime, 0, last)
 			if next.Action != Fatal && next.Owed < d.Owed {
 				t.Fatalf("owed %v after %d failures, %v after %d", d.Owed, n, next.Owed, n+1)
 			}
