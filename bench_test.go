@@ -126,3 +126,62 @@ func BenchmarkHistory(b *testing.B) {
 		perFailure(b, h)
 	})
 }
+
+// BenchmarkWorstCredit is the credit's worst case: multiplier 1.000001
+// without a cap, a million failures in the window, and a run of 100 years
+// that pays every step, beside the same Policy deciding the same failures
+// with no uptime (the price of reading them).
+func BenchmarkWorstCredit(b *testing.B) {
+	const n = 1000000
+	p, err := Compile(Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: Exponential, BaseDelay: time.Second, Multiplier: 1.000001}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	failures := make([]time.Time, n)
+	for i := range failures {
+		failures[i] = t0.Add(-time.Duration(n-1-i) * time.Millisecond)
+	}
+	for _, u := range []struct {
+		name string
+		d    time.Duration
+	}{{"0", 0}, {"100y", ceiling}} {
+		b.Run("uptime="+u.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				d, err := p.Decide(failures, u.d, 42, t0)
+				if err != nil {
+					b.Fatal(err)
+				}
+				durationSink = d.Delay
+			}
+		})
+	}
+}
+
+// BenchmarkCompile compiles a descriptor's strategy beside parsing the
+// descriptor, for multipliers from 2 down to the closest to 1 there is.
+func BenchmarkCompile(b *testing.B) {
+	for _, m := range []string{"2.0", "1.5", "1.0001", "1.000001", "1.0000000000000002", "0.5", "0.9999999999999999"} {
+		doc := []byte(`{"strategy":"unless_stopped","backoff":{"kind":"exponential","base_delay_secs":1,"multiplier":` + m + `}}`)
+		s, err := Parse(doc)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run("m="+m+"/op=parse", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Parse(doc); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("m="+m+"/op=compile", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Compile(s); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

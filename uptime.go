@@ -50,9 +50,9 @@ func (d *delays) credit(n, u int64) (owed, credited int64) {
 		s = low - 1
 	}
 	if s > d.table() && s > 1 {
-		step, ok := d.payPastTable(&s, &c)
-		if !ok {
-			return owed, min(owed, step)
+		var stop int64
+		if s, c, stop = d.payPastTable(s, c); stop > 0 {
+			return owed, min(owed, stop)
 		}
 	}
 	if s == 1 {
@@ -78,26 +78,27 @@ func (d *delays) search(s, c int64) int64 {
 	return d.sums[lo] - d.sums[lo-1]
 }
 
-// payPastTable runs the reference loop over the steps past the table, from
-// *s down, with the credit *c left. It returns the step it stopped on and
-// false, or true when every such step was paid (or step 1 reached).
-func (d *delays) payPastTable(s, c *int64) (int64, bool) {
-	h := uint64(*s-1) / blockSize
+// payPastTable runs the reference loop over the steps past the table,
+// from step s down with the credit c left. It returns the step and credit
+// it ends with, and the delay of the step it stopped on, or 0 when it paid
+// every step past the table (or reached step 1).
+func (d *delays) payPastTable(s, c int64) (int64, int64, int64) {
+	table, small := d.table(), d.small[:blockSize]
+	h := uint64(s-1) / blockSize
 	x := d.blockBase(h)
-	for *s > d.table() && *s > 1 {
-		e := uint64(*s - 1)
+	for ; s > table && s > 1; s-- {
+		e := uint64(s - 1)
 		if e/blockSize != h {
 			h = e / blockSize
 			x = d.blockBase(h)
 		}
-		step := d.inBlock(x, e%blockSize)
-		if *c < step {
-			return step, false
+		step := x.mul(small[e%blockSize]).floor(d.limit)
+		if c < step {
+			return s, c, step
 		}
-		*c -= step
-		*s--
+		c -= step
 	}
-	return 0, true
+	return s, c, 0
 }
 
 // firstCapped returns the first step that owes the limit, for a step n
