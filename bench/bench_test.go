@@ -359,3 +359,90 @@ func BenchmarkTick(b *testing.B) {
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)*count/1e6, "ms/tick")
 	})
 }
+
+// tickJobs is how many jobs BenchmarkTickHistories walks in one tick.
+const tickJobs = 100000
+
+// BenchmarkTickHistories walks 100,000 jobs in ERROR, each with 8 failures
+// in the last hour, once per op (a controller tick), three ways:
+// retrypolicy, one History per job sharing one Policy (the default
+// strategy); naive, the loop a scheduler author writes instead (count the
+// last hour's failures, 1 s << (n-1) capped at an hour, compare with now);
+// and river, River's DefaultClientRetryPolicy.NextRetry on job rows with 8
+// errors, compared with now.
+func BenchmarkTickHistories(b *testing.B) {
+	now := t0.Add(30 * time.Second)
+	failures := make([][]time.Time, tickJobs)
+	for i := range failures {
+		at := t0.Add(-time.Duration(i%60) * time.Second)
+		failures[i] = make([]time.Time, 8)
+		for k := range 8 {
+			failures[i][k] = at.Add(-time.Duration(7-k) * 7 * time.Minute)
+		}
+	}
+	b.Run("impl=retrypolicy", func(b *testing.B) {
+		p := compile(retrypolicy.Default())
+		histories := make([]*retrypolicy.History, tickJobs)
+		for i := range histories {
+			histories[i] = retrypolicy.NewHistory(p)
+			for _, f := range failures[i] {
+				if err := histories[i].Record(f); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			due := 0
+			for i, h := range histories {
+				d, err := h.Decide(time.Duration(i%600)*time.Second, uint64(i), now)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if d.Action == retrypolicy.RetryNow {
+					due++
+				}
+			}
+			actionSink = retrypolicy.Action(due)
+		}
+	})
+	b.Run("impl=naive", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			due, from := 0, now.Add(-time.Hour)
+			for _, fs := range failures {
+				last, n := fs[len(fs)-1], 0
+				for _, f := range fs {
+					if !f.Before(from) {
+						n++
+					}
+				}
+				delay := min(time.Second<<(n-1), time.Hour)
+				if !now.Before(last.Add(delay)) {
+					due++
+				}
+			}
+			actionSink = retrypolicy.Action(due)
+		}
+	})
+	b.Run("impl=river", func(b *testing.B) {
+		policy := &river.DefaultClientRetryPolicy{}
+		rows := make([]rivertype.JobRow, tickJobs)
+		for i := range rows {
+			rows[i] = rivertype.JobRow{ID: int64(i), Attempt: 8, Errors: make([]rivertype.AttemptError, 7)}
+			for k := range rows[i].Errors {
+				rows[i].Errors[k] = rivertype.AttemptError{At: failures[i][k], Attempt: k + 1}
+			}
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			due := 0
+			for i := range rows {
+				if !now.Before(policy.NextRetry(&rows[i])) {
+					due++
+				}
+			}
+			actionSink = retrypolicy.Action(due)
+		}
+	})
+}
