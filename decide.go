@@ -3,6 +3,8 @@ package retrypolicy
 import (
 	"errors"
 	"time"
+
+	"github.com/retrypolicy/retrypolicy/internal/wire"
 )
 
 // Action is what a scheduler does with a failed job. The zero value is not
@@ -179,10 +181,9 @@ func (p *Policy) decideCounted(d *Decision, n int, at instant, loc *time.Locatio
 // SeedFromString returns a jitter seed for a job identity, such as its id:
 // the 64-bit FNV-1a hash of its bytes. It does not allocate.
 func SeedFromString(id string) uint64 {
-	h := uint64(14695981039346656037)
+	h := wire.NewSeed()
 	for i := 0; i < len(id); i++ {
-		h ^= uint64(id[i])
-		h *= 1099511628211
+		h.Add(id[i])
 	}
-	return h
+	return uint64(h)
 }

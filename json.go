@@ -13,6 +13,7 @@ import (
 
 	"github.com/retrypolicy/retrypolicy/internal/echo"
 	"github.com/retrypolicy/retrypolicy/internal/jsondoc"
+	"github.com/retrypolicy/retrypolicy/internal/wire"
 )
 
 // Limits on what Parse reads: a strategy object is a few hundred bytes and
@@ -21,9 +22,6 @@ const (
 	maxDocumentSize = 64 << 10
 	maxDepth        = 16
 )
-
-// utf8BOM is the byte-order mark some editors write at the start of a file.
-var utf8BOM = []byte("\xef\xbb\xbf")
 
 // Parse reads one strategy object, the value of a request's retry_strategy,
 // strictly: unknown fields, duplicate keys, wrong JSON types, fractions in
@@ -42,7 +40,7 @@ func Parse(data []byte) (Strategy, error) {
 		p.addAt(orderDoc, "$", "must be at most "+strconv.Itoa(maxDocumentSize)+" bytes", "")
 		return Strategy{}, p.err()
 	}
-	data, skipped := trimBOM(data)
+	data, skipped := wire.TrimBOM(data)
 	if string(bytes.TrimSpace(data)) == "null" {
 		return Default(), nil
 	}
@@ -55,14 +53,6 @@ func Parse(data []byte) (Strategy, error) {
 		return Strategy{}, err
 	}
 	return s, nil
-}
-
-// trimBOM returns data without a leading byte-order mark, and its length.
-func trimBOM(data []byte) ([]byte, int) {
-	if bytes.HasPrefix(data, utf8BOM) {
-		return data[len(utf8BOM):], len(utf8BOM)
-	}
-	return data, 0
 }
 
 // UnmarshalJSON implements json.Unmarshaler with Parse's rules. JSON null
@@ -267,29 +257,10 @@ func skipNested(dec *json.Decoder, depth int) error {
 type seconds time.Duration
 
 // MarshalText writes s as decimal seconds, for slog's text output.
-func (s seconds) MarshalText() ([]byte, error) { return appendSeconds(nil, time.Duration(s)), nil }
+func (s seconds) MarshalText() ([]byte, error) { return wire.AppendSeconds(nil, time.Duration(s)), nil }
 
 // MarshalJSON writes s as a JSON number of seconds.
-func (s seconds) MarshalJSON() ([]byte, error) { return appendSeconds(nil, time.Duration(s)), nil }
-
-// appendSeconds writes d as exact decimal seconds.
-func appendSeconds(b []byte, d time.Duration) []byte {
-	u := uint64(d)
-	if d < 0 {
-		b, u = append(b, '-'), -u
-	}
-	b = strconv.AppendUint(b, u/uint64(time.Second), 10)
-	ns := u % uint64(time.Second)
-	if ns == 0 {
-		return b
-	}
-	b = append(b, '.')
-	for div := uint64(time.Second / 10); ns > 0; div /= 10 {
-		b = append(b, byte('0'+ns/div))
-		ns %= div
-	}
-	return b
-}
+func (s seconds) MarshalJSON() ([]byte, error) { return wire.AppendSeconds(nil, time.Duration(s)), nil }
 
 // dueLayout is RFC 3339 with all nine digits of nanoseconds.
 const dueLayout = "2006-01-02T15:04:05.000000000Z07:00"
@@ -353,11 +324,11 @@ func (d Decision) MarshalJSON() ([]byte, error) {
 		return append(b, '}'), nil
 	}
 	b = append(b, `,"owed_secs":`...)
-	b = appendSeconds(b, d.Owed)
+	b = wire.AppendSeconds(b, d.Owed)
 	b = append(b, `,"credited_secs":`...)
-	b = appendSeconds(b, d.Delay)
+	b = wire.AppendSeconds(b, d.Delay)
 	b = append(b, `,"jitter_secs":`...)
-	b = appendSeconds(b, d.Jitter)
+	b = wire.AppendSeconds(b, d.Jitter)
 	b = append(b, `,"due":"`...)
 	b = appendDue(b, d.Due)
 	return append(b, `"}`...), nil

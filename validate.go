@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/retrypolicy/retrypolicy/internal/wire"
 )
 
 // field identifies a descriptor field; the order is the descriptor's.
@@ -238,9 +240,6 @@ func rangeRule(lo, hi int64) string {
 	return "must be between " + strconv.FormatInt(lo, 10) + " and " + strconv.FormatInt(hi, 10)
 }
 
-// maxProblems is the most problems a ValidationError lists.
-const maxProblems = 20
-
 // problems collects the problems of one strategy, each placed for ordering.
 // A field gets one problem at most: the first found.
 type problems struct {
@@ -285,7 +284,7 @@ func (p *problems) err() error {
 		return nil
 	}
 	slices.SortStableFunc(p.list, func(a, b problem) int { return a.order - b.order })
-	shown := p.list[:min(len(p.list), maxProblems)]
+	shown := p.list[:min(len(p.list), wire.MaxProblems)]
 	ve := &ValidationError{Errors: make([]FieldError, len(shown)), Omitted: len(p.list) - len(shown)}
 	for i, pr := range shown {
 		ve.Errors[i] = pr.err

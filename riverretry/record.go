@@ -8,6 +8,7 @@ import (
 
 	"github.com/retrypolicy/retrypolicy"
 	"github.com/retrypolicy/retrypolicy/internal/jsonscan"
+	"github.com/retrypolicy/retrypolicy/internal/wire"
 	"github.com/riverqueue/river/rivertype"
 )
 
@@ -54,7 +55,7 @@ func (r record) MarshalJSON() ([]byte, error) {
 		b = append(b, `"}`...)
 	}
 	b = append(b, `],"last_uptime_secs":`...)
-	b = appendSeconds(b, r.uptime)
+	b = wire.AppendSeconds(b, max(r.uptime, 0))
 	decision := r.kept
 	if r.decision.Action != 0 {
 		decision, _ = r.decision.MarshalJSON() // a decision the library made: valid
@@ -64,18 +65,6 @@ func (r record) MarshalJSON() ([]byte, error) {
 		b = append(b, decision...)
 	}
 	return append(b, '}'), nil
-}
-
-// appendSeconds writes a non-negative duration as exact decimal seconds.
-func appendSeconds(b []byte, d time.Duration) []byte {
-	d = max(d, 0)
-	b = strconv.AppendInt(b, int64(d/time.Second), 10)
-	if frac := int64(d % time.Second); frac != 0 {
-		digits := strconv.AppendInt(nil, frac+1e9, 10)[1:] // nine digits, leading zeros kept
-		b = append(b, '.')
-		b = append(b, bytes.TrimRight(digits, "0")...)
-	}
-	return b
 }
 
 // The readers below pass what they read by value rather than through

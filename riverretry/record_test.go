@@ -3,7 +3,6 @@ package riverretry
 import (
 	"encoding/json"
 	"errors"
-	"math/big"
 	"strconv"
 	"testing"
 	"time"
@@ -87,20 +86,6 @@ func TestReadMetadata(t *testing.T) {
 			assert.Len(t, rec.failures, tc.failures, "%s", tc.meta)
 		}
 	}
-}
-
-// TestAppendSecondsIsExact: a duration written as seconds reads back as
-// the same duration, exactly.
-func TestAppendSecondsIsExact(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
-		d := time.Duration(rapid.Int64Range(0, 1<<63-1).Draw(t, "d"))
-		text := string(appendSeconds(nil, d))
-		r, ok := new(big.Rat).SetString(text)
-		require.True(t, ok, text)
-		ns := new(big.Rat).Mul(r, big.NewRat(1e9, 1))
-		require.True(t, ns.IsInt(), text)
-		assert.Equal(t, int64(d), ns.Num().Int64(), text)
-	})
 }
 
 // TestSeedIsTheDecimalID: the jitter seed of a job is SeedFromString of

@@ -14,15 +14,13 @@ import (
 	"github.com/retrypolicy/retrypolicy/internal/echo"
 	"github.com/retrypolicy/retrypolicy/internal/jsondoc"
 	"github.com/retrypolicy/retrypolicy/internal/jsonscan"
+	"github.com/retrypolicy/retrypolicy/internal/wire"
 )
 
 // maxLine is the longest request decide reads, on a line or as a document.
 const maxLine = 1 << 20
 
-// maxProblems is the most problems reported for one request.
-const maxProblems = 20
-
-// problems are what is wrong with one request, the first maxProblems of
+// problems are what is wrong with one request, the first wire.MaxProblems of
 // them, each starting with its field's path ("$" for the document).
 type problems struct {
 	list []string
@@ -30,7 +28,7 @@ type problems struct {
 }
 
 func (p *problems) add(line string) {
-	if len(p.list) < maxProblems {
+	if len(p.list) < wire.MaxProblems {
 		p.list = append(p.list, line)
 	} else {
 		p.more++
@@ -109,10 +107,7 @@ func (d *decider) decide(doc, out []byte) ([]byte, []string) {
 func (d *decider) read(doc []byte) (req request, ok bool) {
 	d.probs = problems{list: d.probs.list[:0]}
 	d.failures = d.failures[:0]
-	offset := 0
-	if bytes.HasPrefix(doc, utf8BOM) {
-		doc, offset = doc[len(utf8BOM):], len(utf8BOM) // a byte-order mark is skipped
-	}
+	doc, offset := wire.TrimBOM(doc)
 	s := &d.scan
 	s.Reset(doc)
 	var seen [len(requestKeys)]bool
@@ -141,7 +136,7 @@ func (d *decider) read(doc []byte) (req request, ok bool) {
 		case k >= 0 && !seen[k]:
 			seen[k] = true
 			d.field(s, k, &req)
-		case len(strays) == maxProblems:
+		case len(strays) == wire.MaxProblems:
 			strayMore++ // not worth writing out
 			s.Value(2)
 		case k < 0:
@@ -270,12 +265,9 @@ func (d *decider) field(s *jsonscan.Scanner, k int, req *request) {
 		}
 		// The seed is the FNV-1a hash of the string's bytes, as
 		// SeedFromString computes it, bytes that are not UTF-8 included.
-		h := uint64(14695981039346656037)
-		jsonscan.Unquote(s.Str(), func(b byte) {
-			h ^= uint64(b)
-			h *= 1099511628211
-		})
-		req.seed = h
+		h := wire.NewSeed()
+		jsonscan.Unquote(s.Str(), h.Add)
+		req.seed = uint64(h)
 	case kNow:
 		if s.Peek() != '"' {
 			if v := s.Value(2); v != nil {
@@ -378,9 +370,6 @@ func kindOf(v []byte) string {
 	}
 	return echo.Number(string(v))
 }
-
-// utf8BOM is the byte-order mark some editors write at the start of a file.
-var utf8BOM = []byte("\xef\xbb\xbf")
 
 func runDecide(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("decide", "decide [--lines] [FILE|-]", `Reads {"retry_strategy": {…} (optional), "failures": ["RFC 3339", …], "last_uptime_secs": N (optional),

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"math"
 	"math/big"
@@ -11,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/internal/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -34,7 +34,7 @@ func FuzzDecideRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		d := newDecider()
 		out, probs := d.decide(doc, nil)
-		body := bytes.TrimPrefix(doc, utf8BOM)
+		body, _ := wire.TrimBOM(doc)
 		if probs != nil {
 			for _, p := range probs {
 				if strings.HasPrefix(p, "$: must be valid JSON") && json.Valid(body) {
