@@ -297,8 +297,17 @@ func TestDecideDueSaturatesAtTheEndOfTime(t *testing.T) {
 	assert.Equal(t, Wait, d.Action)
 }
 
+// TestNoFailuresIsNotInvalid: deciding on no failures is an error, but not
+// an invalid strategy (a server must not answer it 400 INVALID_BODY).
 func TestNoFailuresIsNotInvalid(t *testing.T) {
-	assert.False(t, errors.Is(errNoFailures, ErrInvalid))
+	_, err := Decide(Default(), nil, 0, 0, t0)
+	require.Error(t, err)
+	assert.False(t, errors.Is(err, ErrInvalid))
+	p, err := Compile(Default())
+	require.NoError(t, err)
+	_, err = p.Decide([]time.Time{}, 0, 0, t0)
+	require.Error(t, err)
+	assert.False(t, errors.Is(err, ErrInvalid))
 }
 
 // TestUnlessStoppedNeverFatal pins that unless_stopped retries forever,
