@@ -4,6 +4,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/retrypolicy/retrypolicy/internal/jsonscan"
 )
 
 // numStatus is how reading a number went.
@@ -90,47 +92,8 @@ func parseExponent(s string) int64 {
 	return e
 }
 
-// isJSONNumber reports whether s is a number in JSON's grammar:
-// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-func isJSONNumber(s string) bool {
-	i := 0
-	if i < len(s) && s[i] == '-' {
-		i++
-	}
-	switch {
-	case i < len(s) && s[i] == '0':
-		i++
-	case i < len(s) && s[i] >= '1' && s[i] <= '9':
-		i = skipDigits(s, i)
-	default:
-		return false
-	}
-	if i < len(s) && s[i] == '.' {
-		if i++; i >= len(s) || !isDigit(s[i]) {
-			return false
-		}
-		i = skipDigits(s, i)
-	}
-	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
-		if i++; i < len(s) && (s[i] == '+' || s[i] == '-') {
-			i++
-		}
-		if i >= len(s) || !isDigit(s[i]) {
-			return false
-		}
-		i = skipDigits(s, i)
-	}
-	return i == len(s)
-}
-
-func skipDigits(s string, i int) int {
-	for i < len(s) && isDigit(s[i]) {
-		i++
-	}
-	return i
-}
-
-func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+// isJSONNumber reports whether s is a number in JSON's grammar.
+func isJSONNumber(s string) bool { return jsonscan.NumberEnd(s) == len(s) }
 
 // formatMultiplier writes a multiplier as the descriptor does: the shortest
 // decimal that reads back the same float64, always with a decimal point or

@@ -85,10 +85,22 @@ func check(s *Strategy, g *given, p *problems) {
 	case !known:
 		p.add(fStrategy, "must be "+oneOf(strategyEnum.names), strconv.Itoa(int(s.Kind)))
 	}
-
-	bounded := s.Kind == Bounded
 	// With an unknown strategy, which fields apply is unknown, but a field
 	// given is still held to its own range.
+	checkMaxAttempts(s, g, p, known)
+	checkWindow(s, g, p, known)
+	switch {
+	case s.Kind == None:
+		checkNoBackoff(g, p)
+	case p.bad[fBackoff]: // not an object: its fields are unknown
+	case s.Kind == Bounded || s.Kind == UnlessStopped || g.set[fBackoff]:
+		checkBackoff(&s.Backoff, g, p)
+	}
+}
+
+// checkMaxAttempts records what is wrong with s.MaxAttempts.
+func checkMaxAttempts(s *Strategy, g *given, p *problems, known bool) {
+	bounded := s.Kind == Bounded
 	switch {
 	case !bounded && g.set[fMaxAttempts] && known:
 		p.tied(fMaxAttempts, true, fStrategy, Bounded.String(), g.show(fMaxAttempts, strconv.Itoa(s.MaxAttempts)))
@@ -97,7 +109,11 @@ func check(s *Strategy, g *given, p *problems) {
 	case (bounded || g.set[fMaxAttempts]) && s.MaxAttempts < 1:
 		p.add(fMaxAttempts, "must be at least 1", g.show(fMaxAttempts, strconv.Itoa(s.MaxAttempts)))
 	}
+}
 
+// checkWindow records what is wrong with s.Window.
+func checkWindow(s *Strategy, g *given, p *problems, known bool) {
+	bounded := s.Kind == Bounded
 	switch {
 	case !bounded && g.set[fWindow] && known:
 		p.tied(fWindow, true, fStrategy, Bounded.String(), g.showDuration(fWindow, s.Window))
@@ -107,20 +123,18 @@ func check(s *Strategy, g *given, p *problems) {
 	case s.Window < time.Second || s.Window > maxWindow:
 		p.add(fWindow, rangeRule(1, int64(maxWindow/time.Second)), g.showDuration(fWindow, s.Window))
 	}
+}
 
-	switch {
-	case s.Kind == None:
-		if !p.nm.flags && g.set[fBackoff] {
-			p.tied(fBackoff, false, fStrategy, None.String(), "")
+// checkNoBackoff records a backoff given to the strategy none: the object
+// in JSON and Go, each backoff flag on the command line.
+func checkNoBackoff(g *given, p *problems) {
+	if !p.nm.flags && g.set[fBackoff] {
+		p.tied(fBackoff, false, fStrategy, None.String(), "")
+	}
+	for f := fKind; f < numFields && p.nm.flags; f++ {
+		if g.set[f] {
+			p.tied(f, false, fStrategy, None.String(), g.show(f, ""))
 		}
-		for f := fKind; f < numFields && p.nm.flags; f++ {
-			if g.set[f] {
-				p.tied(f, false, fStrategy, None.String(), g.show(f, ""))
-			}
-		}
-	case p.bad[fBackoff]: // not an object: its fields are unknown
-	case s.Kind == Bounded || s.Kind == UnlessStopped || g.set[fBackoff]:
-		checkBackoff(&s.Backoff, g, p)
 	}
 }
 

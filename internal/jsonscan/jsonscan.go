@@ -121,46 +121,60 @@ func isHex4(b []byte) bool {
 // Number reads a number in JSON's grammar and returns its text.
 func (s *Scanner) Number() []byte {
 	s.ws()
-	start := s.i
-	if s.i < len(s.b) && s.b[s.i] == '-' {
-		s.i++
-	}
-	switch {
-	case s.i < len(s.b) && s.b[s.i] == '0':
-		s.i++
-	case s.i < len(s.b) && s.b[s.i] >= '1' && s.b[s.i] <= '9':
-		s.digits()
-	default:
+	n := NumberEnd(s.b[s.i:])
+	if n < 0 {
 		s.bad = true
 		return nil
 	}
-	if s.i < len(s.b) && s.b[s.i] == '.' {
-		if s.i++; !s.digits() {
-			return nil
-		}
-	}
-	if s.i < len(s.b) && s.b[s.i]|0x20 == 'e' {
-		if s.i++; s.i < len(s.b) && (s.b[s.i] == '+' || s.b[s.i] == '-') {
-			s.i++
-		}
-		if !s.digits() {
-			return nil
-		}
-	}
-	return s.b[start:s.i]
+	s.i += n
+	return s.b[s.i-n : s.i]
 }
 
-// digits reads one digit or more.
-func (s *Scanner) digits() bool {
-	start := s.i
-	for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
-		s.i++
+// NumberEnd returns the length of the number in JSON's grammar at the
+// start of b, -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?, or -1 when
+// b does not start with one.
+func NumberEnd[T string | []byte](b T) int {
+	i := 0
+	if i < len(b) && b[i] == '-' {
+		i++
 	}
-	if s.i == start {
-		s.bad = true
-		return false
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		i = digitsEnd(b, i)
+	default:
+		return -1
 	}
-	return true
+	if i < len(b) && b[i] == '.' {
+		if i = digitsEnd(b, i+1); b[i-1] == '.' {
+			return -1 // no digit after the point
+		}
+	}
+	if i < len(b) && b[i]|0x20 == 'e' {
+		return exponentEnd(b, i+1)
+	}
+	return i
+}
+
+// exponentEnd returns the end of an exponent's sign and digits from i, or
+// -1 when there is no digit.
+func exponentEnd[T string | []byte](b T, i int) int {
+	if i < len(b) && (b[i] == '+' || b[i] == '-') {
+		i++
+	}
+	if j := digitsEnd(b, i); j > i {
+		return j
+	}
+	return -1
+}
+
+// digitsEnd returns the end of the run of digits from i.
+func digitsEnd[T string | []byte](b T, i int) int {
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	return i
 }
 
 // Literal reads true, false or null.
@@ -314,53 +328,91 @@ func RFC3339(b []byte) (time.Time, bool) {
 }
 
 func rfc3339Fast(b []byte) (time.Time, bool) {
-	if len(b) < 20 || b[4] != '-' || b[7] != '-' || b[10] != 'T' || b[13] != ':' || b[16] != ':' {
+	unix, ok := civilSeconds(b)
+	if !ok {
 		return time.Time{}, false
 	}
-	year, ok1 := num(b[0:4])
-	month, ok2 := num(b[5:7])
-	day, ok3 := num(b[8:10])
-	hour, ok4 := num(b[11:13])
-	minute, ok5 := num(b[14:16])
-	sec, ok6 := num(b[17:19])
-	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || month < 1 || month > 12 || day < 1 ||
-		day > daysIn(month, year) || hour > 23 || minute > 59 || sec > 59 {
+	nsec, rest, ok := fraction(b[19:])
+	if !ok {
 		return time.Time{}, false
 	}
-	rest, nsec := b[19:], 0
-	if rest[0] == '.' {
-		n := 1
-		for n < len(rest) && n <= 9 && rest[n] >= '0' && rest[n] <= '9' {
-			nsec = nsec*10 + int(rest[n]-'0')
-			n++
-		}
-		if n == 1 || n < len(rest) && rest[n] >= '0' && rest[n] <= '9' {
-			return time.Time{}, false // no digit, or more than nine
-		}
-		for k := n; k <= 9; k++ {
-			nsec *= 10
-		}
-		rest = rest[n:]
+	offset, ok := zoneOffset(rest)
+	if !ok {
+		return time.Time{}, false
 	}
-	offset := 0
+	return time.Unix(unix-int64(offset), int64(nsec)).UTC(), true
+}
+
+// civilLayout is the date and time of day that start an RFC 3339 time:
+// d a digit, anything else itself.
+const civilLayout = "dddd-dd-ddTdd:dd:dd"
+
+// civilSeconds reads the date and time of day at the start of an RFC 3339
+// time as seconds since 1970 in its own offset.
+func civilSeconds(b []byte) (int64, bool) {
+	if len(b) < 20 {
+		return 0, false
+	}
+	var v [6]int // year, month, day, hour, minute, second
+	f := 0
+	for i := range len(civilLayout) {
+		switch c := b[i]; {
+		case civilLayout[i] != 'd' && c == civilLayout[i]:
+			f++
+		case civilLayout[i] != 'd' || !isDigit(c):
+			return 0, false
+		default:
+			v[f] = v[f]*10 + int(c-'0')
+		}
+	}
+	year, month, day := v[0], v[1], v[2]
+	if month < 1 || month > 12 || day < 1 || day > daysIn(month, year) || v[3] > 23 || v[4] > 59 || v[5] > 59 {
+		return 0, false
+	}
+	return int64(daysFromCivil(year, month, day))*86400 + int64(v[3]*3600+v[4]*60+v[5]), true
+}
+
+// fraction reads an optional fraction of a second, "." and one to nine
+// digits, as nanoseconds, and returns what follows it.
+func fraction(rest []byte) (nsec int, after []byte, ok bool) {
+	if rest[0] != '.' {
+		return 0, rest, true
+	}
+	n := 1
+	for n < len(rest) && n <= 9 && isDigit(rest[n]) {
+		nsec = nsec*10 + int(rest[n]-'0')
+		n++
+	}
+	if n == 1 || n < len(rest) && isDigit(rest[n]) {
+		return 0, nil, false // no digit, or more than nine
+	}
+	for k := n; k <= 9; k++ {
+		nsec *= 10
+	}
+	return nsec, rest[n:], true
+}
+
+// zoneOffset reads what ends an RFC 3339 time, Z or ±HH:MM, as seconds
+// east of UTC.
+func zoneOffset(rest []byte) (int, bool) {
 	switch {
 	case len(rest) == 1 && rest[0] == 'Z':
-	case len(rest) == 6 && (rest[0] == '+' || rest[0] == '-') && rest[3] == ':':
-		oh, okh := num(rest[1:3])
-		om, okm := num(rest[4:6])
-		if !okh || !okm || oh > 23 || om > 59 {
-			return time.Time{}, false
-		}
-		if offset = oh*3600 + om*60; rest[0] == '-' {
-			offset = -offset
-		}
-	default:
-		return time.Time{}, false
+		return 0, true
+	case len(rest) != 6 || rest[0] != '+' && rest[0] != '-' || rest[3] != ':':
+		return 0, false
 	}
-	days := daysFromCivil(year, month, day)
-	unix := int64(days)*86400 + int64(hour*3600+minute*60+sec-offset)
-	return time.Unix(unix, int64(nsec)).UTC(), true
+	oh, okh := num(rest[1:3])
+	om, okm := num(rest[4:6])
+	if !okh || !okm || oh > 23 || om > 59 {
+		return 0, false
+	}
+	if rest[0] == '-' {
+		return -(oh*3600 + om*60), true
+	}
+	return oh*3600 + om*60, true
 }
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 // num reads a run of decimal digits.
 func num(b []byte) (int, bool) {
@@ -411,8 +463,25 @@ func Seconds(n []byte) time.Duration {
 	if len(n) == 0 || n[0] == '-' {
 		return 0
 	}
-	// n = digits × 10^(exp - fraction digits); in nanoseconds, 9 more.
-	var u uint64 // the significant digits read, up to 19 of them
+	u, shift := significand(n)
+	for ; shift < 0 && u > 0; shift++ {
+		u /= 10 // drop what is finer than a nanosecond
+	}
+	for ; shift > 0 && u > 0; shift-- {
+		if u > math.MaxInt64/10 {
+			return math.MaxInt64
+		}
+		u *= 10
+	}
+	if u > math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return time.Duration(u)
+}
+
+// significand returns the first 19 significant digits of the number n and
+// the power of ten that scales them to nanoseconds: n is u × 10^(shift-9).
+func significand(n []byte) (u uint64, shift int64) {
 	count, shift := 0, int64(9)
 	i, fraction := 0, false
 	for ; i < len(n) && n[i]|0x20 != 'e'; i++ {
@@ -436,19 +505,7 @@ func Seconds(n []byte) time.Duration {
 	if i < len(n) {
 		shift += exponent(n[i+1:])
 	}
-	for ; shift < 0 && u > 0; shift++ {
-		u /= 10 // drop what is finer than a nanosecond
-	}
-	for ; shift > 0 && u > 0; shift-- {
-		if u > math.MaxInt64/10 {
-			return math.MaxInt64
-		}
-		u *= 10
-	}
-	if u > math.MaxInt64 {
-		return math.MaxInt64
-	}
-	return time.Duration(u)
+	return u, shift
 }
 
 // exponent reads an exponent's optionally signed digits, saturating far
