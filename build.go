@@ -70,15 +70,7 @@ func (d *draft) build(p *problems) Strategy {
 		}
 	}
 	s.Kind = StrategyKind(readName(p, fStrategy, d.v[fStrategy], &strategyEnum))
-	if v := d.v[fMaxAttempts]; v.given() {
-		switch n, st := readInt(p, fMaxAttempts, v); {
-		case st != numOK && st != numOverflow: // refused as it was read
-		case n > math.MaxInt || st == numOverflow && n > 0:
-			p.add(fMaxAttempts, "out of range: must be at most "+strconv.Itoa(math.MaxInt), v.shown())
-		default:
-			s.MaxAttempts = int(max(n, math.MinInt))
-		}
-	}
+	s.MaxAttempts = readMaxAttempts(p, d.v[fMaxAttempts])
 	if v := d.v[fWindow]; v.given() {
 		s.Window = readSeconds(p, fWindow, v)
 	} else if s.Kind == Bounded {
@@ -100,6 +92,21 @@ func (d *draft) build(p *problems) Strategy {
 	}
 	check(&s, &g, p)
 	return s
+}
+
+// readMaxAttempts reads max_attempts, 0 when absent or refused.
+func readMaxAttempts(p *problems, v rawValue) int {
+	if !v.given() {
+		return 0
+	}
+	switch n, st := readInt(p, fMaxAttempts, v); {
+	case st != numOK && st != numOverflow: // refused as it was read
+	case n > math.MaxInt || st == numOverflow && n > 0:
+		p.add(fMaxAttempts, "out of range: must be at most "+strconv.Itoa(math.MaxInt), v.shown())
+	default:
+		return int(max(n, math.MinInt))
+	}
+	return 0
 }
 
 // readBackoff reads the backoff's fields; defaultKind is the kind when none

@@ -414,13 +414,18 @@ func (v *Decision) setField(i int, tok json.Token) error {
 	key := decisionKeys[i]
 	text, isString := tok.(string)
 	num, isNumber := tok.(json.Number)
-	wantString := i == keyAction || i == keyReason || i == keyDue
-	switch {
-	case wantString && !isString:
-		return decisionError(key, "must be a string")
-	case !wantString && !isNumber:
+	if wantString := i == keyAction || i == keyReason || i == keyDue; wantString != isString || !wantString && !isNumber {
+		if wantString {
+			return decisionError(key, "must be a string")
+		}
 		return decisionError(key, "must be a number")
 	}
+	return v.setValue(i, text, num)
+}
+
+// setValue sets the field of decisionKeys[i] from its text or number.
+func (v *Decision) setValue(i int, text string, num json.Number) error {
+	key := decisionKeys[i]
 	var err error
 	switch i {
 	case keyAction:
