@@ -2,7 +2,6 @@ package retrypolicy
 
 import (
 	"math"
-	"sort"
 	"time"
 )
 
@@ -74,20 +73,8 @@ func countWindow(failures []time.Time, window time.Duration) (newest int, at ins
 func unixNanos(t time.Time) int64 { return t.Unix()*int64(time.Second) + int64(t.Nanosecond()) }
 
 // countWindowAnywhen is countWindow for times anywhere in time.Time's
-// range, compared as instants.
+// range, compared as instants: a pass for the newest, a pass to count.
 func countWindowAnywhen(failures []time.Time, window time.Duration) (newest int, at instant, n int) {
-	switch order(failures) {
-	case +1:
-		newest = len(failures) - 1
-		at = instantOf(failures[newest])
-		from := at.minus(window)
-		n = len(failures) - sort.Search(len(failures), func(k int) bool { return !instantOf(failures[k]).before(from) })
-		return newest, at, n
-	case -1:
-		at = instantOf(failures[0])
-		from := at.minus(window)
-		return 0, at, sort.Search(len(failures), func(k int) bool { return instantOf(failures[k]).before(from) })
-	}
 	at = instantOf(failures[0])
 	for i, t := range failures[1:] {
 		if a := instantOf(t); at.before(a) {
@@ -101,31 +88,6 @@ func countWindowAnywhen(failures []time.Time, window time.Duration) (newest int,
 		}
 	}
 	return newest, at, n
-}
-
-// order returns +1 when no time in ts is before the one preceding it, -1
-// when none is after it (all equal counts as +1), and 0 otherwise.
-func order(ts []time.Time) int {
-	up, down := true, true
-	prev := instantOf(ts[0])
-	for _, t := range ts[1:] {
-		at := instantOf(t)
-		switch {
-		case at.before(prev):
-			if up = false; !down {
-				return 0
-			}
-		case prev.before(at):
-			if down = false; !up {
-				return 0
-			}
-		}
-		prev = at
-	}
-	if up {
-		return +1
-	}
-	return -1
 }
 
 // instant is a time's place on the wall clock, seconds and nanoseconds since
