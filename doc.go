@@ -2,6 +2,17 @@
 // failed with an error a retry may fix: retry it now, wait until a given
 // time, or give up (fatal).
 //
+//	strategy, err := retrypolicy.Parse([]byte(`{"strategy": "bounded", "max_attempts": 5}`))
+//	if err != nil {
+//		return err // every problem, each naming its field
+//	}
+//	policy, err := retrypolicy.Compile(strategy) // once, shared by every job of the strategy
+//	if err != nil {
+//		return err
+//	}
+//	d, err := policy.Decide(failureTimes, lastRunUptime, retrypolicy.SeedFromString(jobID), now)
+//	// d.Action is Fatal, RetryNow or Wait; d.Due says when.
+//
 // # Strategies
 //
 // A [Strategy] is one of three kinds:
@@ -37,7 +48,9 @@
 //
 // With the default backoff (exponential, 1 s, ×2, at most an hour) the
 // delays after the first five failures are 1, 2, 4, 8 and 16 seconds.
-// Delays saturate at 100 years; nothing overflows or goes negative.
+// Delays are whole nanoseconds, floor(base × multiplier^(k-1)) computed in
+// integer arithmetic, the same on every machine, within 2^-60 of the exact
+// value. They saturate at 100 years; nothing overflows or goes negative.
 //
 // A job that ran a while before failing gets part of its backoff back: the
 // uptime credit pays the steps of the backoff back from the largest, while
@@ -56,9 +69,11 @@
 // uptime, the jitter seed and the clock, and returns a [Decision]: [Fatal]
 // with a [Reason], [RetryNow] once now is not before Due, or [Wait]. It is
 // a pure function that does not allocate. [Compile] checks a strategy once
-// into a [Policy] for many decisions. A scheduler that keeps failures in
-// memory holds a [History] per job: it keeps exactly the window, decides in
-// constant time, and saves itself as binary or JSON.
+// into a [Policy] for many decisions, tabulating its delays up to the cap
+// (at most 8.3 KiB). A scheduler that keeps failures in memory holds a
+// [History] per job, made by [NewHistory] on the Policy its jobs share: it
+// keeps exactly the window, 8 bytes a failure, decides in constant time,
+// and saves itself as binary or JSON.
 //
 // # Retrying in process
 //

@@ -185,6 +185,7 @@ func TestHistoriesShareOnePolicy(t *testing.T) {
 	hs := make([]*History, jobs)
 	var before, after runtime.MemStats
 	runtime.GC()
+	runtime.GC()
 	runtime.ReadMemStats(&before)
 	for i := range hs {
 		hs[i] = NewHistory(p)
@@ -194,8 +195,10 @@ func TestHistoriesShareOnePolicy(t *testing.T) {
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)
-	perHistory := (after.HeapAlloc - before.HeapAlloc) / jobs
-	assert.LessOrEqual(t, perHistory, uint64(128), "%d bytes a history", perHistory)
+	perHistory := (int64(after.HeapAlloc) - int64(before.HeapAlloc)) / jobs
+	assert.LessOrEqual(t, perHistory, int64(128), "%d bytes a history", perHistory)
+	assert.Positive(t, perHistory, "the histories must take some heap")
+	runtime.KeepAlive(hs)
 	for _, h := range hs {
 		require.Equal(t, 8, h.Len())
 	}
