@@ -70,7 +70,7 @@
 // with a [Reason], [RetryNow] once now is not before Due, or [Wait]. It is
 // a pure function that does not allocate. [Compile] checks a strategy once
 // into a [Policy] for many decisions, tabulating its delays up to the cap
-// (at most 8.3 KiB). A scheduler that keeps failures in memory holds a
+// (at most 8.5 KiB). A scheduler that keeps failures in memory holds a
 // [History] per job, made by [NewHistory] on the Policy its jobs share: it
 // keeps exactly the window, 8 bytes a failure, decides in constant time,
 // and saves itself as binary or JSON.

@@ -4,7 +4,7 @@ import "time"
 
 // Policy is a strategy checked once and compiled for many decisions: what
 // [regexp.Compile] is to a pattern. It tabulates the delays up to the cap
-// and takes at most 8.3 KiB (about 200 bytes for the usual strategies). A
+// and takes at most 8.5 KiB (about 500 bytes for the usual strategies). A
 // Policy is immutable and safe for concurrent use by multiple goroutines;
 // share one among the jobs of a strategy.
 type Policy struct {
