@@ -89,11 +89,7 @@ func (h *History) Decide(uptime time.Duration, seed uint64, now time.Time) (Deci
 	if n == 0 {
 		return d, errNoFailures
 	}
-	at := instant{sec: newest / int64(time.Second), nsec: int32(newest % int64(time.Second))}
-	if at.nsec < 0 {
-		at.sec, at.nsec = at.sec-1, at.nsec+int32(time.Second)
-	}
-	h.policy().decideCounted(&d, n, at, time.UTC, uptime, seed, now)
+	h.policy().decideCounted(&d, n, instantOf(time.Unix(0, newest)), time.UTC, uptime, seed, now)
 	return d, nil
 }
 
