@@ -72,6 +72,35 @@ func RetryAfter(err error, d time.Duration) error {
 	return &retryAfterError{err, max(d, 0)}
 }
 
+// IsPermanent reports whether err, or an error in its chain, was marked by
+// Permanent: a queue adapter that runs the library's policy for its own
+// workers ends such a job as Retry does, without another attempt.
+func IsPermanent(err error) bool {
+	var pe *permanentError
+	return errors.As(err, &pe)
+}
+
+// RetryAfterWait returns the wait that RetryAfter marked err, or an error
+// in its chain, with, capped as Retry caps it without WithRetryAfterCap:
+// at the strategy's MaxDelay, or one hour when it has none. It reports
+// false when err carries no such mark.
+func RetryAfterWait(err error, s Strategy) (time.Duration, bool) {
+	var ra *retryAfterError
+	if !errors.As(err, &ra) {
+		return 0, false
+	}
+	return min(ra.wait, defaultRetryAfterCap(&s)), true
+}
+
+// defaultRetryAfterCap is the most a Retry-After may ask for without
+// WithRetryAfterCap.
+func defaultRetryAfterCap(s *Strategy) time.Duration {
+	if s.Backoff.MaxDelay > 0 {
+		return s.Backoff.MaxDelay
+	}
+	return time.Hour
+}
+
 // httpDates are the three forms of an HTTP-date (RFC 9110, 5.6.7).
 var httpDates = [...]string{
 	"Mon, 02 Jan 2006 15:04:05 GMT",  // IMF-fixdate
@@ -285,13 +314,10 @@ func (c *retryConfig) decide(ctx context.Context, h *History, failures int, err 
 
 // retryAfterCap returns the most a Retry-After may ask for.
 func (c *retryConfig) retryAfterCap(s *Strategy) time.Duration {
-	switch {
-	case c.afterCap > 0:
+	if c.afterCap > 0 {
 		return c.afterCap
-	case s.Backoff.MaxDelay > 0:
-		return s.Backoff.MaxDelay
 	}
-	return time.Hour
+	return defaultRetryAfterCap(s)
 }
 
 // unwrapMarks returns err without the Permanent or RetryAfter mark around

@@ -133,7 +133,9 @@ func runClient(id, databaseURL string) error {
 		return err
 	}
 	defer pool.Close()
-	policy, err := New(Config{Kinds: sharedKinds})
+	// The policy logs its decisions to stdout, for the test to check;
+	// River logs its errors to stderr.
+	policy, err := New(Config{Kinds: sharedKinds, Logger: slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
 		return err
 	}
@@ -236,9 +238,9 @@ func TestManyClientsOnPostgres(t *testing.T) {
 	for _, id := range []string{"1", "2", "3"} {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), clientEnv+"="+id, clientDBEnv+"="+databaseURL)
-		out := &syncBuffer{}
-		cmd.Stdout, cmd.Stderr = out, out
-		logs.Store(id, out)
+		out, errOut := &syncBuffer{}, &syncBuffer{}
+		cmd.Stdout, cmd.Stderr = out, errOut
+		logs.Store(id, [2]*syncBuffer{out, errOut})
 		require.NoError(t, cmd.Start())
 		procs[id] = cmd
 	}
@@ -280,7 +282,7 @@ func TestManyClientsOnPostgres(t *testing.T) {
 		if time.Now().After(deadline) {
 			var report string
 			logs.Range(func(id, out any) bool {
-				report += fmt.Sprintf("client %s:\n%s\n", id, out.(*syncBuffer).String())
+				report += fmt.Sprintf("client %s:\n%s\n", id, out.([2]*syncBuffer)[1].String())
 				return true
 			})
 			t.Fatalf("%d jobs did not end within 3 minutes\n%s", open, report)
@@ -291,7 +293,7 @@ func TestManyClientsOnPostgres(t *testing.T) {
 		require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 		err := cmd.Wait()
 		out, _ := logs.Load(id)
-		assert.NoError(t, err, "client %s stops cleanly:\n%s", id, out.(*syncBuffer).String())
+		assert.NoError(t, err, "client %s stops cleanly:\n%s", id, out.([2]*syncBuffer)[1].String())
 	}
 	procs = nil
 
@@ -345,9 +347,14 @@ func TestManyClientsOnPostgres(t *testing.T) {
 	for _, r := range runs {
 		total += len(r)
 	}
+	decisionLogs := map[string]string{}
+	logs.Range(func(id, out any) bool {
+		decisionLogs[id.(string)] = out.([2]*syncBuffer)[0].String()
+		return true
+	})
 	for id, f := range finals {
 		states[f.state]++
-		if checkSharedJob(t, id, f.kind, f.args, f.state, f.errors, f.metadata, runs[id], killed) {
+		if checkSharedJob(t, id, f.kind, f.args, f.state, f.errors, f.metadata, runs[id], killed, decisionLogs) {
 			rescued++
 		}
 	}
@@ -359,7 +366,7 @@ func TestManyClientsOnPostgres(t *testing.T) {
 
 // checkSharedJob checks one job of the shared test against the library
 // and reports whether one of its runs was rescued.
-func checkSharedJob(t *testing.T, id int64, kind string, args sharedArgs, state rivertype.JobState, errs []rivertype.AttemptError, finalMeta []byte, runs []sharedRun, killed time.Time) (wasRescued bool) {
+func checkSharedJob(t *testing.T, id int64, kind string, args sharedArgs, state rivertype.JobState, errs []rivertype.AttemptError, finalMeta []byte, runs []sharedRun, killed time.Time, logs map[string]string) (wasRescued bool) {
 	t.Helper()
 	strategy, ok := sharedKinds[kind]
 	require.True(t, ok)
@@ -397,6 +404,19 @@ func checkSharedJob(t *testing.T, id int64, kind string, args sharedArgs, state 
 	}
 	require.NotEmpty(t, runs, "job %d never ran", id)
 
+	// The decision on each attempt's failure: the last the clients logged,
+	// but for a rescued attempt not the one its killed client may have
+	// made before it died.
+	decided := map[int]clientDecision{}
+	for client, out := range logs {
+		for _, l := range decisionsIn(t, out, id) {
+			if _, rescued := rescueAt[l.Attempt]; rescued && client == "1" {
+				continue
+			}
+			decided[l.Attempt] = clientDecision{l, client}
+		}
+	}
+
 	var failures []time.Time
 	for i, run := range runs {
 		_, rescued := rescueAt[run.attempt]
@@ -410,42 +430,45 @@ func checkSharedJob(t *testing.T, id int64, kind string, args sharedArgs, state 
 		}
 		var d retrypolicy.Decision
 		switch {
-		case rescued: // its client was killed: rescued by another
-			at := rescueAt[run.attempt]
+		case rescued: // its client was killed: rescued by another, which decided
+			got, ok := decided[run.attempt]
+			require.True(t, ok, "job %d: the rescue of attempt %d was not decided on", id, run.attempt)
+			assert.NotEqual(t, "1", got.client, "job %d: the killed client decided on its rescue", id)
 			assert.Equal(t, "1", run.client, "job %d: only the killed client's runs are rescued", id)
+			// The rescuer's clock and the policy's read a little apart.
+			assert.InDelta(t, 0, float64(got.FailedAt.Sub(rescueAt[run.attempt])), float64(time.Second), "job %d: the rescue fails when River rescues it", id)
 			wasRescued = true
-			failures = append(failures, at)
+			failures = append(failures, got.FailedAt)
 			var err error
-			d, err = retrypolicy.Decide(strategy, failures, 0, seed, at)
+			d, err = retrypolicy.Decide(strategy, failures, 0, seed, got.FailedAt)
 			require.NoError(t, err)
+			sameDecision(t, d, got.logged, "job %d attempt %d: the decision on the rescue is the library's", id, run.attempt)
 		case run.outcome == "ok":
 			assert.Equal(t, len(runs)-1, i, "job %d: no run after a success", id)
 			assert.Equal(t, rivertype.JobStateCompleted, state, "job %d", id)
 			continue
-		default: // failed: the record after it holds the decision
+		default: // failed: the record after it holds the failure
 			meta := finalMeta
 			if i+1 < len(runs) {
 				meta = runs[i+1].metadata
 			}
-			rec, ok := recordOf(t, meta)
+			seen, recorded, ok := recordOf(t, meta)
 			require.True(t, ok, "job %d: attempt %d left no record", id, run.attempt)
-			newest := rec.Failures[len(rec.Failures)-1]
-			assert.Equal(t, run.attempt, newest.Attempt, "job %d", id)
+			assert.Equal(t, run.attempt, seen, "job %d", id)
+			got, ok := decided[run.attempt]
+			require.True(t, ok, "job %d: attempt %d was not decided on", id, run.attempt)
+			newest := recorded[0]
+			assert.True(t, newest.Equal(got.FailedAt), "job %d attempt %d: the record's newest failure is the one decided", id, run.attempt)
 			// The worker writes its end, then returns: the middleware's
 			// clock reads after that write, which a loaded machine may take
 			// a while to make.
-			after := newest.At.Sub(*run.ended)
-			assert.True(t, after >= 0 && after < 5*time.Second, "job %d: attempt %d failed %v after its worker ended", id, run.attempt, after)
-			failures = append(failures, newest.At)
-			uptime := secondsOf(t, rec.Uptime)
+			after := newest.Sub(*run.ended)
+			assert.True(t, after >= -time.Millisecond && after < 5*time.Second, "job %d: attempt %d failed %v after its worker ended", id, run.attempt, after)
+			failures = append(failures, newest)
 			var err error
-			d, err = retrypolicy.Decide(strategy, failures, uptime, seed, newest.At)
+			d, err = retrypolicy.Decide(strategy, failures, got.Uptime, seed, newest)
 			require.NoError(t, err)
-			require.NotNil(t, rec.Decision)
-			got := *rec.Decision
-			assert.True(t, got.Due.Equal(d.Due), "job %d attempt %d: due %v, the library says %v", id, run.attempt, got.Due, d.Due)
-			got.Due = d.Due
-			assert.Equal(t, d, got, "job %d attempt %d: the decision is the library's", id, run.attempt)
+			sameDecision(t, d, got.logged, "job %d attempt %d: the decision is the library's", id, run.attempt)
 		}
 		if d.Action == retrypolicy.Fatal {
 			assert.Equal(t, len(runs)-1, i, "job %d: no run after a fatal decision", id)
@@ -483,6 +506,12 @@ func checkSharedJob(t *testing.T, id int64, kind string, args sharedArgs, state 
 		assert.Equal(t, want, state, "job %d (%s, %d failures)", id, kind, args.Fail)
 	}
 	return wasRescued
+}
+
+// clientDecision is a decision a client logged.
+type clientDecision struct {
+	logged
+	client string
 }
 
 // metadataStrategy returns a job's own strategy from its metadata, or nil.

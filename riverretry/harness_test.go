@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -32,7 +33,17 @@ const (
 	snooze  outcome = "snooze"
 	cancel  outcome = "cancel"
 	succeed outcome = "ok"
+	// permanent returns retrypolicy.Permanent of an error.
+	permanent outcome = "permanent"
+	// retryAfter returns retrypolicy.RetryAfter of an error, asking for
+	// testArgs.After.
+	retryAfter outcome = "retry-after"
+	// hang runs for hangFor, whatever its context says, as a run whose
+	// client died looks to the others.
+	hang outcome = "hang"
 )
+
+const hangFor = 5 * time.Minute
 
 // testArgs is a job that runs for Run, then ends as Outcomes says for its
 // run (the last outcome repeats).
@@ -40,6 +51,7 @@ type testArgs struct {
 	Case     string        `json:"case"`
 	Run      time.Duration `json:"run"`
 	Outcomes []outcome     `json:"outcomes"`
+	After    time.Duration `json:"after,omitempty"`
 }
 
 func (testArgs) Kind() string { return "test" }
@@ -115,6 +127,13 @@ func (w *testWorker[T]) Work(ctx context.Context, job *river.Job[T]) error {
 		return river.JobSnooze(time.Second)
 	case cancel:
 		return river.JobCancel(errors.New("the worker cancels"))
+	case permanent:
+		return retrypolicy.Permanent(fmt.Errorf("%s: attempt %d: 404 not found", a.Case, job.Attempt))
+	case retryAfter:
+		return retrypolicy.RetryAfter(fmt.Errorf("%s: attempt %d: 429 too many requests", a.Case, job.Attempt), a.After)
+	case hang:
+		time.Sleep(hangFor)
+		return fmt.Errorf("%s: attempt %d hung", a.Case, job.Attempt)
 	}
 	return nil
 }
@@ -122,13 +141,14 @@ func (w *testWorker[T]) Work(ctx context.Context, job *river.Job[T]) error {
 // harness is a River client with a Policy installed, on a database of its
 // own.
 type harness[TTx any] struct {
-	t      testing.TB
-	db     *sql.DB // the SQLite database, nil on PostgreSQL
-	client *river.Client[TTx]
-	policy *Policy
-	seen   *observations
-	logs   *syncBuffer
-	errs   *recordingHandler
+	t         testing.TB
+	db        *sql.DB // the SQLite database, nil on PostgreSQL
+	client    *river.Client[TTx]
+	policy    *Policy
+	seen      *observations
+	logs      *syncBuffer // River's warnings and errors
+	policyLog *syncBuffer // the policy's lines, JSON, from Debug up
+	errs      *recordingHandler
 	// precision is how finely the database keeps times.
 	precision time.Duration
 }
@@ -212,11 +232,11 @@ func newHarness[TTx any](t testing.TB, driver riverdriver.Driver[TTx], precision
 	_, err = migrator.Migrate(ctx, rivermigrate.DirectionUp, nil)
 	require.NoError(t, err)
 
-	h := &harness[TTx]{t: t, seen: &observations{}, logs: &syncBuffer{}, errs: &recordingHandler{}, precision: precision}
+	h := &harness[TTx]{t: t, seen: &observations{}, logs: &syncBuffer{}, policyLog: &syncBuffer{}, errs: &recordingHandler{}, precision: precision}
 	h.policy, err = New(Config{
 		Kinds:        map[string]retrypolicy.Strategy{"kinded": kindStrategy},
 		ErrorHandler: h.errs,
-		Logger:       slog.New(slog.NewTextHandler(h.logs, nil)),
+		Logger:       slog.New(slog.NewJSONHandler(h.policyLog, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 	require.NoError(t, err)
 	workers := river.NewWorkers()
@@ -316,39 +336,101 @@ func (h *harness[TTx]) waitEnded(ids []int64, within time.Duration) map[int64]*r
 	}
 }
 
-// recordOf reads the policy's record from a job's metadata with
-// encoding/json, independently of the policy's own reader.
-type recordJSON struct {
-	Seen     int `json:"seen_attempt"`
-	Failures []struct {
-		Attempt int       `json:"attempt"`
-		At      time.Time `json:"at"`
-	} `json:"failures"`
-	Uptime   json.Number           `json:"last_uptime_secs"`
-	Decision *retrypolicy.Decision `json:"decision"`
+// tester is what the helpers need of a *testing.T or a *rapid.T.
+type tester interface {
+	require.TestingT
+	Helper()
 }
 
-func recordOf(t testing.TB, metadata []byte) (recordJSON, bool) {
+// testRecord is the policy's record as a test reads it.
+type testRecord struct {
+	Seen     int    `json:"seen_attempt"`
+	Failures string `json:"failures"`
+}
+
+// recordOf reads the policy's record from a job's metadata with
+// encoding/json, and its failures with a decoder of the test's own,
+// newest first.
+func recordOf(t tester, metadata []byte) (seen int, failures []time.Time, ok bool) {
 	t.Helper()
 	var meta map[string]json.RawMessage
 	require.NoError(t, json.Unmarshal(metadata, &meta))
 	raw, ok := meta[MetadataKey]
 	if !ok {
-		return recordJSON{}, false
+		return 0, nil, false
 	}
-	var r recordJSON
+	var r testRecord
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	require.NoError(t, dec.Decode(&r), "%s", raw)
-	return r, true
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	var ms int64
+	var v, shift int64
+	for i, c := range r.Failures {
+		d := int64(strings.IndexRune(alphabet, c))
+		require.GreaterOrEqual(t, d, int64(0), "%q", r.Failures)
+		v |= (d % 32) << shift
+		shift += 5
+		if d >= 32 {
+			require.Less(t, i, len(r.Failures)-1, "a token cut short: %q", r.Failures)
+			continue
+		}
+		if failures == nil {
+			ms = v
+		} else {
+			ms -= v
+		}
+		failures = append(failures, time.UnixMilli(ms))
+		v, shift = 0, 0
+	}
+	return r.Seen, failures, true
 }
 
-// secondsOf reads exact decimal seconds.
-func secondsOf(t testing.TB, n json.Number) time.Duration {
+// logged is a decision as the policy logs it.
+type logged struct {
+	Msg      string        `json:"msg"`
+	JobID    int64         `json:"job_id"`
+	Attempt  int           `json:"attempt"`
+	FailedAt time.Time     `json:"failed_at"`
+	Failures int           `json:"failures"`
+	Uptime   time.Duration `json:"uptime"`
+	Decision struct {
+		Action   string    `json:"action"`
+		Reason   string    `json:"reason"`
+		InWindow int       `json:"failures_in_window"`
+		Due      time.Time `json:"due"`
+	} `json:"decision"`
+}
+
+// decisions returns the policy's decisions on job id, in order.
+func (h *harness[TTx]) decisions(id int64) []logged {
+	return decisionsIn(h.t, h.policyLog.String(), id)
+}
+
+func decisionsIn(t testing.TB, logs string, id int64) []logged {
 	t.Helper()
-	d, err := time.ParseDuration(string(n) + "s")
-	require.NoError(t, err)
-	return d
+	var out []logged
+	for line := range strings.Lines(logs) {
+		var l logged
+		require.NoError(t, json.Unmarshal([]byte(line), &l), "%s", line)
+		if l.Msg == "riverretry: decided" && l.JobID == id {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// sameDecision asserts that the policy's logged decision is want.
+func sameDecision(t testing.TB, want retrypolicy.Decision, got logged, msg string, args ...any) {
+	t.Helper()
+	what := fmt.Sprintf(msg, args...)
+	assert.Equal(t, want.Action.String(), got.Decision.Action, what)
+	assert.Equal(t, want.InWindow, got.Decision.InWindow, what)
+	if want.Action == retrypolicy.Fatal {
+		assert.Equal(t, want.Reason.String(), got.Decision.Reason, what)
+		return
+	}
+	assert.True(t, want.Due.Equal(got.Decision.Due), "%s: due %v, the library says %v", what, got.Decision.Due, want.Due)
 }
 
 // near asserts that got is want to the database's precision, which it

@@ -1,10 +1,15 @@
 package riverretry
 
 import (
+	"bytes"
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -71,9 +76,11 @@ type Policy struct {
 	next     river.ErrorHandler
 	logger   *slog.Logger
 	now      func() time.Time
-	cache    strategyCache
-	pending  pending
-	fallback river.DefaultClientRetryPolicy
+	// setMetadata is river.MetadataSet, or a benchmark's stand-in for
+	// River's encoding of the value outside a job's run.
+	setMetadata func(ctx context.Context, key string, value any) error
+	cache       strategyCache
+	pending     pending
 }
 
 var (
@@ -87,10 +94,11 @@ var (
 // the field for an invalid strategy in cfg.
 func New(cfg Config) (*Policy, error) {
 	p := &Policy{
-		kinds:  make(map[string]*retrypolicy.Policy, len(cfg.Kinds)),
-		next:   cfg.ErrorHandler,
-		logger: cfg.Logger,
-		now:    cfg.Now,
+		kinds:       make(map[string]*retrypolicy.Policy, len(cfg.Kinds)),
+		next:        cfg.ErrorHandler,
+		logger:      cfg.Logger,
+		now:         cfg.Now,
+		setMetadata: river.MetadataSet,
 	}
 	if p.logger == nil {
 		p.logger = slog.Default()
@@ -145,37 +153,27 @@ func (p *Policy) IsMiddleware() bool { return true }
 
 // Work is the worker middleware: it times each run of a job, and when the
 // run fails (an error or a panic) it decides on the failure once: it
-// records the failure, the run's length and the decision in the job's
-// metadata (MetadataKey), keeps the decision for HandleError and
-// NextRetry, and, when the strategy gives up on an error, returns
-// river.JobCancel of a *FatalError wrapping it, so that River records the
-// reason and cancels the job. Cancels, snoozes and interruptions by a
-// stopping client are not failures. Before a run, failures River holds
-// that no run of the middleware saw end (a run rescued after its process
-// died) are decided on first: a job they make fatal is cancelled without
-// running.
+// records the failure in the job's metadata (MetadataKey), keeps the
+// decision for HandleError and NextRetry, and, when the strategy gives up
+// on an error, returns river.JobCancel of a *FatalError wrapping it, so
+// that River records the reason and cancels the job. An error marked
+// retrypolicy.Permanent ends the job so too; one marked
+// retrypolicy.RetryAfter waits at least what it asks, within the cap.
+// Cancels, snoozes and interruptions by a stopping client are not
+// failures. Before a run, failures River holds that no run of the
+// middleware saw end (a run rescued after its process died) are decided
+// on first: a job they make fatal is cancelled without running.
 func (p *Policy) Work(ctx context.Context, job *rivertype.JobRow, doInner func(context.Context) error) error {
-	var room [16]failure
-	strategy, rec, ok := readMetadata(job.Metadata, room[:])
-	if !ok {
-		return doInner(ctx) // NextRetry says why and applies River's default
-	}
-	pol, err := p.policyFor(job.Kind, strategy)
-	if err != nil {
-		return doInner(ctx)
-	}
-	rec, unseen := history(job, rec)
-	if unseen {
-		newest := rec.failures[0].at
-		for _, f := range rec.failures {
-			if f.at.After(newest) {
-				newest = f.at
-			}
-		}
-		if d := p.decideOn(pol, rec.failures, 0, job.ID, newest); d.Action == retrypolicy.Fatal {
-			rec.failures = keepWindow(rec.failures, d.InWindow)
-			rec.seen, rec.uptime, rec.decision = job.Attempt, 0, d
-			p.setRecord(ctx, rec)
+	var room [16]int64
+	pol, rec, added := p.read(ctx, job, p.now(), room[:])
+	if added > 0 {
+		sortNewestFirst(rec.failures)
+		newest := time.UnixMilli(rec.failures[0])
+		d := p.decide(ctx, job, pol, rec.failures, 0, newest)
+		p.logDecision(ctx, job, rec.failures, 0, d)
+		if d.Action == retrypolicy.Fatal {
+			rec.seen = job.Attempt
+			p.setRecord(ctx, pol, rec, d)
 			return river.JobCancel(&FatalError{Decision: d, Err: errors.New(lastError(job))})
 		}
 	}
@@ -186,14 +184,9 @@ func (p *Policy) Work(ctx context.Context, job *rivertype.JobRow, doInner func(c
 			p.failed(ctx, job, pol, rec, start, nil)
 		}
 	}()
-	err = doInner(ctx)
+	err := doInner(ctx)
 	ended = true
-	switch {
-	case err == nil:
-		return nil
-	case !isFailure(ctx, err):
-		rec.seen = job.Attempt
-		p.setRecord(ctx, rec)
+	if err == nil || !isFailure(ctx, err) {
 		return err
 	}
 	return p.failed(ctx, job, pol, rec, start, err)
@@ -201,15 +194,25 @@ func (p *Policy) Work(ctx context.Context, job *rivertype.JobRow, doInner func(c
 
 // failed decides on the failure of the run of job that started at start,
 // records it, and returns the error for River: err, or river.JobCancel of
-// it when the strategy gives up. err is nil for a panic.
+// it when the job ends. err is nil for a panic.
 func (p *Policy) failed(ctx context.Context, job *rivertype.JobRow, pol *retrypolicy.Policy, rec record, start time.Time, err error) error {
-	at := p.now()
-	uptime := at.Sub(start)
-	rec.failures = append(rec.failures, failure{attempt: job.Attempt, at: at})
-	d := p.decideOn(pol, rec.failures, uptime, job.ID, at)
-	rec.failures = keepWindow(rec.failures, d.InWindow)
-	rec.seen, rec.uptime, rec.decision = job.Attempt, uptime, d
-	p.setRecord(ctx, rec)
+	end := p.now()
+	at := end.Truncate(time.Millisecond)
+	rec.failures = append(rec.failures, 0)
+	copy(rec.failures[1:], rec.failures)
+	rec.failures[0] = at.UnixMilli()
+	d := p.decide(ctx, job, pol, rec.failures, end.Sub(start), at)
+	switch {
+	case retrypolicy.IsPermanent(err):
+		d = retrypolicy.Decision{Action: retrypolicy.Fatal, Reason: retrypolicy.NotRetryable, InWindow: d.InWindow}
+	case d.Action != retrypolicy.Fatal:
+		if wait, ok := retrypolicy.RetryAfterWait(err, pol.Strategy()); ok && at.Add(wait).After(d.Due) {
+			d.Action, d.Due = retrypolicy.Wait, at.Add(wait)
+		}
+	}
+	p.logDecision(ctx, job, rec.failures, end.Sub(start), d)
+	rec.seen = job.Attempt
+	p.setRecord(ctx, pol, rec, d)
 	if d.Action == retrypolicy.Fatal && err != nil {
 		if p.next != nil {
 			p.next.HandleError(ctx, job, err)
@@ -220,12 +223,51 @@ func (p *Policy) failed(ctx context.Context, job *rivertype.JobRow, pol *retrypo
 	return err
 }
 
-// setRecord writes rec into the job's metadata when the attempt ends.
-func (p *Policy) setRecord(ctx context.Context, rec record) {
-	rec.failures = append([]failure(nil), rec.failures...) // rec outlives the caller's room
-	if err := river.MetadataSet(ctx, MetadataKey, rec); err != nil {
+// setRecord writes rec into the job's metadata when the attempt ends,
+// keeping of its failures, newest first, only those that can count again:
+// those in the window of the newest, and for a bounded strategy no more
+// than its MaxAttempts.
+func (p *Policy) setRecord(ctx context.Context, pol *retrypolicy.Policy, rec record, d retrypolicy.Decision) {
+	keep := d.InWindow
+	if s := pol.Strategy(); s.Kind == retrypolicy.Bounded {
+		keep = min(keep, s.MaxAttempts)
+	}
+	rec.failures = rec.failures[:min(keep, len(rec.failures))]
+	if err := p.setMetadata(ctx, MetadataKey, rec.encode()); err != nil {
 		p.logger.ErrorContext(ctx, "riverretry: cannot record the failure in the job's metadata", slog.String("error", err.Error()))
 	}
+}
+
+// read returns what deciding on job's failures at now needs: its policy,
+// its record, checked against River's columns (and repaired from them,
+// with a log line, when it cannot be trusted), with the failures the
+// middleware never saw appended to it, and how many those were. The
+// failures are appended to room.
+func (p *Policy) read(ctx context.Context, job *rivertype.JobRow, now time.Time, room []int64) (*retrypolicy.Policy, record, int) {
+	m := readMetadata(job.Metadata)
+	pol, err := p.policyFor(job.Kind, m.strategy)
+	if err != nil {
+		pol = p.kindPolicy(job.Kind)
+		p.logger.WarnContext(ctx, "riverretry: the job's strategy is invalid; its kind's strategy applies",
+			slog.Int64("job_id", job.ID), slog.String("kind", job.Kind), slog.String("error", err.Error()))
+	}
+	limit := math.MaxInt
+	if s := pol.Strategy(); s.Kind == retrypolicy.Bounded {
+		limit = s.MaxAttempts
+	}
+	rec, problem := checkRecord(job, m, now, limit, room)
+	if problem != "" {
+		p.logger.WarnContext(ctx, "riverretry: "+problem+"; its failures are read from River's errors instead",
+			slog.Int64("job_id", job.ID), slog.String("kind", job.Kind))
+	}
+	var added int
+	rec.failures, added = unseen(job, rec.seen, rec.failures, now)
+	return pol, rec, added
+}
+
+// sortNewestFirst orders failures from the newest.
+func sortNewestFirst(failures []int64) {
+	slices.SortFunc(failures, func(a, b int64) int { return cmp.Compare(b, a) })
 }
 
 // isFailure reports whether a run that returned err failed: not a cancel,
@@ -292,14 +334,12 @@ func (p *Policy) result(job *rivertype.JobRow, cancel bool) *river.ErrorHandlerR
 func (p *Policy) handle(ctx context.Context, job *rivertype.JobRow) bool {
 	d, ok := p.pending.peek(job.ID, job.Attempt)
 	if !ok {
-		now := p.now()
+		now := p.now().Truncate(time.Millisecond)
 		var uptime time.Duration
 		if job.AttemptedAt != nil {
 			uptime = max(now.Sub(*job.AttemptedAt), 0)
 		}
-		if d, ok = p.decideUnseen(ctx, job, now, uptime); !ok {
-			return false
-		}
+		d = p.decideUnseen(ctx, job, now, uptime)
 		p.pending.put(job.ID, job.Attempt, d, now)
 	}
 	if job.Attempt >= job.MaxAttempts {
@@ -308,63 +348,71 @@ func (p *Policy) handle(ctx context.Context, job *rivertype.JobRow) bool {
 	return d.Action == retrypolicy.Fatal
 }
 
+// latestDue is the latest due time NextRetry gives River, well inside the
+// range of times PostgreSQL and River's SQLite driver read back.
+var latestDue = time.Date(9000, time.January, 1, 0, 0, 0, 0, time.UTC)
+
 // NextRetry implements river.ClientRetryPolicy: the due time of the
-// decision on the failure, or now when it is already due. A failure
-// nothing decided on yet (a run rescued by River after its process died)
-// is decided on here, as failing now after a run of no length; if the
-// strategy gives up on it, the job is retried at once and the middleware
-// cancels it before it runs, as River's rescuer cannot cancel. A job whose
-// strategy is invalid gets River's default schedule, and a log line.
+// decision on the failure, or now when it is already due, and never after
+// the year 9000. A failure nothing decided on yet (a run rescued by River
+// after its process died) is decided on here, as failing now after a run
+// of no length; if the strategy gives up on it, the job is retried at once
+// and the middleware cancels it before it runs, as River's rescuer cannot
+// cancel.
 func (p *Policy) NextRetry(job *rivertype.JobRow) time.Time {
 	now := p.now()
 	d, ok := p.pending.take(job.ID, job.Attempt)
 	if !ok {
-		if d, ok = p.decideUnseen(context.Background(), job, now, 0); !ok {
-			return p.fallback.NextRetry(job)
-		}
+		d = p.decideUnseen(context.Background(), job, now.Truncate(time.Millisecond), 0)
 	}
-	if d.Action == retrypolicy.Fatal || d.Due.Before(now) {
+	switch {
+	case d.Action == retrypolicy.Fatal || d.Due.Before(now):
 		return now
+	case d.Due.After(latestDue):
+		return latestDue
 	}
 	return d.Due
 }
 
-// decideUnseen decides on a failure of job at now that the middleware did
-// not record. It reports false, and logs why, when the job's metadata or
-// strategy is invalid.
-func (p *Policy) decideUnseen(ctx context.Context, job *rivertype.JobRow, now time.Time, uptime time.Duration) (retrypolicy.Decision, bool) {
-	var room [16]failure
-	strategy, rec, ok := readMetadata(job.Metadata, room[:])
-	if !ok {
-		p.logger.WarnContext(ctx, "riverretry: the job's metadata is not a JSON object the policy can read; River's default retry policy applies",
-			slog.Int64("job_id", job.ID), slog.String("kind", job.Kind))
-		return retrypolicy.Decision{}, false
-	}
-	pol, err := p.policyFor(job.Kind, strategy)
-	if err != nil {
-		p.logger.WarnContext(ctx, "riverretry: the job's strategy is invalid; River's default retry policy applies",
-			slog.Int64("job_id", job.ID), slog.String("kind", job.Kind), slog.String("error", err.Error()))
-		return retrypolicy.Decision{}, false
-	}
-	rec, _ = history(job, rec)
-	rec.failures = append(rec.failures, failure{attempt: job.Attempt, at: now})
-	d := p.decideOn(pol, rec.failures, uptime, job.ID, now)
+// decideUnseen decides on a failure of job at now (a whole millisecond)
+// that the middleware did not record.
+func (p *Policy) decideUnseen(ctx context.Context, job *rivertype.JobRow, now time.Time, uptime time.Duration) retrypolicy.Decision {
+	var room [16]int64
+	pol, rec, _ := p.read(ctx, job, now, room[:])
+	rec.failures = append(rec.failures, now.UnixMilli())
+	d := p.decide(ctx, job, pol, rec.failures, uptime, now)
+	p.logDecision(ctx, job, rec.failures, uptime, d)
 	if d.Action == retrypolicy.Fatal {
 		p.logger.InfoContext(ctx, "riverretry: the strategy gives up on a failure River reports outside a run; the job is cancelled when next fetched",
 			slog.Int64("job_id", job.ID), slog.String("kind", job.Kind), slog.Any("decision", d))
 	}
-	return d, true
+	return d
 }
 
-// decideOn decides on the newest of failures, at now, for job id.
-func (p *Policy) decideOn(pol *retrypolicy.Policy, failures []failure, uptime time.Duration, id int64, now time.Time) retrypolicy.Decision {
+// decide decides at now on job's failures (Unix milliseconds, in any
+// order), the newest after a run of uptime.
+func (p *Policy) decide(ctx context.Context, job *rivertype.JobRow, pol *retrypolicy.Policy, failures []int64, uptime time.Duration, now time.Time) retrypolicy.Decision {
 	var room [32]time.Time
 	times := room[:0]
-	for _, f := range failures {
-		times = append(times, f.at)
+	if len(failures) > len(room) {
+		times = make([]time.Time, 0, len(failures))
 	}
-	d, _ := pol.Decide(times, uptime, seedOf(id), now) // failures is never empty
+	for _, ms := range failures {
+		times = append(times, time.UnixMilli(ms))
+	}
+	d, _ := pol.Decide(times, uptime, seedOf(job.ID), now) // failures is never empty
 	return d
+}
+
+// logDecision logs d, the decision on job's failures after a run of
+// uptime, at the Debug level.
+func (p *Policy) logDecision(ctx context.Context, job *rivertype.JobRow, failures []int64, uptime time.Duration, d retrypolicy.Decision) {
+	if !p.logger.Enabled(ctx, slog.LevelDebug) {
+		return
+	}
+	p.logger.DebugContext(ctx, "riverretry: decided", slog.Int64("job_id", job.ID), slog.Int("attempt", job.Attempt),
+		slog.Time("failed_at", time.UnixMilli(slices.Max(failures)).UTC()), slog.Int("failures", len(failures)),
+		slog.Duration("uptime", uptime), slog.Any("decision", d))
 }
 
 // seedOf is the jitter seed of job id: SeedFromString of its decimal id.
@@ -377,29 +425,39 @@ func seedOf(id int64) uint64 {
 }
 
 // policyFor returns the policy of a job: its own strategy (the raw
-// MetadataStrategy value, nil when absent), else its kind's, else the
-// default.
+// MetadataStrategy value, nil when absent), else its kind's.
 func (p *Policy) policyFor(kind string, raw []byte) (*retrypolicy.Policy, error) {
 	if raw != nil {
 		return p.cache.get(raw, kind)
 	}
-	if pol, ok := p.kinds[kind]; ok {
-		return pol, nil
-	}
-	return p.standard, nil
+	return p.kindPolicy(kind), nil
 }
 
-// InsertMany is the insert middleware: it refuses a batch in which a job
-// carries an invalid strategy (MetadataStrategy), with a *StrategyError
-// naming the job's kind and the fields at fault; nothing is inserted then.
+// kindPolicy returns the policy of the jobs of kind without their own
+// strategy: Config.Kinds of kind, else Config.Default.
+func (p *Policy) kindPolicy(kind string) *retrypolicy.Policy {
+	if pol, ok := p.kinds[kind]; ok {
+		return pol
+	}
+	return p.standard
+}
+
+// InsertMany is the insert middleware: it refuses a batch in which a job's
+// metadata is not a JSON object, or carries an invalid strategy
+// (MetadataStrategy), with an error naming the job's kind, for a strategy a
+// *StrategyError naming the fields at fault; nothing is inserted then.
+// Other keys may hold any JSON.
 func (p *Policy) InsertMany(ctx context.Context, manyParams []*rivertype.JobInsertParams, doInner func(context.Context) ([]*rivertype.JobInsertResult, error)) ([]*rivertype.JobInsertResult, error) {
 	for _, params := range manyParams {
-		strategy, _, ok := readMetadata(params.Metadata, nil)
-		if !ok {
-			return nil, fmt.Errorf("riverretry: job of kind %s: metadata must be a JSON object", echo.Quote(params.Kind))
+		if len(bytes.TrimSpace(params.Metadata)) == 0 {
+			continue
 		}
-		if strategy != nil {
-			if _, err := p.cache.get(strategy, params.Kind); err != nil {
+		m := readMetadata(params.Metadata)
+		if m.problem == metadataNotObject || !json.Valid(params.Metadata) {
+			return nil, fmt.Errorf("riverretry: job of kind %s: %s", echo.Quote(params.Kind), metadataNotObject)
+		}
+		if m.strategy != nil {
+			if _, err := p.cache.get(m.strategy, params.Kind); err != nil {
 				return nil, err
 			}
 		}
@@ -456,59 +514,6 @@ func (e *StrategyError) Error() string {
 
 // Unwrap returns the validation error, which matches retrypolicy.ErrInvalid.
 func (e *StrategyError) Unwrap() error { return e.Err }
-
-// compileStrategy parses and compiles a job's strategy.
-func compileStrategy(raw []byte) cached {
-	s, err := retrypolicy.Parse(raw)
-	if err != nil {
-		var ve *retrypolicy.ValidationError
-		if !errors.As(err, &ve) {
-			ve = &retrypolicy.ValidationError{Errors: []retrypolicy.FieldError{{Field: "$", Rule: err.Error()}}}
-		}
-		return cached{err: ve}
-	}
-	p, err := retrypolicy.Compile(s)
-	if err != nil { // not reached: Parse checks what Compile does
-		return cached{err: &retrypolicy.ValidationError{Errors: []retrypolicy.FieldError{{Field: "$", Rule: err.Error()}}}}
-	}
-	return cached{p: p}
-}
-
-// strategyCache holds the strategies jobs carry, compiled, by their bytes:
-// jobs repeat a few, and compiling costs more than deciding. It holds at
-// most maxCached, and starts over when full.
-type strategyCache struct {
-	mu sync.RWMutex
-	m  map[string]cached
-}
-
-type cached struct {
-	p   *retrypolicy.Policy
-	err *retrypolicy.ValidationError
-}
-
-const maxCached = 1024
-
-// get returns the compiled strategy raw, or a *StrategyError for the job
-// kind.
-func (c *strategyCache) get(raw []byte, kind string) (*retrypolicy.Policy, error) {
-	c.mu.RLock()
-	e, ok := c.m[string(raw)]
-	c.mu.RUnlock()
-	if !ok {
-		e = compileStrategy(raw)
-		c.mu.Lock()
-		if c.m == nil || len(c.m) >= maxCached {
-			c.m = make(map[string]cached)
-		}
-		c.m[string(raw)] = e
-		c.mu.Unlock()
-	}
-	if e.err != nil {
-		return nil, &StrategyError{Kind: kind, Err: e.err}
-	}
-	return e.p, nil
-}
 
 // pending holds each failing job's decision, made by the middleware, for
 // the error handler and NextRetry that River calls next for the same

@@ -1,9 +1,12 @@
 package riverretry
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,75 +19,162 @@ import (
 )
 
 // TestRecordReadsBackWhatItWrites: a record written into metadata, among
-// other keys, reads back with the same failures, attempt, uptime and
-// decision; encoding/json reads it as valid JSON too.
+// other keys nested deeper than any limit, reads back with the same
+// attempt and failures, and the test's own decoder reads the same
+// failures from encoding/json's text.
 func TestRecordReadsBackWhatItWrites(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		base := time.Date(2026, 11, 2, 15, 0, 0, 0, time.UTC)
 		n := rapid.IntRange(0, 40).Draw(t, "failures")
-		r := record{seen: rapid.IntRange(0, MaxAttempts).Draw(t, "seen"), uptime: time.Duration(rapid.Int64Range(0, 1<<62).Draw(t, "uptime"))}
-		for i := range n {
-			r.failures = append(r.failures, failure{attempt: i + 1, at: base.Add(time.Duration(rapid.Int64Range(-1e15, 1e15).Draw(t, "at")))})
+		r := record{seen: rapid.IntRange(0, MaxAttempts).Draw(t, "seen")}
+		ms := rapid.Int64Range(0, 1<<62).Draw(t, "newest")
+		for range n {
+			r.failures = append(r.failures, ms)
+			ms -= rapid.Int64Range(0, ms).Draw(t, "gap")
 		}
-		if n > 0 {
-			r.decision = retrypolicy.Decision{Action: retrypolicy.Wait, InWindow: n, Owed: time.Second, Delay: time.Second, Due: base}
-		}
-		text, err := r.MarshalJSON()
+		text, err := json.Marshal(r.encode())
 		require.NoError(t, err)
-		require.True(t, json.Valid(text), "%s", text)
-		meta := []byte(`{"a":[1,{"b":"}"}],"` + MetadataKey + `":` + string(text) + `,"` + MetadataStrategy + `":{"strategy":"none"},"z":null}`)
-		strategy, rec, ok := readMetadata(meta, nil)
-		require.True(t, ok, "%s", meta)
-		assert.Equal(t, `{"strategy":"none"}`, string(strategy))
-		assert.Equal(t, r.seen, rec.seen)
-		assert.Equal(t, r.uptime, rec.uptime)
-		require.Len(t, rec.failures, n)
-		for i, f := range rec.failures {
-			assert.Equal(t, r.failures[i].attempt, f.attempt)
-			assert.True(t, f.at.Equal(r.failures[i].at), "%v != %v", f.at, r.failures[i].at)
-		}
-		if n > 0 {
-			var d retrypolicy.Decision
-			require.NoError(t, json.Unmarshal(rec.kept, &d))
-			assert.True(t, d.Due.Equal(r.decision.Due))
-			// Written back unchanged when no new decision replaces it.
-			again, err := rec.MarshalJSON()
-			require.NoError(t, err)
-			assert.JSONEq(t, string(text), string(again))
+		deep := strings.Repeat(`[{"x":`, 40) + `"}"` + strings.Repeat(`}]`, 40)
+		meta := []byte(`{"a":` + deep + `,"` + MetadataKey + `":` + string(text) + `,"` + MetadataStrategy + `":{"strategy":"none"},"z":null}`)
+		m := readMetadata(meta)
+		require.Empty(t, m.problem, "%s", meta)
+		assert.Equal(t, `{"strategy":"none"}`, string(m.strategy))
+		assert.Equal(t, r.seen, m.seen)
+		got, more, ok := decodeFailures(m.failures, nil, math.MaxInt)
+		require.True(t, ok)
+		assert.False(t, more)
+		assert.Equal(t, r.failures, got[:len(got):len(got)])
+		seen, times, ok := recordOf(t, meta)
+		require.True(t, ok)
+		assert.Equal(t, r.seen, seen)
+		require.Len(t, times, n)
+		for i, at := range times {
+			assert.Equal(t, r.failures[i], at.UnixMilli())
 		}
 	})
 }
 
+// TestRecordIsCompact: a record of 1,000 failures over a week takes at
+// most 8 bytes a failure, all of it counted as encoding/json writes it.
+func TestRecordIsCompact(t *testing.T) {
+	now := time.Date(2026, 11, 2, 15, 0, 0, 0, time.UTC)
+	for _, n := range []int{1000, 10} {
+		job := jobWithFailures(n, now)
+		m := readMetadata(job.Metadata)
+		text, err := json.Marshal(recordJSON{Seen: m.seen, Failures: string(m.failures)})
+		require.NoError(t, err)
+		perFailure := float64(len(text)) / float64(n)
+		t.Logf("%d failures over a week: %d bytes, %.2f a failure", n, len(text), perFailure)
+		if n == 1000 {
+			assert.LessOrEqual(t, perFailure, 8.0)
+		}
+	}
+}
+
+// TestTokens: each value up to the largest a token holds reads back, and
+// a token too long, cut short, or of a character outside the alphabet is
+// refused.
+func TestTokens(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		v := rapid.Uint64Range(0, math.MaxInt64).Draw(t, "v")
+		enc := appendToken(nil, v)
+		got, n := nextToken(append(enc, 'A'))
+		assert.Equal(t, v, got)
+		assert.Equal(t, len(enc), n)
+	})
+	assert.Equal(t, "A", string(appendToken(nil, 0)))
+	assert.Equal(t, "f", string(appendToken(nil, 31)))
+	assert.Equal(t, "gB", string(appendToken(nil, 32)))
+	for _, bad := range []string{"", "g", "gg", "*", "A=", strings.Repeat("_", 12) + "I", strings.Repeat("_", 13) + "A"} {
+		if _, n := nextToken([]byte(bad)); n != 0 && n == len(bad) {
+			t.Errorf("token %q read whole", bad)
+		}
+	}
+	if _, _, ok := decodeFailures([]byte("AAg"), nil, 10); ok {
+		t.Error("a list cut short is read")
+	}
+}
+
 // TestReadMetadata: what a job's metadata may hold.
 func TestReadMetadata(t *testing.T) {
+	deep := strings.Repeat(`{"k":`, 17) + `1` + strings.Repeat(`}`, 17)
 	for _, tc := range []struct {
 		meta     string
-		ok       bool
+		problem  string // a part of the problem named, "" for none
 		strategy string
-		failures int
+		failures string
 	}{
-		{``, true, "", 0},
-		{`{}`, true, "", 0},
-		{` { "retry_strategy" : null } `, true, "", 0},
-		{`{"retry_strat\u0065gy":{"strategy":"none"}}`, true, `{"strategy":"none"}`, 0},
-		{`{"retrypolicy":{"seen_attempt":2,"failures":[{"at":"2026-11-02T15:00:00Z","attempt":2}],"future_key":[1]}}`, true, "", 1},
-		{`{"retrypolicy":{"failures":[{"attempt":2}]}}`, false, "", 0},
-		{`{"retrypolicy":{"failures":[{"attempt":-2,"at":"2026-11-02T15:00:00Z"}]}}`, false, "", 0},
-		{`{"retrypolicy":{"seen_attempt":1.5}}`, false, "", 0},
-		{`{"retrypolicy":[]}`, false, "", 0},
-		{`[]`, false, "", 0},
-		{`{"a":1`, false, "", 0},
-		{`{"a":1}x`, false, "", 0},
-		{`{}x`, false, "", 0},
-		{`{,}`, false, "", 0},
-		{`{"a":1,}`, false, "", 0},
+		{``, "", "", ""},
+		{`{}`, "", "", ""},
+		{` { "retry_strategy" : null } `, "", "", ""},
+		{`{"retry_strat\u0065gy":{"strategy":"none"}}`, "", `{"strategy":"none"}`, ""},
+		{`{"user":` + deep + `,"retry_strategy":"bounded"}`, "", `"bounded"`, ""},
+		{`{"retrypolicy":{"seen_attempt":2,"failures":"AB","future_key":[1]}}`, "", "", "AB"},
+		{`{"retrypolicy":null}`, "", "", ""},
+		{`{"retrypolicy":{"seen_attempt":1.0,"failures":""}}`, "is not {", "", ""},
+		{`{"retrypolicy":{"seen_attempt":"3","failures":""}}`, "is not {", "", ""},
+		{`{"retrypolicy":{"seen_attempt":3}}`, "is not {", "", ""},
+		{`{"retrypolicy":{"seen_attempt":3,"failures":[{"attempt":1,"at":"2026-11-02T15:00:00Z"}]}}`, "is not {", "", ""},
+		{`{"retrypolicy":[]}`, "is not {", "", ""},
+		{`{"retrypolicy":12}`, "is not {", "", ""},
+		{`[]`, "JSON object", "", ""},
+		{`{"a":1`, "JSON object", "", ""},
+		{`{,}`, "JSON object", "", ""},
 	} {
-		strategy, rec, ok := readMetadata([]byte(tc.meta), nil)
-		assert.Equal(t, tc.ok, ok, "%s", tc.meta)
-		if tc.ok {
-			assert.Equal(t, tc.strategy, string(strategy), "%s", tc.meta)
-			assert.Len(t, rec.failures, tc.failures, "%s", tc.meta)
+		m := readMetadata([]byte(tc.meta))
+		if tc.problem == "" {
+			assert.Empty(t, m.problem, "%s", tc.meta)
+		} else {
+			assert.Contains(t, m.problem, tc.problem, "%s", tc.meta)
 		}
+		assert.Equal(t, tc.strategy, string(m.strategy), "%s", tc.meta)
+		assert.Equal(t, tc.failures, string(m.failures), "%s", tc.meta)
+	}
+}
+
+// TestCheckRecord: a record is checked against River's columns and the
+// clock; what cannot be trusted is named, and instants a little ahead
+// (another client's clock) count as now.
+func TestCheckRecord(t *testing.T) {
+	now := time.Date(2026, 11, 2, 15, 0, 0, 0, time.UTC)
+	enc := func(times ...time.Time) string {
+		var r record
+		for _, at := range times {
+			r.failures = append(r.failures, at.UnixMilli())
+		}
+		return r.encode().Failures
+	}
+	for _, tc := range []struct {
+		name     string
+		attempt  int
+		errors   int
+		seen     int
+		failures string
+		limit    int
+		problem  string
+		want     []time.Time
+	}{
+		{"sound", 3, 2, 2, enc(now.Add(-time.Minute), now.Add(-2*time.Minute)), 10, "", []time.Time{now.Add(-time.Minute), now.Add(-2 * time.Minute)}},
+		{"ahead within the skew", 3, 2, 2, enc(now.Add(10*time.Minute), now.Add(-time.Minute)), 10, "", []time.Time{now, now.Add(-time.Minute)}},
+		{"far in the future", 2, 1, 1, enc(time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)), 10, "after the allowed clock skew", nil},
+		{"before the job", 2, 1, 1, enc(now.Add(-48 * time.Hour)), 10, "before the job was created", nil},
+		{"seen beyond the job", 3, 2, 7, enc(now), 10, "has seen attempt 7", nil},
+		{"more failures than attempts", 3, 2, 2, enc(now, now, now), 10, "more failures than the job's 2 attempts", nil},
+		{"more failures than errors", 5, 1, 4, enc(now, now), 10, "and 1 errors", nil},
+		{"cut to the strategy's bound", 5, 4, 4, enc(now, now.Add(-time.Second), now.Add(-2*time.Second)), 2, "", []time.Time{now, now.Add(-time.Second)}},
+		{"not tokens", 2, 1, 1, "*", 10, "not a list of failure times", nil},
+	} {
+		job := &rivertype.JobRow{ID: 1, Attempt: tc.attempt, CreatedAt: now.Add(-24 * time.Hour), Errors: make([]rivertype.AttemptError, tc.errors)}
+		rec, problem := checkRecord(job, meta{seen: tc.seen, failures: []byte(tc.failures)}, now, tc.limit, nil)
+		if tc.problem == "" {
+			assert.Empty(t, problem, tc.name)
+		} else {
+			assert.Contains(t, problem, tc.problem, tc.name)
+		}
+		var got []time.Time
+		for _, ms := range rec.failures {
+			got = append(got, time.UnixMilli(ms).UTC())
+		}
+		assert.Equal(t, tc.want, got, tc.name)
 	}
 }
 
@@ -186,19 +276,30 @@ func TestNextRetryIsNeverBeforeNow(t *testing.T) {
 // still gives up at it.
 func TestLongHistoriesCountWhole(t *testing.T) {
 	now := time.Date(2026, 11, 2, 15, 0, 0, 0, time.UTC)
-	r := record{seen: 1499}
-	for i := range 1499 {
-		r.failures = append(r.failures, failure{attempt: i + 1, at: now.Add(-time.Duration(1499-i) * time.Second)})
-	}
-	r.decision = retrypolicy.Decision{Action: retrypolicy.Wait, InWindow: 1499, Owed: time.Second, Delay: time.Second, Due: now}
-	text, err := r.MarshalJSON()
-	require.NoError(t, err)
-	job := &rivertype.JobRow{ID: 7, Attempt: 1500, MaxAttempts: MaxAttempts,
-		Metadata: []byte(`{"retry_strategy":{"strategy":"bounded","max_attempts":1500,"window_secs":604800},"retrypolicy":` + string(text) + `}`)}
+	job := jobWithFailures(1499, now)
+	job.Metadata = bytes.Replace(job.Metadata, []byte(benchStrategy), []byte(`{"strategy":"bounded","max_attempts":1500,"window_secs":604800}`), 1)
 	p, err := New(Config{})
 	require.NoError(t, err)
-	d, ok := p.decideUnseen(t.Context(), job, now, 0)
-	require.True(t, ok)
+	d := p.decideUnseen(t.Context(), job, now, 0)
 	assert.Equal(t, 1500, d.InWindow)
 	assert.Equal(t, retrypolicy.Fatal, d.Action)
+}
+
+// TestBenchmarkJobDecides: the benchmarks' job is decided from its
+// metadata as the library decides on its failures and the one being
+// decided.
+func TestBenchmarkJobDecides(t *testing.T) {
+	now := time.Date(2026, 11, 2, 15, 0, 0, 0, time.UTC)
+	job := jobWithFailures(8, now)
+	p, err := New(Config{Now: func() time.Time { return now }})
+	require.NoError(t, err)
+	s, err := retrypolicy.Parse([]byte(benchStrategy))
+	require.NoError(t, err)
+	_, times, ok := recordOf(t, job.Metadata)
+	require.True(t, ok)
+	require.Len(t, times, 8)
+	want, err := retrypolicy.Decide(s, append(times, now), 0, retrypolicy.SeedFromString(strconv.FormatInt(job.ID, 10)), now)
+	require.NoError(t, err)
+	assert.Equal(t, 9, want.InWindow)
+	assert.True(t, p.NextRetry(job).Equal(want.Due), "NextRetry %v, the library's due %v", p.NextRetry(job), want.Due)
 }

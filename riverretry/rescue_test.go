@@ -2,6 +2,7 @@ package riverretry
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -19,7 +20,7 @@ func sqliteTime(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05
 // strandJob inserts a job as a client that died while running it would
 // have left it: running its attempt, fetched an hour ago, with the given
 // metadata. It returns the job's id.
-func strandJob(t *testing.T, h *harness[*sqlTx], args testArgs, attempt int, metadata string) int64 {
+func strandJob(t *testing.T, h *harness[*sqlTx], args testArgs, attempt int, metadata string, errs ...rivertype.AttemptError) int64 {
 	t.Helper()
 	ctx := context.Background()
 	res, err := h.client.Insert(ctx, args, &river.InsertOpts{
@@ -30,6 +31,12 @@ func strandJob(t *testing.T, h *harness[*sqlTx], args testArgs, attempt int, met
 	_, err = h.db.ExecContext(ctx, `UPDATE river_job SET state = 'running', attempt = ?, attempted_at = ?, scheduled_at = ? WHERE id = ?`,
 		attempt, sqliteTime(time.Now().Add(-time.Hour)), sqliteTime(time.Now().Add(-time.Hour)), res.Job.ID)
 	require.NoError(t, err)
+	if len(errs) > 0 {
+		text, err := json.Marshal(errs)
+		require.NoError(t, err)
+		_, err = h.db.ExecContext(ctx, `UPDATE river_job SET errors = jsonb(?) WHERE id = ?`, string(text), res.Job.ID)
+		require.NoError(t, err)
+	}
 	return res.Job.ID
 }
 
@@ -52,13 +59,15 @@ func TestRescuedRunCountsAsAFailure(t *testing.T) {
 		assert.Contains(t, rescue.Error, "Stuck job rescued")
 		near(t, h.precision, rescue.At.Add(10*time.Second), runs[0].scheduled, "the retry after the rescue is due 10 s after it")
 
-		rec, ok := recordOf(t, job.Metadata)
+		_, recorded, ok := recordOf(t, job.Metadata)
 		require.True(t, ok)
-		require.Len(t, rec.Failures, 3, "the rescue is on record with the two failed runs")
-		assert.Equal(t, 1, rec.Failures[0].Attempt)
-		assert.True(t, rec.Failures[0].At.Equal(rescue.At), "at the time River gives it")
-		assert.Equal(t, retrypolicy.Fatal, rec.Decision.Action)
-		assert.Equal(t, retrypolicy.AttemptsExhausted, rec.Decision.Reason)
+		require.Len(t, recorded, 3, "the rescue is on record with the two failed runs")
+		assert.True(t, recorded[2].Equal(rescue.At.Truncate(time.Millisecond)), "at the time River gives it")
+		decisions := h.decisions(id)
+		require.NotEmpty(t, decisions)
+		last := decisions[len(decisions)-1]
+		assert.Equal(t, retrypolicy.Fatal.String(), last.Decision.Action)
+		assert.Equal(t, retrypolicy.AttemptsExhausted.String(), last.Decision.Reason)
 	})
 }
 
@@ -69,17 +78,18 @@ func TestRescuedRunCountsAsAFailure(t *testing.T) {
 func TestRescueThatGivesUpCancelsBeforeTheNextRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newSQLiteHarness(t, func(cfg *river.Config) { cfg.RescueStuckJobsAfter = 5 * time.Minute })
-		earlier := time.Now().Add(-2 * time.Hour).UTC().Format(time.RFC3339Nano)
+		earlier := time.Now().Add(-2 * time.Hour)
 		meta := `{"retry_strategy":{"strategy":"bounded","max_attempts":2,"window_secs":86400,"backoff":{"kind":"fixed","base_delay_secs":1}},` +
-			`"retrypolicy":{"seen_attempt":1,"failures":[{"attempt":1,"at":"` + earlier + `"}],"last_uptime_secs":0}}`
-		id := strandJob(t, h, testArgs{Case: "rescued, fatal", Outcomes: []outcome{succeed}}, 2, meta)
+			`"retrypolicy":{"seen_attempt":1,"failures":"` + record{failures: []int64{earlier.UnixMilli()}}.encode().Failures + `"}}`
+		id := strandJob(t, h, testArgs{Case: "rescued, fatal", Outcomes: []outcome{succeed}}, 2, meta,
+			rivertype.AttemptError{At: earlier.Add(-time.Second), Attempt: 1, Error: "upstream down"})
 		job := h.waitEnded([]int64{id}, 10*time.Minute)[id]
 
 		assert.Equal(t, rivertype.JobStateCancelled, job.State)
 		assert.Empty(t, h.seen.of(id), "the work never runs again")
 		last := job.Errors[len(job.Errors)-1]
 		assert.Contains(t, last.Error, "riverretry: giving up (attempts_exhausted, 2 failure(s) in the window): Stuck job rescued")
-		assert.Contains(t, h.logs.String(), "the job is cancelled when next fetched")
+		assert.Contains(t, h.policyLog.String(), "the job is cancelled when next fetched")
 	})
 }
 
@@ -110,7 +120,7 @@ func TestFailureBeforeTheMiddlewareIsDecided(t *testing.T) {
 		wait := job.Errors[1].At.Sub(job.Errors[0].At)
 		assert.GreaterOrEqual(t, wait, 3*time.Second-h.precision)
 		assert.Less(t, wait, 3*time.Second+time.Second)
-		_, recorded := recordOf(t, job.Metadata)
+		_, _, recorded := recordOf(t, job.Metadata)
 		assert.False(t, recorded, "no run of the middleware: nothing recorded")
 	})
 }

@@ -42,6 +42,16 @@ func (s *Scanner) TooDeep() bool { return s.tooDeep }
 // Next skips the byte Peek returned, a structural one ('{', '[', ',').
 func (s *Scanner) Next() { s.i++ }
 
+// Rest returns what is left to read, from the next byte after white
+// space, for a reader that reads a value of its own format itself.
+func (s *Scanner) Rest() []byte {
+	s.ws()
+	return s.b[s.i:]
+}
+
+// Advance skips n bytes of Rest.
+func (s *Scanner) Advance(n int) { s.i += n }
+
 // Fail records a syntax error, for a reader that met one in what it read.
 func (s *Scanner) Fail() { s.bad = true }
 
@@ -221,6 +231,83 @@ func (s *Scanner) Value(depth int) []byte {
 			s.Consume(close)
 			break
 		}
+	default:
+		s.scalar()
+	}
+	if s.bad {
+		return nil
+	}
+	return s.b[start:s.i]
+}
+
+// Skip skips the value that starts here, nested to any depth, and returns
+// its text, or nil after a syntax error. Scalars are checked; objects and
+// arrays are only read to their matching bracket, outside strings, so that
+// {"a" "b"] passes: Skip is for documents whose syntax something else
+// vouches for, such as a job's metadata that the database keeps as JSON.
+func (s *Scanner) Skip() []byte {
+	start := s.peekStart()
+	switch s.Peek() {
+	case '"':
+		s.Str()
+	case '{', '[':
+		s.i = containerEnd(s.b, s.i)
+		s.bad = s.i < 0
+	default:
+		s.scalar()
+	}
+	if s.bad {
+		s.i = max(s.i, 0)
+		return nil
+	}
+	return s.b[start:s.i]
+}
+
+// containerEnd returns the index just past the object or array that
+// starts at b[i], or -1 when b ends first.
+func containerEnd(b []byte, i int) int {
+	depth := 0
+	for ; i < len(b); i++ {
+		switch b[i] {
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth--; depth == 0 {
+				return i + 1
+			}
+		case '"':
+			if i = stringEnd(b, i+1); i < 0 {
+				return -1
+			}
+		}
+	}
+	return -1
+}
+
+// stringEnd returns the index of the quote that closes the string whose
+// contents start at b[i], or -1: the first quote not escaped, that is not
+// after an odd run of backslashes.
+func stringEnd(b []byte, i int) int {
+	for {
+		q := bytes.IndexByte(b[i:], '"')
+		if q < 0 {
+			return -1
+		}
+		end := i + q
+		slashes := 0
+		for j := end - 1; j >= i && b[j] == '\\'; j-- {
+			slashes++
+		}
+		if slashes%2 == 0 {
+			return end
+		}
+		i = end + 1
+	}
+}
+
+// scalar reads a number or a literal.
+func (s *Scanner) scalar() {
+	switch s.Peek() {
 	case 't':
 		s.Literal("true")
 	case 'f':
@@ -230,10 +317,6 @@ func (s *Scanner) Value(depth int) []byte {
 	default:
 		s.Number()
 	}
-	if s.bad {
-		return nil
-	}
-	return s.b[start:s.i]
 }
 
 // peekStart returns where the next value starts.

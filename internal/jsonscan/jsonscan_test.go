@@ -108,3 +108,25 @@ func TestScannerAcceptsWhatEncodingJSONAccepts(t *testing.T) {
 		assert.Equal(t, json.Valid(doc), scanned, "%q", doc)
 	})
 }
+
+// TestSkipAnyDepth: Skip passes over a value nested far deeper than
+// MaxDepth, and over every kind of scalar, brackets and escaped quotes
+// inside strings included, stopping right after it.
+func TestSkipAnyDepth(t *testing.T) {
+	deep := strings.Repeat(`{"k":[`, 500) + `"x\"]}"` + strings.Repeat(`]}`, 500)
+	for _, v := range []string{deep, `"s"`, `12.5e3`, `true`, `null`, `{}`, `[]`, `{"a":{"b":[1,{"c":null}]}}`, `["]\"", "\\"]`} {
+		var s Scanner
+		s.Reset([]byte(v + ` , "next"`))
+		if got := s.Skip(); s.Bad() || string(got) != v || s.Peek() != ',' {
+			t.Errorf("Skip(%.40s): bad %v, stopped before %q", v, s.Bad(), s.b[s.i:])
+		}
+	}
+	for _, v := range []string{`{"a":`, `[1,2`, `"open`, `tru`, `]`, `,`, `{"a":"}`, `["\"]`} {
+		var s Scanner
+		s.Reset([]byte(v))
+		s.Skip()
+		if !s.Bad() {
+			t.Errorf("Skip(%s) passed a truncated value", v)
+		}
+	}
+}

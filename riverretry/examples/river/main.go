@@ -12,7 +12,7 @@ package main
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
+	"encoding"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +20,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -135,8 +136,12 @@ func runOn[TTx any](ctx context.Context, out io.Writer, driver riverdriver.Drive
 		return fmt.Errorf("migrating: %w", err)
 	}
 
+	// The policy logs each decision at the Debug level; the timelines
+	// take them from there.
+	decided := &decisionLog{lines: map[[2]int64]string{}}
 	policy, err := riverretry.New(riverretry.Config{
-		Kinds: map[string]retrypolicy.Strategy{"email": emailStrategy, "report": reportStrategy},
+		Kinds:  map[string]retrypolicy.Strategy{"email": emailStrategy, "report": reportStrategy},
+		Logger: slog.New(decided),
 	})
 	if err != nil {
 		return err
@@ -207,7 +212,7 @@ func runOn[TTx any](ctx context.Context, out io.Writer, driver riverdriver.Drive
 		case <-time.After(time.Minute):
 			return errors.New("the jobs did not end within a minute")
 		}
-		line, final := describe(ev, start)
+		line, final := describe(ev, start, decided)
 		timelines[ev.Job.ID] = append(timelines[ev.Job.ID], line)
 		if final {
 			ended++
@@ -231,19 +236,9 @@ func runOn[TTx any](ctx context.Context, out io.Writer, driver riverdriver.Drive
 
 // describe words one event of a job's timeline, with times since start,
 // and reports whether the job has ended.
-func describe(ev *river.Event, start time.Time) (string, bool) {
+func describe(ev *river.Event, start time.Time, decided *decisionLog) (string, bool) {
 	job := ev.Job
 	at := func(t time.Time) string { return "+" + t.Sub(start).Round(10*time.Millisecond).String() }
-	var rec struct {
-		Decision *retrypolicy.Decision `json:"decision"`
-		Uptime   float64               `json:"last_uptime_secs"`
-	}
-	var meta struct {
-		Record json.RawMessage `json:"retrypolicy"`
-	}
-	if json.Unmarshal(job.Metadata, &meta) == nil && meta.Record != nil {
-		json.Unmarshal(meta.Record, &rec)
-	}
 	lastError := ""
 	if n := len(job.Errors); n > 0 {
 		lastError = firstLine(job.Errors[n-1].Error)
@@ -260,12 +255,63 @@ func describe(ev *river.Event, start time.Time) (string, bool) {
 		}
 		return fmt.Sprintf("%s  failed: %s\n  -> discarded by River at %s", head, lastError, at(*job.FinalizedAt)), true
 	}
-	line := fmt.Sprintf("%s  ran %.2fs, failed: %s", head, rec.Uptime, lastError)
-	if d := rec.Decision; d != nil {
-		line += fmt.Sprintf("\n  -> %s: owed %v, credited %v, jitter %v; scheduled for %s",
-			d.Action, d.Owed, d.Delay, d.Jitter.Round(time.Millisecond), at(job.ScheduledAt))
+	return fmt.Sprintf("%s  failed: %s\n  -> %s; scheduled for %s", head, lastError, decided.of(job.ID, job.Attempt), at(job.ScheduledAt)), false
+}
+
+// decisionLog is a slog.Handler that keeps the policy's Debug lines
+// "riverretry: decided", by job and attempt: how long the run lasted and
+// the decision's numbers. It drops every other line.
+type decisionLog struct {
+	mu    sync.Mutex
+	lines map[[2]int64]string
+}
+
+func (l *decisionLog) Enabled(context.Context, slog.Level) bool { return true }
+
+func (l *decisionLog) Handle(_ context.Context, r slog.Record) error {
+	if r.Message != "riverretry: decided" {
+		return nil
 	}
-	return line, false
+	var job, attempt int64
+	var text []string
+	r.Attrs(func(a slog.Attr) bool {
+		switch a.Key {
+		case "job_id":
+			job = a.Value.Int64()
+		case "attempt":
+			attempt = a.Value.Int64()
+		case "uptime":
+			text = append(text, fmt.Sprintf("ran %.2fs", a.Value.Duration().Seconds()))
+		case "decision":
+			for _, f := range a.Value.Resolve().Group() {
+				text = append(text, f.Key+"="+valueText(f.Value))
+			}
+		}
+		return true
+	})
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines[[2]int64{job, attempt}] = strings.Join(text, " ")
+	return nil
+}
+
+// valueText is v as a text handler writes it: seconds as decimals.
+func valueText(v slog.Value) string {
+	if m, ok := v.Any().(encoding.TextMarshaler); ok && v.Kind() == slog.KindAny {
+		if b, err := m.MarshalText(); err == nil {
+			return string(b)
+		}
+	}
+	return v.String()
+}
+
+func (l *decisionLog) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *decisionLog) WithGroup(string) slog.Handler      { return l }
+
+func (l *decisionLog) of(job int64, attempt int) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lines[[2]int64{job, int64(attempt)}]
 }
 
 func firstLine(s string) string {

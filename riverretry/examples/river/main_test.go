@@ -41,11 +41,11 @@ func TestExample(t *testing.T) {
 			jobs[name] = block
 		}
 		require.Len(t, jobs, 4, text)
-		assert.Regexp(t, `(?s)attempt 1 .*-> wait: owed 100ms.*attempt 2 .*-> wait: owed 200ms.*attempt 3  completed`, jobs["send-welcome-email"])
+		assert.Regexp(t, `(?s)attempt 1 .*-> ran 0.00s action=wait failures_in_window=1 owed_secs=0.1 .*attempt 2 .*-> ran 0.00s action=wait failures_in_window=2 owed_secs=0.2 .*attempt 3  completed`, jobs["send-welcome-email"])
 		assert.Regexp(t, `(?s)attempt 1 .*panicked|attempt 1 .*nil map write`, jobs["render-report"])
 		assert.Contains(t, jobs["render-report"], "attempt 3  completed")
 		// The second run of 700ms pays for half of the 600ms owed.
-		assert.Contains(t, jobs["rebuild-index"], "owed 600ms, credited 300ms")
+		assert.Contains(t, jobs["rebuild-index"], "ran 0.70s action=wait failures_in_window=2 owed_secs=0.6 credited_secs=0.3")
 		assert.Regexp(t, `(?s)attempt 3  failed: .*riverretry: giving up \(attempts_exhausted, 3 failure\(s\) in the window\).*-> cancelled`, jobs["charge-card"])
 		// Each scheduled time is the failure plus the wait.
 		assert.Len(t, regexp.MustCompile(`scheduled for \+`).FindAllString(text, -1), 8)

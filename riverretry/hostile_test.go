@@ -1,0 +1,293 @@
+package riverretry
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// hostileCase is a job whose metadata was written by hand, by an older
+// version, or by a client whose clock runs ahead. Every run of it fails;
+// its strategy, its own or its kind's (bounded, 3 attempts in an hour),
+// decides how many runs it gets.
+type hostileCase struct {
+	name     string
+	prior    int    // failed attempts River holds, 10 s apart, the last 10 s ago
+	metadata string // with {now±d} placeholders; see plantMetadata
+	wantRuns int
+	wantLog  string        // a line the policy logs once for the job, "" for none
+	wait     time.Duration // if not 0, the wait after the first run
+}
+
+const (
+	repaired = "its failures are read from River's errors instead"
+	invalid  = "the job's strategy is invalid; its kind's strategy applies"
+)
+
+var hostileCases = []hostileCase{
+	// Records on a job that never ran.
+	{"a failure in year 9999, as an older version wrote it", 0, `{"retrypolicy":{"seen_attempt":0,"failures":[{"attempt":0,"at":"9999-12-31T23:59:59Z"}]}}`, 3, repaired, 0},
+	{"a failure in year 9999", 0, `{"retrypolicy":{"seen_attempt":0,"failures":"{9999}"}}`, 3, repaired, 0},
+	{"seen_attempt 1.0", 0, `{"retrypolicy":{"seen_attempt":1.0,"failures":""}}`, 3, repaired, 0},
+	{`seen_attempt "3"`, 0, `{"retrypolicy":{"seen_attempt":"3","failures":""}}`, 3, repaired, 0},
+	{"seen_attempt -1", 0, `{"retrypolicy":{"seen_attempt":-1,"failures":""}}`, 3, repaired, 0},
+	{"seen_attempt 2^40", 0, `{"retrypolicy":{"seen_attempt":1099511627776,"failures":""}}`, 3, repaired, 0},
+	{`failures "x"`, 0, `{"retrypolicy":{"seen_attempt":0,"failures":"x"}}`, 3, repaired, 0},
+	{"an escape among the failures", 0, `{"retrypolicy":{"seen_attempt":0,"failures":"\u0041"}}`, 3, repaired, 0},
+	{`"at": 12`, 0, `{"retrypolicy":{"seen_attempt":0,"failures":[{"attempt":1,"at":12}]}}`, 3, repaired, 0},
+	{"a record that is a string", 0, `{"retrypolicy":"garbage"}`, 3, repaired, 0},
+	{"a record that is an array", 0, `{"retrypolicy":[1,2,3]}`, 3, repaired, 0},
+	{"a null record", 0, `{"retrypolicy":null}`, 3, "", 0},
+	{"a record with keys of a later version", 0, `{"retrypolicy":{"seen_attempt":0,"failures":"","v":3,"later":{"x":[1]}}}`, 3, "", 0},
+	{"100,000 failures in the window", 0, `{"retrypolicy":{"seen_attempt":100000,"failures":"{many}"}}`, 3, repaired, 0},
+	// Records on a job that failed twice already.
+	{"a sound record", 2, `{"retrypolicy":{"seen_attempt":2,"failures":"{now-9s,now-19s}"}}`, 1, "", 0},
+	{"a failure 10 minutes ahead, another client's clock", 2, `{"retrypolicy":{"seen_attempt":2,"failures":"{now+10m,now-19s}"}}`, 1, "", 0},
+	{"the run that failed is the one decided, not one 10 minutes ahead", 1, `{"retrypolicy":{"seen_attempt":1,"failures":"{now+10m}"}}`, 2, "", 1500 * time.Millisecond},
+	{"a failure 30 days ahead", 2, `{"retrypolicy":{"seen_attempt":2,"failures":"{now+720h,now-19s}"}}`, 1, repaired, 0},
+	{"a failure in year 9999 after two real ones", 2, `{"retrypolicy":{"seen_attempt":2,"failures":"{9999,now-19s}"}}`, 1, repaired, 0},
+	{"a failure before the job existed", 2, `{"retrypolicy":{"seen_attempt":2,"failures":"{now-9s,1971}"}}`, 1, repaired, 0},
+	{"one failure five times over", 2, `{"retrypolicy":{"seen_attempt":2,"failures":"{now-9s,now-9s,now-9s,now-9s,now-9s}"}}`, 1, repaired, 0},
+	{"seen beyond the job's attempt", 2, `{"retrypolicy":{"seen_attempt":7,"failures":"{now-9s}"}}`, 1, repaired, 0},
+	{"a token too long", 2, `{"retrypolicy":{"seen_attempt":2,"failures":"______________A"}}`, 1, repaired, 0},
+	{"a record missing River's last failure", 2, `{"retrypolicy":{"seen_attempt":1,"failures":"{now-19s}"}}`, 1, "", 0},
+	{"no record, failures River holds", 2, `{}`, 1, "", 0},
+	// Metadata and strategy shapes.
+	{"a user key nested 17 levels, a strategy of 3 attempts", 0, `{"user":{nest17},"retry_strategy":{"strategy":"bounded","max_attempts":3,"backoff":{"kind":"fixed","base_delay_secs":2}}}`, 3, "", 0},
+	{"a user key nested 300 levels", 0, `{"user":{nest300},"retry_strategy":{"strategy":"bounded","max_attempts":2}}`, 2, "", 0},
+	{"a 100 KB user value of escapes", 0, `{"user":"{escapes}","retry_strategy":{"strategy":"bounded","max_attempts":2}}`, 2, "", 0},
+	{"a null strategy", 0, `{"retry_strategy":null}`, 3, "", 0},
+	{"an invalid strategy", 0, `{"retry_strategy":{"strategy":"bounded","max_attempts":-1}}`, 3, invalid, 0},
+	{"a strategy that is a string", 0, `{"retry_strategy":"bounded"}`, 3, invalid, 0},
+	{"a strategy with an unknown field", 0, `{"retry_strategy":{"strategy":"none","retries":9}}`, 3, invalid, 0},
+	{"a 1 MiB strategy", 0, `{"retry_strategy":{"strategy":"bounded",{spaces}"max_attempts":2}}`, 2, "", 0},
+	{"an escaped key", 0, `{"retry_strat\u0065gy":{"strategy":"none"}}`, 1, "", 0},
+	{"River's keys, the record first", 2, `{"retrypolicy":{"seen_attempt":2,"failures":"{now-9s,now-19s}"},"snoozes":4,"river:log":[{"a":"b"}],"ключ":"значение","retry_strategy":{"strategy":"bounded","max_attempts":4}}`, 2, "", 0},
+}
+
+// plantMetadata fills a case's placeholders: {nestN} a value nested N
+// levels, {escapes} 100 KB of escapes, {spaces} 1 MiB of white space,
+// and, inside a failures string, {t1,t2,…} the tokens of those instants
+// (now±d, 9999, 1971) or {many}, 100,000 failures a second apart.
+func plantMetadata(meta string, now time.Time) string {
+	meta = strings.ReplaceAll(meta, "{nest17}", strings.Repeat(`{"k":`, 16)+"1"+strings.Repeat("}", 16))
+	meta = strings.ReplaceAll(meta, "{nest300}", strings.Repeat(`[{"k":`, 150)+`"]}"`+strings.Repeat("}]", 150))
+	meta = strings.ReplaceAll(meta, "{escapes}", strings.Repeat(`\"\\\u00e9}`, 10000))
+	meta = strings.ReplaceAll(meta, "{spaces}", strings.Repeat(" ", 1<<20))
+	if i := strings.Index(meta, `"failures":"{`) + len(`"failures":`); i >= len(`"failures":`) {
+		j := strings.Index(meta[i:], `}"`) + i
+		var r record
+		for _, at := range strings.Split(meta[i+2:j], ",") {
+			switch {
+			case at == "9999":
+				r.failures = append(r.failures, time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC).UnixMilli())
+			case at == "1971":
+				r.failures = append(r.failures, time.Date(1971, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli())
+			case at == "many":
+				for k := range 100000 {
+					r.failures = append(r.failures, now.Add(-time.Duration(k)*time.Millisecond).UnixMilli())
+				}
+			default:
+				d, err := time.ParseDuration(strings.TrimPrefix(at, "now"))
+				if err != nil {
+					panic(err)
+				}
+				r.failures = append(r.failures, now.Add(d).UnixMilli())
+			}
+		}
+		meta = meta[:i+1] + r.encode().Failures + meta[j+1:]
+	}
+	return meta
+}
+
+// plantJob inserts a job as another program may have left it: attempt
+// prior, River's errors for those attempts, and metadata written directly
+// into the database. It returns the job's id.
+func plantJob(t *testing.T, h *harness[*sqlTx], args river.JobArgs, prior int, metadata string) int64 {
+	t.Helper()
+	ctx := context.Background()
+	res, err := h.client.Insert(ctx, args, &river.InsertOpts{ScheduledAt: time.Now().Add(24 * time.Hour)})
+	require.NoError(t, err)
+	var errs []rivertype.AttemptError
+	for a := 1; a <= prior; a++ {
+		errs = append(errs, rivertype.AttemptError{At: time.Now().Add(-time.Duration(prior-a+1) * 10 * time.Second), Attempt: a, Error: "an earlier failure"})
+	}
+	text, err := json.Marshal(errs)
+	require.NoError(t, err)
+	if errs == nil {
+		text = []byte("[]")
+	}
+	_, err = h.db.ExecContext(ctx, `UPDATE river_job SET metadata = jsonb(?), attempt = ?, errors = jsonb(?), scheduled_at = ? WHERE id = ?`,
+		metadata, prior, string(text), sqliteTime(time.Now()), res.Job.ID)
+	require.NoError(t, err)
+	return res.Job.ID
+}
+
+// TestHostileRecordsOnSQLite: jobs whose metadata no version of the
+// policy would write, or that another client's clock makes odd, each end
+// as their strategy says, with one log line when their record cannot be
+// trusted; a healthy job beside them is retried on time; no River service
+// logs an error, and what the policy keeps stays small.
+func TestHostileRecordsOnSQLite(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newSQLiteHarness(t, nil)
+		now := time.Now()
+		ids := make([]int64, len(hostileCases))
+		for i, c := range hostileCases {
+			ids[i] = plantJob(t, h, kindArgs{testArgs{Case: c.name, Outcomes: []outcome{fail}}}, c.prior, plantMetadata(c.metadata, now))
+		}
+		healthy := strategyCases[2] // bounded, recovers after four failures
+		healthyID := insertCases(t, h.client, []strategyCase{healthy})[0]
+		rows := h.waitEnded(append(ids, healthyID), time.Hour)
+
+		checkCase(t, h, healthy, rows[healthyID], 0)
+		logs := h.policyLog.String()
+		for i, c := range hostileCases {
+			job := rows[ids[i]]
+			assert.Equal(t, rivertype.JobStateCancelled, job.State, c.name)
+			runs := h.seen.of(job.ID)
+			assert.Len(t, runs, c.wantRuns, c.name)
+			if c.wait > 0 && len(runs) > 1 {
+				near(t, h.precision, runs[0].ended.Add(c.wait), runs[1].scheduled, "%s: the retry", c.name)
+			}
+			require.NotEmpty(t, job.Errors, c.name)
+			assert.Contains(t, job.Errors[len(job.Errors)-1].Error, "riverretry: giving up (", c.name)
+			lines := 0
+			for line := range strings.Lines(logs) {
+				if strings.Contains(line, fmt.Sprintf(`"job_id":%d,`, job.ID)) && (strings.Contains(line, repaired) || strings.Contains(line, invalid)) {
+					lines++
+					assert.Contains(t, line, c.wantLog, c.name)
+				}
+			}
+			switch c.wantLog {
+			case "":
+				assert.Zero(t, lines, "%s: no line", c.name)
+			case repaired:
+				assert.Equal(t, 1, lines, "%s: one line", c.name)
+			default: // an invalid strategy is named on each run
+				assert.Equal(t, c.wantRuns, lines, "%s: a line a run", c.name)
+			}
+			seen, failures, ok := recordOf(t, job.Metadata)
+			require.True(t, ok, c.name)
+			assert.Equal(t, job.Attempt, seen, c.name)
+			assert.LessOrEqual(t, len(failures), 4, "%s: the record keeps what deciding needs", c.name)
+			for _, at := range failures {
+				assert.False(t, at.After(time.Now()), "%s: no failure after now", c.name)
+			}
+		}
+		assert.NotContains(t, h.logs.String(), "level=ERROR", "no River service logs an error")
+		assert.LessOrEqual(t, h.policy.cache.bytes, maxCachedBytes)
+		assert.LessOrEqual(t, len(h.policy.cache.entries), 8, "the cache holds only valid strategies of at most 4 KiB")
+	})
+}
+
+// TestSnoozeThenRescueCounts: a snooze gives the attempt back; when that
+// attempt's next run is rescued after its client died, the rescue is a
+// failure like any other, and the strategy ends the job at its second
+// failure.
+func TestSnoozeThenRescueCounts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newSQLiteHarness(t, func(cfg *river.Config) {
+			cfg.JobTimeout = time.Minute
+			cfg.RescueStuckJobsAfter = 2 * time.Minute
+			cfg.FetchPollInterval = time.Second
+		})
+		meta := []byte(`{"retry_strategy":{"strategy":"bounded","max_attempts":2,"backoff":{"kind":"fixed","base_delay_secs":1}}}`)
+		res, err := h.client.Insert(context.Background(), testArgs{Case: "snooze, then rescue", Outcomes: []outcome{fail, snooze, hang, succeed}}, &river.InsertOpts{Metadata: meta})
+		require.NoError(t, err)
+		job := h.waitEnded([]int64{res.Job.ID}, hangFor)[res.Job.ID]
+		assert.Equal(t, rivertype.JobStateCancelled, job.State)
+		runs := h.seen.of(job.ID)
+		require.Len(t, runs, 3, "a failure, a snooze, a run rescued: never a fourth")
+		assert.Equal(t, []int{1, 2, 2}, []int{runs[0].attempt, runs[1].attempt, runs[2].attempt}, "the snooze gave attempt 2 back")
+		assert.Contains(t, job.Errors[len(job.Errors)-1].Error, "riverretry: giving up (attempts_exhausted, 2 failure(s) in the window)")
+		time.Sleep(hangFor) // the hung run returns, to a job no longer running
+	})
+}
+
+// TestErrorVocabulary: a River worker speaks the library's own error
+// vocabulary: Permanent ends the job as a fatal decision does, and
+// RetryAfter waits at least what it asks, at most the strategy's cap.
+func TestErrorVocabulary(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newSQLiteHarness(t, nil)
+		ctx := context.Background()
+		insert := func(args testArgs, strategy string) int64 {
+			res, err := h.client.Insert(ctx, args, &river.InsertOpts{Metadata: []byte(`{"retry_strategy":` + strategy + `}`)})
+			require.NoError(t, err)
+			return res.Job.ID
+		}
+		const fixed = `{"strategy":"unless_stopped","backoff":{"kind":"fixed","base_delay_secs":1}}`
+		const capped = `{"strategy":"unless_stopped","backoff":{"kind":"exponential","base_delay_secs":1,"max_delay_secs":60}}`
+		perm := insert(testArgs{Case: "permanent", Outcomes: []outcome{fail, permanent}}, fixed)
+		after := insert(testArgs{Case: "retry after 90 s", Outcomes: []outcome{retryAfter, succeed}, After: 90 * time.Second}, fixed)
+		capAt := insert(testArgs{Case: "retry after 2 h, capped", Outcomes: []outcome{retryAfter, succeed}, After: 2 * time.Hour}, capped)
+		short := insert(testArgs{Case: "retry after less than the delay", Outcomes: []outcome{retryAfter, succeed}, After: time.Millisecond}, fixed)
+		rows := h.waitEnded([]int64{perm, after, capAt, short}, 3*time.Hour)
+
+		job := rows[perm]
+		assert.Equal(t, rivertype.JobStateCancelled, job.State)
+		assert.Len(t, h.seen.of(perm), 2)
+		assert.Contains(t, job.Errors[len(job.Errors)-1].Error, "riverretry: giving up (not_retryable, 2 failure(s) in the window): permanent: attempt 2: 404 not found")
+		assert.Len(t, h.errs.seenErrors(perm), 2, "the chained handler saw both errors")
+
+		for id, wait := range map[int64]time.Duration{after: 90 * time.Second, capAt: time.Minute, short: time.Second} {
+			assert.Equal(t, rivertype.JobStateCompleted, rows[id].State)
+			runs := h.seen.of(id)
+			require.Len(t, runs, 2)
+			near(t, h.precision, runs[0].ended.Add(wait), runs[1].scheduled, "job %d waits %v", id, wait)
+		}
+	})
+}
+
+// TestCacheIsBounded: 100,000 distinct strategies keep the cache within
+// its bounds, a working set of 1,000 among them keeps hitting, and a
+// rejected strategy is never kept.
+func TestCacheIsBounded(t *testing.T) {
+	var c strategyCache
+	strategy := func(i int) []byte {
+		return fmt.Appendf(nil, `{"strategy":"bounded","max_attempts":%d}`, i+1)
+	}
+	for i := range 100000 {
+		_, err := c.get(strategy(i), "k")
+		require.NoError(t, err)
+		if i%1000 == 0 {
+			_, err := c.get(fmt.Appendf(nil, `{"strategy":"bounded","max_attempts":%d,"x":1}`, i), "k")
+			require.Error(t, err)
+		}
+	}
+	assert.LessOrEqual(t, len(c.entries), maxCachedEntries)
+	assert.LessOrEqual(t, c.bytes, maxCachedBytes)
+	for key := range c.entries {
+		assert.NotContains(t, key, `"x"`, "a rejected strategy is cached")
+	}
+
+	// A working set of 1,000 hits once warm, however many others pass by.
+	working := func(i int) []byte { return strategy(200000 + i) }
+	for i := range 1000 {
+		_, err := c.get(working(i), "k")
+		require.NoError(t, err)
+	}
+	for round := range 5 {
+		for i := range 1000 {
+			_, err := c.get(strategy(300000+round*1000+i%50), "k") // others, now and then
+			require.NoError(t, err)
+			e, ok := c.entries[string(working(i))]
+			require.True(t, ok, "round %d: working strategy %d was evicted", round, i)
+			_, err = c.get(working(i), "k")
+			require.NoError(t, err)
+			assert.Same(t, e.policy, c.entries[string(working(i))].policy)
+		}
+	}
+	assert.Less(t, math.Abs(float64(c.bytes-len(c.entries)*policyBytes)), float64(len(c.entries)*64), "bytes counts each entry")
+}
