@@ -1,6 +1,7 @@
 package retrypolicy
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"math"
@@ -72,33 +73,20 @@ func RetryAfter(err error, d time.Duration) error {
 	return &retryAfterError{err, max(d, 0)}
 }
 
-// IsPermanent reports whether err, or an error in its chain, was marked by
-// Permanent: a queue adapter that runs the library's policy for its own
-// workers ends such a job as Retry does, without another attempt.
+// IsPermanent reports whether Permanent marked err or an error it wraps.
 func IsPermanent(err error) bool {
 	var pe *permanentError
 	return errors.As(err, &pe)
 }
 
-// RetryAfterWait returns the wait that RetryAfter marked err, or an error
-// in its chain, with, capped as Retry caps it without WithRetryAfterCap:
-// at the strategy's MaxDelay, or one hour when it has none. It reports
-// false when err carries no such mark.
+// RetryAfterWait returns the wait RetryAfter marked err or an error it wraps
+// with, capped as Retry caps it by default (MaxDelay, or an hour), if any.
 func RetryAfterWait(err error, s Strategy) (time.Duration, bool) {
 	var ra *retryAfterError
 	if !errors.As(err, &ra) {
 		return 0, false
 	}
-	return min(ra.wait, defaultRetryAfterCap(&s)), true
-}
-
-// defaultRetryAfterCap is the most a Retry-After may ask for without
-// WithRetryAfterCap.
-func defaultRetryAfterCap(s *Strategy) time.Duration {
-	if s.Backoff.MaxDelay > 0 {
-		return s.Backoff.MaxDelay
-	}
-	return time.Hour
+	return min(ra.wait, (&retryConfig{}).retryAfterCap(&s)), true
 }
 
 // httpDates are the three forms of an HTTP-date (RFC 9110, 5.6.7).
@@ -317,7 +305,7 @@ func (c *retryConfig) retryAfterCap(s *Strategy) time.Duration {
 	if c.afterCap > 0 {
 		return c.afterCap
 	}
-	return defaultRetryAfterCap(s)
+	return cmp.Or(max(s.Backoff.MaxDelay, 0), time.Hour)
 }
 
 // unwrapMarks returns err without the Permanent or RetryAfter mark around

@@ -474,3 +474,34 @@ func TestRetryOverHTTPWithADate(t *testing.T) {
 		assert.Equal(t, 1, gu.Failures)
 	})
 }
+
+// TestMarksReadThroughWrapping: IsPermanent and RetryAfterWait find their
+// mark anywhere in an error's chain, and RetryAfterWait caps the wait as
+// Retry does without WithRetryAfterCap: at MaxDelay, or an hour.
+func TestMarksReadThroughWrapping(t *testing.T) {
+	base := errors.New("404")
+	assert.True(t, IsPermanent(fmt.Errorf("fetching: %w", Permanent(base))))
+	assert.False(t, IsPermanent(base))
+	assert.False(t, IsPermanent(nil))
+	assert.False(t, IsPermanent(RetryAfter(base, time.Second)))
+
+	capped := Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: Exponential, BaseDelay: time.Second, Multiplier: 2, MaxDelay: time.Minute}}
+	uncapped := Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: Fixed, BaseDelay: time.Second}}
+	for _, tc := range []struct {
+		err  error
+		s    Strategy
+		want time.Duration
+		ok   bool
+	}{
+		{fmt.Errorf("calling: %w", RetryAfter(base, 90*time.Second)), uncapped, 90 * time.Second, true},
+		{RetryAfter(base, 3*time.Hour), uncapped, time.Hour, true},
+		{RetryAfter(base, 3*time.Hour), capped, time.Minute, true},
+		{RetryAfter(base, -time.Second), capped, 0, true},
+		{base, capped, 0, false},
+		{nil, capped, 0, false},
+	} {
+		got, ok := RetryAfterWait(tc.err, tc.s)
+		assert.Equal(t, tc.ok, ok, "%v", tc.err)
+		assert.Equal(t, tc.want, got, "%v", tc.err)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -33,6 +34,29 @@ const (
 	clientEnv   = "RIVERRETRY_TEST_CLIENT"
 	clientDBEnv = "RIVERRETRY_TEST_CLIENT_DATABASE_URL"
 )
+
+// skewedClient is the client whose clock runs clockAhead ahead, the
+// policy's and River's. It takes no part in leader election: as the
+// leader, River's rescuer would take every other client's running job for
+// stuck.
+const (
+	skewedClient = "3"
+	clockAhead   = 10 * time.Minute
+)
+
+// skewOf is how far a client's clock runs ahead.
+func skewOf(client string) time.Duration {
+	if client == skewedClient {
+		return clockAhead
+	}
+	return 0
+}
+
+// aheadClock is River's clock on the skewed client.
+type aheadClock struct{}
+
+func (aheadClock) Now() time.Time       { return time.Now().Add(clockAhead) }
+func (aheadClock) NowOrNil() *time.Time { t := time.Now().Add(clockAhead); return &t }
 
 func TestMain(m *testing.M) {
 	if id := os.Getenv(clientEnv); id != "" {
@@ -73,6 +97,16 @@ var sharedKinds = map[string]retrypolicy.Strategy{
 		Backoff: retrypolicy.Backoff{Kind: retrypolicy.Exponential, BaseDelay: 20 * time.Millisecond, Multiplier: 2, MaxDelay: 200 * time.Millisecond}},
 	"shared-jitter": {Kind: retrypolicy.Bounded, MaxAttempts: 6, Window: time.Minute,
 		Backoff: retrypolicy.Backoff{Kind: retrypolicy.ExponentialWithJitter, BaseDelay: 10 * time.Millisecond, Multiplier: 3, MaxDelay: 300 * time.Millisecond}},
+}
+
+// sharedHostile are the metadata of the shared test's hostile jobs, with
+// the placeholders of plantMetadata.
+var sharedHostile = []string{
+	`{"retrypolicy":{"seen_attempt":0,"failures":[{"attempt":0,"at":"9999-12-31T23:59:59Z"}]}}`,
+	`{"retrypolicy":{"seen_attempt":0,"failures":"{9999}"}}`,
+	`{"retrypolicy":{"seen_attempt":"3","failures":"x"}}`,
+	`{"retrypolicy":{"seen_attempt":100000,"failures":"{many}"}}`,
+	`{"retrypolicy":null,"user":{nest300}}`,
 }
 
 // sharedOwn is the strategy a tenth of the jobs carry in their metadata.
@@ -135,7 +169,11 @@ func runClient(id, databaseURL string) error {
 	defer pool.Close()
 	// The policy logs its decisions to stdout, for the test to check;
 	// River logs its errors to stderr.
-	policy, err := New(Config{Kinds: sharedKinds, Logger: slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	policyConfig := Config{Kinds: sharedKinds, Logger: slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	if id == skewedClient {
+		policyConfig.Now = aheadClock{}.Now
+	}
+	policy, err := New(policyConfig)
 	if err != nil {
 		return err
 	}
@@ -152,6 +190,10 @@ func runClient(id, databaseURL string) error {
 		JobTimeout:           2 * time.Second,
 		RescueStuckJobsAfter: 3 * time.Second,
 		Logger:               slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
+	}
+	if id == skewedClient {
+		config.Test.Time = aheadClock{}
+		config.LeaderElectionDisabled = true
 	}
 	if err := policy.Install(config); err != nil {
 		return err
@@ -182,10 +224,12 @@ type sharedRun struct {
 
 // TestManyClientsOnPostgres: three River clients, each a process with its
 // own connection pool, share one database and 1,000 jobs under mixed
-// strategies that fail several times. One client is killed in the middle
-// of a run. No job is lost or runs twice at once; every retry is scheduled
-// when the library says, the rescued runs included; every job ends as its
-// strategy says.
+// strategies that fail several times, and a few whose records are
+// hostile. One client's clock runs 10 minutes ahead; another is killed in
+// the middle of a run. No job is lost or runs twice at once; every
+// decision is the library's on the failures as recorded, every retry is
+// scheduled when it says, the rescued runs included; every job ends as
+// its strategy says.
 func TestManyClientsOnPostgres(t *testing.T) {
 	databaseURL := postgresDatabase(t)
 	ctx := context.Background()
@@ -228,6 +272,12 @@ func TestManyClientsOnPostgres(t *testing.T) {
 		if i%10 == 9 {
 			params[i].InsertOpts = &river.InsertOpts{Metadata: []byte(`{"` + MetadataStrategy + `":` + sharedOwn + `}`)}
 		}
+	}
+	// A few jobs that fail until their strategy gives up, with records no
+	// version of the policy writes.
+	for _, meta := range sharedHostile {
+		params = append(params, river.InsertManyParams{Args: boundedJob{sharedArgs{Fail: 99, RunMS: 5}},
+			InsertOpts: &river.InsertOpts{Metadata: []byte(plantMetadata(meta, time.Now()))}})
 	}
 	_, err = inserter.InsertMany(ctx, params)
 	require.NoError(t, err)
@@ -324,7 +374,7 @@ func TestManyClientsOnPostgres(t *testing.T) {
 		finals[id] = f
 	}
 	require.NoError(t, rows.Err())
-	require.Len(t, finals, jobs, "no job is lost")
+	require.Len(t, finals, jobs+len(sharedHostile), "no job is lost")
 
 	runRows, err := pool.Query(ctx, `SELECT job_id, attempt, client, scheduled_at, started_at, ended_at, outcome, metadata FROM rr_runs ORDER BY started_at`)
 	require.NoError(t, err)
@@ -359,6 +409,26 @@ func TestManyClientsOnPostgres(t *testing.T) {
 		}
 	}
 	t.Logf("%d jobs, %d runs, %d rescued; ended: %v", len(finals), total, rescued, states)
+
+	// The skewed client decided on failures with its clock ahead, and the
+	// hostile records were each repaired once.
+	ahead, repairs := 0, 0
+	for client, out := range decisionLogs {
+		for line := range strings.Lines(out) {
+			var l logged
+			require.NoError(t, json.Unmarshal([]byte(line), &l))
+			if l.Msg == "riverretry: decided" && l.FailedAt.After(time.Now().Add(clockAhead/2)) {
+				assert.Equal(t, skewedClient, client, "only the skewed client's clock is ahead")
+				ahead++
+			}
+			if strings.Contains(line, repaired) {
+				repairs++
+			}
+		}
+	}
+	t.Logf("%d decisions by the client 10 minutes ahead; %d records repaired", ahead, repairs)
+	assert.Positive(t, ahead, "the skewed client decided")
+	assert.GreaterOrEqual(t, repairs, len(sharedHostile)-1, "every hostile record but the null one was repaired")
 	// A killed client may also leave runs it fetched but had not started,
 	// or had ended but not yet reported: those are rescued too.
 	assert.GreaterOrEqual(t, rescued, stranded, "every unfinished run was rescued")
@@ -418,6 +488,7 @@ func checkSharedJob(t *testing.T, id int64, kind string, args sharedArgs, state 
 	}
 
 	var failures []time.Time
+	skewed := false // a failure was recorded by the skewed client
 	for i, run := range runs {
 		_, rescued := rescueAt[run.attempt]
 		if i > 0 && !run.started.IsZero() {
@@ -438,7 +509,13 @@ func checkSharedJob(t *testing.T, id int64, kind string, args sharedArgs, state 
 			// The rescuer's clock and the policy's read a little apart.
 			assert.InDelta(t, 0, float64(got.FailedAt.Sub(rescueAt[run.attempt])), float64(time.Second), "job %d: the rescue fails when River rescues it", id)
 			wasRescued = true
+			for k, at := range failures {
+				if at.After(got.FailedAt) {
+					failures[k] = got.FailedAt
+				}
+			}
 			failures = append(failures, got.FailedAt)
+			skewed = skewed || got.client == skewedClient
 			var err error
 			d, err = retrypolicy.Decide(strategy, failures, 0, seed, got.FailedAt)
 			require.NoError(t, err)
@@ -462,9 +539,17 @@ func checkSharedJob(t *testing.T, id int64, kind string, args sharedArgs, state 
 			// The worker writes its end, then returns: the middleware's
 			// clock reads after that write, which a loaded machine may take
 			// a while to make.
-			after := newest.Sub(*run.ended)
+			after := newest.Sub(run.ended.Add(skewOf(run.client)))
 			assert.True(t, after >= -time.Millisecond && after < 5*time.Second, "job %d: attempt %d failed %v after its worker ended", id, run.attempt, after)
+			// A failure recorded ahead of the deciding client's clock
+			// counts as at its read, before the run that failed.
+			for k, at := range failures {
+				if at.After(newest) {
+					failures[k] = newest
+				}
+			}
 			failures = append(failures, newest)
+			skewed = skewed || run.client == skewedClient
 			var err error
 			d, err = retrypolicy.Decide(strategy, failures, got.Uptime, seed, newest)
 			require.NoError(t, err)
@@ -485,20 +570,25 @@ func checkSharedJob(t *testing.T, id int64, kind string, args sharedArgs, state 
 		case d.Action == retrypolicy.Wait:
 			// Scheduled when due, or, on a loaded machine where the due
 			// time passed before River asked NextRetry, at once.
+			// A client whose clock runs ahead runs a job that early.
+			started := next.started.Add(skewOf(next.client))
 			if next.scheduled.Sub(d.Due) >= time.Microsecond {
-				assert.False(t, next.started.Before(next.scheduled), "job %d: attempt %d", id, next.attempt)
+				assert.False(t, started.Before(next.scheduled), "job %d: attempt %d", id, next.attempt)
 			} else {
 				near(t, time.Microsecond, d.Due, next.scheduled, "job %d: attempt %d scheduled when due", id, next.attempt)
 			}
-			assert.False(t, next.started.Before(d.Due.Add(-time.Microsecond)), "job %d: attempt %d started before it was due", id, next.attempt)
+			assert.False(t, started.Before(d.Due.Add(-time.Microsecond)), "job %d: attempt %d started before it was due", id, next.attempt)
 		default:
 			assert.False(t, next.scheduled.Before(d.Due.Add(-time.Microsecond)), "job %d: retried at once, not before", id)
 		}
 	}
-	// The end, as the rules give it when no run was rescued: a bounded
-	// strategy whose failures all fall in its window gives up at
-	// max_attempts; unless_stopped never does.
-	if !wasRescued {
+	// The end, as the rules give it when no run was rescued and every
+	// failure was recorded by one clock: a bounded strategy whose failures
+	// all fall in its window gives up at max_attempts; unless_stopped
+	// never does. (Failures recorded by clocks 10 minutes apart may fall
+	// out of a minute's window; the decisions above were checked on the
+	// instants as recorded.)
+	if !wasRescued && !skewed {
 		want := rivertype.JobStateCompleted
 		if strategy.Kind == retrypolicy.Bounded && args.Fail >= strategy.MaxAttempts {
 			want = rivertype.JobStateCancelled

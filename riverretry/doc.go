@@ -35,21 +35,23 @@
 //		Metadata: []byte(`{"retry_strategy": {"strategy": "bounded", "max_attempts": 5}}`),
 //	})
 //
-// An insert of a job whose strategy is invalid fails with a *StrategyError
-// naming the fields; nothing of the batch is inserted. A job that holds an
-// invalid strategy anyway (written to the database by other means) gets
-// River's default schedule and a log line on each failure.
+// An insert of a job whose metadata is not a JSON object, or whose
+// strategy is invalid, fails with an error naming the kind (for a strategy,
+// a *StrategyError naming the fields); nothing of the batch is inserted.
+// Other keys may hold any JSON. A job that holds an invalid strategy anyway
+// (written to the database by other means) runs under its kind's strategy,
+// with a log line on each read; never under River's default schedule.
 //
 // # What a failure is
 //
 // The middleware times each run with the policy's clock. A run that
-// returns an error or panics is a failure at the moment it ended, and its
-// uptime is how long it ran; a river.JobCancel, a river.JobSnooze, a remote
-// cancel, or an interruption by a stopping client is not a failure. The
-// decision is retrypolicy's, with the job's failures in the window, that
-// uptime, and the jitter seed SeedFromString of the job's decimal id; it is
-// made once per failure, by the middleware, and the error handler and
-// NextRetry both act on it:
+// returns an error or panics is a failure at the moment it ended, to the
+// millisecond, and its uptime is how long it ran; a river.JobCancel, a
+// river.JobSnooze, a remote cancel, or an interruption by a stopping client
+// is not a failure. The decision is retrypolicy's, with the job's failures
+// in the window, that uptime, and the jitter seed SeedFromString of the
+// job's decimal id; it is made once per failure, by the middleware, and the
+// error handler and NextRetry both act on it:
 //
 //   - wait: the job is retried at the decision's Due;
 //   - retry now: it is retried at once;
@@ -59,16 +61,39 @@
 //     Config.ErrorHandler itself. After a panic, the error handler cancels
 //     the job.
 //
+// A worker speaks the library's own vocabulary beside River's: an error
+// marked retrypolicy.Permanent ends the job as a fatal decision does (the
+// reason not_retryable), and one marked retrypolicy.RetryAfter waits at
+// least what it asks and at most the strategy's cap, as in
+// retrypolicy.Retry. river.JobCancel and river.JobSnooze keep their own
+// meaning. Each decision is logged at the Debug level, with the job, the
+// attempt, the failure's instant and the run's uptime.
+//
+// # The record
+//
 // River's AttemptError.At is when a run started, and the failure being
 // handled is not yet in the job's Errors when River asks NextRetry. So the
-// middleware keeps its own record in the job's metadata under MetadataKey:
-// the failures that can still count (the window of the newest), each with
-// its attempt and instant, the last attempt it saw end, the last run's
-// uptime and the decision, for instance:
+// middleware keeps a record of its own in the job's metadata under
+// MetadataKey, only what deciding needs: the last attempt it saw end, and
+// the failures that can still count (those in the window of the newest,
+// for a bounded strategy at most its MaxAttempts), newest first, in a
+// compact text of about 4 bytes a failure:
 //
-//	{"retrypolicy": {"seen_attempt": 3,
-//	  "failures": [{"attempt": 2, "at": "2026-11-02T15:00:01.2Z"}, {"attempt": 3, "at": "2026-11-02T15:00:04.7Z"}],
-//	  "last_uptime_secs": 0.5, "decision": {"action": "wait", …}}}
+//	{"retrypolicy": {"seen_attempt": 3, "failures": "8-zssum0BstD8gD"}}
+//
+// holds three failures: at 15:00:04.7, 15:00:01.2 and 14:59:58.1 UTC on
+// 2 November 2026.
+//
+// Every read checks the record against what River keeps and the clock: a
+// record of the wrong shape, an attempt seen beyond the job's, more
+// failures than the job has had attempts or River has errors, a failure
+// more than MaxClockSkew after the reading client's clock or the start of
+// the job's current attempt, or before the job was created. Such a record
+// is not trusted: the failures are read from River's errors instead (at the
+// times River gives, when the runs started), with one log line naming the
+// job and what was wrong, and the record is written anew at the next
+// failure. A failure up to MaxClockSkew ahead counts as now, so that the
+// run that just failed is always the one decided.
 //
 // A failure River holds that no run of the middleware saw end counts too,
 // at the time River gives it: a run whose client died is rescued by
@@ -76,14 +101,18 @@
 // rescue and asks NextRetry (the decision is then made there, with no
 // uptime credit, as how long the run lasted is unknown); a job of a kind
 // no worker handles fails before the middleware runs and is decided on by
-// the error handler, its uptime measured from River's AttemptedAt. River's rescuer cannot cancel a job:
-// when the strategy gives up on a rescued run, the job is made available at
-// once and the middleware cancels it before it runs again.
+// the error handler, its uptime measured from River's AttemptedAt. River's
+// rescuer cannot cancel a job: when the strategy gives up on a rescued run,
+// the job is made available at once and the middleware cancels it before
+// it runs again.
 //
 // # Clocks
 //
 // Due is computed from the failure instant of the policy's clock, and
 // River compares it with its own clock and the database's. Across
-// machines, keep clocks synchronized: a job is never fetched before its
-// scheduled time by the database's clock.
+// machines, keep clocks within MaxClockSkew of each other: a client whose
+// clock runs ahead schedules its retries late by as much, and one further
+// ahead than MaxClockSkew writes records the others do not trust. NextRetry
+// never returns a time past the year 9000, which every database River
+// supports reads back.
 package riverretry

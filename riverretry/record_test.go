@@ -89,6 +89,14 @@ func TestTokens(t *testing.T) {
 			t.Errorf("token %q read whole", bad)
 		}
 	}
+	// The record the package documentation shows.
+	doc, _, ok := decodeFailures([]byte("8-zssum0BstD8gD"), nil, 10)
+	require.True(t, ok)
+	var times []string
+	for _, ms := range doc {
+		times = append(times, time.UnixMilli(ms).UTC().Format(time.RFC3339Nano))
+	}
+	assert.Equal(t, []string{"2026-11-02T15:00:04.7Z", "2026-11-02T15:00:01.2Z", "2026-11-02T14:59:58.1Z"}, times)
 	if _, _, ok := decodeFailures([]byte("AAg"), nil, 10); ok {
 		t.Error("a list cut short is read")
 	}
