@@ -43,12 +43,12 @@ func (k BackoffKind) exponential() bool {
 // Backoff says how long a failed job waits before it is retried. Multiplier
 // and MaxDelay belong to the exponential kinds and are zero for Fixed.
 type Backoff struct {
-	// Kind is how the delay grows. Required.
+	// Kind is how the delay grows; required in a Backoff that is not zero.
 	Kind BackoffKind
-	// BaseDelay is the first delay, and every delay for Fixed.
+	// BaseDelay is the first delay, and every delay for Fixed; zero is 1 s.
 	BaseDelay time.Duration
 	// Multiplier multiplies each delay for the exponential kinds: greater
-	// than 0 and finite.
+	// than 0 and finite; zero is 2.
 	Multiplier float64
 	// MaxDelay caps the delay for the exponential kinds, at least
 	// BaseDelay; zero means no cap (delays still saturate at 100 years).

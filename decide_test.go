@@ -66,11 +66,11 @@ func TestDecideRejectsBadInput(t *testing.T) {
 	_, err := Decide(Default(), nil, 0, 0, t0)
 	assert.ErrorIs(t, err, errNoFailures)
 
-	_, err = Decide(Strategy{}, failuresAt(0), 0, 0, t0)
+	_, err = Decide(Strategy{Kind: 9}, failuresAt(0), 0, 0, t0)
 	assert.ErrorIs(t, err, ErrInvalid)
 	var ve *ValidationError
 	require.ErrorAs(t, err, &ve)
-	assert.Equal(t, "strategy", ve.Errors[0].Field)
+	assert.Equal(t, "Kind", ve.Errors[0].Field)
 }
 
 func TestDecideJitterIsStable(t *testing.T) {

@@ -76,6 +76,7 @@ func (s *Strategy) UnmarshalJSON(data []byte) error {
 // s. A strategy the descriptor cannot express (invalid, or delays that are
 // not whole seconds) is not encoded: the error names the field.
 func (s Strategy) MarshalJSON() ([]byte, error) {
+	s = s.effective()
 	p := problems{nm: &jsonNaming}
 	g := givenOf(&s)
 	check(&s, &g, &p)

@@ -30,8 +30,10 @@ func compilePolicy(s Strategy, t *tables) (Policy, error) {
 	if err := s.Validate(); err != nil {
 		return Policy{}, err
 	}
+	s = s.effective()
 	return Policy{s: s, window: s.window(), d: compileDelays(&s.Backoff, t)}, nil
 }
 
-// Strategy returns the strategy p was compiled from.
+// Strategy returns the strategy p was compiled from, its zero fields
+// filled with their defaults.
 func (p *Policy) Strategy() Strategy { return p.s }

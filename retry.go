@@ -86,6 +86,7 @@ func RetryAfterWait(err error, s Strategy) (time.Duration, bool) {
 	if !errors.As(err, &ra) {
 		return 0, false
 	}
+	s = s.effective()
 	return min(ra.wait, (&retryConfig{}).retryAfterCap(&s)), true
 }
 
@@ -208,6 +209,7 @@ func Retry[T any](ctx context.Context, s Strategy, op func(context.Context) (T, 
 	if err := s.Validate(); err != nil {
 		return zero, err
 	}
+	s = s.effective()
 	var cfg retryConfig
 	for _, opt := range opts {
 		cfg = opt(cfg) // by value, so that cfg stays on the stack

@@ -80,7 +80,7 @@ func TestRetrySucceedsAtOnce(t *testing.T) {
 
 func TestRetryRefusesAnInvalidStrategyBeforeCallingOp(t *testing.T) {
 	calls := 0
-	_, err := Retry(context.Background(), Strategy{}, func(context.Context) (int, error) { calls++; return 0, nil })
+	_, err := Retry(context.Background(), Strategy{Kind: 9}, func(context.Context) (int, error) { calls++; return 0, nil })
 	assert.ErrorIs(t, err, ErrInvalid)
 	assert.Equal(t, 0, calls)
 }

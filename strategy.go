@@ -29,25 +29,24 @@ func (k *StrategyKind) UnmarshalText(text []byte) error {
 }
 
 // Strategy is a retry strategy: what to do with a job that failed with an
-// error a retry may fix.
-//
-// It is a plain comparable value; fields the Kind does not use must be zero,
-// and the zero Strategy is invalid: [Default] is the strategy of a job that
-// names none. Delays built in Go are whole milliseconds of at least 1 ms;
-// the descriptor (JSON and flags) counts whole seconds, so only strategies
-// in whole seconds encode. Windows are whole seconds. [Strategy.Validate]
-// checks all of it.
+// error a retry may fix. It is a plain comparable value. A zero field means
+// its default, as an omitted descriptor field does: the zero Strategy is
+// [Default]; a zero Window is an hour, a zero Backoff the default one, and
+// within a Backoff a zero BaseDelay is 1 s, Multiplier 2, MaxDelay no cap.
+// Fields the Kind does not use must be zero. Delays are whole milliseconds
+// of at least 1 ms; only strategies in whole seconds encode as a
+// descriptor. [Strategy.Validate] checks all of it.
 type Strategy struct {
-	// Kind is the strategy. Required.
+	// Kind is the strategy; zero only in the zero Strategy, [Default].
 	Kind StrategyKind
 	// MaxAttempts is, for Bounded only, how many failures within Window
 	// make the job fatal: at least 1.
 	MaxAttempts int
 	// Window is, for Bounded only, how far back from the newest failure
-	// failures count: 1 s to 7 days, whole seconds.
+	// failures count: 1 s to 7 days, whole seconds; zero is an hour.
 	Window time.Duration
-	// Backoff is how long a job waits before its retry: required for
-	// Bounded and UnlessStopped, zero for None.
+	// Backoff is how long a job waits before its retry; zero is the
+	// default backoff, and None takes none.
 	Backoff Backoff
 }
 
@@ -55,6 +54,29 @@ type Strategy struct {
 // waiting 1, 2, 4, 8 … seconds after successive failures, at most an hour.
 func Default() Strategy {
 	return Strategy{Kind: UnlessStopped, Backoff: defaultBackoff()}
+}
+
+// effective returns s with its zero fields filled as the omitted
+// descriptor fields are.
+func (s Strategy) effective() Strategy {
+	if s == (Strategy{}) {
+		return Default()
+	}
+	if s.Kind == Bounded && s.Window == 0 {
+		s.Window = defaultWindow
+	}
+	if s.Kind == Bounded || s.Kind == UnlessStopped {
+		if s.Backoff == (Backoff{}) {
+			s.Backoff = defaultBackoff()
+		}
+		if s.Backoff.BaseDelay == 0 {
+			s.Backoff.BaseDelay = time.Second
+		}
+		if s.Backoff.Kind.exponential() && s.Backoff.Multiplier == 0 {
+			s.Backoff.Multiplier = 2
+		}
+	}
+	return s
 }
 
 // window returns the span over which s counts failures.

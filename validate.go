@@ -27,17 +27,20 @@ const (
 // naming says how problems name fields and count delays: by JSON path or by
 // flag, and in the descriptor's whole seconds or in Go's whole milliseconds.
 type naming struct {
-	names [numFields]string
-	flags bool // rules tied to another field are phrased on the flag, as ampctl does
-	secs  bool // delays are whole seconds, at least 1 s
+	names   [numFields]string
+	flags   bool // rules tied to another field are phrased on the flag, as ampctl does
+	secs    bool // delays are whole seconds, at least 1 s
+	goUnits bool // durations are written as Go writes them ("90s"), not as seconds
 }
 
 var jsonNames = [numFields]string{"strategy", "max_attempts", "window_secs", "backoff",
 	"backoff.kind", "backoff.base_delay_secs", "backoff.multiplier", "backoff.max_delay_secs"}
 
 var (
-	// goNaming checks Go values: delays in whole milliseconds.
-	goNaming = naming{names: jsonNames}
+	// goNaming checks Go values: fields by their Go names, delays in whole
+	// milliseconds, durations as Go writes them.
+	goNaming = naming{names: [numFields]string{"Kind", "MaxAttempts", "Window", "Backoff",
+		"Backoff.Kind", "Backoff.BaseDelay", "Backoff.Multiplier", "Backoff.MaxDelay"}, goUnits: true}
 	// jsonNaming checks the descriptor, and what may be encoded as one.
 	jsonNaming = naming{names: jsonNames, secs: true}
 	// flagNaming checks the ampctl flags.
@@ -48,8 +51,9 @@ var (
 // given says which fields a strategy was given and, for the descriptor, how
 // each was written; a Go value is given the fields that are not zero.
 type given struct {
-	set [numFields]bool
-	raw *[numFields]string // as written, for messages; nil or "" shows the Go value
+	set     [numFields]bool
+	raw     *[numFields]string // as written, for messages; nil or "" shows the Go value
+	goUnits bool               // a duration not written shows as Go writes it
 }
 
 func givenOf(s *Strategy) given {
@@ -65,12 +69,15 @@ func givenOf(s *Strategy) given {
 	return g
 }
 
-// Validate reports whether s is a strategy the semantics allow. It returns
-// nil or a *ValidationError naming each field by its JSON path. It does not
-// allocate when s is valid.
+// Validate reports whether s, its zero fields taken as defaults, is a
+// strategy the semantics allow. It returns nil or a *ValidationError naming
+// each field by its Go name ("Backoff.BaseDelay"), durations as Go writes
+// them. It does not allocate when s is valid.
 func (s Strategy) Validate() error {
+	s = s.effective()
 	p := problems{nm: &goNaming}
 	g := givenOf(&s)
+	g.goUnits = true
 	check(&s, &g, &p)
 	return p.err()
 }
@@ -121,7 +128,11 @@ func checkWindow(s *Strategy, g *given, p *problems, known bool) {
 	case s.Window%time.Second != 0:
 		p.add(fWindow, "must be a whole number of seconds", g.showDuration(fWindow, s.Window))
 	case s.Window < time.Second || s.Window > maxWindow:
-		p.add(fWindow, rangeRule(1, int64(maxWindow/time.Second)), g.showDuration(fWindow, s.Window))
+		rule := rangeRule(1, int64(maxWindow/time.Second))
+		if p.nm.goUnits {
+			rule = "must be between 1s and " + maxWindow.String()
+		}
+		p.add(fWindow, rule, g.showDuration(fWindow, s.Window))
 	}
 }
 
@@ -226,8 +237,11 @@ func (g *given) show(f field, goValue string) string {
 // showDuration returns f's value as written, or else d in the unit of the
 // descriptor when d is whole seconds, as a Go duration otherwise.
 func (g *given) showDuration(f field, d time.Duration) string {
-	if g.raw != nil && g.raw[f] != "" {
+	switch {
+	case g.raw != nil && g.raw[f] != "":
 		return g.raw[f]
+	case g.goUnits:
+		return d.String()
 	}
 	return secondsText(d)
 }

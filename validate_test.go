@@ -20,25 +20,30 @@ func TestValidateGoValues(t *testing.T) {
 		{"default", Default(), nil},
 		{"none", Strategy{Kind: None}, nil},
 		{"bounded", Strategy{Kind: Bounded, MaxAttempts: 3, Window: time.Hour, Backoff: exp}, nil},
-		{"zero value", Strategy{}, []string{"strategy"}},
-		{"unknown kind", Strategy{Kind: 9}, []string{"strategy"}},
-		{"bounded needs attempts and a window", Strategy{Kind: Bounded, Backoff: exp}, []string{"max_attempts", "window_secs"}},
-		{"window of 1.5 s cannot be written", Strategy{Kind: Bounded, MaxAttempts: 3, Window: 1500 * time.Millisecond, Backoff: exp}, []string{"window_secs"}},
-		{"window over 7 days", Strategy{Kind: Bounded, MaxAttempts: 3, Window: maxWindow + time.Second, Backoff: exp}, []string{"window_secs"}},
-		{"attempts and window belong to bounded", Strategy{Kind: UnlessStopped, MaxAttempts: 3, Window: time.Hour, Backoff: exp}, []string{"max_attempts", "window_secs"}},
-		{"none takes no backoff", Strategy{Kind: None, Backoff: exp}, []string{"backoff"}},
-		{"retrying needs a backoff", Strategy{Kind: UnlessStopped}, []string{"backoff.kind", "backoff.base_delay_secs"}},
+		{"zero value: the default", Strategy{}, nil},
+		{"unknown kind", Strategy{Kind: 9}, []string{"Kind"}},
+		{"bounded needs attempts, not a window", Strategy{Kind: Bounded, Backoff: exp}, []string{"MaxAttempts"}},
+		{"window of 1.5 s cannot be written", Strategy{Kind: Bounded, MaxAttempts: 3, Window: 1500 * time.Millisecond, Backoff: exp}, []string{"Window"}},
+		{"window over 7 days", Strategy{Kind: Bounded, MaxAttempts: 3, Window: maxWindow + time.Second, Backoff: exp}, []string{"Window"}},
+		{"negative window", Strategy{Kind: Bounded, MaxAttempts: 3, Window: -time.Second}, []string{"Window"}},
+		{"attempts and window belong to bounded", Strategy{Kind: UnlessStopped, MaxAttempts: 3, Window: time.Hour, Backoff: exp}, []string{"MaxAttempts", "Window"}},
+		{"none takes no backoff", Strategy{Kind: None, Backoff: exp}, []string{"Backoff"}},
+		{"a zero backoff is the default", Strategy{Kind: UnlessStopped}, nil},
+		{"a backoff needs its kind", Strategy{Kind: UnlessStopped, Backoff: Backoff{BaseDelay: time.Second}}, []string{"Backoff.Kind"}},
 		{"delays of whole milliseconds", Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: Exponential, BaseDelay: 1500 * time.Millisecond, Multiplier: 2, MaxDelay: 2001 * time.Millisecond}}, nil},
 		{"a delay of 1 ms", Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: Fixed, BaseDelay: time.Millisecond}}, nil},
-		{"base in whole milliseconds", Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: Fixed, BaseDelay: 1500 * time.Microsecond}}, []string{"backoff.base_delay_secs"}},
-		{"base below 1 ms", Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: Fixed, BaseDelay: -time.Millisecond}}, []string{"backoff.base_delay_secs"}},
-		{"fixed takes no multiplier or cap", Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: Fixed, BaseDelay: time.Second, Multiplier: 2, MaxDelay: time.Minute}}, []string{"backoff.multiplier", "backoff.max_delay_secs"}},
-		{"NaN multiplier", Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: Exponential, BaseDelay: time.Second, Multiplier: math.NaN()}}, []string{"backoff.multiplier"}},
-		{"infinite multiplier", Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: Exponential, BaseDelay: time.Second, Multiplier: math.Inf(1)}}, []string{"backoff.multiplier"}},
-		{"zero multiplier", Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: Exponential, BaseDelay: time.Second}}, []string{"backoff.multiplier"}},
-		{"cap below base", Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: Exponential, BaseDelay: time.Minute, Multiplier: 2, MaxDelay: time.Second}}, []string{"backoff.max_delay_secs"}},
-		{"negative cap", Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: Exponential, BaseDelay: time.Second, Multiplier: 2, MaxDelay: -time.Second}}, []string{"backoff.max_delay_secs"}},
-		{"unknown backoff kind", Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: 7, BaseDelay: time.Second}}, []string{"backoff.kind"}},
+		{"a zero base is 1 s", Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: Fixed}}, nil},
+		{"base in whole milliseconds", Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: Fixed, BaseDelay: 1500 * time.Microsecond}}, []string{"Backoff.BaseDelay"}},
+		{"base below 1 ms", Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: Fixed, BaseDelay: -time.Millisecond}}, []string{"Backoff.BaseDelay"}},
+		{"fixed takes no multiplier or cap", Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: Fixed, BaseDelay: time.Second, Multiplier: 2, MaxDelay: time.Minute}}, []string{"Backoff.Multiplier", "Backoff.MaxDelay"}},
+		{"NaN multiplier", Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: Exponential, BaseDelay: time.Second, Multiplier: math.NaN()}}, []string{"Backoff.Multiplier"}},
+		{"infinite multiplier", Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: Exponential, BaseDelay: time.Second, Multiplier: math.Inf(1)}}, []string{"Backoff.Multiplier"}},
+		{"a zero multiplier is 2", Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: Exponential, BaseDelay: time.Second}}, nil},
+		{"negative multiplier", Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: Exponential, Multiplier: -1}}, []string{"Backoff.Multiplier"}},
+		{"cap below base", Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: Exponential, BaseDelay: time.Minute, Multiplier: 2, MaxDelay: time.Second}}, []string{"Backoff.MaxDelay"}},
+		{"cap below the zero base's 1 s", Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: Exponential, MaxDelay: 500 * time.Millisecond}}, []string{"Backoff.MaxDelay"}},
+		{"negative cap", Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: Exponential, BaseDelay: time.Second, Multiplier: 2, MaxDelay: -time.Second}}, []string{"Backoff.MaxDelay"}},
+		{"unknown backoff kind", Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: 7, BaseDelay: time.Second}}, []string{"Backoff.Kind"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -54,22 +59,59 @@ func TestValidateGoValues(t *testing.T) {
 }
 
 func TestValidationErrorShapes(t *testing.T) {
-	err := Strategy{Kind: Bounded, Backoff: Backoff{Kind: Exponential, BaseDelay: time.Second, Multiplier: -1}}.Validate()
+	err := Strategy{Kind: Bounded, Window: -time.Minute, Backoff: Backoff{Kind: Exponential, BaseDelay: time.Second, Multiplier: -1}}.Validate()
 	require.Error(t, err)
-	assert.Equal(t, "retrypolicy: max_attempts: required when strategy is bounded\n"+
-		"retrypolicy: window_secs: must be between 1 and 604800, got 0\n"+
-		"retrypolicy: backoff.multiplier: must be greater than 0, got -1.0", err.Error())
+	assert.Equal(t, "retrypolicy: MaxAttempts: required when Kind is bounded\n"+
+		"retrypolicy: Window: must be between 1s and 168h0m0s, got -1m0s\n"+
+		"retrypolicy: Backoff.Multiplier: must be greater than 0, got -1.0", err.Error())
 
 	var ve *ValidationError
 	require.True(t, errors.As(err, &ve))
-	assert.Equal(t, FieldError{Field: "window_secs", Rule: "must be between 1 and 604800", Value: "0"}, ve.Errors[1])
-	assert.Equal(t, "window_secs: must be between 1 and 604800, got 0", ve.Errors[1].Error())
+	assert.Equal(t, FieldError{Field: "Window", Rule: "must be between 1s and 168h0m0s", Value: "-1m0s"}, ve.Errors[1])
+	assert.Equal(t, "Window: must be between 1s and 168h0m0s, got -1m0s", ve.Errors[1].Error())
 	assert.Equal(t, 0, ve.Omitted)
 
 	err = Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: Fixed, BaseDelay: 10 * time.Microsecond}}.Validate()
-	assert.Equal(t, "retrypolicy: backoff.base_delay_secs: must be a whole number of milliseconds, got 10µs", err.Error())
+	assert.Equal(t, "retrypolicy: Backoff.BaseDelay: must be a whole number of milliseconds, got 10µs", err.Error())
 	err = Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: Exponential, Multiplier: 2, BaseDelay: time.Minute, MaxDelay: 1500 * time.Millisecond}}.Validate()
-	assert.Equal(t, "retrypolicy: backoff.max_delay_secs: must be at least backoff.base_delay_secs (1m0s), got 1.5s", err.Error())
+	assert.Equal(t, "retrypolicy: Backoff.MaxDelay: must be at least Backoff.BaseDelay (1m0s), got 1.5s", err.Error())
+	err = Strategy{Kind: UnlessStopped, Window: 90 * time.Second}.Validate()
+	assert.Equal(t, "retrypolicy: Window: only valid when Kind is bounded, got 1m30s", err.Error())
+}
+
+// TestZeroFieldsMeanTheOmittedFields: a Go strategy whose fields are zero
+// means what the descriptor with those fields omitted means: both encode
+// alike and decide alike.
+func TestZeroFieldsMeanTheOmittedFields(t *testing.T) {
+	for _, tc := range []struct {
+		goValue    Strategy
+		descriptor string
+	}{
+		{Strategy{}, `null`},
+		{Strategy{Kind: UnlessStopped}, `{"strategy":"unless_stopped"}`},
+		{Strategy{Kind: Bounded, MaxAttempts: 5}, `{"strategy":"bounded","max_attempts":5}`},
+		{Strategy{Kind: Bounded, MaxAttempts: 5, Backoff: Backoff{Kind: Fixed}}, `{"strategy":"bounded","max_attempts":5,"backoff":{"kind":"fixed"}}`},
+		{Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: Exponential, BaseDelay: 3 * time.Second}}, `{"strategy":"unless_stopped","backoff":{"kind":"exponential","base_delay_secs":3}}`},
+		{Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: ExponentialWithJitter, MaxDelay: time.Minute}}, `{"strategy":"unless_stopped","backoff":{"kind":"exponential_with_jitter","max_delay_secs":60}}`},
+	} {
+		parsed, err := Parse([]byte(tc.descriptor))
+		require.NoError(t, err, tc.descriptor)
+		require.NoError(t, tc.goValue.Validate(), "%+v", tc.goValue)
+		want, err := parsed.MarshalJSON()
+		require.NoError(t, err)
+		got, err := tc.goValue.MarshalJSON()
+		require.NoError(t, err)
+		assert.JSONEq(t, string(want), string(got), tc.descriptor)
+		p, err := Compile(tc.goValue)
+		require.NoError(t, err)
+		assert.Equal(t, parsed, p.Strategy(), "%s: the compiled strategy", tc.descriptor)
+		failures := []time.Time{t0, t0.Add(time.Second), t0.Add(2 * time.Second)}
+		dWant, err := Decide(parsed, failures, 0, 7, t0)
+		require.NoError(t, err)
+		dGot, err := Decide(tc.goValue, failures, 0, 7, t0)
+		require.NoError(t, err)
+		assert.Equal(t, dWant, dGot, tc.descriptor)
+	}
 }
 
 // TestValidateAllocatesNothingForAValidStrategy: Decide validates a plain

@@ -106,12 +106,8 @@ func New(cfg Config) (*Policy, error) {
 	if p.now == nil {
 		p.now = time.Now
 	}
-	s := cfg.Default
-	if s == (retrypolicy.Strategy{}) {
-		s = retrypolicy.Default()
-	}
 	var err error
-	if p.standard, err = retrypolicy.Compile(s); err != nil {
+	if p.standard, err = retrypolicy.Compile(cfg.Default); err != nil {
 		return nil, fmt.Errorf("riverretry: Config.Default: %w", err)
 	}
 	for kind, s := range cfg.Kinds {

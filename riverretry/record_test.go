@@ -217,7 +217,7 @@ func TestNewNamesTheBadStrategy(t *testing.T) {
 	require.Error(t, err)
 	assert.ErrorIs(t, err, retrypolicy.ErrInvalid)
 	assert.Contains(t, err.Error(), `Config.Kinds["email\n"]`)
-	_, err = New(Config{Default: retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped}})
+	_, err = New(Config{Default: retrypolicy.Strategy{Kind: 9}})
 	assert.ErrorContains(t, err, "Config.Default")
 }
 
