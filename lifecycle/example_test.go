@@ -63,7 +63,7 @@ func ExampleStep() {
 	next, e, _ := lifecycle.Step(lifecycle.StatusError, d)
 	fmt.Println(next, e, d.Reason)
 	// Output:
-	// ERROR Event(0) 15:00:02
+	// ERROR none 15:00:02
 	// SCHEDULED retry_due 15:00:02
 	// FATAL retries_exhausted attempts_exhausted
 }

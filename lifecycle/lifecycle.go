@@ -107,9 +107,13 @@ func (s *Status) UnmarshalText(text []byte) error {
 	return nil
 }
 
-// Event is what moves a job from one status to the next. The zero Event is
-// not an event.
+// Event is what moves a job from one status to the next. The zero Event,
+// EventNone, is no event: what Step returns for a job that waits. It
+// prints, logs and encodes as "none", and no transition takes it.
 type Event uint8
+
+// EventNone is no event.
+const EventNone Event = 0
 
 // The twelve events of a job's life.
 const (
@@ -139,7 +143,7 @@ const (
 	EventCreatedAgain
 )
 
-var eventNames = [...]string{"", "created", "worker_started", "completed", "failed_retryably", "failed_fatally",
+var eventNames = [...]string{"none", "created", "worker_started", "completed", "failed_retryably", "failed_fatally",
 	"retry_due", "retries_exhausted", "stop_requested", "worker_stopping", "worker_stopped",
 	"trigger_fired", "created_again"}
 
@@ -152,28 +156,27 @@ func Events() []Event {
 	return out
 }
 
-// ParseEvent reads an event's name ("trigger_fired"), exactly.
+// ParseEvent reads an event's name ("trigger_fired"), or "none" for
+// EventNone, exactly.
 func ParseEvent(name string) (Event, error) {
-	if i := slices.Index(eventNames[1:], name); i >= 0 {
-		return Event(i + 1), nil
+	if i := slices.Index(eventNames[:], name); i >= 0 {
+		return Event(i), nil
 	}
 	return 0, errors.New("lifecycle: " + strconv.Quote(name) + " is not an event")
 }
 
-// String returns the event's name, or "Event(N)".
+// String returns the event's name, "none" for EventNone, or "Event(N)".
 func (e Event) String() string {
-	if e.valid() {
+	if int(e) < len(eventNames) {
 		return eventNames[e]
 	}
 	return "Event(" + strconv.Itoa(int(e)) + ")"
 }
 
-func (e Event) valid() bool { return e >= EventCreated && int(e) < len(eventNames) }
-
-// MarshalText returns the event's name; it fails for a value that is not an
-// event.
+// MarshalText returns the event's name, "none" for EventNone; it fails for
+// a value that is neither.
 func (e Event) MarshalText() ([]byte, error) {
-	if !e.valid() {
+	if int(e) >= len(eventNames) {
 		return nil, errors.New("lifecycle: " + e.String() + " is not an event")
 	}
 	return []byte(eventNames[e]), nil
@@ -303,13 +306,26 @@ func ParentStatus(children []Status) Status {
 	return StatusCompleted
 }
 
+// notInError is Step's error for a job that is not in ERROR.
+type notInError struct{ status Status }
+
+func (e notInError) Error() string {
+	return "lifecycle: Step decides on a job in ERROR, and this one is " + e.status.String()
+}
+
+func (e notInError) Is(target error) bool { return target == ErrIllegalTransition }
+
 // Step is the controller's move for a job in ERROR, given the decision on
 // its newest failure (from [retrypolicy.Decide], a [retrypolicy.Policy] or a
 // [retrypolicy.History]): FATAL on EventRetriesExhausted when the decision
-// is Fatal, SCHEDULED on EventRetryDue when it is RetryNow, and still ERROR,
-// with no event, when it is Wait. It returns a *TransitionError for a job
-// that is not in ERROR, and an error for a decision without an action.
+// is Fatal, SCHEDULED on EventRetryDue when it is RetryNow, and still ERROR
+// on EventNone when it is Wait. For a job that is not in ERROR it returns
+// an error that says so and matches ErrIllegalTransition; for a decision
+// without an action, an error.
 func Step(status Status, d retrypolicy.Decision) (Status, Event, error) {
+	if status != StatusError {
+		return status, EventNone, notInError{status}
+	}
 	var e Event
 	switch d.Action {
 	case retrypolicy.Fatal:

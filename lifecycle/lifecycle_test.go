@@ -1,7 +1,9 @@
 package lifecycle
 
 import (
+	"bytes"
 	"encoding/json"
+	"log/slog"
 	"slices"
 	"testing"
 	"time"
@@ -137,9 +139,17 @@ func TestStatusAndEventNames(t *testing.T) {
 		assert.Equal(t, e, parsed)
 	}
 	assert.Equal(t, "created_again", EventCreatedAgain.String())
-	assert.Equal(t, "Event(0)", Event(0).String())
-	_, err := Event(0).MarshalText()
-	assert.Error(t, err)
+	assert.Equal(t, "none", EventNone.String())
+	none, err := json.Marshal(EventNone)
+	require.NoError(t, err, "a wait's event encodes")
+	assert.Equal(t, `"none"`, string(none))
+	parsedNone, err := ParseEvent("none")
+	require.NoError(t, err)
+	assert.Equal(t, EventNone, parsedNone)
+	var logged bytes.Buffer
+	slog.New(slog.NewTextHandler(&logged, nil)).Info("step", "event", EventNone)
+	assert.Contains(t, logged.String(), "event=none", "a wait's event logs")
+	assert.Equal(t, "Event(13)", Event(13).String())
 	_, err = Event(13).MarshalText()
 	assert.Error(t, err)
 	for _, bad := range []string{"", "Created", "13", "retry due"} {
@@ -250,7 +260,7 @@ func TestStepForAJobInError(t *testing.T) {
 	st, e, err := Step(StatusError, decide(two, t0))
 	require.NoError(t, err)
 	assert.Equal(t, StatusError, st, "backoff not passed: still ERROR")
-	assert.Equal(t, Event(0), e, "no event applied")
+	assert.Equal(t, EventNone, e, "no event applied")
 
 	st, e, err = Step(StatusError, decide(two, t0.Add(2*time.Second)))
 	require.NoError(t, err)
@@ -269,6 +279,10 @@ func TestStepForAJobInError(t *testing.T) {
 		assert.Contains(t, err.Error(), "SCHEDULED")
 		assert.Equal(t, StatusScheduled, st)
 	}
+	_, e, err = Step(StatusRunning, decide(two, t0)) // a wait, on a job not in ERROR
+	assert.ErrorIs(t, err, ErrIllegalTransition)
+	assert.Equal(t, "lifecycle: Step decides on a job in ERROR, and this one is RUNNING", err.Error())
+	assert.Equal(t, EventNone, e)
 	_, _, err = Step(StatusError, retrypolicy.Decision{})
 	assert.Error(t, err)
 }
