@@ -3,6 +3,7 @@ package retrypolicy
 import (
 	"errors"
 	"math"
+	"strconv"
 	"sync/atomic"
 )
 
@@ -29,8 +30,11 @@ const microToken = 1_000_000
 // a retry for every ten calls) and burst retries beyond that. ratio must
 // be in [0, 1000] and burst in [1, 1e9].
 func NewBudget(ratio float64, burst int) (*Budget, error) {
-	if !(ratio >= 0 && ratio <= 1000) || burst < 1 || burst > 1e9 {
-		return nil, errors.New("retrypolicy: a budget's ratio must be in [0, 1000] and its burst in [1, 1e9]")
+	switch {
+	case !(ratio >= 0 && ratio <= 1000):
+		return nil, errors.New("retrypolicy: NewBudget: ratio must be between 0 and 1000, got " + strconv.FormatFloat(ratio, 'g', -1, 64))
+	case burst < 1 || burst > 1e9:
+		return nil, errors.New("retrypolicy: NewBudget: burst must be between 1 and 1000000000, got " + strconv.Itoa(burst))
 	}
 	b := &Budget{ratio: int64(math.Floor(ratio * microToken)), burst: int64(burst) * microToken}
 	b.tokens.Store(b.burst)

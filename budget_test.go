@@ -44,9 +44,15 @@ func TestBudgetRefusesBadSettings(t *testing.T) {
 	for _, tc := range []struct {
 		ratio float64
 		burst int
-	}{{-0.1, 1}, {1, 0}, {2000, 1}, {1, 2e9}} {
+		want  string
+	}{
+		{-0.1, 1, "retrypolicy: NewBudget: ratio must be between 0 and 1000, got -0.1"},
+		{0.1, 0, "retrypolicy: NewBudget: burst must be between 1 and 1000000000, got 0"},
+		{2000, 1, "retrypolicy: NewBudget: ratio must be between 0 and 1000, got 2000"},
+		{1, 2e9, "retrypolicy: NewBudget: burst must be between 1 and 1000000000, got 2000000000"},
+	} {
 		_, err := NewBudget(tc.ratio, tc.burst)
-		assert.Error(t, err, "%v", tc)
+		assert.EqualError(t, err, tc.want, "%v", tc)
 	}
 }
 

@@ -25,7 +25,11 @@ type GiveUpError struct {
 
 // Error names the reason and the number of failures, then Err.
 func (e *GiveUpError) Error() string {
-	return "retrypolicy: gave up after " + strconv.Itoa(e.Failures) + " failures (" + e.Reason.String() + "): " + errorText(e.Err)
+	noun := " failures ("
+	if e.Failures == 1 {
+		noun = " failure ("
+	}
+	return "retrypolicy: gave up after " + strconv.Itoa(e.Failures) + noun + e.Reason.String() + "): " + errorText(e.Err)
 }
 
 // Unwrap returns Err.
@@ -110,16 +114,23 @@ func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
 		}
 		return time.Duration(secs) * time.Second, true
 	}
-	for _, layout := range httpDates {
+	for i, layout := range httpDates {
 		if t, err := time.Parse(layout, value); err == nil {
+			if i == 1 { // RFC 850's two digits: this century's year, the last one's if over 50 years ahead
+				y := now.Year() - now.Year()%100 + t.Year()%100
+				if y > now.Year()+50 {
+					y -= 100
+				}
+				t = t.AddDate(y-t.Year(), 0, 0)
+			}
 			return max(t.Sub(now), 0), true
 		}
 	}
 	return 0, false
 }
 
-// RetryOption configures Retry.
-type RetryOption func(retryConfig) retryConfig
+// RetryOption configures Retry; the With functions make them.
+type RetryOption struct{ set func(retryConfig) retryConfig }
 
 type retryConfig struct {
 	permanent  func(error) bool
@@ -135,40 +146,40 @@ type retryConfig struct {
 // wrap with Permanent (a 4xx status, say): when it reports true, Retry
 // gives up at once with the reason NotRetryable.
 func WithPermanent(isPermanent func(error) bool) RetryOption {
-	return func(c retryConfig) retryConfig { c.permanent = isPermanent; return c }
+	return RetryOption{func(c retryConfig) retryConfig { c.permanent = isPermanent; return c }}
 }
 
 // WithRetryAfterCap caps the wait a RetryAfter error may ask for. The
 // default is the strategy's MaxDelay, or one hour when it has none.
 func WithRetryAfterCap(d time.Duration) RetryOption {
-	return func(c retryConfig) retryConfig { c.afterCap = max(d, 0); return c }
+	return RetryOption{func(c retryConfig) retryConfig { c.afterCap = max(d, 0); return c }}
 }
 
 // WithBudget makes the calls share b: each call of Retry deposits in it,
 // each retry withdraws, and Retry gives up with the reason BudgetExhausted
 // when it allows no more.
 func WithBudget(b *Budget) RetryOption {
-	return func(c retryConfig) retryConfig { c.budget = b; return c }
+	return RetryOption{func(c retryConfig) retryConfig { c.budget = b; return c }}
 }
 
 // WithJitterSeed sets the seed the strategy's jitter is drawn from, for
 // waits that are the same on every run. The default is a random seed per
 // call of Retry.
 func WithJitterSeed(seed uint64) RetryOption {
-	return func(c retryConfig) retryConfig { c.seed, c.seeded = seed, true; return c }
+	return RetryOption{func(c retryConfig) retryConfig { c.seed, c.seeded = seed, true; return c }}
 }
 
 // WithFullJitter makes each wait uniform in [0, credited delay] instead of
 // the delay plus the strategy's additive jitter: the spread that best
 // separates many clients that failed together.
 func WithFullJitter() RetryOption {
-	return func(c retryConfig) retryConfig { c.fullJitter = true; return c }
+	return RetryOption{func(c retryConfig) retryConfig { c.fullJitter = true; return c }}
 }
 
 // WithObserver calls observe before each retry, to log it or count it.
 // Retry itself never logs.
 func WithObserver(observe func(RetryEvent)) RetryOption {
-	return func(c retryConfig) retryConfig { c.observe = observe; return c }
+	return RetryOption{func(c retryConfig) retryConfig { c.observe = observe; return c }}
 }
 
 // RetryEvent is a retry about to happen.
@@ -177,10 +188,13 @@ type RetryEvent struct {
 	Failures int
 	// Err is the error op returned.
 	Err error
-	// Decision is the strategy's decision on the failures so far.
+	// Decision is the strategy's decision on the failures so far; its Due
+	// leaves out a RetryAfter's wait and the full jitter.
 	Decision Decision
-	// Wait is how long Retry sleeps before calling op again.
+	// Wait is how long after the failure Retry calls op again.
 	Wait time.Duration
+	// Wake is when: the failure's moment plus Wait.
+	Wake time.Time
 }
 
 // Retry calls op until it succeeds, deciding each retry as a scheduler
@@ -212,7 +226,9 @@ func Retry[T any](ctx context.Context, s Strategy, op func(context.Context) (T, 
 	s = s.effective()
 	var cfg retryConfig
 	for _, opt := range opts {
-		cfg = opt(cfg) // by value, so that cfg stays on the stack
+		if opt.set != nil { // the zero RetryOption changes nothing
+			cfg = opt.set(cfg) // by value, so that cfg stays on the stack
+		}
 	}
 	if cfg.budget != nil {
 		cfg.budget.deposit()
@@ -297,7 +313,7 @@ func (c *retryConfig) decide(ctx context.Context, h *History, failures int, err 
 		return giveUp(BudgetExhausted, unwrapMarks(err))
 	}
 	if c.observe != nil {
-		c.observe(RetryEvent{Failures: failures, Err: unwrapMarks(err), Decision: d, Wait: wait})
+		c.observe(RetryEvent{Failures: failures, Err: unwrapMarks(err), Decision: d, Wait: wait, Wake: failedAt.Add(wait)})
 	}
 	return wait, nil
 }

@@ -295,11 +295,15 @@ func TestRetryAfterWaitsAtLeastAndAtMostTheCap(t *testing.T) {
 		}
 		var waits []RetryEvent
 		opts = append(opts, WithJitterSeed(1), WithObserver(func(e RetryEvent) { waits = append(waits, e) }))
-		op, _, _ := script([]run{{0, RetryAfter(errFlaky, asked)}})
+		op, starts, _ := script([]run{{0, RetryAfter(errFlaky, asked)}})
 		var err error
 		bubble(t, func() { _, err = Retry(context.Background(), s, op, opts...) })
 		require.NoError(rt, err)
 		require.Len(rt, waits, 1)
+		require.Len(rt, *starts, 2)
+		if !(*starts)[1].Equal(waits[0].Wake) {
+			rt.Fatalf("the second call started at %v, the event said %v", (*starts)[1], waits[0].Wake)
+		}
 		strategyWait := b.BaseDelay // the run took no time: no credit
 		if want := max(strategyWait, min(asked, capAt)); waits[0].Wait != want {
 			rt.Fatalf("waited %v: asked %v, cap %v, strategy %v", waits[0].Wait, asked, capAt, strategyWait)
@@ -355,6 +359,10 @@ func TestParseRetryAfter(t *testing.T) {
 		{"Monday, 02-Nov-26 15:01:00 GMT", time.Minute, true},
 		{"Mon Nov  2 15:00:10 2026", 10 * time.Second, true},
 		{"Mon, 02 Nov 2026 14:00:00 GMT", 0, true}, // in the past
+		// RFC 850's two-digit years (RFC 9110, 5.6.7): this century's,
+		// unless that is more than 50 years ahead.
+		{"Tuesday, 01-Jan-69 00:00:10 GMT", time.Date(2069, 1, 1, 0, 0, 10, 0, time.UTC).Sub(now), true},
+		{"Friday, 01-Jan-99 00:00:00 GMT", 0, true}, // 1999: 2099 is 73 years ahead
 		{"-5", 0, false},
 		{"1.5", 0, false},
 		{"soon", 0, false},
@@ -369,6 +377,8 @@ func TestParseRetryAfter(t *testing.T) {
 func TestGiveUpErrorReads(t *testing.T) {
 	err := &GiveUpError{Reason: AttemptsExhausted, Failures: 3, Err: errFlaky}
 	assert.Equal(t, "retrypolicy: gave up after 3 failures (attempts_exhausted): flaky", err.Error())
+	one := &GiveUpError{Reason: PastDeadline, Failures: 1, Err: errFlaky}
+	assert.Equal(t, "retrypolicy: gave up after 1 failure (past_deadline): flaky", one.Error())
 	assert.ErrorIs(t, err, errFlaky)
 	assert.Nil(t, Permanent(nil))
 	assert.Nil(t, RetryAfter(nil, time.Second))

@@ -1,0 +1,116 @@
+package retrypolicy_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"time"
+
+	"github.com/retrypolicy/retrypolicy"
+)
+
+// A worker calls a rate-limited service: the first answer is a 429 with a
+// Retry-After, the second a 503, the third a success. 4xx answers other
+// than 429 are permanent; the workers share a retry budget.
+func ExampleRetry() {
+	var calls atomic.Int32
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch calls.Add(1) {
+		case 1:
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusTooManyRequests)
+		case 2:
+			w.WriteHeader(http.StatusServiceUnavailable)
+		default:
+			fmt.Fprint(w, "report ready")
+		}
+	}))
+	defer server.Close()
+
+	budget, err := retrypolicy.NewBudget(0.1, 10) // shared by every worker
+	if err != nil {
+		panic(err)
+	}
+	strategy := retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 5,
+		Backoff: retrypolicy.Backoff{Kind: retrypolicy.Exponential, BaseDelay: 10 * time.Millisecond}}
+	fetch := func(ctx context.Context) (string, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, server.URL, nil)
+		if err != nil {
+			return "", retrypolicy.Permanent(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return "", err // the network: retry
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		err = fmt.Errorf("GET: %s", resp.Status)
+		switch {
+		case resp.StatusCode == http.StatusTooManyRequests:
+			wait, _ := retrypolicy.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+			return "", retrypolicy.RetryAfter(err, wait)
+		case resp.StatusCode >= 500:
+			return "", err
+		case resp.StatusCode >= 400:
+			return "", retrypolicy.Permanent(err)
+		}
+		return string(body), nil
+	}
+	body, err := retrypolicy.Retry(context.Background(), strategy, fetch,
+		retrypolicy.WithBudget(budget),
+		retrypolicy.WithRetryAfterCap(50*time.Millisecond), // this example does not wait a whole second
+		retrypolicy.WithObserver(func(e retrypolicy.RetryEvent) {
+			fmt.Printf("failure %d: %v; retrying after %v\n", e.Failures, e.Err, e.Wait)
+		}))
+	fmt.Println(body, err)
+	// Output:
+	// failure 1: GET: 429 Too Many Requests; retrying after 50ms
+	// failure 2: GET: 503 Service Unavailable; retrying after 20ms
+	// report ready <nil>
+}
+
+// A budget of one retry per ten calls, and two beyond that: a dependency
+// that is down sees a bounded extra load, not a storm.
+func ExampleNewBudget() {
+	budget, err := retrypolicy.NewBudget(0.1, 2)
+	if err != nil {
+		panic(err)
+	}
+	down := errors.New("connection refused")
+	strategy := retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped,
+		Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: time.Millisecond}}
+	for call := 1; call <= 4; call++ {
+		calls := 0
+		_, err := retrypolicy.Retry(context.Background(), strategy, func(context.Context) (int, error) {
+			calls++
+			return 0, down
+		}, retrypolicy.WithBudget(budget))
+		fmt.Printf("call %d, op run %d×: %v\n", call, calls, err)
+	}
+	_, err = retrypolicy.NewBudget(0.1, 0)
+	fmt.Println(err)
+	// Output:
+	// call 1, op run 3×: retrypolicy: gave up after 3 failures (budget_exhausted): connection refused
+	// call 2, op run 1×: retrypolicy: gave up after 1 failure (budget_exhausted): connection refused
+	// call 3, op run 1×: retrypolicy: gave up after 1 failure (budget_exhausted): connection refused
+	// call 4, op run 1×: retrypolicy: gave up after 1 failure (budget_exhausted): connection refused
+	// retrypolicy: NewBudget: burst must be between 1 and 1000000000, got 0
+}
+
+// A Retry-After header holds seconds or an HTTP date.
+func ExampleParseRetryAfter() {
+	now := time.Date(2026, 11, 2, 15, 0, 0, 0, time.UTC)
+	for _, header := range []string{"120", "Mon, 02 Nov 2026 15:00:30 GMT", "Mon, 02 Nov 2026 14:00:00 GMT", "soon"} {
+		wait, ok := retrypolicy.ParseRetryAfter(header, now)
+		fmt.Printf("%q: %v %v\n", header, wait, ok)
+	}
+	// Output:
+	// "120": 2m0s true
+	// "Mon, 02 Nov 2026 15:00:30 GMT": 30s true
+	// "Mon, 02 Nov 2026 14:00:00 GMT": 0s true
+	// "soon": 0s false
+}
