@@ -94,11 +94,10 @@ const _ = uint64(math.MaxInt64 - int64(ceiling) - int64(ceiling/4))
 // k for a multiplier above 1 and never increase below 1. The limit is
 // MaxDelay, or the 100-year ceiling; the product saturates, not the base.
 //
-// The table of sums covers the steps up to the limit, at most blockSize
-// of them: the uptime credit searches it. Past it, a step owes the limit,
-// zero, or, for multipliers so close to 1 that 256 steps do not reach the
-// limit, its delay from the powers m^i, one product each once its block's
-// base × M^h is known.
+// The table of sums covers the steps up to the limit, at most blockSize of
+// them, for the credit's search. Past it a step owes the limit, zero, or (for
+// multipliers so close to 1 that 256 steps fall short of the limit) its
+// delay from the powers m^i, one product each once base × M^h is known.
 type delays struct {
 	base  int64   // the base delay, uncapped
 	limit int64   // MaxDelay, or the ceiling

@@ -8,15 +8,12 @@ import (
 )
 
 // Budget bounds the retries of many Retry calls that share it (one per
-// dependency, say), so that when the dependency fails, it sees a bounded
-// extra load instead of a storm of retries.
-//
-// It is a bucket of tokens, after Finagle's retry budget: each call of
-// Retry deposits ratio tokens, each retry withdraws one, and a retry
-// without a whole token left is refused. The bucket starts with, and never
-// holds more than, burst tokens. So over any run of calls, retries are at
-// most burst + ratio × calls, and only recent calls fund them. A Budget is
-// safe for concurrent use by multiple goroutines.
+// dependency, say): when the dependency fails, it sees a bounded extra load,
+// not a storm. Each call of Retry deposits ratio tokens, each retry
+// withdraws one, and a retry without a whole token is refused; the bucket
+// starts with, and never holds more than, burst tokens. So retries are at
+// most burst + ratio × calls over any run of calls. A Budget is safe for
+// concurrent use by multiple goroutines.
 type Budget struct {
 	tokens atomic.Int64 // micro-tokens
 	ratio  int64        // micro-tokens a call deposits

@@ -75,16 +75,14 @@ type Decision struct {
 	Action Action
 	// Reason says why, when Action is Fatal; it is zero otherwise.
 	Reason Reason
-	// InWindow counts the failures in the window, the newest included: at
-	// least 1.
+	// InWindow counts the failures in the window, the newest included: >= 1.
 	InWindow int
 	// Owed is the backoff owed after the InWindow-th failure.
 	Owed time.Duration
 	// Delay is what is left of Owed after the last run's uptime credit:
 	// at most Owed, and the wait before the jitter.
 	Delay time.Duration
-	// Jitter is added to Delay: in [0, Delay/4), and zero unless the
-	// backoff is ExponentialWithJitter.
+	// Jitter is added to Delay: in [0, Delay/4), zero but for ExponentialWithJitter.
 	Jitter time.Duration
 	// Due is when the backoff has passed: the newest failure + Delay +
 	// Jitter, in the newest failure's location and without a monotonic

@@ -55,15 +55,13 @@ func RegisterFlags(fs *flag.FlagSet) func() (Strategy, error) {
 	}
 }
 
-// ParseFlags builds a strategy from a command line of ampctl flags
-// (--flag value or --flag=value), under the same rules as Parse. With no
-// flag at all it is the Default strategy; any flag but --retry-strategy
-// needs --retry-strategy, whose backoff is built from the flags' defaults
-// (exponential, 1 s, ×2, and no cap unless --retry-max-delay-secs is given).
-//
-// Every problem is reported at once, in a *ValidationError that names each
-// flag as users type it (--retry-max-attempts is only valid when
-// --retry-strategy=bounded): unknown flags and stray arguments too.
+// ParseFlags builds a strategy from ampctl flags (--flag value or
+// --flag=value) under Parse's rules. No flag at all is the Default
+// strategy; any other flag needs --retry-strategy, whose backoff is built
+// from the flags' defaults (exponential, 1 s, ×2, no cap unless
+// --retry-max-delay-secs). Every problem, unknown flags and stray arguments
+// too, comes at once in a *ValidationError naming each flag as users type it
+// (--retry-max-attempts is only valid when --retry-strategy=bounded).
 func ParseFlags(args []string) (Strategy, error) {
 	var f flagValues
 	p := problems{nm: &flagNaming}

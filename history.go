@@ -11,17 +11,13 @@ import (
 )
 
 // History is one job's failure history, kept in memory by a scheduler that
-// decides often. It records failures in any order and keeps exactly those
-// within the window of the newest one (an older failure can never count
-// again, as the newest only moves forward), 8 bytes each beside a header of
-// 40, so that deciding costs the same at a million failures as at one. Many
-// Histories share one compiled [Policy]. It saves and restores its failures
-// as binary or as a JSON list of RFC 3339 times.
-//
-// Failures are kept as instants: they come back in UTC, without a monotonic
-// clock reading. The zero History is an empty history under the Default
-// strategy. A History is safe for concurrent use by multiple goroutines;
-// encoding one copies its failures under its lock.
+// decides often. It records failures in any order and keeps those in the
+// window of the newest (older ones can never count again), 8 bytes each
+// beside a 40-byte header: deciding costs the same at a million failures as
+// at one. Histories share one compiled [Policy]. It saves its failures as
+// binary or as a JSON list of RFC 3339 times, in UTC without a monotonic
+// reading. The zero History is empty, under the Default strategy. A History
+// is safe for concurrent use; encoding one copies its failures under its lock.
 type History struct {
 	mu sync.Mutex
 	p  *Policy // nil: the Default strategy

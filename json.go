@@ -27,9 +27,8 @@ const (
 // strictly: unknown fields, duplicate keys, wrong JSON types, fractions in
 // integer fields, out-of-range numbers, fields the strategy or backoff kind
 // does not allow, missing required fields and trailing data are errors.
-// Omitted fields take their defaults; an omitted backoff is the default one.
-// null, in a field or as the whole document, means absent: the document
-// null is the Default strategy. A leading UTF-8 byte-order mark is skipped.
+// Omitted fields and null take their defaults (an omitted backoff is the
+// default one; the document null is Default). A leading BOM is skipped.
 //
 // On error Parse returns the zero Strategy and a *ValidationError naming
 // each problem by its JSON path ("$" for the document); it matches

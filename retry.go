@@ -198,26 +198,21 @@ type RetryEvent struct {
 }
 
 // Retry calls op until it succeeds, deciding each retry as a scheduler
-// would: each call is a run, the time it ran its uptime and the moment it
-// returned its failure, and the wait after a failure is exactly what Decide
-// makes of the failures so far. So the window, the give-up rule and the
-// uptime credit hold in process too: bounded gives up at max_attempts
-// failures within its window, not in total, and an op that ran for an hour
-// before failing is retried almost at once.
+// would: each call is a run, its length the uptime, the moment it returned
+// the failure, and the wait is what Decide makes of the failures so far.
+// So bounded gives up at max_attempts failures within its window, and an op
+// that ran an hour before failing is retried almost at once.
 //
-// It returns op's value at the first success. Otherwise it returns the
-// zero T and a *GiveUpError, which unwraps to op's last error, with the
-// reason: the strategy's fatal decision, a permanent error, the context
-// done, a next retry due after the context's deadline (Retry returns at
-// once then, instead of sleeping into the deadline), or a spent budget.
-// context.Canceled from op is never retried; neither is anything once the
-// context is done. An invalid strategy is reported, as a *ValidationError,
-// before op is called.
+// It returns op's value at the first success, or else the zero T and a
+// *GiveUpError that unwraps to op's last error and says why: a fatal
+// decision, a permanent error (context.Canceled from op is one), the
+// context done, a next retry due past the context's deadline (Retry returns
+// at once rather than sleep into it), or a spent budget. An invalid
+// strategy is a *ValidationError, before op is called.
 //
 // Only idempotent operations are safe to retry: one that creates something
-// should carry an idempotency key made once, before Retry, and sent with
-// every call. Retry starts no goroutine, and its timer does not outlive
-// it: cancelling the context wakes a sleeping Retry at once.
+// should carry an idempotency key made once and sent with every call. Retry
+// starts no goroutine; cancelling the context wakes it at once.
 func Retry[T any](ctx context.Context, s Strategy, op func(context.Context) (T, error), opts ...RetryOption) (T, error) {
 	var zero T
 	if err := s.Validate(); err != nil {

@@ -27,10 +27,9 @@ func (d *delays) owe(n int64, uptime time.Duration) (owed, credited int64) {
 //	for s > 1 && c >= delay(s) { c -= delay(s); s-- }
 //	return delay(n), min(delay(n), delay(s))
 //
-// The steps at the limit are paid in one division, those in the table by
-// a binary search of its sums, and those between, past the table (only for
-// multipliers so close to 1 that the table stops short of the limit), one
-// at a time: linear in the steps the uptime pays, never more than n.
+// Steps at the limit are paid in one division, tabled ones by a binary
+// search of the sums, and those between (multipliers near 1 only) one at a
+// time: linear in the steps the uptime pays, never more than n.
 //
 // Delays that do not grow make the loop change nothing: every lower step
 // owes at least as much as the n-th.
