@@ -102,7 +102,7 @@ func ExampleParseFlags() {
 	fmt.Println(err)
 	// Output:
 	// {"strategy":"bounded","max_attempts":5,"window_secs":3600,"backoff":{"kind":"exponential","base_delay_secs":1,"multiplier":2.0,"max_delay_secs":60}}
-	// retrypolicy: --retry-bakoff: unknown flag
+	// retrypolicy: --retry-bakoff: unknown flag; did you mean --retry-backoff?
 	// retrypolicy: --retry-max-attempts is only valid when --retry-strategy=bounded
 }
 

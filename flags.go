@@ -83,7 +83,7 @@ func ParseFlags(args []string) (Strategy, error) {
 		fd, known := flagByName(name)
 		switch {
 		case !known:
-			p.addAt(orderDoc, "--"+echo.Text(name), "unknown flag", "")
+			p.addAt(orderDoc, "--"+echo.Text(name), "unknown flag"+echo.SuggestFrom("--"+name, flagNaming.names[:]), "")
 			if !hasValue && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
 				i++ // its value, most likely
 			}

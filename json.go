@@ -197,7 +197,7 @@ func readObject(dec *json.Decoder, d *draft, p *problems, fields map[string]fiel
 		}
 		switch {
 		case !known:
-			p.addAt(unknownOrder, prefix+echo.Text(key), "unknown field", "")
+			p.addAt(unknownOrder, prefix+echo.Text(key), "unknown field"+echo.Suggest(key, fields), "")
 		case seen[f]:
 			p.add(f, "duplicate key", "")
 		default:

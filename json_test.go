@@ -329,3 +329,23 @@ func TestParseDefaultsPerSource(t *testing.T) {
 	assert.Equal(t, 2.0, s.Backoff.Multiplier)
 	assert.Equal(t, time.Second, s.Backoff.BaseDelay)
 }
+
+// TestUnknownKeysSuggestTheFieldMeant: a misspelled key or flag names the
+// field it most likely meant; one far from every field does not.
+func TestUnknownKeysSuggestTheFieldMeant(t *testing.T) {
+	_, err := Parse([]byte(`{"strategy":"bounded","max_attempt":3,"backoff":{"kind":"fixed","base_delay":2},"retries":1}`))
+	var ve *ValidationError
+	require.ErrorAs(t, err, &ve)
+	var got []string
+	for _, fe := range ve.Errors {
+		got = append(got, fe.Error())
+	}
+	assert.Equal(t, []string{
+		"max_attempts: required when strategy is bounded",
+		"max_attempt: unknown field; did you mean max_attempts?",
+		"retries: unknown field",
+		"backoff.base_delay: unknown field; did you mean base_delay_secs?",
+	}, got)
+	_, err = ParseFlags([]string{"--retry-strategy", "bounded", "--retry-max-attempts", "3", "--retry-windw-secs", "60"})
+	assert.EqualError(t, err, "retrypolicy: --retry-windw-secs: unknown flag; did you mean --retry-window-secs?")
+}

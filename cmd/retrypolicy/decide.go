@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/retrypolicy/retrypolicy"
@@ -438,6 +439,9 @@ func decideLines(in io.Reader, stdout, stderr io.Writer) int {
 		}
 		if probs != nil {
 			bad++
+			if len(probs) == 1 && strings.HasPrefix(probs[0], "$: must be valid JSON") { // a line of something else, or of a request over several lines
+				probs[0] = "$: must be a request, one JSON object on one line" + strings.TrimPrefix(probs[0], "$: must be valid JSON")
+			}
 			out = appendError(out[:0], probs)
 		}
 		w.Write(append(out, '\n'))
@@ -456,7 +460,11 @@ func decideLines(in io.Reader, stdout, stderr io.Writer) int {
 		return exitIO
 	}
 	if bad > 0 {
-		fmt.Fprintf(stderr, "retrypolicy: %d bad line(s)\n", bad)
+		noun := "lines"
+		if bad == 1 {
+			noun = "line"
+		}
+		fmt.Fprintf(stderr, "retrypolicy: %d bad %s (with --lines, each request is one JSON object on one line)\n", bad, noun)
 		return exitInvalid
 	}
 	return exitOK

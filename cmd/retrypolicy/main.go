@@ -125,6 +125,27 @@ func printOptions(fs *flag.FlagSet) {
 	})
 }
 
+// flagProblem words an error of the flag package with flags named as users
+// type them, two dashes: "--uptime: invalid value "5x": …".
+func flagProblem(fs *flag.FlagSet, err error) string {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		var names []string
+		fs.VisitAll(func(f *flag.Flag) { names = append(names, "--"+f.Name) })
+		return "--" + name + ": unknown flag" + echo.SuggestFrom("--"+strings.TrimPrefix(name, "-"), names)
+	}
+	if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
+		return "--" + strings.TrimPrefix(name, "-") + ": needs a value"
+	}
+	if rest, ok := strings.CutPrefix(msg, "invalid value "); ok {
+		if value, flagAndWhy, ok := strings.Cut(rest, " for flag -"); ok {
+			name, why, _ := strings.Cut(flagAndWhy, ": ")
+			return "--" + name + ": " + why + ", got " + value
+		}
+	}
+	return msg
+}
+
 // parseArgs parses a subcommand's arguments, flags anywhere among them,
 // which may hold at most most positional arguments. It returns the exit
 // status to stop with, or -1 to go on; a usage error exits 2.
@@ -134,9 +155,11 @@ func parseArgs(fs *flag.FlagSet, args []string, stdout, stderr io.Writer, most i
 		fs.Usage()
 		return nil, exitOK
 	}
+	fs.SetOutput(io.Discard) // its errors are said here, on one line
 	for {
 		if err := fs.Parse(args); err != nil {
-			return nil, exitInvalid // the flag package has said why, on standard error
+			fmt.Fprintf(stderr, "retrypolicy: %s: %s (see retrypolicy %s --help)\n", fs.Name(), flagProblem(fs, err), fs.Name())
+			return nil, exitInvalid
 		}
 		if fs.NArg() == 0 {
 			break

@@ -214,7 +214,7 @@ func TestDecideLinesSurvivesBadAndLongLines(t *testing.T) {
 	assert.True(t, strings.HasPrefix(lines[0], `{"action":"wait"`), lines[0])
 	assert.Equal(t, `{"error":"$: must be at most 1048576 bytes"}`, lines[1])
 	assert.Equal(t, `{"error":"$: must be a JSON object, got an array"}`, lines[2])
-	assert.Equal(t, "retrypolicy: 2 bad line(s)\n", stderr.String())
+	assert.Equal(t, "retrypolicy: 2 bad lines (with --lines, each request is one JSON object on one line)\n", stderr.String())
 }
 
 // TestPlanSVG: the chart is well-formed XML with one failure mark and one

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -51,24 +54,66 @@ const (
 	maxPlanUptime   = 1e9 // seconds
 )
 
+// seconds is a flag of seconds (90, 1.5) or of a Go duration (1m30s).
+type seconds time.Duration
+
+func (v *seconds) String() string {
+	if *v == 0 {
+		return "0"
+	}
+	return time.Duration(*v).String()
+}
+
+func (v *seconds) Set(text string) error {
+	if secs, err := strconv.ParseFloat(text, 64); err == nil && !math.IsNaN(secs) && !math.IsInf(secs, 0) {
+		if math.Abs(secs) > maxPlanUptime {
+			return errors.New("must be between 0 and 1e9 seconds")
+		}
+		*v = seconds(secs * float64(time.Second))
+		return nil
+	}
+	d, err := time.ParseDuration(text)
+	if err != nil {
+		return errors.New("must be seconds (90, 1.5) or a duration (1m30s)")
+	}
+	*v = seconds(d)
+	return nil
+}
+
+// wholeNumber is a flag of a whole number.
+type wholeNumber int
+
+func (v *wholeNumber) String() string { return strconv.Itoa(int(*v)) }
+
+func (v *wholeNumber) Set(text string) error {
+	n, err := strconv.Atoi(text)
+	if err != nil {
+		return errors.New("must be a whole number")
+	}
+	*v = wholeNumber(n)
+	return nil
+}
+
 func runPlan(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlagSet("plan", "plan [--uptime SECS] [--failures N] [--svg FILE] [FILE|-]", `Simulates a job that fails again and again under a strategy (FILE, - for standard input;
+	fs := newFlagSet("plan", "plan [--uptime DURATION] [--failures N] [--svg FILE] [FILE|-]", `Simulates a job that fails again and again under a strategy (FILE, - for standard input;
 none: the default strategy), each run lasting --uptime, retried exactly when due, and prints
 a table of its failures until it is fatal or has failed --failures times.`, stderr)
-	uptimeSecs := fs.Float64("uptime", 0, "how long each run lasts before it fails, in seconds, 0 to 1e9 (0: it crashes as it starts)")
-	count := fs.Int("failures", 12, "how many failures to simulate at most, 1 to 1000")
-	svgPath := fs.String("svg", "", "also write a timeline picture of the plan to this SVG file")
+	var uptime seconds
+	fs.Var(&uptime, "uptime", "how long each run lasts before it fails, a `DURATION`: seconds (90, 1.5) or Go's form (1m30s),\nup to 1e9 s; 0, the default, is a job that crashes as it starts")
+	var count wholeNumber = 12
+	fs.Var(&count, "failures", "how many failures to simulate at most, `N` from 1 to 1000")
+	svgPath := fs.String("svg", "", "also write a timeline picture of the plan to the SVG file `FILE`")
 	positional, stop := parseArgs(fs, args, stdout, stderr, 1)
 	if stop >= 0 {
 		return stop
 	}
 	bad := false
-	if !(*uptimeSecs >= 0 && *uptimeSecs <= maxPlanUptime) {
-		fmt.Fprintf(stderr, "retrypolicy: --uptime must be between 0 and 1e9 seconds, got %v\n", *uptimeSecs)
+	if uptime < 0 || time.Duration(uptime) > maxPlanUptime*time.Second {
+		fmt.Fprintf(stderr, "retrypolicy: plan: --uptime: must be between 0 and 1e9 seconds, got %v (see retrypolicy plan --help)\n", time.Duration(uptime))
 		bad = true
 	}
-	if *count < 1 || *count > maxPlanFailures {
-		fmt.Fprintf(stderr, "retrypolicy: --failures must be between 1 and %d, got %d\n", maxPlanFailures, *count)
+	if count < 1 || count > maxPlanFailures {
+		fmt.Fprintf(stderr, "retrypolicy: plan: --failures: must be between 1 and %d, got %d (see retrypolicy plan --help)\n", maxPlanFailures, count)
 		bad = true
 	}
 	if bad {
@@ -87,15 +132,14 @@ a table of its failures until it is fatal or has failed --failures times.`, stde
 			return printProblems(stderr, err)
 		}
 	}
-	uptime := time.Duration(*uptimeSecs * float64(time.Second))
-	steps, err := simulatePlan(s, uptime, *count)
+	steps, err := simulatePlan(s, time.Duration(uptime), int(count))
 	if err != nil {
 		fmt.Fprintln(stderr, "retrypolicy:", err)
 		return exitInvalid
 	}
-	writeTable(stdout, s, uptime, steps)
+	writeTable(stdout, s, time.Duration(uptime), steps)
 	if *svgPath != "" {
-		if err := os.WriteFile(*svgPath, timeline(s, uptime, steps), 0o644); err != nil {
+		if err := os.WriteFile(*svgPath, timeline(s, time.Duration(uptime), steps), 0o644); err != nil {
 			fmt.Fprintln(stderr, "retrypolicy:", err)
 			return exitIO
 		}

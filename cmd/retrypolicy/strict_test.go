@@ -64,7 +64,7 @@ func TestDecideLinesAnswersEachLineBeforeTheNextArrives(t *testing.T) {
 		require.NoError(t, err)
 		assert.Empty(t, rest)
 		assert.Equal(t, 2, <-done, "a bad line makes the exit status 2")
-		assert.Equal(t, "retrypolicy: 1 bad line(s)\n", stderr.String())
+		assert.Equal(t, "retrypolicy: 1 bad line (with --lines, each request is one JSON object on one line)\n", stderr.String())
 	})
 }
 
@@ -290,7 +290,7 @@ func TestUsage(t *testing.T) {
 
 	code, _, errOut = cli("", "decide", "--bogus")
 	assert.Equal(t, 2, code)
-	assert.Contains(t, errOut, "flag provided but not defined: -bogus")
+	assert.Equal(t, "retrypolicy: decide: --bogus: unknown flag (see retrypolicy decide --help)\n", errOut, "one line, two dashes")
 
 	code, out, _ := cli("", "version", "--help")
 	assert.Equal(t, 0, code)
@@ -306,7 +306,24 @@ func TestUsage(t *testing.T) {
 
 	code, _, errOut = cli("", "plan", "--failures", "0")
 	assert.Equal(t, 2, code)
-	assert.Equal(t, "retrypolicy: --failures must be between 1 and 1000, got 0\n", errOut)
+	assert.Equal(t, "retrypolicy: plan: --failures: must be between 1 and 1000, got 0 (see retrypolicy plan --help)\n", errOut)
+	for args, want := range map[string]string{
+		"--uptime 5x":     "retrypolicy: plan: --uptime: must be seconds (90, 1.5) or a duration (1m30s), got \"5x\" (see retrypolicy plan --help)\n",
+		"--failures 12.5": "retrypolicy: plan: --failures: must be a whole number, got \"12.5\" (see retrypolicy plan --help)\n",
+		"--uptim 5":       "retrypolicy: plan: --uptim: unknown flag; did you mean --uptime? (see retrypolicy plan --help)\n",
+		"--uptime":        "retrypolicy: plan: --uptime: needs a value (see retrypolicy plan --help)\n",
+	} {
+		code, out, errOut := cli("", append([]string{"plan"}, strings.Fields(args)...)...)
+		assert.Equal(t, 2, code, args)
+		assert.Empty(t, out, args)
+		assert.Equal(t, want, errOut, args)
+	}
+	// Durations where seconds are taken: the three forms plan the same.
+	_, want, _ := cli("", "plan", "--uptime", "90")
+	for _, form := range []string{"90.0", "1m30s", "90s"} {
+		_, out, _ := cli("", "plan", "--uptime", form)
+		assert.Equal(t, want, out, form)
+	}
 	code, _, errOut = cli("", "plan", "--failures", "1001", "--uptime", "-1")
 	assert.Equal(t, 2, code)
 	assert.Equal(t, 2, strings.Count(errOut, "\n"), errOut)

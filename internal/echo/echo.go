@@ -86,3 +86,56 @@ func hex2(c byte) string {
 	const digits = "0123456789abcdef"
 	return string([]byte{digits[c>>4], digits[c&15]})
 }
+
+// Suggest returns "; did you mean NAME?" for the key of names nearest to
+// word, when one is close enough to be a slip (at most two edits, and
+// fewer than half of word's letters, or a name that starts with a word of
+// four letters or more: base_delay for base_delay_secs), else "". Ties go
+// to the name first in lexical order, so that the answer is the same on
+// every run.
+func Suggest[V any](word string, names map[string]V) string {
+	keys := make([]string, 0, len(names))
+	for name := range names {
+		keys = append(keys, name)
+	}
+	return SuggestFrom(word, keys)
+}
+
+// SuggestFrom is Suggest for a list of names.
+func SuggestFrom(word string, names []string) string {
+	best, bestDist := "", 3
+	for _, name := range names {
+		d := editDistance(word, name)
+		if len(word) >= 4 && strings.HasPrefix(name, word) {
+			d = 1
+		}
+		if d < bestDist || d == bestDist && name < best {
+			best, bestDist = name, d
+		}
+	}
+	if best == "" || 2*bestDist >= len(word) {
+		return ""
+	}
+	return "; did you mean " + best + "?"
+}
+
+// editDistance is the Levenshtein distance of a and b, bytes apart.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}

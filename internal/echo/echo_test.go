@@ -49,3 +49,26 @@ func TestQuoteIsOneSafeBoundedLine(t *testing.T) {
 		}
 	})
 }
+
+// TestSuggest: a key one or two slips from a known one gets it suggested;
+// a word far from every name, or too short to tell, gets nothing.
+func TestSuggest(t *testing.T) {
+	names := map[string]int{"strategy": 0, "max_attempts": 1, "window_secs": 2, "backoff": 3}
+	for word, want := range map[string]string{
+		"max_attempt": "; did you mean max_attempts?",
+		"maxattempts": "; did you mean max_attempts?",
+		"window_sec":  "; did you mean window_secs?",
+		"stratgey":    "; did you mean strategy?",
+		"backof":      "; did you mean backoff?",
+		"window":      "; did you mean window_secs?",
+		"retries":     "",
+		"x":           "",
+	} {
+		if got := Suggest(word, names); got != want {
+			t.Errorf("Suggest(%q) = %q, want %q", word, got, want)
+		}
+	}
+	if got := Suggest("ab", map[string]bool{"ac": true, "ad": true}); got != "" {
+		t.Errorf("a two-letter word gets %q", got)
+	}
+}
