@@ -56,7 +56,7 @@ func TestDecideLinesAnswersEachLineBeforeTheNextArrives(t *testing.T) {
 			case 1:
 				assert.Contains(t, answer, `"reason":"strategy_none"`)
 			case 2:
-				assert.Contains(t, answer, `"error":"$: must be valid JSON`)
+				assert.Contains(t, answer, `"error":"$: must be a request, one JSON object on one line (`)
 			}
 		}
 		require.NoError(t, inW.Close())
