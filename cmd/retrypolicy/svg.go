@@ -6,17 +6,28 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/retrypolicy/retrypolicy"
 )
 
-// The picture's geometry, in pixels.
+// The picture's geometry, in pixels. The plot's right margin is as wide as
+// its widest wait label, so that every label fits beside its bar.
 const (
-	svgWidth          = 1000.0
-	svgLeft, svgRight = 150.0, 40.0
-	svgRowHeight      = 22.0
-	svgWrapAt         = 120 // characters of the strategy's text a line
+	svgWidth     = 1000.0
+	svgLeft      = 180.0
+	svgRowHeight = 22.0
+	svgWrapAt    = 120 // characters of the strategy's text a line
+	// svgCharWidth is what a character of the 12 px font takes at most,
+	// as the labels are placed (and their test checks them).
+	svgCharWidth = 7.0
 )
+
+// labelWidth is the width text takes at most.
+func labelWidth(text string) float64 { return svgCharWidth * float64(utf8.RuneCountInString(text)) }
+
+// waitLabel is a row's label for its wait.
+func waitLabel(d retrypolicy.Decision) string { return "wait " + show(d.Delay+d.Jitter) }
 
 // timeline draws a plan as an SVG picture: one row per failure on a shared
 // time axis that starts at the first failure, as the table's times do, and
@@ -33,7 +44,13 @@ func timeline(s retrypolicy.Strategy, uptime time.Duration, steps []step) []byte
 		end = last.decision.Due
 	}
 	span := max(end.Sub(origin), time.Second)
-	plot := svgWidth - svgLeft - svgRight
+	right := 40.0
+	for _, st := range steps {
+		if st.decision.Action != retrypolicy.Fatal {
+			right = max(right, labelWidth(waitLabel(st.decision))+20)
+		}
+	}
+	plot := svgWidth - svgLeft - right
 	x := func(t time.Time) float64 {
 		return svgLeft + plot*float64(max(t.Sub(origin), 0))/float64(span)
 	}
@@ -78,13 +95,13 @@ func timeline(s retrypolicy.Strategy, uptime time.Duration, steps []step) []byte
 	for i, st := range steps {
 		y := top + svgRowHeight*float64(i)
 		d := st.decision
-		fmt.Fprintf(&b, `<text x="10" y="%.0f">#%d  %d in window</text>`+"\n", y+14, i+1, d.InWindow)
+		fmt.Fprintf(&b, `<text x="10" y="%.0f">failure %d (%d counted)</text>`+"\n", y+14, i+1, d.InWindow)
 		fmt.Fprintf(&b, `<rect class="run" x="%.1f" y="%.0f" width="%.1f" height="10"/>`, x(st.run), y+5, max(x(st.failure)-x(st.run), 1))
 		fx := x(st.failure)
 		if d.Action == retrypolicy.Fatal {
 			fmt.Fprintf(&b, `<circle class="failure" cx="%.1f" cy="%.0f" r="4"/><path class="fatal" d="M%.1f %.0fl10 10m0-10l-10 10"/>`, fx, y+10, fx+6, y+5)
 			label, lx, anchor := "FATAL ("+d.Reason.String()+")", fx+22, "start"
-			if lx+200 > svgWidth { // no room on the right: before the run
+			if lx+labelWidth(label) > svgWidth-4 { // no room on the right: before the run
 				lx, anchor = x(st.run)-8, "end"
 			}
 			fmt.Fprintf(&b, `<text x="%.1f" y="%.0f" fill="#d62728" font-weight="bold" text-anchor="%s">%s</text>`+"\n", lx, y+14, anchor, esc(label))
@@ -92,12 +109,13 @@ func timeline(s retrypolicy.Strategy, uptime time.Duration, steps []step) []byte
 		}
 		fmt.Fprintf(&b, `<rect class="wait" x="%.1f" y="%.0f" width="%.1f" height="10"/><circle class="failure" cx="%.1f" cy="%.0f" r="4"/>`,
 			fx, y+5, max(x(d.Due)-fx, 1), fx, y+10)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.0f">%s</text>`+"\n", min(x(d.Due)+6, svgWidth-svgRight-70), y+14, esc("wait "+show(d.Delay+d.Jitter)))
+		// Right of the bar and clear of the failure's dot: the margin holds it.
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.0f">%s</text>`+"\n", max(x(d.Due), fx+4)+6, y+14, esc(waitLabel(d)))
 	}
 
 	// The time axis, with ticks on round values.
 	axisY := top + rows + 28
-	fmt.Fprintf(&b, `<line class="tick" x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f"/>`+"\n", svgLeft, axisY, svgWidth-svgRight, axisY)
+	fmt.Fprintf(&b, `<line class="tick" x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f"/>`+"\n", svgLeft, axisY, svgLeft+plot, axisY)
 	step := tickStep(span)
 	for i := range span/step + 1 { // i×step ≤ span: no overflow
 		at := i * step

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/xml"
+	"fmt"
 	"image"
 	"image/png"
 	"io"
@@ -86,8 +87,11 @@ func TestPlanSVGAxis(t *testing.T) {
 		_, elements := planPicture(t, tc.args...)
 		var failures, waits []svgElement
 		var ticks []svgElement
+		end := 0.0 // where the axis ends: its line, the first of class tick
 		for _, el := range elements {
 			switch {
+			case el.name == "line" && el.attrs["class"] == "tick" && end == 0:
+				end = attr(t, el, "x2")
 			case el.name == "circle" && el.attrs["class"] == "failure":
 				failures = append(failures, el)
 			case el.name == "rect" && el.attrs["class"] == "wait":
@@ -101,7 +105,6 @@ func TestPlanSVGAxis(t *testing.T) {
 		assert.InDelta(t, svgLeft, attr(t, failures[0], "cx"), 0.05, "%v: the axis starts at the first failure", tc.args)
 		assert.Equal(t, "+0s", ticks[0].text, "%v", tc.args)
 		assert.InDelta(t, svgLeft, attr(t, ticks[0], "x"), 0.05, "%v", tc.args)
-		end := svgWidth - svgRight
 		if tc.fatal {
 			assert.InDelta(t, end, attr(t, failures[len(failures)-1], "cx"), 0.05, "%v: the axis ends at the fatal failure", tc.args)
 		} else {
@@ -121,6 +124,83 @@ func TestPlanSVGAxis(t *testing.T) {
 			require.NoError(t, err, "%q", tick.text)
 			assert.Equal(t, time.Duration(i)*step, at, "%v: tick %d", tc.args, i)
 			assert.LessOrEqual(t, attr(t, tick, "x"), end+0.05, "%v: no tick past the axis", tc.args)
+		}
+	}
+}
+
+// box is a rectangle of the picture, for the overlap test.
+type box struct {
+	what                     string
+	left, top, right, bottom float64
+}
+
+func (a box) overlaps(b box) bool {
+	const slack = 0.5 // pixels: boxes that touch do not overlap
+	return a.left < b.right-slack && b.left < a.right-slack && a.top < b.bottom-slack && b.top < a.bottom-slack
+}
+
+// boxes returns the boxes of a picture's texts (7 px a character, from the
+// baseline 11 px up and 3 px down, placed by their anchor) and of its
+// bars, dots and crosses; the window's band, behind everything, and the
+// axis are left out.
+func boxes(t *testing.T, elements []svgElement) (texts, marks []box) {
+	for _, el := range elements {
+		switch el.name {
+		case "text":
+			x, y := attr(t, el, "x"), attr(t, el, "y")
+			w := 7 * float64(len([]rune(el.text)))
+			switch el.attrs["text-anchor"] {
+			case "end":
+				x -= w
+			case "middle":
+				x -= w / 2
+			}
+			texts = append(texts, box{"text " + strconv.Quote(el.text), x, y - 11, x + w, y + 3})
+		case "rect":
+			if c := el.attrs["class"]; c == "window" || c == "" {
+				continue
+			}
+			x, y := attr(t, el, "x"), attr(t, el, "y")
+			marks = append(marks, box{el.attrs["class"] + " bar", x, y, x + attr(t, el, "width"), y + attr(t, el, "height")})
+		case "circle":
+			cx, cy, r := attr(t, el, "cx"), attr(t, el, "cy"), attr(t, el, "r")
+			marks = append(marks, box{"failure dot", cx - r, cy - r, cx + r, cy + r})
+		case "path":
+			var x, y float64
+			_, err := fmt.Sscanf(el.attrs["d"], "M%f %f", &x, &y)
+			require.NoError(t, err, el.attrs["d"])
+			marks = append(marks, box{"fatal cross", x, y, x + 10, y + 10})
+		}
+	}
+	return texts, marks
+}
+
+// TestPlanSVGLabelsOverlapNothing: no label of the picture overlaps a bar,
+// a dot, a cross or another label, and none leaves the picture, for plans
+// that end fatal, that wait long at the end, with uptime credit, with
+// jitter, with one failure and with many.
+func TestPlanSVGLabelsOverlapNothing(t *testing.T) {
+	for _, args := range [][]string{
+		nil,
+		{"--uptime", "5", "testdata/cli/strategy-bounded.json"},
+		{"--uptime", "30", "--failures", "20", "testdata/cli/strategy-jitter.json"},
+		{"--uptime", "3600", "--failures", "30"},
+		{"--failures", "1"},
+		{"--failures", "2"},
+		{"--failures", "200"},
+	} {
+		_, elements := planPicture(t, args...)
+		texts, marks := boxes(t, elements)
+		require.NotEmpty(t, marks, "%v", args)
+		for i, a := range texts {
+			assert.GreaterOrEqual(t, a.left, 0.0, "%v: %s leaves the picture", args, a.what)
+			assert.LessOrEqual(t, a.right, svgWidth, "%v: %s leaves the picture", args, a.what)
+			for _, b := range texts[i+1:] {
+				assert.False(t, a.overlaps(b), "%v: %s overlaps %s", args, a.what, b.what)
+			}
+			for _, m := range marks {
+				assert.False(t, a.overlaps(m), "%v: %s overlaps a %s at %.0f", args, a.what, m.what, m.left)
+			}
 		}
 	}
 }
