@@ -3,7 +3,12 @@
 // set. Four jobs fail in their own ways (errors, a panic, long runs that
 // earn uptime credit, one that never recovers) under three strategies, and
 // the program prints each job's timeline: every attempt, the decision on
-// its failure, when the retry was scheduled, and how the job ended.
+// its failure, when the retry was scheduled, and how the job ended. Last, it
+// shows that a job with an invalid strategy is refused at insert.
+//
+// On PostgreSQL it migrates River's schema into the database DATABASE_URL
+// names, and leaves the example's jobs there: give it a database of its
+// own.
 //
 //	go run ./examples/river                 # from riverretry/
 //	DATABASE_URL=postgres://… go run ./examples/river
@@ -112,7 +117,7 @@ func run(ctx context.Context, out io.Writer, databaseURL string, configure func(
 			return err
 		}
 		defer pool.Close()
-		fmt.Fprintln(out, "River on PostgreSQL")
+		fmt.Fprintln(out, "River on PostgreSQL: migrating River's schema into DATABASE_URL's database, where the example's jobs stay")
 		return runOn(ctx, out, riverpgxv5.New(pool), configure)
 	}
 	// SQLite in memory: one connection, so that every query sees the same
@@ -198,12 +203,6 @@ func runOn[TTx any](ctx context.Context, out io.Writer, driver riverdriver.Drive
 		names[res.Job.ID] = i
 	}
 
-	// A job inserted with an invalid strategy is refused, naming the field.
-	_, err = client.Insert(ctx, chargeArgs{behaviour{Name: "refused"}}, &river.InsertOpts{
-		Metadata: []byte(`{"retry_strategy": {"strategy": "bounded", "max_attempts": 0}}`),
-	})
-	fmt.Fprintf(out, "inserting a job with max_attempts 0: %v\n", err)
-
 	timelines := map[int64][]string{}
 	for ended := 0; ended < len(jobs); {
 		var ev *river.Event
@@ -231,6 +230,13 @@ func runOn[TTx any](ctx context.Context, out io.Writer, driver riverdriver.Drive
 			fmt.Fprintln(out, "  "+line)
 		}
 	}
+
+	// An insert is checked as the jobs are: a job whose strategy is invalid
+	// is refused, naming the field, and nothing of its batch is inserted.
+	_, err = client.Insert(ctx, chargeArgs{behaviour{Name: "refused"}}, &river.InsertOpts{
+		Metadata: []byte(`{"retry_strategy": {"strategy": "bounded", "max_attempts": 0}}`),
+	})
+	fmt.Fprintf(out, "\nAn insert with an invalid strategy is refused, as it should be:\n  %v\n", err)
 	return nil
 }
 
