@@ -27,10 +27,10 @@ func Compile(s Strategy) (*Policy, error) {
 // compilePolicy checks s and compiles it, into t for the tables. It
 // returns the Policy by value, which lets t stay on the caller's stack.
 func compilePolicy(s Strategy, t *tables) (Policy, error) {
-	if err := s.Validate(); err != nil {
+	s = s.effective()
+	if err := s.validate(); err != nil {
 		return Policy{}, err
 	}
-	s = s.effective()
 	return Policy{s: s, window: s.window(), d: compileDelays(&s.Backoff, t)}, nil
 }
 

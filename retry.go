@@ -215,10 +215,10 @@ type RetryEvent struct {
 // starts no goroutine; cancelling the context wakes it at once.
 func Retry[T any](ctx context.Context, s Strategy, op func(context.Context) (T, error), opts ...RetryOption) (T, error) {
 	var zero T
-	if err := s.Validate(); err != nil {
+	s = s.effective()
+	if err := s.validate(); err != nil {
 		return zero, err
 	}
-	s = s.effective()
 	var cfg retryConfig
 	for _, opt := range opts {
 		if opt.set != nil { // the zero RetryOption changes nothing

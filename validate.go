@@ -51,9 +51,8 @@ var (
 // given says which fields a strategy was given and, for the descriptor, how
 // each was written; a Go value is given the fields that are not zero.
 type given struct {
-	set     [numFields]bool
-	raw     *[numFields]string // as written, for messages; nil or "" shows the Go value
-	goUnits bool               // a duration not written shows as Go writes it
+	set [numFields]bool
+	raw *[numFields]string // as written, for messages; nil or "" shows the Go value
 }
 
 func givenOf(s *Strategy) given {
@@ -73,11 +72,12 @@ func givenOf(s *Strategy) given {
 // strategy the semantics allow. It returns nil or a *ValidationError naming
 // each field by its Go name ("Backoff.BaseDelay"), durations as Go writes
 // them. It does not allocate when s is valid.
-func (s Strategy) Validate() error {
-	s = s.effective()
+func (s Strategy) Validate() error { return s.effective().validate() }
+
+// validate is Validate for a strategy whose defaults are filled in.
+func (s Strategy) validate() error {
 	p := problems{nm: &goNaming}
 	g := givenOf(&s)
-	g.goUnits = true
 	check(&s, &g, &p)
 	return p.err()
 }
@@ -123,16 +123,16 @@ func checkWindow(s *Strategy, g *given, p *problems, known bool) {
 	bounded := s.Kind == Bounded
 	switch {
 	case !bounded && g.set[fWindow] && known:
-		p.tied(fWindow, true, fStrategy, Bounded.String(), g.showDuration(fWindow, s.Window))
+		p.tied(fWindow, true, fStrategy, Bounded.String(), p.showDuration(g, fWindow, s.Window))
 	case !bounded && !g.set[fWindow]:
 	case s.Window%time.Second != 0:
-		p.add(fWindow, "must be a whole number of seconds", g.showDuration(fWindow, s.Window))
+		p.add(fWindow, "must be a whole number of seconds", p.showDuration(g, fWindow, s.Window))
 	case s.Window < time.Second || s.Window > maxWindow:
 		rule := rangeRule(1, int64(maxWindow/time.Second))
 		if p.nm.goUnits {
 			rule = "must be between 1s and " + maxWindow.String()
 		}
-		p.add(fWindow, rule, g.showDuration(fWindow, s.Window))
+		p.add(fWindow, rule, p.showDuration(g, fWindow, s.Window))
 	}
 }
 
@@ -164,7 +164,7 @@ func checkBackoff(b *Backoff, g *given, p *problems) {
 			p.tied(fMultiplier, false, fKind, Fixed.String(), g.show(fMultiplier, formatMultiplier(b.Multiplier)))
 		}
 		if g.set[fMaxDelay] {
-			p.tied(fMaxDelay, false, fKind, Fixed.String(), g.showDuration(fMaxDelay, b.MaxDelay))
+			p.tied(fMaxDelay, false, fKind, Fixed.String(), p.showDuration(g, fMaxDelay, b.MaxDelay))
 		}
 		return
 	}
@@ -178,7 +178,7 @@ func checkBackoff(b *Backoff, g *given, p *problems) {
 		p.add(fMultiplier, "must be greater than 0", g.show(fMultiplier, formatMultiplier(m)))
 	}
 	if g.set[fMaxDelay] && p.checkDelay(fMaxDelay, b.MaxDelay, g) && baseOK && b.MaxDelay < b.BaseDelay {
-		p.add(fMaxDelay, "must be at least "+p.nm.names[fBase]+" ("+p.delayText(b.BaseDelay)+")", g.showDuration(fMaxDelay, b.MaxDelay))
+		p.add(fMaxDelay, "must be at least "+p.nm.names[fBase]+" ("+p.delayText(b.BaseDelay)+")", p.showDuration(g, fMaxDelay, b.MaxDelay))
 	}
 }
 
@@ -194,9 +194,9 @@ func (p *problems) checkDelay(f field, d time.Duration, g *given) bool {
 	}
 	switch {
 	case d%unit != 0:
-		p.add(f, "must be a whole number of "+name, g.showDuration(f, d))
+		p.add(f, "must be a whole number of "+name, p.showDuration(g, f, d))
 	case d < unit:
-		p.add(f, "must be at least "+p.delayText(unit), g.showDuration(f, d))
+		p.add(f, "must be at least "+p.delayText(unit), p.showDuration(g, f, d))
 	default:
 		return true
 	}
@@ -234,13 +234,13 @@ func (g *given) show(f field, goValue string) string {
 	return goValue
 }
 
-// showDuration returns f's value as written, or else d in the unit of the
-// descriptor when d is whole seconds, as a Go duration otherwise.
-func (g *given) showDuration(f field, d time.Duration) string {
+// showDuration returns f's value as written, or else d as Go writes it
+// for Go names, in the descriptor's seconds when d is whole seconds.
+func (p *problems) showDuration(g *given, f field, d time.Duration) string {
 	switch {
 	case g.raw != nil && g.raw[f] != "":
 		return g.raw[f]
-	case g.goUnits:
+	case p.nm.goUnits:
 		return d.String()
 	}
 	return secondsText(d)

@@ -165,7 +165,7 @@ func (p *Policy) Work(ctx context.Context, job *rivertype.JobRow, doInner func(c
 	if added > 0 {
 		sortNewestFirst(rec.failures)
 		newest := time.UnixMilli(rec.failures[0])
-		d := p.decide(ctx, job, pol, rec.failures, 0, newest)
+		d := p.decide(job, pol, rec.failures, 0, newest)
 		p.logDecision(ctx, job, rec.failures, 0, d)
 		if d.Action == retrypolicy.Fatal {
 			rec.seen = job.Attempt
@@ -197,7 +197,7 @@ func (p *Policy) failed(ctx context.Context, job *rivertype.JobRow, pol *retrypo
 	rec.failures = append(rec.failures, 0)
 	copy(rec.failures[1:], rec.failures)
 	rec.failures[0] = at.UnixMilli()
-	d := p.decide(ctx, job, pol, rec.failures, end.Sub(start), at)
+	d := p.decide(job, pol, rec.failures, end.Sub(start), at)
 	switch {
 	case retrypolicy.IsPermanent(err):
 		d = retrypolicy.Decision{Action: retrypolicy.Fatal, Reason: retrypolicy.NotRetryable, InWindow: d.InWindow}
@@ -224,14 +224,19 @@ func (p *Policy) failed(ctx context.Context, job *rivertype.JobRow, pol *retrypo
 // those in the window of the newest, and for a bounded strategy no more
 // than its MaxAttempts.
 func (p *Policy) setRecord(ctx context.Context, pol *retrypolicy.Policy, rec record, d retrypolicy.Decision) {
-	keep := d.InWindow
-	if s := pol.Strategy(); s.Kind == retrypolicy.Bounded {
-		keep = min(keep, s.MaxAttempts)
-	}
-	rec.failures = rec.failures[:min(keep, len(rec.failures))]
+	rec.failures = rec.failures[:min(d.InWindow, mostKept(pol), len(rec.failures))]
 	if err := p.setMetadata(ctx, MetadataKey, rec.encode()); err != nil {
 		p.logger.ErrorContext(ctx, "riverretry: cannot record the failure in the job's metadata", slog.String("error", err.Error()))
 	}
+}
+
+// mostKept is the most failures deciding under pol can need: for a
+// bounded strategy its MaxAttempts (the window holding that many is fatal).
+func mostKept(pol *retrypolicy.Policy) int {
+	if s := pol.Strategy(); s.Kind == retrypolicy.Bounded {
+		return s.MaxAttempts
+	}
+	return math.MaxInt
 }
 
 // read returns what deciding on job's failures at now needs: its policy,
@@ -247,11 +252,7 @@ func (p *Policy) read(ctx context.Context, job *rivertype.JobRow, now time.Time,
 		p.logger.WarnContext(ctx, "riverretry: the job's strategy is invalid; its kind's strategy applies",
 			slog.Int64("job_id", job.ID), slog.String("kind", job.Kind), slog.String("error", err.Error()))
 	}
-	limit := math.MaxInt
-	if s := pol.Strategy(); s.Kind == retrypolicy.Bounded {
-		limit = s.MaxAttempts
-	}
-	rec, problem := checkRecord(job, m, now, limit, room)
+	rec, problem := checkRecord(job, m, now, mostKept(pol), room)
 	if problem != "" {
 		p.logger.WarnContext(ctx, "riverretry: "+problem+"; its failures are read from River's errors instead",
 			slog.Int64("job_id", job.ID), slog.String("kind", job.Kind))
@@ -376,7 +377,7 @@ func (p *Policy) decideUnseen(ctx context.Context, job *rivertype.JobRow, now ti
 	var room [16]int64
 	pol, rec, _ := p.read(ctx, job, now, room[:])
 	rec.failures = append(rec.failures, now.UnixMilli())
-	d := p.decide(ctx, job, pol, rec.failures, uptime, now)
+	d := p.decide(job, pol, rec.failures, uptime, now)
 	p.logDecision(ctx, job, rec.failures, uptime, d)
 	if d.Action == retrypolicy.Fatal {
 		p.logger.InfoContext(ctx, "riverretry: the strategy gives up on a failure River reports outside a run; the job is cancelled when next fetched",
@@ -387,7 +388,7 @@ func (p *Policy) decideUnseen(ctx context.Context, job *rivertype.JobRow, now ti
 
 // decide decides at now on job's failures (Unix milliseconds, in any
 // order), the newest after a run of uptime.
-func (p *Policy) decide(ctx context.Context, job *rivertype.JobRow, pol *retrypolicy.Policy, failures []int64, uptime time.Duration, now time.Time) retrypolicy.Decision {
+func (p *Policy) decide(job *rivertype.JobRow, pol *retrypolicy.Policy, failures []int64, uptime time.Duration, now time.Time) retrypolicy.Decision {
 	var room [32]time.Time
 	times := room[:0]
 	if len(failures) > len(room) {

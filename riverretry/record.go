@@ -93,13 +93,6 @@ func putToken(b []byte, v uint64) int {
 	return n
 }
 
-func appendToken(b []byte, v uint64) []byte {
-	n := len(b)
-	b = append(b, make([]byte, tokenLen(v))...)
-	putToken(b[n:], v)
-	return b
-}
-
 // nextToken decodes the token at the start of s and returns its value and
 // length, or a length of 0 when s does not start with a whole token that
 // fits 63 bits.
