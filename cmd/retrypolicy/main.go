@@ -9,7 +9,7 @@
 //	retrypolicy validate [FILE|-]
 //	retrypolicy flags [--retry-strategy S] [--retry-max-attempts N] …
 //	retrypolicy decide [--lines] [FILE|-]
-//	retrypolicy plan [--uptime SECS] [--failures N] [--svg FILE] [FILE|-]
+//	retrypolicy plan [--uptime DURATION] [--failures N] [--svg FILE] [FILE|-]
 //	retrypolicy version
 //
 // Exit status: 0 on success (a fatal decision included), 2 for invalid input,
