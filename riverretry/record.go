@@ -59,14 +59,7 @@ var digitValue = func() (v [256]int8) {
 
 // encode returns r for River.
 func (r record) encode() recordJSON {
-	n := 0
-	for i, ms := range r.failures {
-		if i > 0 {
-			ms = r.failures[i-1] - ms
-		}
-		n += tokenLen(uint64(max(ms, 0)))
-	}
-	b := make([]byte, n)
+	b := make([]byte, maxTokenLen*len(r.failures))
 	at := 0
 	for i, ms := range r.failures {
 		if i > 0 {
@@ -74,8 +67,11 @@ func (r record) encode() recordJSON {
 		}
 		at += putToken(b[at:], uint64(max(ms, 0)))
 	}
-	return recordJSON{Seen: r.seen, Failures: string(b)}
+	return recordJSON{Seen: r.seen, Failures: string(b[:at])}
 }
+
+// maxTokenLen is the longest token: 63 bits in 5-bit groups.
+const maxTokenLen = 13
 
 // tokenLen is the length of v's token: one character per 5 bits.
 func tokenLen(v uint64) int { return max(1, (bits.Len64(v)+4)/5) }
@@ -97,10 +93,10 @@ func putToken(b []byte, v uint64) int {
 // length, or a length of 0 when s does not start with a whole token that
 // fits 63 bits.
 func nextToken(s []byte) (v uint64, n int) {
-	for i := 0; i < len(s) && i < 13; i++ {
+	for i := 0; i < len(s) && i < maxTokenLen; i++ {
 		d := digitValue[s[i]]
 		switch {
-		case d < 0, i == 12 && d&31 > 7:
+		case d < 0, i == maxTokenLen-1 && d&31 > 7: // 60 bits so far: room for 3
 			return 0, 0
 		case d < 32:
 			return v | uint64(d)<<(5*i), i + 1
