@@ -86,12 +86,8 @@ func IsPermanent(err error) bool {
 // RetryAfterWait returns the wait RetryAfter marked err or an error it wraps
 // with, capped as Retry caps it by default (MaxDelay, or an hour), if any.
 func RetryAfterWait(err error, s Strategy) (time.Duration, bool) {
-	var ra *retryAfterError
-	if !errors.As(err, &ra) {
-		return 0, false
-	}
 	s = s.effective()
-	return min(ra.wait, (&retryConfig{}).retryAfterCap(&s)), true
+	return (&retryConfig{}).retryAfter(err, &s)
 }
 
 // httpDates are the three forms of an HTTP-date (RFC 9110, 5.6.7).
@@ -297,9 +293,8 @@ func (c *retryConfig) decide(ctx context.Context, h *History, failures int, err 
 	if c.fullJitter {
 		wait = fullJitter(d.Delay, jitterUnit(c.seed^0x5851f42d4c957f2d, instantOf(failedAt), failures))
 	}
-	var ra *retryAfterError
-	if errors.As(err, &ra) {
-		wait = max(wait, min(ra.wait, c.retryAfterCap(s)))
+	if asked, ok := c.retryAfter(err, s); ok {
+		wait = max(wait, asked)
 	}
 	if deadline, ok := ctx.Deadline(); ok && deadline.Sub(failedAt) <= wait {
 		return giveUp(PastDeadline, unwrapMarks(err))
@@ -313,12 +308,14 @@ func (c *retryConfig) decide(ctx context.Context, h *History, failures int, err 
 	return wait, nil
 }
 
-// retryAfterCap returns the most a Retry-After may ask for.
-func (c *retryConfig) retryAfterCap(s *Strategy) time.Duration {
-	if c.afterCap > 0 {
-		return c.afterCap
+// retryAfter returns the wait a RetryAfter mark on err asks, at most the
+// cap: WithRetryAfterCap's, else s's MaxDelay, else an hour.
+func (c *retryConfig) retryAfter(err error, s *Strategy) (time.Duration, bool) {
+	var ra *retryAfterError
+	if !errors.As(err, &ra) {
+		return 0, false
 	}
-	return cmp.Or(max(s.Backoff.MaxDelay, 0), time.Hour)
+	return min(ra.wait, cmp.Or(c.afterCap, max(s.Backoff.MaxDelay, 0), time.Hour)), true
 }
 
 // unwrapMarks returns err without the Permanent or RetryAfter mark around
