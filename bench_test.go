@@ -93,7 +93,7 @@ func BenchmarkHistory(b *testing.B) {
 		at := t0
 		for range 2 * 3600 {
 			at = at.Add(time.Second)
-			if err := h.Record(at); err != nil {
+			if err := h.Record(at, 20*time.Second); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -107,7 +107,7 @@ func BenchmarkHistory(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			at = at.Add(time.Second)
-			if err := h.Record(at); err != nil {
+			if err := h.Record(at, 20*time.Second); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -117,7 +117,7 @@ func BenchmarkHistory(b *testing.B) {
 		h, at := fill(b)
 		b.ReportAllocs()
 		for b.Loop() {
-			d, err := h.Decide(20*time.Second, 42, at)
+			d, err := h.Decide(42, at)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -425,10 +425,14 @@ func TestCompiledPolicyDecidesAsTheRule(t *testing.T) {
 		plain, err := Decide(s, failures, uptime, seed, now)
 		require.NoError(t, err)
 		h := newHistory(t, s)
-		for _, f := range failures {
-			require.NoError(t, h.Record(f))
+		for i, f := range failures {
+			var up time.Duration // the uptime goes with the newest failure, the last
+			if i == n-1 {
+				up = uptime
+			}
+			require.NoError(t, h.Record(f, up))
 		}
-		fromHistory, err := h.Decide(uptime, seed, now)
+		fromHistory, err := h.Decide(seed, now)
 		require.NoError(t, err)
 		for what, d := range map[string]Decision{"Decide": plain, "History.Decide": fromHistory} {
 			if d.Action != got.Action || d.Reason != got.Reason || d.InWindow != got.InWindow || d.Owed != got.Owed ||

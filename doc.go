@@ -41,7 +41,7 @@
 // a quarter, drawn from the caller's seed. A job that ran a while before
 // failing gets uptime credit: its run pays back steps of the backoff from
 // the largest. [Decide] and [Policy.Decide] are pure and do not allocate; a
-// [History] keeps one job's failures in memory.
+// [History] keeps one job's failures and last uptime in memory.
 //
 // [Retry] gives up with a [*GiveUpError] on a fatal decision, a [Permanent]
 // error, the context, a deadline the next retry would pass, or a spent

@@ -124,22 +124,24 @@ func ExampleCompile() {
 	// wait 1m0s 15:01:00
 }
 
-// A History keeps a job's failures in memory: recording and deciding cost
-// the same at a million failures as at one, and it saves itself as JSON.
+// A History keeps a job's failures and its last run's uptime in memory:
+// recording and deciding cost the same at a million failures as at one, and
+// it saves itself as JSON.
 func ExampleHistory() {
 	var job retrypolicy.History // the zero History is under the Default strategy
 	last := time.Date(2026, 11, 2, 15, 0, 0, 0, time.UTC)
-	for _, ago := range []time.Duration{2 * time.Hour, 2 * time.Second, time.Second, 0} {
-		_ = job.Record(last.Add(-ago))
+	for _, ago := range []time.Duration{2 * time.Hour, 2 * time.Second, time.Second} {
+		_ = job.Record(last.Add(-ago), 0)
 	}
-	d, _ := job.Decide(0, 0, last)
-	fmt.Println(d.InWindow, d.Delay)
+	_ = job.Record(last, 5*time.Second) // the last run lasted 5 s
+	d, _ := job.Decide(0, last)
+	fmt.Println(d.InWindow, d.Owed, d.Delay)
 
 	saved, _ := json.Marshal(&job)
 	fmt.Println(string(saved))
 	// Output:
-	// 3 4s
-	// ["2026-11-02T14:59:58Z","2026-11-02T14:59:59Z","2026-11-02T15:00:00Z"]
+	// 3 4s 2s
+	// {"failures":["2026-11-02T14:59:58Z","2026-11-02T14:59:59Z","2026-11-02T15:00:00Z"],"last_uptime_secs":5}
 }
 
 func ExampleDecision_MarshalJSON() {

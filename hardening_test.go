@@ -109,7 +109,7 @@ func TestAMillionFailuresInTheWindow(t *testing.T) {
 	}
 	h := newHistory(t, Default())
 	for i := n - 1; i >= 0; i-- {
-		require.NoError(t, h.Record(failures[i]))
+		require.NoError(t, h.Record(failures[i], 90*time.Hour))
 	}
 	d, err := Decide(Default(), failures, 90*time.Hour, 0, t0)
 	require.NoError(t, err)
@@ -117,7 +117,7 @@ func TestAMillionFailuresInTheWindow(t *testing.T) {
 	assert.Equal(t, time.Hour, d.Owed)
 	// 90 h pays 90 capped steps back; the next step still owes the cap.
 	assert.Equal(t, time.Hour, d.Delay)
-	hd, err := h.Decide(90*time.Hour, 0, t0)
+	hd, err := h.Decide(0, t0)
 	require.NoError(t, err)
 	assert.Equal(t, d, hd)
 }
@@ -212,10 +212,10 @@ func TestConcurrentUse(t *testing.T) {
 				if err != nil || d != want {
 					errs <- io.ErrUnexpectedEOF
 				}
-				if err := h.Record(t0.Add(time.Duration(w*rounds+r) * time.Millisecond)); err != nil {
+				if err := h.Record(t0.Add(time.Duration(w*rounds+r)*time.Millisecond), time.Second); err != nil {
 					errs <- err
 				}
-				if _, err := h.Decide(time.Second, uint64(w), t0); err != nil {
+				if _, err := h.Decide(uint64(w), t0); err != nil {
 					errs <- err
 				}
 				if r%20 == w%20 { // encoding copies the whole history: now and then
@@ -231,7 +231,7 @@ func TestConcurrentUse(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	d, err := h.Decide(0, 0, t0)
+	d, err := h.Decide(0, t0)
 	require.NoError(t, err)
 	assert.Equal(t, workers*rounds, d.InWindow, "every failure recorded, none lost")
 	// The newest failure is the last one recorded: 1 s owed at the cap's

@@ -13,15 +13,17 @@ import (
 // History is one job's failure history, kept in memory by a scheduler that
 // decides often. It records failures in any order and keeps those in the
 // window of the newest (older ones can never count again), 8 bytes each
-// beside a 40-byte header: deciding costs the same at a million failures as
-// at one. Histories share one compiled [Policy]. It saves its failures as
-// binary or as a JSON list of RFC 3339 times, in UTC without a monotonic
-// reading. The zero History is empty, under the Default strategy. A History
-// is safe for concurrent use; encoding one copies its failures under its lock.
+// beside a 48-byte header: deciding costs the same at a million failures as
+// at one. It keeps the uptime of the run that failed last, so a scheduler
+// stores nothing beside it. Histories share one compiled [Policy].
+// A History saves itself as binary or as JSON, its times in UTC without a
+// monotonic reading. The zero History is empty, under the Default strategy.
+// A History is safe for concurrent use; encoding one copies it under its lock.
 type History struct {
 	mu sync.Mutex
-	p  *Policy // nil: the Default strategy
-	t  []int64 // the failures held, ascending, Unix nanoseconds
+	p  *Policy       // nil: the Default strategy
+	t  []int64       // the failures held, ascending, Unix nanoseconds
+	up time.Duration // the uptime of the run that failed at t[len(t)-1]
 }
 
 // errTimeOutOfRange is Record's error for an instant a History cannot hold.
@@ -46,10 +48,12 @@ func (h *History) policy() *Policy {
 	return h.p
 }
 
-// Record adds a failure at t. It returns an error, and records nothing, for
-// an instant outside 1677-09-21 to 2262-04-11 (int64 nanoseconds).
-func (h *History) Record(t time.Time) error {
-	ns, ok := unixNano(t)
+// Record adds a failure at failedAt of a run that lasted uptime: when it is
+// the newest failure held, its uptime is the one [History.Decide] credits (a
+// negative one is 0). It returns an error, and records nothing, for an
+// instant outside 1677-09-21 to 2262-04-11 (int64 nanoseconds).
+func (h *History) Record(failedAt time.Time, uptime time.Duration) error {
+	ns, ok := unixNano(failedAt)
 	if !ok {
 		return errTimeOutOfRange
 	}
@@ -59,7 +63,7 @@ func (h *History) Record(t time.Time) error {
 	n := len(h.t)
 	switch {
 	case n == 0 || ns >= h.t[n-1]:
-		h.t = append(h.t, ns)
+		h.t, h.up = append(h.t, ns), max(uptime, 0)
 		if from := ns - window; h.t[0] < from {
 			h.t = h.t[sort.Search(len(h.t), func(i int) bool { return h.t[i] >= from }):]
 		}
@@ -71,12 +75,12 @@ func (h *History) Record(t time.Time) error {
 }
 
 // Decide is [Decide] for the recorded failures under the history's
-// strategy: every failure it holds is in the window. It returns an error
-// for an empty history, and does not allocate.
-func (h *History) Decide(uptime time.Duration, seed uint64, now time.Time) (Decision, error) {
+// strategy, the newest failure's run credited with its uptime: every
+// failure it holds is in the window. It returns an error for an empty
+// history, and does not allocate.
+func (h *History) Decide(seed uint64, now time.Time) (Decision, error) {
 	h.mu.Lock()
-	n := len(h.t)
-	var newest int64
+	n, newest, uptime := len(h.t), int64(0), h.up
 	if n > 0 {
 		newest = h.t[n-1]
 	}
@@ -97,23 +101,19 @@ func (h *History) Len() int {
 	return len(h.t)
 }
 
-// Reset forgets every failure; the strategy stays.
-func (h *History) Reset() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.t = nil
-}
+// Reset forgets every failure and uptime; the strategy stays.
+func (h *History) Reset() { h.replace(nil, 0) }
 
-// failures returns a copy of the failures held.
-func (h *History) failures() []int64 {
+// failures returns a copy of the failures held, and the last uptime.
+func (h *History) failures() ([]int64, time.Duration) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return slices.Clone(h.t)
+	return slices.Clone(h.t), h.up
 }
 
 // replace makes ns, ascending, the failures held, keeping only those within
-// the window of the newest. It keeps ns.
-func (h *History) replace(ns []int64) {
+// the window of the newest, and up the last uptime. It keeps ns.
+func (h *History) replace(ns []int64, up time.Duration) {
 	window := int64(h.policy().window)
 	if len(ns) > 0 {
 		from := ns[len(ns)-1] - window
@@ -121,30 +121,30 @@ func (h *History) replace(ns []int64) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.t = slices.Clip(ns)
+	h.t, h.up = slices.Clip(ns), up
 }
 
 // historyVersion is the first byte of MarshalBinary's encoding.
-const historyVersion = 1
+const historyVersion = 2
 
-// MarshalBinary encodes the failures held: a version byte, their count and
-// the first instant as varints, then each gap to the next as a uvarint.
+// MarshalBinary encodes the history: a version byte, the count of failures
+// and the first instant as varints, each gap to the next as a uvarint, then
+// the last uptime in nanoseconds as a uvarint.
 func (h *History) MarshalBinary() ([]byte, error) {
-	ts := h.failures()
+	ts, up := h.failures()
 	b := []byte{historyVersion}
 	b = binary.AppendUvarint(b, uint64(len(ts)))
-	for i, ns := range ts {
-		if i == 0 {
-			b = binary.AppendVarint(b, ns)
-		} else {
-			b = binary.AppendUvarint(b, uint64(ns-ts[i-1]))
-		}
+	if len(ts) > 0 {
+		b = binary.AppendVarint(b, ts[0])
 	}
-	return b, nil
+	for i := 1; i < len(ts); i++ {
+		b = binary.AppendUvarint(b, uint64(ts[i]-ts[i-1]))
+	}
+	return binary.AppendUvarint(b, uint64(up)), nil
 }
 
-// UnmarshalBinary replaces the failures held with those MarshalBinary
-// encoded, keeping those within the window of the newest. On error the
+// UnmarshalBinary replaces the history with one MarshalBinary encoded,
+// keeping the failures within the window of the newest. On error the
 // history is left unchanged.
 func (h *History) UnmarshalBinary(data []byte) error {
 	bad := func(what string) error { return errors.New("retrypolicy: history: " + what) }
@@ -174,10 +174,14 @@ func (h *History) UnmarshalBinary(data []byte) error {
 		}
 		data = data[k:]
 	}
-	if len(data) > 0 {
+	up, k := binary.Uvarint(data)
+	if k <= 0 || up > math.MaxInt64 {
+		return bad("bad uptime")
+	}
+	if len(data) > k {
 		return bad("trailing data")
 	}
-	h.replace(ns)
+	h.replace(ns, time.Duration(up))
 	return nil
 }
 

@@ -481,44 +481,50 @@ func (v *Decision) checkPresence(seen [len(decisionKeys)]bool) error {
 	return nil
 }
 
-// MarshalJSON writes the failures held as a JSON array of RFC 3339 times in
-// UTC, oldest first.
+// MarshalJSON writes the history as a JSON object: "failures", an array of
+// RFC 3339 times in UTC, oldest first, and "last_uptime_secs", in seconds.
 func (h *History) MarshalJSON() ([]byte, error) {
-	b := []byte{'['}
-	for _, ns := range h.failures() {
-		if len(b) > 1 {
+	ts, up := h.failures()
+	b := []byte(`{"failures":[`)
+	for i, ns := range ts {
+		if i > 0 {
 			b = append(b, ',')
 		}
 		b = append(b, '"')
 		b = time.Unix(0, ns).UTC().AppendFormat(b, time.RFC3339Nano)
 		b = append(b, '"')
 	}
-	return append(b, ']'), nil
+	b = append(b, `],"last_uptime_secs":`...)
+	return append(wire.AppendSeconds(b, up), '}'), nil
 }
 
-// UnmarshalJSON replaces the failures held with a JSON array of RFC 3339
-// times, in any order, keeping those within the window of the newest. null
-// leaves h unchanged; so does an error.
+// UnmarshalJSON replaces the history with one MarshalJSON wrote, its
+// failures in any order, keeping those within the window of the newest.
+// null leaves h unchanged; so does an error.
 func (h *History) UnmarshalJSON(data []byte) error {
-	if string(bytes.TrimSpace(data)) == "null" {
+	data = bytes.TrimSpace(data)
+	if string(data) == "null" {
 		return nil
 	}
-	var texts []string
-	if err := json.Unmarshal(data, &texts); err != nil {
-		return errors.New("retrypolicy: history: must be a JSON array of RFC 3339 times")
+	var doc struct {
+		Failures []time.Time     `json:"failures"`
+		Up       json.RawMessage `json:"last_uptime_secs"`
 	}
-	ns := make([]int64, len(texts))
-	for i, text := range texts {
-		t, err := time.Parse(time.RFC3339Nano, text)
-		if err != nil {
-			return errors.New("retrypolicy: history: [" + strconv.Itoa(i) + "]: must be an RFC 3339 time, got " + echo.Quote(text))
-		}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(&doc)
+	up, st := decimalScaled(string(doc.Up), 9) // seconds, to the nanosecond
+	if err != nil || doc.Failures == nil || dec.InputOffset() != int64(len(data)) || st != numOK || up < 0 {
+		return errors.New(`retrypolicy: history: must be {"failures": [RFC 3339 times], "last_uptime_secs": seconds >= 0}`)
+	}
+	ns := make([]int64, len(doc.Failures))
+	for i, t := range doc.Failures {
 		var ok bool
 		if ns[i], ok = unixNano(t); !ok {
-			return errors.New("retrypolicy: history: [" + strconv.Itoa(i) + "]: " + errTimeOutOfRange.Error()[len("retrypolicy: "):])
+			return errors.New("retrypolicy: history: failures[" + strconv.Itoa(i) + "]: " + errTimeOutOfRange.Error()[len("retrypolicy: "):])
 		}
 	}
 	slices.Sort(ns)
-	h.replace(ns)
+	h.replace(ns, time.Duration(up))
 	return nil
 }

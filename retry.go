@@ -25,22 +25,18 @@ type GiveUpError struct {
 
 // Error names the reason and the number of failures, then Err.
 func (e *GiveUpError) Error() string {
-	noun := " failures ("
+	noun, cause := " failures (", "no error"
 	if e.Failures == 1 {
 		noun = " failure ("
 	}
-	return "retrypolicy: gave up after " + strconv.Itoa(e.Failures) + noun + e.Reason.String() + "): " + errorText(e.Err)
+	if e.Err != nil {
+		cause = e.Err.Error()
+	}
+	return "retrypolicy: gave up after " + strconv.Itoa(e.Failures) + noun + e.Reason.String() + "): " + cause
 }
 
 // Unwrap returns Err.
 func (e *GiveUpError) Unwrap() error { return e.Err }
-
-func errorText(err error) string {
-	if err == nil {
-		return "no error"
-	}
-	return err.Error()
-}
 
 // permanentError marks an error that must not be retried.
 type permanentError struct{ err error }
@@ -279,10 +275,10 @@ func (c *retryConfig) decide(ctx context.Context, h *History, failures int, err 
 	case errors.Is(err, context.Canceled), c.permanent != nil && c.permanent(err):
 		return giveUp(NotRetryable, unwrapMarks(err))
 	}
-	if rerr := h.Record(failedAt); rerr != nil {
+	if rerr := h.Record(failedAt, uptime); rerr != nil {
 		return giveUp(NotRetryable, errors.Join(unwrapMarks(err), rerr))
 	}
-	d, derr := h.Decide(uptime, c.seed, failedAt)
+	d, derr := h.Decide(c.seed, failedAt)
 	if derr != nil {
 		return giveUp(NotRetryable, errors.Join(unwrapMarks(err), derr))
 	}

@@ -25,9 +25,6 @@ func countWindow(failures []time.Time, window time.Duration) (newest int, at ins
 	// 2242), where an instant fits in int64 nanoseconds and compares in one
 	// instruction.
 	const span = 1 << 33
-	if len(failures) == 1 {
-		return 0, instantOf(failures[0]), 1
-	}
 	// One pass reads every instant and keeps the earliest and the newest:
 	// when the earliest is in the window, they all are, in whatever order.
 	// sec + span is below 2^34 for every time within the span, and so is

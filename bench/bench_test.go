@@ -161,8 +161,8 @@ func BenchmarkNextRetry(b *testing.B) {
 }
 
 // historyWith returns a History under p's strategy holding n failures
-// within the hour before t0.
-func historyWith(s retrypolicy.Strategy, n int) *retrypolicy.History {
+// within the hour before t0, the newest after a run of uptime.
+func historyWith(s retrypolicy.Strategy, n int, uptime time.Duration) *retrypolicy.History {
 	p, err := retrypolicy.Compile(s)
 	if err != nil {
 		panic(err)
@@ -170,7 +170,7 @@ func historyWith(s retrypolicy.Strategy, n int) *retrypolicy.History {
 	h := retrypolicy.NewHistory(p)
 	step := time.Hour / time.Duration(n+1)
 	for i := range n {
-		if err := h.Record(t0.Add(-time.Duration(n-1-i) * step)); err != nil {
+		if err := h.Record(t0.Add(-time.Duration(n-1-i)*step), uptime); err != nil {
 			panic(err)
 		}
 	}
@@ -199,14 +199,13 @@ func BenchmarkCredit(b *testing.B) {
 			if maxDelay > 0 {
 				capName = "1h"
 			}
-			histories := map[int]*retrypolicy.History{10: historyWith(s, 10), 1000000: historyWith(s, 1000000)}
 			for _, u := range uptimes {
 				for _, n := range []int{10, 1000000} {
-					h := histories[n]
+					h := historyWith(s, n, u.d)
 					b.Run("m="+m.name+"/cap="+capName+"/uptime="+u.name+"/n="+strconv.Itoa(n), func(b *testing.B) {
 						b.ReportAllocs()
 						for b.Loop() {
-							d, err := h.Decide(u.d, 42, t0)
+							d, err := h.Decide(42, t0)
 							if err != nil {
 								b.Fatal(err)
 							}
@@ -225,13 +224,13 @@ func BenchmarkCredit(b *testing.B) {
 func BenchmarkHistory(b *testing.B) {
 	for _, retained := range []int{1000, 1000000} {
 		step := time.Hour / time.Duration(retained)
-		h := historyWith(retrypolicy.Default(), retained)
+		h := historyWith(retrypolicy.Default(), retained, 20*time.Second)
 		at := t0
 		b.Run("op=record/retained="+strconv.Itoa(retained), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				at = at.Add(step)
-				if err := h.Record(at); err != nil {
+				if err := h.Record(at, 20*time.Second); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -239,7 +238,7 @@ func BenchmarkHistory(b *testing.B) {
 		b.Run("op=decide/retained="+strconv.Itoa(retained), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				d, err := h.Decide(20*time.Second, 42, at)
+				d, err := h.Decide(42, at)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -386,7 +385,7 @@ func BenchmarkTickHistories(b *testing.B) {
 		for i := range histories {
 			histories[i] = retrypolicy.NewHistory(p)
 			for _, f := range failures[i] {
-				if err := histories[i].Record(f); err != nil {
+				if err := histories[i].Record(f, time.Duration(i%600)*time.Second); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -395,7 +394,7 @@ func BenchmarkTickHistories(b *testing.B) {
 		for b.Loop() {
 			due := 0
 			for i, h := range histories {
-				d, err := h.Decide(time.Duration(i%600)*time.Second, uint64(i), now)
+				d, err := h.Decide(uint64(i), now)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -51,15 +51,15 @@ func ExampleStep() {
 	}
 	job := retrypolicy.NewHistory(policy)
 	last := time.Date(2026, 11, 2, 15, 0, 0, 0, time.UTC)
-	_ = job.Record(last.Add(-time.Minute))
-	_ = job.Record(last)
+	_ = job.Record(last.Add(-time.Minute), 0)
+	_ = job.Record(last, 0)
 	for _, now := range []time.Time{last.Add(time.Second), last.Add(2 * time.Second)} {
-		d, _ := job.Decide(0, 0, now)
+		d, _ := job.Decide(0, now)
 		next, e, _ := lifecycle.Step(lifecycle.StatusError, d)
 		fmt.Println(next, e, d.Due.Format(time.TimeOnly))
 	}
-	_ = job.Record(last.Add(time.Minute))
-	d, _ := job.Decide(0, 0, last.Add(time.Minute))
+	_ = job.Record(last.Add(time.Minute), 0)
+	d, _ := job.Decide(0, last.Add(time.Minute))
 	next, e, _ := lifecycle.Step(lifecycle.StatusError, d)
 	fmt.Println(next, e, d.Reason)
 	// Output:

@@ -343,7 +343,7 @@ func TestLifecycleStateMachine(t *testing.T) {
 					t.Fatalf("finished %s moved on %s", status, e)
 				}
 				if e == EventFailedRetryably {
-					require.NoError(t, h.Record(clock))
+					require.NoError(t, h.Record(clock, 0))
 				}
 				status = next
 			},
@@ -352,7 +352,7 @@ func TestLifecycleStateMachine(t *testing.T) {
 				if status != StatusError {
 					return
 				}
-				d, err := h.Decide(0, 0, clock)
+				d, err := h.Decide(0, clock)
 				require.NoError(t, err)
 				next, e, err := Step(status, d)
 				require.NoError(t, err)

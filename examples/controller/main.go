@@ -92,9 +92,8 @@ type job struct {
 	strategy  retrypolicy.Strategy
 	status    lifecycle.Status
 	history   *retrypolicy.History
-	started   time.Time     // when the current run started
-	uptime    time.Duration // the last run's
-	due       time.Time     // while in ERROR
+	started   time.Time // when the current run started
+	due       time.Time // while in ERROR
 	runs      int
 	log       []string
 	rng       uint64
@@ -279,7 +278,6 @@ func (s *simulation) handle(e *event) error {
 	}
 	j := e.job
 	j.nextEvent = nil
-	j.uptime = s.now.Sub(j.started)
 	switch {
 	case j.kind == permanent && j.runs >= 3:
 		return s.move(j, lifecycle.EventFailedFatally)
@@ -288,7 +286,7 @@ func (s *simulation) handle(e *event) error {
 		j.kind == onTrigger && j.rand(3) == 0:
 		return s.move(j, lifecycle.EventCompleted)
 	}
-	if err := j.history.Record(s.now); err != nil {
+	if err := j.history.Record(s.now, s.now.Sub(j.started)); err != nil {
 		return err
 	}
 	if err := s.move(j, lifecycle.EventFailedRetryably); err != nil {
@@ -319,7 +317,7 @@ func (s *simulation) decide(j *job) error {
 
 // decision is the retry decision on a job's newest failure, now.
 func (s *simulation) decision(j *job) (retrypolicy.Decision, error) {
-	return j.history.Decide(j.uptime, retrypolicy.SeedFromString(j.id), s.now)
+	return j.history.Decide(retrypolicy.SeedFromString(j.id), s.now)
 }
 
 // controllerPass is one controller wake-up: every job in ERROR is stepped.
