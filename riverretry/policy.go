@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/retrypolicy/retrypolicy"
 	"github.com/retrypolicy/retrypolicy/internal/echo"
+	"github.com/retrypolicy/retrypolicy/plan"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 )
@@ -29,7 +31,7 @@ const (
 	MetadataStrategy = "retry_strategy"
 
 	// MetadataKey is the job metadata key under which the policy keeps a
-	// job's failures and its last decision.
+	// job's record: the failures that can still count.
 	MetadataKey = "retrypolicy"
 
 	// MaxAttempts is the River MaxAttempts to configure with the policy:
@@ -91,7 +93,8 @@ var (
 )
 
 // New returns a Policy for cfg. It returns an error naming the kind and
-// the field for an invalid strategy in cfg.
+// the field for an invalid strategy in cfg, and logs at Warn, once, each
+// trap that plan.Lint finds in its strategies.
 func New(cfg Config) (*Policy, error) {
 	p := &Policy{
 		kinds:       make(map[string]*retrypolicy.Policy, len(cfg.Kinds)),
@@ -115,7 +118,26 @@ func New(cfg Config) (*Policy, error) {
 			return nil, fmt.Errorf("riverretry: Config.Kinds[%s]: %w", echo.Quote(kind), err)
 		}
 	}
+	p.lint("Config.Default", cfg.Default)
+	for _, kind := range slices.Sorted(maps.Keys(cfg.Kinds)) {
+		p.lint("Config.Kinds["+echo.Quote(kind)+"]", cfg.Kinds[kind])
+	}
 	return p, nil
+}
+
+// lint logs, once, each warning plan.Lint finds in the strategy of a
+// Config field: a bounded strategy that never gives up, waits that grow
+// to days, a retry storm.
+func (p *Policy) lint(field string, s retrypolicy.Strategy) {
+	report, err := plan.Lint(s) // s compiled: no error
+	if err != nil {
+		return
+	}
+	for _, f := range report.Findings {
+		if f.Severity == plan.Warning {
+			p.logger.Warn("riverretry: "+field+": "+f.Message, "code", f.Code, "fix", f.Fix)
+		}
+	}
 }
 
 // Install makes p the retry policy, the error handler and a middleware of

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"math"
 	"strconv"
 	"strings"
@@ -226,6 +227,28 @@ func TestNewNamesTheBadStrategy(t *testing.T) {
 	assert.Contains(t, err.Error(), `Config.Kinds["email\n"]`)
 	_, err = New(Config{Default: retrypolicy.Strategy{Kind: 9}})
 	assert.ErrorContains(t, err, "Config.Default")
+}
+
+// TestNewLogsTheTrapsOfItsStrategies: New logs each warning plan.Lint
+// finds in a configured strategy once, naming the field, and nothing for
+// the default strategy, whose finding is only an info.
+func TestNewLogsTheTrapsOfItsStrategies(t *testing.T) {
+	var logs bytes.Buffer
+	neverFatal := retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 5, Window: time.Minute,
+		Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: 30 * time.Second}}
+	_, err := New(Config{
+		Kinds:  map[string]retrypolicy.Strategy{"email": neverFatal, "report": {}},
+		Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
+	})
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	require.Len(t, lines, 1, logs.String())
+	var entry map[string]any
+	require.NoError(t, json.Unmarshal([]byte(lines[0]), &entry))
+	assert.Equal(t, "WARN", entry["level"])
+	assert.Equal(t, "never-fatal", entry["code"])
+	assert.Contains(t, entry["msg"], `Config.Kinds["email"]: bounded never gives up`)
+	assert.Contains(t, entry["fix"], "window_secs 120")
 }
 
 // TestInstall: it sets the retry policy, the error handler, the

@@ -1,7 +1,7 @@
 // Command retrypolicy validates retry strategy descriptors, builds them from
 // ampctl-style flags, decides what to do with failed jobs (one at a time or
-// as a stream of JSON Lines), and plans what a strategy does to a job that
-// keeps failing, with a timeline picture. Every rule it applies is the
+// as a stream of JSON Lines), plans what a strategy does to a job that
+// keeps failing, with a timeline picture, and lints a strategy for traps. Every rule it applies is the
 // library's.
 //
 // Usage:
@@ -10,10 +10,11 @@
 //	retrypolicy flags [--retry-strategy S] [--retry-max-attempts N] …
 //	retrypolicy decide [--lines] [FILE|-]
 //	retrypolicy plan [--uptime DURATION] [--failures N] [--svg FILE] [FILE|-]
+//	retrypolicy lint [--json] [FILE|-]   (or the --retry-* flags)
 //	retrypolicy version
 //
 // Exit status: 0 on success (a fatal decision included), 2 for invalid input,
-// 1 for I/O errors.
+// 1 for I/O errors; lint exits 3 when it finds a warning.
 package main
 
 import (
@@ -44,6 +45,7 @@ commands:
   flags [--retry-*]   build a strategy from ampctl-style flags; print its canonical JSON
   decide [FILE|-]     decide for one failed job (--lines: a stream of JSON Lines)
   plan [FILE|-]       simulate a job that keeps failing under a strategy
+  lint [FILE|-]       what a strategy does when every run crashes, and its traps
   version             print the version
 
 Run 'retrypolicy <command> --help' for a command's options.
@@ -70,6 +72,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runDecide(rest, stdin, stdout, stderr)
 	case "plan":
 		return runPlan(rest, stdin, stdout, stderr)
+	case "lint":
+		return runLint(rest, stdin, stdout, stderr)
 	case "version", "--version":
 		fs := newFlagSet("version", "version", "Prints the version.", stderr)
 		if _, stop := parseArgs(fs, rest, stdout, stderr, 0); stop >= 0 {

@@ -12,41 +12,12 @@ import (
 	"time"
 
 	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/plan"
 )
 
 // planStart is the fixed instant a plan starts from, so that its output is
 // the same on every run.
 var planStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-
-// step is one failure of a planned job and what the strategy made of it.
-type step struct {
-	run      time.Time // when the run that failed started
-	failure  time.Time
-	decision retrypolicy.Decision
-}
-
-// simulatePlan runs a job that fails after every run of the given uptime,
-// retried exactly when due, until it is fatal or has failed max times.
-func simulatePlan(s retrypolicy.Strategy, uptime time.Duration, max int) ([]step, error) {
-	var steps []step
-	var failures []time.Time
-	run := planStart
-	seed := retrypolicy.SeedFromString("plan")
-	for len(steps) < max {
-		failure := run.Add(uptime)
-		failures = append(failures, failure)
-		d, err := retrypolicy.Decide(s, failures, uptime, seed, failure)
-		if err != nil {
-			return nil, err
-		}
-		steps = append(steps, step{run: run, failure: failure, decision: d})
-		if d.Action == retrypolicy.Fatal {
-			break
-		}
-		run = d.Due
-	}
-	return steps, nil
-}
 
 // Bounds of plan's options: a picture of at most a few hundred KB.
 const (
@@ -97,7 +68,8 @@ func (v *wholeNumber) Set(text string) error {
 func runPlan(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("plan", "plan [--uptime DURATION] [--failures N] [--svg FILE] [FILE|-]", `Simulates a job that fails again and again under a strategy (FILE, - for standard input;
 none: the default strategy), each run lasting --uptime, retried exactly when due, and prints
-a table of its failures until it is fatal or has failed --failures times.`, stderr)
+a table of its failures until it is fatal or has failed --failures times, each retry when
+due with the jitter at its least, then what retrypolicy lint finds in the strategy.`, stderr)
 	var uptime seconds
 	fs.Var(&uptime, "uptime", "how long each run lasts before it fails, a `DURATION`: seconds (90, 1.5) or Go's form (1m30s),\nup to 1e9 s; 0, the default, is a job that crashes as it starts")
 	var count wholeNumber = 12
@@ -132,12 +104,23 @@ a table of its failures until it is fatal or has failed --failures times.`, stde
 			return printProblems(stderr, err)
 		}
 	}
-	steps, err := simulatePlan(s, time.Duration(uptime), int(count))
+	steps, err := plan.Timeline(s, planStart, time.Duration(uptime), int(count))
+	if err != nil {
+		fmt.Fprintln(stderr, "retrypolicy:", err)
+		return exitInvalid
+	}
+	report, err := plan.Lint(s)
 	if err != nil {
 		fmt.Fprintln(stderr, "retrypolicy:", err)
 		return exitInvalid
 	}
 	writeTable(stdout, s, time.Duration(uptime), steps)
+	if len(report.Findings) > 0 {
+		fmt.Fprintln(stdout, "\nwhen every run crashes (retrypolicy lint tells what to change):")
+		for _, f := range report.Findings {
+			fmt.Fprintf(stdout, "  %s %s: %s\n", f.Severity, f.Code, f.Message)
+		}
+	}
 	if *svgPath != "" {
 		if err := os.WriteFile(*svgPath, timeline(s, time.Duration(uptime), steps), 0o644); err != nil {
 			fmt.Fprintln(stderr, "retrypolicy:", err)
@@ -147,22 +130,26 @@ a table of its failures until it is fatal or has failed --failures times.`, stde
 	return exitOK
 }
 
-func writeTable(w io.Writer, s retrypolicy.Strategy, uptime time.Duration, steps []step) {
+func writeTable(w io.Writer, s retrypolicy.Strategy, uptime time.Duration, steps []plan.Step) {
 	canonical, _ := s.MarshalJSON()
-	fmt.Fprintf(w, "strategy: %s\nruns last %v each; times are since the first failure\n\n", canonical, uptime)
+	fmt.Fprintf(w, "strategy: %s\nruns last %v each; times are since the first failure\n", canonical, uptime)
+	if s.Backoff.Kind == retrypolicy.ExponentialWithJitter {
+		fmt.Fprintln(w, "exponential_with_jitter: each retry here comes when due, without jitter; a real one comes up to a quarter of its delay later")
+	}
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "failure\tat\tin window\towed\tcredited\tjitter\tretry at\t")
-	first := steps[0].failure
+	fmt.Fprintln(tw, "failure\tat\tin window\towed\tcredited\tretry at\t")
+	first := steps[0].Failure
 	for i, st := range steps {
-		d := st.decision
-		row := []string{fmt.Sprint(i + 1), since(first, st.failure), fmt.Sprint(d.InWindow)}
+		d := st.Decision
+		row := []string{fmt.Sprint(i + 1), since(first, st.Failure), fmt.Sprint(d.InWindow)}
 		if d.Action == retrypolicy.Fatal {
 			// The verdict follows the cells without being one, so that it
 			// does not widen the columns.
-			fmt.Fprintln(tw, strings.Join(row, "\t")+"\t\t\t\t\t  FATAL ("+d.Reason.String()+")")
+			fmt.Fprintln(tw, strings.Join(row, "\t")+"\t\t\t\t  FATAL ("+d.Reason.String()+")")
 			continue
 		}
-		row = append(row, show(d.Owed), show(d.Delay), show(d.Jitter), since(first, d.Due))
+		row = append(row, show(d.Owed), show(d.Delay), since(first, d.Due))
 		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 	}
 	tw.Flush()

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/plan"
 )
 
 // The picture's geometry, in pixels. The plot's right margin is as wide as
@@ -27,7 +28,7 @@ const (
 func labelWidth(text string) float64 { return svgCharWidth * float64(utf8.RuneCountInString(text)) }
 
 // waitLabel is a row's label for its wait.
-func waitLabel(d retrypolicy.Decision) string { return "wait " + show(d.Delay+d.Jitter) }
+func waitLabel(d retrypolicy.Decision) string { return "wait " + show(d.Delay) }
 
 // timeline draws a plan as an SVG picture: one row per failure on a shared
 // time axis that starts at the first failure, as the table's times do, and
@@ -36,18 +37,18 @@ func waitLabel(d retrypolicy.Decision) string { return "wait " + show(d.Delay+d.
 // fatal point as a cross, and the failure window of the last failure as a
 // band. The markup is compact, so that a thousand rows stay a few hundred
 // KB.
-func timeline(s retrypolicy.Strategy, uptime time.Duration, steps []step) []byte {
-	origin := steps[0].failure
+func timeline(s retrypolicy.Strategy, uptime time.Duration, steps []plan.Step) []byte {
+	origin := steps[0].Failure
 	last := steps[len(steps)-1]
-	end := last.failure
-	if last.decision.Action != retrypolicy.Fatal {
-		end = last.decision.Due
+	end := last.Failure
+	if last.Decision.Action != retrypolicy.Fatal {
+		end = last.Decision.Due
 	}
 	span := max(end.Sub(origin), time.Second)
 	right := 40.0
 	for _, st := range steps {
-		if st.decision.Action != retrypolicy.Fatal {
-			right = max(right, labelWidth(waitLabel(st.decision))+20)
+		if st.Decision.Action != retrypolicy.Fatal {
+			right = max(right, labelWidth(waitLabel(st.Decision))+20)
 		}
 	}
 	plot := svgWidth - svgLeft - right
@@ -83,26 +84,26 @@ func timeline(s retrypolicy.Strategy, uptime time.Duration, steps []step) []byte
 		if s.Kind == retrypolicy.Bounded {
 			window = s.Window
 		}
-		from := last.failure.Add(-window)
-		fmt.Fprintf(&b, `<rect class="window" x="%.1f" y="%.0f" width="%.1f" height="%.0f"/>`+"\n", x(from), top-4, x(last.failure)-x(from), rows+8)
+		from := last.Failure.Add(-window)
+		fmt.Fprintf(&b, `<rect class="window" x="%.1f" y="%.0f" width="%.1f" height="%.0f"/>`+"\n", x(from), top-4, x(last.Failure)-x(from), rows+8)
 		note := fmt.Sprintf("window of failure %d: %v", len(steps), window)
 		if from.Before(origin) {
 			note += ", from before the first failure"
 		}
-		fmt.Fprintf(&b, `<text class="note" x="%.1f" y="%.0f" text-anchor="end">%s</text>`+"\n", max(x(last.failure)-4, svgLeft+240), top+rows+16, esc(note))
+		fmt.Fprintf(&b, `<text class="note" x="%.1f" y="%.0f" text-anchor="end">%s</text>`+"\n", max(x(last.Failure)-4, svgLeft+240), top+rows+16, esc(note))
 	}
 
 	for i, st := range steps {
 		y := top + svgRowHeight*float64(i)
-		d := st.decision
+		d := st.Decision
 		fmt.Fprintf(&b, `<text x="10" y="%.0f">failure %d (%d counted)</text>`+"\n", y+14, i+1, d.InWindow)
-		fmt.Fprintf(&b, `<rect class="run" x="%.1f" y="%.0f" width="%.1f" height="10"/>`, x(st.run), y+5, max(x(st.failure)-x(st.run), 1))
-		fx := x(st.failure)
+		fmt.Fprintf(&b, `<rect class="run" x="%.1f" y="%.0f" width="%.1f" height="10"/>`, x(st.Start), y+5, max(x(st.Failure)-x(st.Start), 1))
+		fx := x(st.Failure)
 		if d.Action == retrypolicy.Fatal {
 			fmt.Fprintf(&b, `<circle class="failure" cx="%.1f" cy="%.0f" r="4"/><path class="fatal" d="M%.1f %.0fl10 10m0-10l-10 10"/>`, fx, y+10, fx+6, y+5)
 			label, lx, anchor := "FATAL ("+d.Reason.String()+")", fx+22, "start"
 			if lx+labelWidth(label) > svgWidth-4 { // no room on the right: before the run
-				lx, anchor = x(st.run)-8, "end"
+				lx, anchor = x(st.Start)-8, "end"
 			}
 			fmt.Fprintf(&b, `<text x="%.1f" y="%.0f" fill="#d62728" font-weight="bold" text-anchor="%s">%s</text>`+"\n", lx, y+14, anchor, esc(label))
 			continue

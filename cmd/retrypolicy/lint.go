@@ -1,0 +1,67 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/plan"
+)
+
+// exitWarnings is lint's exit status when it finds a warning.
+const exitWarnings = 3
+
+func runLint(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlagSet("lint", "lint [--json] [FILE|-]\n       retrypolicy lint [--json] --retry-strategy S [--retry-* …]", `Runs a strategy's crash loop (every run fails at once, each retry starts when due, without
+jitter) and prints what it does, and its traps, each with what to change. The strategy is a
+descriptor (FILE, - or no FILE for standard input), read as validate reads it, or ampctl-style
+flags, read as flags reads them; invalid input prints its problems and exits 2.
+
+Exit status: 0 when it finds no warning (info findings allowed), 3 when it finds one, 2 for
+invalid input, 1 for I/O errors.`, stderr)
+	asJSON := fs.Bool("json", false, `print one JSON object: {"findings": [{"code", "severity", "message", "fix"}], "summary": {…}}`)
+	build := retrypolicy.RegisterFlags(fs)
+	positional, stop := parseArgs(fs, args, stdout, stderr, 1)
+	if stop >= 0 {
+		return stop
+	}
+	fromFlags := false
+	fs.Visit(func(f *flag.Flag) { fromFlags = fromFlags || strings.HasPrefix(f.Name, "retry-") })
+	var s retrypolicy.Strategy
+	var err error
+	switch {
+	case fromFlags && len(positional) > 0:
+		fmt.Fprintf(stderr, "retrypolicy: lint: takes a FILE or --retry-* flags, not both (see retrypolicy lint --help)\n")
+		return exitInvalid
+	case fromFlags:
+		s, err = build()
+	default:
+		in, openErr := openInput(positional, stdin)
+		if openErr != nil {
+			fmt.Fprintln(stderr, "retrypolicy:", openErr)
+			return exitIO
+		}
+		s, err = parseStrategy(in)
+		in.Close()
+	}
+	if err != nil {
+		return printProblems(stderr, err)
+	}
+	report, err := plan.Lint(s)
+	if err != nil {
+		return printProblems(stderr, err)
+	}
+	if *asJSON {
+		b, _ := json.Marshal(report)
+		fmt.Fprintf(stdout, "%s\n", b)
+	} else {
+		report.WriteTo(stdout)
+	}
+	if report.Warnings() > 0 {
+		return exitWarnings
+	}
+	return exitOK
+}

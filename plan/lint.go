@@ -1,0 +1,371 @@
+package plan
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/retrypolicy/retrypolicy"
+)
+
+// MaxFailures is the most failures of a crash loop that Lint follows
+// before it reports the loop as it stands.
+const MaxFailures = 200_000
+
+// loopStart is the instant a linted crash loop starts from: the earliest
+// from which every offset a History can reach is a time.Duration.
+var loopStart = time.Unix(0, 0).UTC()
+
+// Severity says how much a finding matters.
+type Severity uint8
+
+const (
+	// Info is a behaviour worth knowing that may be what was meant.
+	Info Severity = iota + 1
+	// Warning is a trap: the strategy does not do what it seems to.
+	Warning
+)
+
+// String returns "info" or "warning", or "Severity(N)".
+func (s Severity) String() string {
+	switch s {
+	case Info:
+		return "info"
+	case Warning:
+		return "warning"
+	}
+	return "Severity(" + strconv.Itoa(int(s)) + ")"
+}
+
+// MarshalText returns the severity's name.
+func (s Severity) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// Finding is one thing a strategy does that its reader may not expect.
+type Finding struct {
+	// Code names the finding; codes are stable: never-fatal, gives-up-fast,
+	// zero-delay, shrinking-delays, no-cap, window-forgets, never-retries,
+	// unsettled.
+	Code string `json:"code"`
+	// Severity is Warning for a trap, Info for what may be meant.
+	Severity Severity `json:"severity"`
+	// Message says what happens, on one line, with the numbers.
+	Message string `json:"message"`
+	// Fix says what to change.
+	Fix string `json:"fix"`
+}
+
+// Summary is what a strategy does in its crash loop.
+type Summary struct {
+	// Fatal reports whether the strategy gives up; FailuresToFatal counts
+	// the failures until it does, the fatal one included, and TimeToFatal is
+	// the time from the first failure to the fatal one (0 for none).
+	Fatal           bool
+	FailuresToFatal int
+	TimeToFatal     time.Duration
+	// LongestWait is the longest wait anywhere in the loop, the first climb
+	// included, and LongestAt the failure (from 1) that waits it first; both
+	// are 0 when the strategy never waits.
+	LongestWait time.Duration
+	LongestAt   int
+	// RetriesFirstHour counts the retries (runs started after a wait, the
+	// one that ends fatal included) that start within an hour of the first
+	// failure.
+	RetriesFirstHour int
+	// MostInWindow is the most failures the window holds at once.
+	MostInWindow int
+	// FirstStepUptime is the shortest uptime after which the retry from
+	// the longest wait waits only the backoff's first step: 0 when that
+	// wait is the first step already, -1 when no uptime does or the
+	// strategy never waits.
+	FirstStepUptime time.Duration
+	// Settled reports whether the loop gave up or came back to where it
+	// had been (and from there repeats forever) within MaxFailures failures
+	// and the first hour; otherwise the figures cover Failures failures.
+	Settled bool
+	// Failures counts the failures the loop was followed for.
+	Failures int
+}
+
+// Report is what Lint finds in a strategy.
+type Report struct {
+	// Strategy is the strategy linted, its zero fields filled with their
+	// defaults.
+	Strategy retrypolicy.Strategy
+	// Summary is what its crash loop does.
+	Summary Summary
+	// Findings are its traps, warnings first, each code at most once.
+	Findings []Finding
+}
+
+// Warnings counts the findings of severity Warning.
+func (r Report) Warnings() int {
+	n := 0
+	for _, f := range r.Findings {
+		if f.Severity == Warning {
+			n++
+		}
+	}
+	return n
+}
+
+// Lint runs the crash loop of s (every run fails at once, each retry
+// starts when due, without jitter) and reports what it does and the traps
+// in it. It returns a *retrypolicy.ValidationError for an invalid s. It
+// follows at most MaxFailures failures: a few milliseconds for the usual
+// strategies, under a second for any.
+func Lint(s retrypolicy.Strategy) (Report, error) {
+	p, s, err := unjittered(s)
+	if err != nil {
+		return Report{}, err
+	}
+	r := Report{Strategy: s}
+	facts := follow(p)
+	r.Summary = facts.Summary
+	r.Summary.FirstStepUptime = -1
+	if facts.LongestAt > 0 {
+		r.Summary.FirstStepUptime = firstStepUptime(p, facts.longestCount)
+	}
+	r.Findings = find(p, r.Strategy, &facts)
+	return r, nil
+}
+
+// loopFacts is what following a crash loop shows: its summary, and what
+// the findings need beside it.
+type loopFacts struct {
+	Summary
+	longestCount int           // the window's count at the longest wait
+	zeroAt       int           // the first failure that waits 0, or 0
+	fallAt       int           // the first failure that owes less than the one before, or 0
+	fallTo       time.Duration // what it owes
+}
+
+// follow runs p's crash loop until it gives up, or repeats once past the
+// first hour, or MaxFailures. The window's state is its failures' offsets
+// from the newest; the same state always leads to the same future, so a
+// state seen again (Brent's cycle detection) means the loop repeats.
+func follow(p *retrypolicy.Policy) loopFacts {
+	var f loopFacts
+	var window []time.Duration // the failures in the window, ascending
+	var saved []time.Duration  // a state to meet again, newest first
+	power, lam, cycled := 1, 0, false
+	prevOwed := time.Duration(-1)
+	for st := range crashLoop(p, loopStart, 0) {
+		f.Failures++
+		d, at := st.Decision, st.Failure.Sub(loopStart)
+		window = append(window, at)
+		if drop := len(window) - d.InWindow; drop > 0 {
+			window = window[drop:]
+		}
+		f.MostInWindow = max(f.MostInWindow, d.InWindow)
+		if d.Action == retrypolicy.Fatal {
+			f.Fatal, f.FailuresToFatal, f.TimeToFatal, f.Settled = true, f.Failures, at, true
+			return f
+		}
+		if wait := d.Delay; f.LongestAt == 0 || wait > f.LongestWait {
+			f.LongestWait, f.LongestAt, f.longestCount = wait, f.Failures, d.InWindow
+		}
+		if d.Delay == 0 && f.zeroAt == 0 {
+			f.zeroAt = f.Failures
+		}
+		if d.Owed < prevOwed && f.fallAt == 0 {
+			f.fallAt, f.fallTo = f.Failures, d.Owed
+		}
+		prevOwed = d.Owed
+		if d.Delay < time.Hour-at {
+			f.RetriesFirstHour++
+		}
+		if !cycled {
+			if cycled = sameState(saved, window); !cycled {
+				if lam++; lam == power {
+					saved = state(saved[:0], window)
+					power, lam = power*2, 0
+				}
+			}
+		}
+		if cycled && d.Delay >= time.Hour-at {
+			f.Settled = true
+			return f
+		}
+		if f.Failures == MaxFailures {
+			return f
+		}
+	}
+	return f // the next failure is past what a History holds
+}
+
+// state appends the window's offsets from its newest failure to b, newest
+// first.
+func state(b, window []time.Duration) []time.Duration {
+	newest := window[len(window)-1]
+	for i := len(window) - 1; i >= 0; i-- {
+		b = append(b, newest-window[i])
+	}
+	return b
+}
+
+// sameState reports whether the window is in the state saved, comparing
+// from the newest failure back, where states differ first.
+func sameState(saved, window []time.Duration) bool {
+	if len(saved) != len(window) {
+		return false
+	}
+	newest := window[len(window)-1]
+	for i, off := range saved {
+		if newest-window[len(window)-1-i] != off {
+			return false
+		}
+	}
+	return true
+}
+
+// owed returns what p's backoff owes after n failures at one instant,
+// credited with uptime.
+func owed(p *retrypolicy.Policy, failures []time.Time, uptime time.Duration) time.Duration {
+	d, _ := p.Decide(failures, uptime, 0, loopStart)
+	return d.Delay
+}
+
+// firstStepUptime returns the shortest uptime after which n failures in
+// the window wait only the first step, or -1 when none does.
+func firstStepUptime(p *retrypolicy.Policy, n int) time.Duration {
+	failures := slices.Repeat([]time.Time{loopStart}, n)
+	first := owed(p, failures[:1], 0)
+	if owed(p, failures, 0) <= first {
+		return 0
+	}
+	if owed(p, failures, math.MaxInt64) > first {
+		return -1
+	}
+	lo, hi := time.Duration(0), time.Duration(math.MaxInt64) // owed(lo) > first >= owed(hi)
+	for hi-lo > 1 {
+		if mid := lo + (hi-lo)/2; owed(p, failures, mid) <= first {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return hi
+}
+
+// climb returns how long after the first failure the n-th comes when no
+// failure leaves the window, or false when that is past 7 days or
+// MaxFailures failures away.
+func climb(p *retrypolicy.Policy, n int) (time.Duration, bool) {
+	const longest = 7 * 24 * time.Hour
+	h := retrypolicy.NewHistory(p)
+	var sum time.Duration
+	for k := 1; k < n; k++ {
+		if k > MaxFailures {
+			return 0, false
+		}
+		_ = h.Record(loopStart, 0) // all at one instant: every one counts
+		d, _ := h.Decide(0, loopStart)
+		if sum += d.Delay; sum > longest {
+			return 0, false
+		}
+	}
+	return sum, true
+}
+
+// find returns the findings of s, whose crash loop under p showed f.
+func find(p *retrypolicy.Policy, s retrypolicy.Strategy, f *loopFacts) []Finding {
+	var out []Finding
+	add := func(code string, sev Severity, fix string, format string, args ...any) {
+		out = append(out, Finding{Code: code, Severity: sev, Message: fmt.Sprintf(format, args...), Fix: fix})
+	}
+	b := s.Backoff
+	exponential := b.Kind == retrypolicy.Exponential || b.Kind == retrypolicy.ExponentialWithJitter
+	if s.Kind == retrypolicy.Bounded && f.Settled && !f.Fatal {
+		add("never-fatal", Warning, neverFatalFix(p, s, f.MostInWindow),
+			"bounded never gives up when every run crashes: its %s window holds at most %d failures, short of max_attempts %d, so it retries forever as unless_stopped does",
+			show(s.Window), f.MostInWindow, s.MaxAttempts)
+	}
+	if s.Kind == retrypolicy.Bounded && f.Fatal && f.TimeToFatal < time.Minute {
+		add("gives-up-fast", Warning, "raise base_delay_secs, the multiplier or max_attempts, so that the failures that make it fatal take longer than the outages the job should ride out",
+			"gives up %s after its first failure when every run crashes (failure %d): an outage that long makes the job FATAL", show(f.TimeToFatal), f.FailuresToFatal)
+	}
+	if f.zeroAt > 0 {
+		add("zero-delay", Warning, "raise base_delay_secs or the multiplier, so that no delay floors to 0 ns",
+			"from failure %d the crash loop waits 0s: every retry is due at once, a retry storm (under a controller, a retry on every tick)", f.zeroAt)
+	}
+	if exponential && b.Multiplier < 1 {
+		add("shrinking-delays", Warning, "use a multiplier of at least 1 (2 doubles each delay), or a fixed backoff",
+			"multiplier %v is below 1: each delay is shorter than the one before (%s)", b.Multiplier, firstDelays(p))
+	}
+	if exponential && b.MaxDelay == 0 && f.LongestWait > 24*time.Hour {
+		add("no-cap", Warning, "set max_delay_secs, for example 3600 (an hour)",
+			"no max_delay_secs: when every run crashes the waits grow to %s (failure %d)", show(f.LongestWait), f.LongestAt)
+	}
+	limit, limitText := 100*365*24*time.Hour, "the 100-year ceiling"
+	if b.MaxDelay > 0 {
+		limit, limitText = b.MaxDelay, "its cap of "+show(b.MaxDelay)
+	}
+	if exponential && b.Multiplier > 1 && f.Settled && !f.Fatal && f.fallAt > 0 && f.LongestWait < limit {
+		add("window-forgets", Info, fmt.Sprintf("to settle at a longer wait, lower max_delay_secs or the multiplier until the window holds the failures that reach it (retrypolicy plan --failures %d shows the cycle)", f.fallAt+12),
+			"the %s window forgets failures before the delay reaches %s: waits climb to %s, fall back to %s at failure %d, and cycle",
+			show(windowOf(s)), limitText, show(f.LongestWait), show(f.fallTo), f.fallAt)
+	}
+	if s.Kind == retrypolicy.None {
+		add("never-retries", Info, "use bounded or unless_stopped for a job that should survive a transient error",
+			"none: the first failure is FATAL, so a blip in a dependency ends the job")
+	}
+	if !f.Settled {
+		add("unsettled", Info, "the figures are a lower bound on what the loop does; retrypolicy plan shows its start",
+			"the crash loop neither gave up nor repeated within %d failures", f.Failures)
+	}
+	slices.SortStableFunc(out, func(a, b Finding) int { return int(b.Severity) - int(a.Severity) })
+	return out
+}
+
+// neverFatalFix says which window, or which max_attempts, would make a
+// never-fatal strategy give up.
+func neverFatalFix(p *retrypolicy.Policy, s retrypolicy.Strategy, most int) string {
+	fix := fmt.Sprintf("set max_attempts to at most %d, or shorten the delays", most)
+	if need, ok := climb(p, s.MaxAttempts); ok {
+		secs := (need + time.Second - 1) / time.Second
+		return fmt.Sprintf("a window of at least %ds (window_secs %d) holds %d failures; or %s", secs, secs, s.MaxAttempts, fix)
+	}
+	return fmt.Sprintf("no window of up to 7 days holds %d failures with these delays: %s", s.MaxAttempts, fix)
+}
+
+// firstDelays lists the first three delays of p's backoff.
+func firstDelays(p *retrypolicy.Policy) string {
+	at := slices.Repeat([]time.Time{loopStart}, 3)
+	return show(owed(p, at[:1], 0)) + ", " + show(owed(p, at[:2], 0)) + ", " + show(owed(p, at, 0)) + ", …"
+}
+
+// windowOf returns the window s counts failures over.
+func windowOf(s retrypolicy.Strategy) time.Duration {
+	if s.Kind == retrypolicy.Bounded {
+		return s.Window
+	}
+	return time.Hour
+}
+
+// show writes a duration for a message: to the millisecond past a second,
+// in days past two, without zero units at the end ("1h", not "1h0m0s").
+func show(d time.Duration) string {
+	if d < time.Second {
+		return d.String()
+	}
+	const day = 24 * time.Hour
+	d = d.Round(time.Millisecond)
+	days, rest := "", d
+	if d >= 2*day {
+		days, rest = strconv.FormatInt(int64(d/day), 10)+"d", d%day
+		if rest == 0 {
+			return days
+		}
+	}
+	text := rest.String()
+	if strings.HasSuffix(text, "m0s") {
+		text = text[:len(text)-2]
+	}
+	if strings.HasSuffix(text, "h0m") {
+		text = text[:len(text)-2]
+	}
+	return days + text
+}

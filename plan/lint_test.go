@@ -1,0 +1,355 @@
+package plan
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/retrypolicy/retrypolicy"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+)
+
+func parse(t require.TestingT, doc string) retrypolicy.Strategy {
+	s, err := retrypolicy.Parse([]byte(doc))
+	require.NoError(t, err, doc)
+	return s
+}
+
+func codes(r Report) []string {
+	var out []string
+	for _, f := range r.Findings {
+		out = append(out, f.Code)
+	}
+	return out
+}
+
+// The four example strategies of the retries document.
+const (
+	seedBoundedHour = `{"strategy":"bounded","max_attempts":5,"backoff":{"kind":"exponential","base_delay_secs":1,"max_delay_secs":60}}`
+	seedBoundedDay  = `{"strategy":"bounded","max_attempts":5,"window_secs":86400,"backoff":{"kind":"exponential","base_delay_secs":1,"max_delay_secs":600}}`
+	seedJitter      = `{"strategy":"unless_stopped","backoff":{"kind":"exponential_with_jitter","base_delay_secs":2,"max_delay_secs":300}}`
+	seedNone        = `{"strategy":"none"}`
+)
+
+// TestFindings: each finding on a strategy that shows it, and not on a
+// close one that does not. The expected figures are worked by hand from
+// the rules: the default backoff's crash loop fails at 0, 1, 3, 7 … 2047 s,
+// and at 4095 s its hour-long window holds the failures from 511 s on.
+func TestFindings(t *testing.T) {
+	for _, tc := range []struct {
+		name, doc string
+		want      []string
+	}{
+		{"the default cycles", `null`, []string{"window-forgets"}},
+		{"a cap the window holds: no cycle", `{"strategy":"unless_stopped","backoff":{"kind":"exponential","base_delay_secs":2,"max_delay_secs":300}}`, nil},
+		{"the seed's jitter example", seedJitter, nil},
+		{"the seed's hour: fatal 15 s in", seedBoundedHour, []string{"gives-up-fast"}},
+		{"the seed's day: fatal 15 s in too", seedBoundedDay, []string{"gives-up-fast"}},
+		{"the seed's none", seedNone, []string{"never-retries"}},
+		{"3 failures 29 s apart: fatal at 58 s", `{"strategy":"bounded","max_attempts":3,"backoff":{"kind":"fixed","base_delay_secs":29}}`, []string{"gives-up-fast"}},
+		{"3 failures 30 s apart: fatal at 60 s", `{"strategy":"bounded","max_attempts":3,"backoff":{"kind":"fixed","base_delay_secs":30}}`, nil},
+		{"5 in 60 s, 30 s apart: never", `{"strategy":"bounded","max_attempts":5,"window_secs":60,"backoff":{"kind":"fixed","base_delay_secs":30}}`, []string{"never-fatal"}},
+		{"3 in 60 s, 30 s apart: at 60 s", `{"strategy":"bounded","max_attempts":3,"window_secs":60,"backoff":{"kind":"fixed","base_delay_secs":30}}`, nil},
+		{"flags' 7 days without a cap", `{"strategy":"bounded","max_attempts":30,"window_secs":604800,"backoff":{"kind":"exponential","base_delay_secs":1}}`, []string{"never-fatal", "no-cap", "window-forgets"}},
+		{"the same with an hour's cap", `{"strategy":"bounded","max_attempts":30,"window_secs":604800,"backoff":{"kind":"exponential","base_delay_secs":1,"max_delay_secs":3600}}`, nil},
+		{"no cap, an hour's window: below a day", `{"strategy":"unless_stopped","backoff":{"kind":"exponential","base_delay_secs":1}}`, []string{"window-forgets"}},
+		{"halving delays", `{"strategy":"unless_stopped","backoff":{"kind":"exponential","base_delay_secs":1,"multiplier":0.5}}`, []string{"zero-delay", "shrinking-delays", "unsettled"}},
+		{"halving, bounded: a storm until fatal", `{"strategy":"bounded","max_attempts":40,"backoff":{"kind":"exponential","base_delay_secs":1,"multiplier":0.5}}`, []string{"gives-up-fast", "zero-delay", "shrinking-delays"}},
+		{"a multiplier of 1", `{"strategy":"unless_stopped","backoff":{"kind":"exponential","base_delay_secs":1,"multiplier":1}}`, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := Lint(parse(t, tc.doc))
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, codes(r))
+			for _, f := range r.Findings {
+				assert.NotContains(t, f.Message, "\n")
+				assert.NotEmpty(t, f.Fix)
+			}
+		})
+	}
+}
+
+// TestFindingsSayTheNumbers pins the figures the messages and the summary
+// give for the cases the issue names, worked by hand.
+func TestFindingsSayTheNumbers(t *testing.T) {
+	r, err := Lint(retrypolicy.Default())
+	require.NoError(t, err)
+	assert.Equal(t, Summary{
+		LongestWait: 2048 * time.Second, LongestAt: 12,
+		RetriesFirstHour: 11, // the retries at 1, 3, 7 … 2047 s; the next is at 4095
+		MostInWindow:     12,
+		FirstStepUptime:  4094 * time.Second, // 2048 + 1024 + … + 2 pay every step but the first
+		Settled:          true, Failures: r.Summary.Failures,
+	}, r.Summary)
+	assert.Equal(t, "the 1h window forgets failures before the delay reaches its cap of 1h: waits climb to 34m8s, fall back to 8s at failure 13, and cycle", r.Findings[0].Message)
+
+	r, err = Lint(parse(t, seedBoundedHour))
+	require.NoError(t, err)
+	assert.True(t, r.Summary.Fatal)
+	assert.Equal(t, 5, r.Summary.FailuresToFatal)
+	assert.Equal(t, 15*time.Second, r.Summary.TimeToFatal, "failures at 0, 1, 3, 7 and 15 s")
+	assert.Equal(t, 4, r.Summary.RetriesFirstHour)
+
+	r, err = Lint(parse(t, `{"strategy":"bounded","max_attempts":5,"window_secs":60,"backoff":{"kind":"fixed","base_delay_secs":30}}`))
+	require.NoError(t, err)
+	assert.Equal(t, 3, r.Summary.MostInWindow, "failures at t, t-30 and t-60 s")
+	assert.Contains(t, r.Findings[0].Message, "holds at most 3 failures, short of max_attempts 5")
+	assert.Contains(t, r.Findings[0].Fix, "window_secs 120", "the 5th failure comes at 120 s")
+	assert.Equal(t, 119, r.Summary.RetriesFirstHour, "every 30 s, from 30 to 3570 s")
+
+	r, err = Lint(parse(t, `{"strategy":"bounded","max_attempts":30,"window_secs":604800,"backoff":{"kind":"exponential","base_delay_secs":1}}`))
+	require.NoError(t, err)
+	assert.Equal(t, 524288*time.Second, r.Summary.LongestWait, "2^19 s: the 20 failures from 0 to 2^20-1 s fit in 7 days, a 21st would not")
+	assert.Contains(t, r.Findings[0].Fix, "no window of up to 7 days holds 30 failures")
+	assert.Contains(t, r.Findings[1].Message, "waits grow to 6d1h38m8s (failure 20)")
+
+	r, err = Lint(parse(t, seedNone))
+	require.NoError(t, err)
+	assert.Equal(t, Summary{Fatal: true, FailuresToFatal: 1, MostInWindow: 1, FirstStepUptime: -1, Settled: true, Failures: 1}, r.Summary)
+}
+
+// TestReportJSON pins lint --json's shape: nulls for what does not
+// happen, seconds as exact decimals.
+func TestReportJSON(t *testing.T) {
+	r, err := Lint(retrypolicy.Default())
+	require.NoError(t, err)
+	b, err := json.Marshal(r)
+	require.NoError(t, err)
+	var doc struct {
+		Findings []map[string]string
+		Summary  map[string]any
+	}
+	require.NoError(t, json.Unmarshal(b, &doc))
+	assert.Equal(t, map[string]string{"code": "window-forgets", "severity": "info", "message": r.Findings[0].Message, "fix": r.Findings[0].Fix}, doc.Findings[0])
+	assert.Nil(t, doc.Summary["time_to_fatal_secs"])
+	assert.Nil(t, doc.Summary["failures_to_fatal"])
+	assert.Equal(t, 2048.0, doc.Summary["longest_wait_secs"])
+	assert.Equal(t, 11.0, doc.Summary["retries_first_hour"])
+	assert.Equal(t, 4094.0, doc.Summary["first_step_uptime_secs"])
+	assert.Equal(t, true, doc.Summary["settled"])
+
+	r, err = Lint(parse(t, `{"strategy":"unless_stopped","backoff":{"kind":"fixed","base_delay_secs":1}}`))
+	require.NoError(t, err)
+	b, err = json.Marshal(r)
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(string(b), `{"findings":[],"summary":{`), string(b))
+}
+
+// TestLintRefusesAnInvalidStrategy: the library's validation error, and
+// no report.
+func TestLintRefusesAnInvalidStrategy(t *testing.T) {
+	_, err := Lint(retrypolicy.Strategy{Kind: retrypolicy.Bounded})
+	assert.ErrorIs(t, err, retrypolicy.ErrInvalid)
+	_, err = Timeline(retrypolicy.Strategy{Kind: 9}, loopStart, 0, 10)
+	assert.ErrorIs(t, err, retrypolicy.ErrInvalid)
+}
+
+// genLoopStrategy draws a valid strategy whose crash loop settles within a
+// few thousand failures: delays of at least a 200th of the window.
+func genLoopStrategy(t *rapid.T) retrypolicy.Strategy {
+	kind := rapid.SampledFrom([]retrypolicy.StrategyKind{retrypolicy.None, retrypolicy.Bounded, retrypolicy.UnlessStopped}).Draw(t, "strategy")
+	if kind == retrypolicy.None {
+		return retrypolicy.Strategy{Kind: kind}
+	}
+	window := time.Hour
+	s := retrypolicy.Strategy{Kind: kind}
+	if kind == retrypolicy.Bounded {
+		window = time.Duration(rapid.Int64Range(10, 7200).Draw(t, "window_secs")) * time.Second
+		s.Window, s.MaxAttempts = window, rapid.IntRange(1, 40).Draw(t, "max_attempts")
+	}
+	least := max(window/200, time.Second)
+	s.Backoff = retrypolicy.Backoff{
+		Kind:      rapid.SampledFrom([]retrypolicy.BackoffKind{retrypolicy.Fixed, retrypolicy.Exponential, retrypolicy.ExponentialWithJitter}).Draw(t, "backoff"),
+		BaseDelay: time.Duration(rapid.Int64Range(int64(least/time.Second), int64(least/time.Second)*20).Draw(t, "base_delay_secs")) * time.Second,
+	}
+	if s.Backoff.Kind != retrypolicy.Fixed {
+		s.Backoff.Multiplier = rapid.SampledFrom([]float64{1, 1.5, 2, 3}).Draw(t, "multiplier")
+		if rapid.Bool().Draw(t, "capped") {
+			s.Backoff.MaxDelay = s.Backoff.BaseDelay * time.Duration(rapid.Int64Range(1, 100).Draw(t, "cap_steps"))
+		}
+	}
+	return s
+}
+
+// reference is the crash loop worked with the library's plain Decide on
+// every failure so far, for n failures: each wait is the decision's
+// credited delay, without jitter.
+type reference struct {
+	fatalAt   int // the failure that is fatal, from 1, or 0
+	fatalTime time.Duration
+	waits     []time.Duration
+	counts    []int
+	starts    []time.Duration // when each retry starts
+}
+
+func runReference(t require.TestingT, s retrypolicy.Strategy, n int) reference {
+	var r reference
+	var failures []time.Time
+	at := loopStart
+	for i := 1; i <= n; i++ {
+		failures = append(failures, at)
+		d, err := retrypolicy.Decide(s, failures, 0, 1, at)
+		require.NoError(t, err)
+		r.counts = append(r.counts, d.InWindow)
+		if d.Action == retrypolicy.Fatal {
+			r.fatalAt, r.fatalTime = i, at.Sub(loopStart)
+			return r
+		}
+		r.waits = append(r.waits, d.Delay)
+		at = at.Add(d.Delay)
+		r.starts = append(r.starts, at.Sub(loopStart))
+	}
+	return r
+}
+
+// TestLintSummaryIsTheCrashLoop pins the summary to an independent run of
+// the crash loop on the plain Decide: the fatal failure and its time, the
+// longest wait (anywhere, also long after the loop settled), the retries
+// that start within the first hour, the most failures in the window; a
+// strategy without never-fatal reaches FATAL, and one with it does not
+// within ten windows.
+func TestLintSummaryIsTheCrashLoop(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		s := genLoopStrategy(t)
+		r, err := Lint(s)
+		require.NoError(t, err)
+		sum := r.Summary
+		require.True(t, sum.Settled, "settles: %+v", sum)
+		ref := runReference(t, s, 3*sum.Failures+10)
+		never := slices.Contains(codes(r), "never-fatal")
+		switch {
+		case sum.Fatal:
+			assert.Equal(t, ref.fatalAt, sum.FailuresToFatal)
+			assert.Equal(t, ref.fatalTime, sum.TimeToFatal)
+		case s.Kind == retrypolicy.Bounded:
+			require.True(t, never, "a bounded strategy that is not fatal is never-fatal")
+			// Ten windows, however many failures they take.
+			long := runReference(t, s, 1)
+			for n := 64; ; n *= 2 {
+				if long = runReference(t, s, n); long.fatalAt > 0 || long.starts[len(long.starts)-1] > 10*s.Window {
+					break
+				}
+			}
+			assert.Zero(t, long.fatalAt, "never-fatal, yet fatal at failure %d", long.fatalAt)
+		}
+		if s.Kind == retrypolicy.Bounded && !never {
+			assert.True(t, sum.Fatal, "without never-fatal a bounded strategy gives up")
+		}
+		if len(ref.waits) > 0 {
+			assert.Equal(t, slices.Max(ref.waits), sum.LongestWait, "the longest wait anywhere")
+			assert.Equal(t, slices.Index(ref.waits, sum.LongestWait)+1, sum.LongestAt)
+		}
+		assert.Equal(t, slices.Max(ref.counts), sum.MostInWindow)
+		inHour := 0
+		for _, at := range ref.starts {
+			if at < time.Hour {
+				inHour++
+			}
+		}
+		assert.Equal(t, inHour, sum.RetriesFirstHour)
+	})
+}
+
+// TestFirstStepUptimeIsTheLeastThatPaysDown pins first_step_uptime_secs
+// with the plain Decide: after that uptime the count at the longest wait
+// waits the first step, and a nanosecond less does not.
+func TestFirstStepUptimeIsTheLeastThatPaysDown(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		s := genLoopStrategy(t)
+		r, err := Lint(s)
+		require.NoError(t, err)
+		sum := r.Summary
+		if sum.LongestAt == 0 {
+			assert.Equal(t, time.Duration(-1), sum.FirstStepUptime, "no wait: nothing to pay down")
+			return
+		}
+		ref := runReference(t, s, sum.LongestAt)
+		n := ref.counts[sum.LongestAt-1]
+		same := slices.Repeat([]time.Time{loopStart}, n)
+		first, err := retrypolicy.Decide(s, same[:1], 0, 1, loopStart)
+		require.NoError(t, err)
+		at, err := retrypolicy.Decide(s, same, sum.FirstStepUptime, 1, loopStart)
+		require.NoError(t, err)
+		assert.Equal(t, first.Delay, at.Delay)
+		if sum.FirstStepUptime > 0 {
+			less, err := retrypolicy.Decide(s, same, sum.FirstStepUptime-1, 1, loopStart)
+			require.NoError(t, err)
+			assert.Greater(t, less.Delay, first.Delay)
+		}
+	})
+}
+
+// TestTimelineIsTheCrashLoop: with runs of any uptime, the timeline's
+// decisions are the plain Decide's on every failure so far, each retry
+// starting when due without jitter; it stops at max or at the fatal one.
+func TestTimelineIsTheCrashLoop(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		s := genLoopStrategy(t)
+		uptime := time.Duration(rapid.Int64Range(0, int64(time.Hour)).Draw(t, "uptime"))
+		max := rapid.IntRange(0, 60).Draw(t, "max")
+		steps, err := Timeline(s, loopStart, uptime, max)
+		require.NoError(t, err)
+		var failures []time.Time
+		run := loopStart
+		for i, st := range steps {
+			require.True(t, st.Start.Equal(run), "step %d starts at %v, not %v", i+1, st.Start, run)
+			failures = append(failures, run.Add(uptime))
+			want, err := retrypolicy.Decide(s, failures, uptime, 1, run.Add(uptime))
+			require.NoError(t, err)
+			d := st.Decision
+			require.True(t, st.Failure.Equal(run.Add(uptime)))
+			require.Equal(t, []any{want.Action, want.Reason, want.InWindow, want.Owed, want.Delay}, []any{d.Action, d.Reason, d.InWindow, d.Owed, d.Delay})
+			require.Zero(t, d.Jitter)
+			if d.Action == retrypolicy.Fatal {
+				require.Equal(t, len(steps), i+1, "the fatal step is the last")
+				return
+			}
+			require.True(t, d.Due.Equal(st.Failure.Add(d.Delay)))
+			run = d.Due
+		}
+		assert.Len(t, steps, max, "not fatal: max steps")
+	})
+}
+
+// TestTimelineStopsWhereAHistoryEnds: waits of a hundred years run past
+// 2262; the timeline ends with the last failure it can hold.
+func TestTimelineStopsWhereAHistoryEnds(t *testing.T) {
+	s := parse(t, `{"strategy":"unless_stopped","backoff":{"kind":"fixed","base_delay_secs":3153600000}}`)
+	steps, err := Timeline(s, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), 0, 10)
+	require.NoError(t, err)
+	assert.Len(t, steps, 3, "2026, 2126, 2226; 2326 is past 2262")
+	r, err := Lint(s)
+	require.NoError(t, err)
+	assert.True(t, r.Summary.Settled, "a fixed delay repeats at once")
+}
+
+func TestShow(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		500 * time.Millisecond: "500ms", time.Hour: "1h", 30 * time.Minute: "30m", 90 * time.Minute: "1h30m",
+		2048 * time.Second: "34m8s", 7 * 24 * time.Hour: "7d", 49*time.Hour + time.Second: "2d1h0m1s", 1500 * time.Millisecond: "1.5s",
+	} {
+		assert.Equal(t, want, show(d), "%v", d)
+	}
+}
+
+func BenchmarkLint(b *testing.B) {
+	for _, tc := range []struct{ name, doc string }{
+		{"default", `null`},
+		{"never-fatal", `{"strategy":"bounded","max_attempts":5,"window_secs":60,"backoff":{"kind":"fixed","base_delay_secs":30}}`},
+		{"storm", `{"strategy":"unless_stopped","backoff":{"kind":"exponential","base_delay_secs":1,"multiplier":0.5}}`},
+	} {
+		s := parse(b, tc.doc)
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Lint(s); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
