@@ -68,7 +68,10 @@ func (r Report) WriteTo(w io.Writer) (int64, error) {
 	s := r.Summary
 	fmt.Fprintf(&b, "strategy: %s\nwhen every run crashes:\n", canonical)
 	fatal := "never"
-	if s.Fatal {
+	switch {
+	case s.Fatal && s.FailuresToFatal == 1:
+		fatal = "at the first failure"
+	case s.Fatal:
 		fatal = fmt.Sprintf("%s after the first failure, at failure %d", show(s.TimeToFatal), s.FailuresToFatal)
 	}
 	fmt.Fprintf(&b, "  gives up:            %s\n", fatal)

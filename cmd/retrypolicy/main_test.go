@@ -295,3 +295,18 @@ func BenchmarkDecideLines(b *testing.B) {
 		b.Errorf("decide --lines allocates %.2f times a line, more than 2", perLine)
 	}
 }
+
+// TestReadmeOutputIsCurrent runs each README block that starts with a
+// "$ retrypolicy …" line and compares what follows with what the command
+// prints.
+func TestReadmeOutputIsCurrent(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	require.NoError(t, err)
+	blocks := regexp.MustCompile("(?s)```\n\\$ retrypolicy ([^\n]*)\n(.*?)```").FindAllStringSubmatch(string(readme), -1)
+	require.GreaterOrEqual(t, len(blocks), 5, "the plan and the four lints")
+	for _, b := range blocks {
+		var stdout, stderr bytes.Buffer
+		run(strings.Fields(b[1]), strings.NewReader(""), &stdout, &stderr)
+		assert.Equal(t, b[2], stdout.String(), "README's block for retrypolicy %s is stale", b[1])
+	}
+}
