@@ -1,7 +1,9 @@
 // Package plan runs a strategy's rules forward, for people choosing one:
-// the timeline of a job that keeps failing ([Timeline]), and what the
-// strategy really does when every run crashes, with the traps in it
-// ([Lint]).
+// the timeline of a job that keeps failing ([Timeline]), what the strategy
+// really does when every run crashes, with the traps in it ([Lint]), and
+// what it does to a fleet: many jobs through a provider's outage
+// ([Outage]), or clients contending for one row ([Contention]), the model
+// of AWS's "Exponential Backoff And Jitter".
 //
 //	report, err := plan.Lint(strategy)
 //	if err != nil {
@@ -14,7 +16,10 @@
 // It adds no rule to the library's: every wait is a [retrypolicy.History]'s
 // decision. A job's crash loop starts with a failure at t = 0; each run
 // fails at once (or after the uptime a timeline is given) and each retry
-// starts exactly when due, with the jitter at its least: no extra.
+// starts exactly when due, with the jitter at its least: no extra. The
+// simulations draw the jitter from their seed, as a fleet's jobs would, and
+// are deterministic for it. Lint, Timeline and the simulations share
+// nothing mutable: each is safe to call from many goroutines at once.
 package plan
 
 import (

@@ -1,7 +1,8 @@
 // Command retrypolicy validates retry strategy descriptors, builds them from
 // ampctl-style flags, decides what to do with failed jobs (one at a time or
 // as a stream of JSON Lines), plans what a strategy does to a job that
-// keeps failing, with a timeline picture, and lints a strategy for traps. Every rule it applies is the
+// keeps failing, with a timeline picture, lints a strategy for traps, and
+// simulates a fleet of jobs under several strategies side by side. Every rule it applies is the
 // library's.
 //
 // Usage:
@@ -11,6 +12,7 @@
 //	retrypolicy decide [--lines] [FILE|-]
 //	retrypolicy plan [--uptime DURATION] [--failures N] [--svg FILE] [FILE|-]
 //	retrypolicy lint [--json] [FILE|-]   (or the --retry-* flags)
+//	retrypolicy simulate [--scenario outage|contention] [options] [STRATEGY.json …]
 //	retrypolicy version
 //
 // Exit status: 0 on success (a fatal decision included), 2 for invalid input,
@@ -46,6 +48,7 @@ commands:
   decide [FILE|-]     decide for one failed job (--lines: a stream of JSON Lines)
   plan [FILE|-]       simulate a job that keeps failing under a strategy
   lint [FILE|-]       what a strategy does when every run crashes, and its traps
+  simulate [FILE …]   a fleet through an outage, or clients in contention, strategies side by side
   version             print the version
 
 Run 'retrypolicy <command> --help' for a command's options.
@@ -74,6 +77,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runPlan(rest, stdin, stdout, stderr)
 	case "lint":
 		return runLint(rest, stdin, stdout, stderr)
+	case "simulate":
+		return runSimulate(rest, stdout, stderr)
 	case "version", "--version":
 		fs := newFlagSet("version", "version", "Prints the version.", stderr)
 		if _, stop := parseArgs(fs, rest, stdout, stderr, 0); stop >= 0 {

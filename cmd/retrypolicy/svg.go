@@ -149,15 +149,19 @@ func tickStep(span time.Duration) time.Duration {
 
 // tickLabel writes an offset from the first failure without the zero
 // parts: +30s, +2m, +1h30m.
-func tickLabel(d time.Duration) string {
-	text := d.String()
+func tickLabel(d time.Duration) string { return "+" + brief(d) }
+
+// brief writes a duration as show does, without zero parts at the end:
+// 30s, 2m, 1h30m, 2m6.996s.
+func brief(d time.Duration) string {
+	text := show(d)
 	if strings.HasSuffix(text, "m0s") {
 		text = strings.TrimSuffix(text, "0s")
 	}
 	if strings.HasSuffix(text, "h0m") {
 		text = strings.TrimSuffix(text, "0m")
 	}
-	return "+" + text
+	return text
 }
 
 // wrap breaks text into lines of at most width characters, after commas

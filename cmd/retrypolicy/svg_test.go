@@ -36,6 +36,13 @@ func planPicture(t *testing.T, args ...string) ([]byte, []svgElement) {
 	require.Equal(t, 0, run(append([]string{"plan", "--svg", path}, args...), nil, &stdout, &stderr), stderr.String())
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
+	return data, parseSVG(t, data)
+}
+
+// parseSVG reads an SVG picture's elements, checking that it is
+// well-formed XML.
+func parseSVG(t *testing.T, data []byte) []svgElement {
+	t.Helper()
 	var elements []svgElement
 	var open []int // the elements not yet closed, innermost last
 	dec := xml.NewDecoder(bytes.NewReader(data))
@@ -61,7 +68,7 @@ func planPicture(t *testing.T, args ...string) ([]byte, []svgElement) {
 			}
 		}
 	}
-	return data, elements
+	return elements
 }
 
 func attr(t *testing.T, el svgElement, name string) float64 {

@@ -1,0 +1,191 @@
+package plan
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/retrypolicy/retrypolicy"
+)
+
+// Contention is the model of AWS's "Exponential Backoff And Jitter"
+// (2015): Clients start at t = 0, each reading a row's version and then
+// writing it conditionally; a write with a stale version fails, and its
+// client waits its backoff, then reads again. Every message (read
+// request, read reply, write request, write reply) takes |N(10, 2)| ms one
+// way, and the server handles them in the order they arrive. A zero field
+// means its default.
+type Contention struct {
+	// Clients is how many clients contend; zero is 100.
+	Clients int
+	// Runs is how many runs the figures are the means of; zero is 100.
+	Runs int
+	// Seed draws the latencies and the jitter.
+	Seed uint64
+}
+
+// Contender is one way the clients wait after a failed write.
+type Contender struct {
+	// Name names it in results.
+	Name string
+	// Strategy decides each failure, with an uptime of 0: the wait is the
+	// decision's Delay plus its Jitter. A strategy that gives up leaves its
+	// client without a write.
+	Strategy retrypolicy.Strategy
+	// NoWait retries at once, without a strategy: the blog's "no backoff".
+	NoWait bool
+	// FullJitter waits uniform in [0, Delay] instead: the blog's "full
+	// jitter".
+	FullJitter bool
+}
+
+// PublishedContenders are the blog's parameters: its n-th failure (n from
+// 1) waits min(2,000 ms, 5 ms × 2^n), which is the exponential backoff
+// from 10 ms doubling to 2 s. They are none (no wait), exponential,
+// full_jitter and, beside them, this library's exponential_with_jitter
+// (that wait plus up to a quarter).
+func PublishedContenders() []Contender {
+	s := retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped, Backoff: retrypolicy.Backoff{
+		Kind: retrypolicy.Exponential, BaseDelay: 10 * time.Millisecond, Multiplier: 2, MaxDelay: 2 * time.Second}}
+	jittered := s
+	jittered.Backoff.Kind = retrypolicy.ExponentialWithJitter
+	return []Contender{
+		{Name: "none", NoWait: true},
+		{Name: "exponential", Strategy: s},
+		{Name: "full_jitter", Strategy: s, FullJitter: true},
+		{Name: "exponential_with_jitter", Strategy: jittered},
+	}
+}
+
+// ContentionResult is what a contender did, as means over the runs.
+type ContentionResult struct {
+	// Name is the contender's.
+	Name string
+	// Calls is the writes the server took.
+	Calls float64
+	// CompletionMs is when the last successful write's reply arrived, in
+	// milliseconds from t = 0.
+	CompletionMs float64
+	// GaveUp is the clients whose strategy gave up.
+	GaveUp float64
+}
+
+// A client's steps, in order: each message it sends arrives, or its
+// reply does, or its backoff ends.
+const (
+	readArrives = iota
+	readReplied
+	writeArrives
+	writeReplied
+	woke // the backoff has passed: it reads again
+)
+
+// client is where a client is: at most one of its messages is on the way.
+type client struct {
+	step    int8
+	ok      bool  // the write's outcome, carried by its reply
+	version int64 // the version read, carried by the write
+}
+
+// Run runs the contender c.Runs times and returns the means. It returns a
+// *retrypolicy.ValidationError for an invalid strategy, and an error for
+// a Contention that cannot run.
+func (c Contention) Run(who Contender) (ContentionResult, error) {
+	if c.Clients == 0 {
+		c.Clients = 100
+	}
+	if c.Runs == 0 {
+		c.Runs = 100
+	}
+	if c.Clients < 1 || c.Clients > 100_000 || c.Runs < 1 || c.Runs > 100_000 {
+		return ContentionResult{}, errors.New("plan: Contention: Clients and Runs must be between 1 and 100000")
+	}
+	var p *retrypolicy.Policy
+	if !who.NoWait {
+		var err error
+		if p, err = retrypolicy.Compile(who.Strategy); err != nil {
+			return ContentionResult{}, err
+		}
+	}
+	r := ContentionResult{Name: who.Name}
+	for round := range c.Runs {
+		calls, completion, gaveUp := c.once(p, who, uint64(round))
+		r.Calls += float64(calls)
+		r.CompletionMs += float64(completion) / float64(time.Millisecond)
+		r.GaveUp += float64(gaveUp)
+	}
+	n := float64(c.Runs)
+	r.Calls, r.CompletionMs, r.GaveUp = r.Calls/n, r.CompletionMs/n, r.GaveUp/n
+	return r, nil
+}
+
+// once is one run: the writes the server took, when the last successful
+// write's reply arrived, and how many clients gave up.
+func (c Contention) once(p *retrypolicy.Policy, who Contender, round uint64) (calls int, completion time.Duration, gaveUp int) {
+	rng := rand.New(rand.NewPCG(c.Seed, round))
+	latency := func() time.Duration {
+		return time.Duration(math.Abs(10+2*rng.NormFloat64()) * float64(time.Millisecond))
+	}
+	histories := make([]*retrypolicy.History, c.Clients)
+	clients := make([]client, c.Clients)
+	q := make(runQueue, 0, c.Clients)
+	for i := range c.Clients {
+		if p != nil {
+			histories[i] = retrypolicy.NewHistory(p)
+		}
+		q = append(q, run{at: latency(), job: int32(i)})
+	}
+	q.init()
+	var version int64
+	for len(q) > 0 {
+		e := q.pop()
+		cl := &clients[e.job]
+		switch cl.step {
+		case readArrives:
+			cl.version = version
+		case readReplied: // the write goes out with the version read
+		case writeArrives:
+			calls++
+			if cl.ok = cl.version == version; cl.ok {
+				version++
+			}
+		case writeReplied:
+			if cl.ok {
+				completion = max(completion, e.at)
+				continue
+			}
+			wait, ok := c.backoff(histories[e.job], who, e, rng)
+			if !ok {
+				gaveUp++
+				continue
+			}
+			cl.step = woke
+			q.push(run{at: e.at + wait, job: e.job})
+			continue
+		case woke:
+			cl.step = readArrives - 1
+		}
+		cl.step++
+		q.push(run{at: e.at + latency(), job: e.job}) // the next message on its way
+	}
+	return calls, completion, gaveUp
+}
+
+// backoff returns how long a client waits after the failed write whose
+// reply arrives as e, or false when its strategy gives up.
+func (c Contention) backoff(h *retrypolicy.History, who Contender, e run, rng *rand.Rand) (time.Duration, bool) {
+	if who.NoWait {
+		return 0, true
+	}
+	at := simStart.Add(e.at)
+	_ = h.Record(at, 0) // within a History's range: a run lasts hours at most
+	d, _ := h.Decide(jobSeed(c.Seed, int(e.job)), at)
+	switch {
+	case d.Action == retrypolicy.Fatal:
+		return 0, false
+	case who.FullJitter:
+		return time.Duration(rng.Int64N(int64(d.Delay) + 1)), true
+	}
+	return d.Delay + d.Jitter, true
+}

@@ -1,0 +1,287 @@
+package plan
+
+import (
+	"errors"
+	"math/bits"
+	"slices"
+	"time"
+
+	"github.com/retrypolicy/retrypolicy"
+)
+
+// simStart is the instant a simulation's t = 0 stands for.
+var simStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// Outage is a fleet of jobs that share one provider, which is down from
+// t = 0 for Down. A run that starts while it is down fails FailAfter later;
+// a run that starts after succeeds, unless Capacity is set and the provider
+// has already taken that many runs in the same second, when it fails at
+// once. Each failure is recorded in the job's History and decided by the
+// library; the job's next run starts at the decision's Due, or at the first
+// controller Tick at or after it. The simulation is deterministic for a
+// Seed. A zero field means its default.
+type Outage struct {
+	// Jobs is how many jobs there are; zero is 1,000.
+	Jobs int
+	// Down is how long the provider is down; zero is 30 minutes.
+	Down time.Duration
+	// FailAfter is how long a run lasts before it fails while the provider
+	// is down: its uptime. Zero is a run that fails at once.
+	FailAfter time.Duration
+	// Spread spreads the jobs' first runs uniformly over [0, Spread),
+	// drawn from Seed; zero starts every job at t = 0.
+	Spread time.Duration
+	// Capacity is the most runs a second the provider serves once it is up;
+	// runs beyond it fail. Zero is no limit.
+	Capacity int
+	// Tick is the controller's check: a retry starts at the first multiple
+	// of Tick at or after its due time. Zero retries exactly when due, as
+	// the in-process loop does.
+	Tick time.Duration
+	// Horizon is how long after the provider comes back the simulation
+	// runs; jobs that have not ended then are counted Unfinished. Zero is
+	// 24 hours.
+	Horizon time.Duration
+	// Seed draws the jobs' first runs and their jitter seeds.
+	Seed uint64
+
+	// onDecide, when set, sees each decision: the job, its run's start,
+	// the failure, its uptime, and the decision.
+	onDecide func(job int, start, failure time.Time, uptime time.Duration, d retrypolicy.Decision)
+}
+
+// Percentiles are the nearest-rank percentiles of a set of durations.
+type Percentiles struct {
+	P50, P99, Max time.Duration
+}
+
+// OutageResult is what a strategy did to the fleet.
+type OutageResult struct {
+	// Strategy is the strategy, its zero fields filled with their defaults.
+	Strategy retrypolicy.Strategy
+	// Load counts the runs that start in each minute from t = 0, and Fatal
+	// the jobs that end FATAL in each.
+	Load, FatalAt []int
+	// Peak is the most runs in a minute.
+	Peak int
+	// Runs counts every run; Decisions the failures decided.
+	Runs, Decisions int
+	// Succeeded counts the jobs whose run succeeded, Fatal those that
+	// ended FATAL, Unfinished those that had not ended at the horizon.
+	Succeeded, Fatal, Unfinished int
+	// Recovery is, over the jobs that succeeded, the time from the
+	// provider's recovery to the job's successful run (0 for a run that
+	// starts as it recovers); zero when none succeeded.
+	Recovery Percentiles
+}
+
+// withDefaults returns o with its zero fields filled.
+func (o Outage) withDefaults() Outage {
+	if o.Jobs == 0 {
+		o.Jobs = 1000
+	}
+	if o.Down == 0 {
+		o.Down = 30 * time.Minute
+	}
+	if o.Horizon == 0 {
+		o.Horizon = 24 * time.Hour
+	}
+	return o
+}
+
+// check returns an error for an Outage that cannot run.
+func (o Outage) check() error {
+	switch {
+	case o.Jobs < 1 || o.Jobs > 1_000_000:
+		return errors.New("plan: Outage.Jobs: must be between 1 and 1000000")
+	case o.Down < 0 || o.FailAfter < 0 || o.Spread < 0 || o.Tick < 0 || o.Horizon < 0:
+		return errors.New("plan: Outage: durations must not be negative")
+	case o.Down > 30*24*time.Hour || o.Horizon > 30*24*time.Hour || o.Spread > 30*24*time.Hour || o.FailAfter > 24*time.Hour:
+		return errors.New("plan: Outage: Down, Horizon and Spread must be at most 30 days, FailAfter at most a day")
+	case o.Capacity < 0:
+		return errors.New("plan: Outage.Capacity: must not be negative")
+	}
+	return nil
+}
+
+// Run simulates the fleet under s. It returns a
+// *retrypolicy.ValidationError for an invalid s, and an error for an
+// Outage that cannot run.
+func (o Outage) Run(s retrypolicy.Strategy) (OutageResult, error) {
+	o = o.withDefaults()
+	if err := o.check(); err != nil {
+		return OutageResult{}, err
+	}
+	p, err := retrypolicy.Compile(s)
+	if err != nil {
+		return OutageResult{}, err
+	}
+	r := OutageResult{Strategy: p.Strategy()}
+	histories := make([]*retrypolicy.History, o.Jobs) // all under the one Policy
+	for i := range histories {
+		histories[i] = retrypolicy.NewHistory(p)
+	}
+	q := make(runQueue, 0, o.Jobs)
+	rng := o.Seed
+	for i := range o.Jobs {
+		var at time.Duration
+		if o.Spread > 0 {
+			hi, _ := bits.Mul64(next(&rng), uint64(o.Spread))
+			at = time.Duration(hi)
+		}
+		q = append(q, run{at: at, job: int32(i)})
+	}
+	q.init()
+	end := o.Down + o.Horizon
+	second, inSecond := time.Duration(-1), 0
+	var recovered []time.Duration
+	for len(q) > 0 && q[0].at <= end {
+		e := q.pop()
+		r.Runs++
+		r.Load = bump(r.Load, e.at)
+		failure, fails := e.at+o.FailAfter, e.at < o.Down
+		if !fails && o.Capacity > 0 {
+			if s := e.at / time.Second; s != second {
+				second, inSecond = s, 0
+			}
+			inSecond++
+			failure, fails = e.at, inSecond > o.Capacity
+		}
+		if !fails {
+			recovered = append(recovered, e.at-o.Down)
+			continue
+		}
+		h := histories[e.job]
+		at := simStart.Add(failure)
+		uptime := failure - e.at
+		_ = h.Record(at, uptime) // within a History's range: at most 61 days from 2026
+		d, _ := h.Decide(jobSeed(o.Seed, int(e.job)), at)
+		r.Decisions++
+		if o.onDecide != nil {
+			o.onDecide(int(e.job), simStart.Add(e.at), at, uptime, d)
+		}
+		if d.Action == retrypolicy.Fatal {
+			r.Fatal++
+			r.FatalAt = bump(r.FatalAt, failure)
+			continue
+		}
+		q.push(run{at: retryAt(d.Due.Sub(simStart), o.Tick), job: e.job})
+	}
+	r.Unfinished, r.Succeeded = len(q), len(recovered)
+	for _, n := range r.Load {
+		r.Peak = max(r.Peak, n)
+	}
+	r.Recovery = percentiles(recovered)
+	return r, nil
+}
+
+// retryAt returns when a retry due at due starts: then, or at the first
+// multiple of tick at or after it.
+func retryAt(due, tick time.Duration) time.Duration {
+	if tick <= 0 || due%tick == 0 {
+		return due
+	}
+	return due - due%tick + tick
+}
+
+// bump counts one more in the minute of at.
+func bump(perMinute []int, at time.Duration) []int {
+	m := int(at / time.Minute)
+	for len(perMinute) <= m {
+		perMinute = append(perMinute, 0)
+	}
+	perMinute[m]++
+	return perMinute
+}
+
+// percentiles returns the nearest-rank p50, p99 and max of ds, which it
+// sorts.
+func percentiles(ds []time.Duration) Percentiles {
+	if len(ds) == 0 {
+		return Percentiles{}
+	}
+	slices.Sort(ds)
+	rank := func(p int) time.Duration { return ds[(len(ds)*p+99)/100-1] }
+	return Percentiles{P50: rank(50), P99: rank(99), Max: ds[len(ds)-1]}
+}
+
+// jobSeed returns job i's jitter seed in a simulation drawn from seed.
+func jobSeed(seed uint64, i int) uint64 {
+	x := seed ^ uint64(i)*0x9e3779b97f4a7c15
+	return next(&x)
+}
+
+// next advances a SplitMix64 state and returns its next output.
+func next(state *uint64) uint64 {
+	*state += 0x9e3779b97f4a7c15
+	z := *state
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	return z ^ z>>31
+}
+
+// run is what a job or client does next, and when.
+type run struct {
+	at  time.Duration // from t = 0
+	job int32
+}
+
+// runQueue is a 4-ary min-heap of runs by time: a shallow heap, whose four
+// children of a node share a cache line or two. Runs at the same time
+// leave it in an order fixed by the pushes and pops, the same on every
+// machine.
+type runQueue []run
+
+func (q runQueue) init() {
+	for i := (len(q) - 2) / 4; i >= 0; i-- {
+		q.down(i)
+	}
+}
+
+func (q *runQueue) push(r run) {
+	*q = append(*q, r)
+	h := *q
+	i := len(h) - 1
+	for i > 0 {
+		parent := (i - 1) / 4
+		if h[parent].at <= r.at {
+			break
+		}
+		h[i] = h[parent]
+		i = parent
+	}
+	h[i] = r
+}
+
+func (q *runQueue) pop() run {
+	h := *q
+	top, last := h[0], len(h)-1
+	*q = h[:last]
+	if last > 0 {
+		h[0] = h[last]
+		q.down(0)
+	}
+	return top
+}
+
+func (q runQueue) down(i int) {
+	r := q[i]
+	for {
+		first := 4*i + 1
+		if first >= len(q) {
+			break
+		}
+		small := first
+		for c := first + 1; c < min(first+4, len(q)); c++ {
+			if q[c].at < q[small].at {
+				small = c
+			}
+		}
+		if q[small].at >= r.at {
+			break
+		}
+		q[i] = q[small]
+		i = small
+	}
+	q[i] = r
+}
