@@ -85,7 +85,7 @@ exponential_with_jitter.`, stderr)
 	runs := wholeNumber(100)
 	fs.Var(&runs, "runs", "contention: how many runs to average, `R` from 1 to 100000")
 	seed := fs.Uint64("seed", 0, "the seed the jitter, the spread and the latencies are drawn from, `S`")
-	asJSON := fs.Bool("json", false, "print one JSON object a strategy, a line each")
+	asJSON := fs.Bool("json", false, "print one JSON object a strategy, a line each (for the outage, with its runs and its jobs FATAL in each minute)")
 	svgPath := fs.String("svg", "", "outage: also draw the load over time to the SVG file `FILE`")
 	positional, stop := parseArgs(fs, args, stdout, stderr, 64)
 	if stop >= 0 {
@@ -218,15 +218,31 @@ func outageJSON(name string, r plan.OutageResult) []byte {
 	b = fmt.Appendf(b, `,"runs":%d,"decisions":%d,"peak_runs_per_min":%d,"fatal":%d,"succeeded":%d,"unfinished":%d,"recovery_secs":`,
 		r.Runs, r.Decisions, r.Peak, r.Fatal, r.Succeeded, r.Unfinished)
 	if r.Succeeded == 0 {
-		return append(b, "null}"...)
+		b = append(b, "null"...)
+	} else {
+		b = append(b, `{"p50":`...)
+		b = wire.AppendSeconds(b, r.Recovery.P50)
+		b = append(b, `,"p99":`...)
+		b = wire.AppendSeconds(b, r.Recovery.P99)
+		b = append(b, `,"max":`...)
+		b = wire.AppendSeconds(b, r.Recovery.Max)
+		b = append(b, '}')
 	}
-	b = append(b, `{"p50":`...)
-	b = wire.AppendSeconds(b, r.Recovery.P50)
-	b = append(b, `,"p99":`...)
-	b = wire.AppendSeconds(b, r.Recovery.P99)
-	b = append(b, `,"max":`...)
-	b = wire.AppendSeconds(b, r.Recovery.Max)
-	return append(b, "}}"...)
+	b = appendInts(append(b, `,"runs_per_min":`...), r.Load)
+	b = appendInts(append(b, `,"fatal_per_min":`...), r.FatalAt)
+	return append(b, '}')
+}
+
+// appendInts appends ns as a JSON array.
+func appendInts(b []byte, ns []int) []byte {
+	b = append(b, '[')
+	for i, n := range ns {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(n), 10)
+	}
+	return append(b, ']')
 }
 
 func simulateContention(c plan.Contention, contenders []plan.Contender, asJSON bool, stdout, stderr io.Writer) int {
