@@ -80,6 +80,7 @@ not json
 	{"plan-bounded-with-uptime", []string{"plan", "--uptime", "5", "testdata/cli/strategy-bounded.json"}, ""},
 	{"plan-none", []string{"plan", "-"}, `{"strategy":"none"}`},
 	{"plan-jitter", []string{"plan", "--failures", "3", "testdata/cli/strategy-jitter.json"}, ""},
+	{"plan-json", []string{"plan", "--json", "--uptime", "5", "testdata/cli/strategy-bounded.json"}, ""},
 
 	{"lint-default", []string{"lint"}, "null"},
 	{"lint-never-fatal-json", []string{"lint", "--json", "-"}, `{"strategy":"bounded","max_attempts":5,"window_secs":60,"backoff":{"kind":"fixed","base_delay_secs":30}}`},

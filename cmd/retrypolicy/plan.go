@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -12,6 +14,7 @@ import (
 	"time"
 
 	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/internal/wire"
 	"github.com/retrypolicy/retrypolicy/plan"
 )
 
@@ -65,31 +68,70 @@ func (v *wholeNumber) Set(text string) error {
 	return nil
 }
 
+// option is a problem with one option: a flag of the command, or a query
+// parameter of the server's.
+type option struct{ name, rule string }
+
+func (e option) Error() string { return e.name + ": " + e.rule }
+
+// flagErrors words options' problems for the command, a line each.
+func flagErrors(stderr io.Writer, cmd string, errs []option) int {
+	for _, err := range errs {
+		fmt.Fprintf(stderr, "retrypolicy: %s: --%s (see retrypolicy %s --help)\n", cmd, err, cmd)
+	}
+	return exitInvalid
+}
+
+// planOptions are plan's options: flags of the command, query parameters
+// of the server's /v1/plan.
+type planOptions struct {
+	uptime seconds
+	count  wholeNumber
+}
+
+func (o *planOptions) define(fs *flag.FlagSet) {
+	fs.Var(&o.uptime, "uptime", "how long each run lasts before it fails, a `DURATION`: seconds (90, 1.5) or Go's form (1m30s),\nup to 1e9 s; 0, the default, is a job that crashes as it starts")
+	o.count = 12
+	fs.Var(&o.count, "failures", "how many failures to simulate at most, `N` from 1 to 1000")
+}
+
+// check returns the options out of range.
+func (o *planOptions) check() []option {
+	var errs []option
+	if o.uptime < 0 || time.Duration(o.uptime) > maxPlanUptime*time.Second {
+		errs = append(errs, option{"uptime", fmt.Sprintf("must be between 0 and 1e9 seconds, got %v", time.Duration(o.uptime))})
+	}
+	if o.count < 1 || o.count > maxPlanFailures {
+		errs = append(errs, option{"failures", fmt.Sprintf("must be between 1 and %d, got %d", maxPlanFailures, o.count)})
+	}
+	return errs
+}
+
+// run returns the plan of s and what lint finds in it.
+func (o *planOptions) run(s retrypolicy.Strategy) ([]plan.Step, plan.Report, error) {
+	steps, err := plan.Timeline(s, planStart, time.Duration(o.uptime), int(o.count))
+	if err != nil {
+		return nil, plan.Report{}, err
+	}
+	report, err := plan.Lint(s)
+	return steps, report, err
+}
+
 func runPlan(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlagSet("plan", "plan [--uptime DURATION] [--failures N] [--svg FILE] [FILE|-]", `Simulates a job that fails again and again under a strategy (FILE, - for standard input;
+	fs := newFlagSet("plan", "plan [--uptime DURATION] [--failures N] [--json] [--svg FILE] [FILE|-]", `Simulates a job that fails again and again under a strategy (FILE, - for standard input;
 none: the default strategy), each run lasting --uptime, retried exactly when due, and prints
 a table of its failures until it is fatal or has failed --failures times, each retry when
 due with the jitter at its least, then what retrypolicy lint finds in the strategy.`, stderr)
-	var uptime seconds
-	fs.Var(&uptime, "uptime", "how long each run lasts before it fails, a `DURATION`: seconds (90, 1.5) or Go's form (1m30s),\nup to 1e9 s; 0, the default, is a job that crashes as it starts")
-	var count wholeNumber = 12
-	fs.Var(&count, "failures", "how many failures to simulate at most, `N` from 1 to 1000")
+	var o planOptions
+	o.define(fs)
+	asJSON := fs.Bool("json", false, `print one JSON object: {"strategy", "uptime_secs", "failures": [{"at_secs", "in_window", "owed_secs", "credited_secs", "retry_at_secs" or "fatal"}], "findings"}`)
 	svgPath := fs.String("svg", "", "also write a timeline picture of the plan to the SVG file `FILE`")
 	positional, stop := parseArgs(fs, args, stdout, stderr, 1)
 	if stop >= 0 {
 		return stop
 	}
-	bad := false
-	if uptime < 0 || time.Duration(uptime) > maxPlanUptime*time.Second {
-		fmt.Fprintf(stderr, "retrypolicy: plan: --uptime: must be between 0 and 1e9 seconds, got %v (see retrypolicy plan --help)\n", time.Duration(uptime))
-		bad = true
-	}
-	if count < 1 || count > maxPlanFailures {
-		fmt.Fprintf(stderr, "retrypolicy: plan: --failures: must be between 1 and %d, got %d (see retrypolicy plan --help)\n", maxPlanFailures, count)
-		bad = true
-	}
-	if bad {
-		return exitInvalid
+	if errs := o.check(); errs != nil {
+		return flagErrors(stderr, "plan", errs)
 	}
 	s := retrypolicy.Default()
 	if len(positional) > 0 {
@@ -104,30 +146,62 @@ due with the jitter at its least, then what retrypolicy lint finds in the strate
 			return printProblems(stderr, err)
 		}
 	}
-	steps, err := plan.Timeline(s, planStart, time.Duration(uptime), int(count))
+	steps, report, err := o.run(s)
 	if err != nil {
 		fmt.Fprintln(stderr, "retrypolicy:", err)
 		return exitInvalid
 	}
-	report, err := plan.Lint(s)
-	if err != nil {
-		fmt.Fprintln(stderr, "retrypolicy:", err)
-		return exitInvalid
-	}
-	writeTable(stdout, s, time.Duration(uptime), steps)
-	if len(report.Findings) > 0 {
-		fmt.Fprintln(stdout, "\nwhen every run crashes (retrypolicy lint tells what to change):")
-		for _, f := range report.Findings {
-			fmt.Fprintf(stdout, "  %s %s: %s\n", f.Severity, f.Code, f.Message)
+	uptime := time.Duration(o.uptime)
+	if *asJSON {
+		fmt.Fprintf(stdout, "%s\n", planJSON(s, uptime, steps, report))
+	} else {
+		writeTable(stdout, s, uptime, steps)
+		if len(report.Findings) > 0 {
+			fmt.Fprintln(stdout, "\nwhen every run crashes (retrypolicy lint tells what to change):")
+			for _, f := range report.Findings {
+				fmt.Fprintf(stdout, "  %s %s: %s\n", f.Severity, f.Code, f.Message)
+			}
 		}
 	}
 	if *svgPath != "" {
-		if err := os.WriteFile(*svgPath, timeline(s, time.Duration(uptime), steps), 0o644); err != nil {
+		if err := os.WriteFile(*svgPath, timeline(s, uptime, steps), 0o644); err != nil {
 			fmt.Fprintln(stderr, "retrypolicy:", err)
 			return exitIO
 		}
 	}
 	return exitOK
+}
+
+// planJSON is plan --json: the strategy, the uptime, each failure with
+// its times since the first, and lint's findings.
+func planJSON(s retrypolicy.Strategy, uptime time.Duration, steps []plan.Step, report plan.Report) []byte {
+	canonical, _ := s.MarshalJSON()
+	b := append([]byte(`{"strategy":`), canonical...)
+	b = wire.AppendSeconds(append(b, `,"uptime_secs":`...), uptime)
+	b = append(b, `,"failures":[`...)
+	first := steps[0].Failure
+	for i, st := range steps {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		d := st.Decision
+		b = wire.AppendSeconds(append(b, `{"at_secs":`...), st.Failure.Sub(first))
+		b = strconv.AppendInt(append(b, `,"in_window":`...), int64(d.InWindow), 10)
+		if d.Action == retrypolicy.Fatal {
+			b = append(append(append(b, `,"fatal":"`...), d.Reason.String()...), `"}`...)
+			continue
+		}
+		b = wire.AppendSeconds(append(b, `,"owed_secs":`...), d.Owed)
+		b = wire.AppendSeconds(append(b, `,"credited_secs":`...), d.Delay)
+		b = wire.AppendSeconds(append(b, `,"retry_at_secs":`...), d.Due.Sub(first))
+		b = append(b, '}')
+	}
+	findings, _ := json.Marshal(report.Findings)
+	if report.Findings == nil {
+		findings = []byte("[]")
+	}
+	b = append(append(b, `],"findings":`...), findings...)
+	return append(b, '}')
 }
 
 func writeTable(w io.Writer, s retrypolicy.Strategy, uptime time.Duration, steps []plan.Step) {

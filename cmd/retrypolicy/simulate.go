@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -68,28 +69,19 @@ fails and waits. Prints the writes the server took (calls) and when the last cli
 succeeded (completion_ms), means over --runs runs. Without a strategy: the blog's none,
 exponential and full_jitter (5 ms × 2^n, at most 2 s), and this library's
 exponential_with_jitter.`, stderr)
-	scenario := fs.String("scenario", "outage", "`outage` or contention")
-	jobs := wholeNumber(1000)
-	fs.Var(&jobs, "jobs", "outage: how many jobs, `N` from 1 to 1000000")
-	clients := wholeNumber(100)
-	fs.Var(&clients, "clients", "contention: how many clients, `N` from 1 to 100000")
-	down := duration(30 * time.Minute)
-	fs.Var(&down, "outage", "outage: how long the provider is down, a `DURATION` (30m) up to 30 days")
-	var failAfter, spread duration
-	fs.Var(&failAfter, "fail-after", "outage: how long a run lasts before it fails while the provider is down, a `DURATION`")
-	fs.Var(&spread, "spread", "outage: the jobs' first runs spread over this `DURATION` (0: all at t = 0)")
-	capacity := wholeNumber(0)
-	fs.Var(&capacity, "capacity", "outage: the most runs a second the provider serves once up, `C` (0: no limit)")
-	tick := duration(time.Minute)
-	fs.Var(&tick, "tick", "outage: the controller's check, a `DURATION`; 0 retries exactly when due (the in-process loop)")
-	runs := wholeNumber(100)
-	fs.Var(&runs, "runs", "contention: how many runs to average, `R` from 1 to 100000")
-	seed := fs.Uint64("seed", 0, "the seed the jitter, the spread and the latencies are drawn from, `S`")
+	var o simulateOptions
+	o.define(fs)
 	asJSON := fs.Bool("json", false, "print one JSON object a strategy, a line each (for the outage, with its runs and its jobs FATAL in each minute)")
 	svgPath := fs.String("svg", "", "outage: also draw the load over time to the SVG file `FILE`")
 	positional, stop := parseArgs(fs, args, stdout, stderr, 64)
 	if stop >= 0 {
 		return stop
+	}
+	if errs := o.check(1_000_000); errs != nil {
+		return flagErrors(stderr, "simulate", errs)
+	}
+	if *svgPath != "" && o.scenario != "outage" {
+		return flagErrors(stderr, "simulate", []option{{"svg", "only the outage scenario draws"}})
 	}
 	var strategies []named
 	for _, path := range positional {
@@ -103,48 +95,93 @@ exponential_with_jitter.`, stderr)
 		}
 		strategies = append(strategies, named{strings.TrimSuffix(filepath.Base(path), ".json"), s})
 	}
+	if o.scenario == "contention" {
+		return simulateContention(o.contention(), contenders(strategies), *asJSON, stdout, stderr)
+	}
+	if len(strategies) == 0 {
+		for _, d := range seedStrategies {
+			s, _ := retrypolicy.Parse([]byte(d.doc)) // valid: TestSimulateDefaults
+			strategies = append(strategies, named{d.name, s})
+		}
+	}
+	return simulateOutage(o.outage(), strategies, *asJSON, *svgPath, stdout, stderr)
+}
+
+// simulateOptions are simulate's options: flags of the command, query
+// parameters of the server's /v1/simulate.
+type simulateOptions struct {
+	scenario                      string
+	jobs, clients, runs, capacity wholeNumber
+	down, failAfter, spread, tick duration
+	seed                          uint64
+}
+
+func (o *simulateOptions) define(fs *flag.FlagSet) {
+	fs.StringVar(&o.scenario, "scenario", "outage", "`outage` or contention")
+	o.jobs, o.clients, o.runs = 1000, 100, 100
+	o.down, o.tick = duration(30*time.Minute), duration(time.Minute)
+	fs.Var(&o.jobs, "jobs", "outage: how many jobs, `N` from 1 to 1000000")
+	fs.Var(&o.clients, "clients", "contention: how many clients, `N` from 1 to 100000")
+	fs.Var(&o.down, "outage", "outage: how long the provider is down, a `DURATION` (30m) up to 30 days")
+	fs.Var(&o.failAfter, "fail-after", "outage: how long a run lasts before it fails while the provider is down, a `DURATION`")
+	fs.Var(&o.spread, "spread", "outage: the jobs' first runs spread over this `DURATION` (0: all at t = 0)")
+	fs.Var(&o.capacity, "capacity", "outage: the most runs a second the provider serves once up, `C` (0: no limit)")
+	fs.Var(&o.tick, "tick", "outage: the controller's check, a `DURATION`; 0 retries exactly when due (the in-process loop)")
+	fs.Var(&o.runs, "runs", "contention: how many runs to average, `R` from 1 to 100000")
+	fs.Uint64Var(&o.seed, "seed", 0, "the seed the jitter, the spread and the latencies are drawn from, `S`")
+}
+
+// check returns the options out of range, with at most most jobs and a
+// tenth as many clients and runs.
+func (o *simulateOptions) check(most int) []option {
+	var errs []option
+	if o.scenario != "outage" && o.scenario != "contention" {
+		errs = append(errs, option{"scenario", "must be outage or contention, got " + strconv.Quote(o.scenario)})
+	}
 	for _, c := range []struct {
 		name        string
 		value       wholeNumber
 		least, most int
-	}{{"jobs", jobs, 1, 1_000_000}, {"clients", clients, 1, 100_000}, {"runs", runs, 1, 100_000}, {"capacity", capacity, 0, math.MaxInt32}} {
+	}{{"jobs", o.jobs, 1, most}, {"clients", o.clients, 1, most / 10}, {"runs", o.runs, 1, most / 10}, {"capacity", o.capacity, 0, math.MaxInt32}} {
 		if int(c.value) < c.least || int(c.value) > c.most {
-			fmt.Fprintf(stderr, "retrypolicy: simulate: --%s: must be between %d and %d, got %d (see retrypolicy simulate --help)\n", c.name, c.least, c.most, c.value)
-			return exitInvalid
+			errs = append(errs, option{c.name, fmt.Sprintf("must be between %d and %d, got %d", c.least, c.most, c.value)})
 		}
 	}
-	switch *scenario {
-	case "outage":
-		o := plan.Outage{Jobs: int(jobs), Down: time.Duration(down), FailAfter: time.Duration(failAfter), Spread: time.Duration(spread),
-			Capacity: int(capacity), Tick: time.Duration(tick), Seed: *seed}
-		if down == 0 {
-			fmt.Fprintln(stderr, "retrypolicy: simulate: --outage: must be more than 0 (see retrypolicy simulate --help)")
-			return exitInvalid
+	limits := []struct {
+		name       string
+		value, top duration
+	}{{"outage", o.down, duration(30 * 24 * time.Hour)}, {"spread", o.spread, duration(30 * 24 * time.Hour)}, {"fail-after", o.failAfter, duration(24 * time.Hour)}, {"tick", o.tick, duration(24 * time.Hour)}}
+	for _, l := range limits {
+		if l.value > l.top {
+			errs = append(errs, option{l.name, fmt.Sprintf("must be at most %s, got %s", brief(time.Duration(l.top)), brief(time.Duration(l.value)))})
 		}
-		if len(strategies) == 0 {
-			for _, d := range seedStrategies {
-				s, _ := retrypolicy.Parse([]byte(d.doc)) // valid: TestSimulateDefaults
-				strategies = append(strategies, named{d.name, s})
-			}
-		}
-		return simulateOutage(o, strategies, *asJSON, *svgPath, stdout, stderr)
-	case "contention":
-		if *svgPath != "" {
-			fmt.Fprintln(stderr, "retrypolicy: simulate: --svg: only the outage scenario draws (see retrypolicy simulate --help)")
-			return exitInvalid
-		}
-		c := plan.Contention{Clients: int(clients), Runs: int(runs), Seed: *seed}
-		contenders := plan.PublishedContenders()
-		if len(strategies) > 0 {
-			contenders = contenders[:0]
-			for _, n := range strategies {
-				contenders = append(contenders, plan.Contender{Name: n.name, Strategy: n.s})
-			}
-		}
-		return simulateContention(c, contenders, *asJSON, stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "retrypolicy: simulate: --scenario: must be outage or contention, got %s (see retrypolicy simulate --help)\n", strconv.Quote(*scenario))
-	return exitInvalid
+	if o.down == 0 {
+		errs = append(errs, option{"outage", "must be more than 0"})
+	}
+	return errs
+}
+
+func (o *simulateOptions) outage() plan.Outage {
+	return plan.Outage{Jobs: int(o.jobs), Down: time.Duration(o.down), FailAfter: time.Duration(o.failAfter), Spread: time.Duration(o.spread),
+		Capacity: int(o.capacity), Tick: time.Duration(o.tick), Seed: o.seed}
+}
+
+func (o *simulateOptions) contention() plan.Contention {
+	return plan.Contention{Clients: int(o.clients), Runs: int(o.runs), Seed: o.seed}
+}
+
+// contenders are the contention's contenders: the published ones, or
+// the strategies given.
+func contenders(strategies []named) []plan.Contender {
+	if len(strategies) == 0 {
+		return plan.PublishedContenders()
+	}
+	var out []plan.Contender
+	for _, n := range strategies {
+		out = append(out, plan.Contender{Name: n.name, Strategy: n.s})
+	}
+	return out
 }
 
 // readStrategyFile reads one strategy descriptor from path.
@@ -256,10 +293,7 @@ func simulateContention(c plan.Contention, contenders []plan.Contender, asJSON b
 	}
 	if asJSON {
 		for _, r := range results {
-			b := []byte(`{"strategy":`)
-			b = strconv.AppendQuote(b, r.Name)
-			b = fmt.Appendf(b, `,"calls":%s,"completion_ms":%s,"gave_up":%s}`, number(r.Calls), number(r.CompletionMs), number(r.GaveUp))
-			fmt.Fprintf(stdout, "%s\n", b)
+			fmt.Fprintf(stdout, "%s\n", contentionJSON(r))
 		}
 		return exitOK
 	}
@@ -272,6 +306,13 @@ func simulateContention(c plan.Contention, contenders []plan.Contender, asJSON b
 	}
 	tw.Flush()
 	return exitOK
+}
+
+// contentionJSON is one line of simulate --json for the contention.
+func contentionJSON(r plan.ContentionResult) []byte {
+	b := []byte(`{"strategy":`)
+	b = strconv.AppendQuote(b, r.Name)
+	return fmt.Appendf(b, `,"calls":%s,"completion_ms":%s,"gave_up":%s}`, number(r.Calls), number(r.CompletionMs), number(r.GaveUp))
 }
 
 // number writes a mean with one decimal, as JSON.
