@@ -2,7 +2,8 @@
 // ampctl-style flags, decides what to do with failed jobs (one at a time or
 // as a stream of JSON Lines), plans what a strategy does to a job that
 // keeps failing, with a timeline picture, lints a strategy for traps, and
-// simulates a fleet of jobs under several strategies side by side. Every rule it applies is the
+// simulates a fleet of jobs under several strategies side by side; serve
+// offers all of it over HTTP, with a page for choosing a strategy. Every rule it applies is the
 // library's.
 //
 // Usage:
@@ -13,6 +14,7 @@
 //	retrypolicy plan [--uptime DURATION] [--failures N] [--svg FILE] [FILE|-]
 //	retrypolicy lint [--json] [FILE|-]   (or the --retry-* flags)
 //	retrypolicy simulate [--scenario outage|contention] [options] [STRATEGY.json …]
+//	retrypolicy serve [--addr HOST:PORT]
 //	retrypolicy version
 //
 // Exit status: 0 on success (a fatal decision included), 2 for invalid input,
@@ -49,6 +51,7 @@ commands:
   plan [FILE|-]       simulate a job that keeps failing under a strategy
   lint [FILE|-]       what a strategy does when every run crashes, and its traps
   simulate [FILE …]   a fleet through an outage, or clients in contention, strategies side by side
+  serve               the library over HTTP, and a page for choosing a strategy
   version             print the version
 
 Run 'retrypolicy <command> --help' for a command's options.
@@ -79,6 +82,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runLint(rest, stdin, stdout, stderr)
 	case "simulate":
 		return runSimulate(rest, stdout, stderr)
+	case "serve":
+		return runServe(rest, stdout, stderr)
 	case "version", "--version":
 		fs := newFlagSet("version", "version", "Prints the version.", stderr)
 		if _, stop := parseArgs(fs, rest, stdout, stderr, 0); stop >= 0 {

@@ -77,7 +77,7 @@ exponential_with_jitter.`, stderr)
 	if stop >= 0 {
 		return stop
 	}
-	if errs := o.check(1_000_000); errs != nil {
+	if errs := o.check(1_000_000, 100_000, 100_000); errs != nil {
 		return flagErrors(stderr, "simulate", errs)
 	}
 	if *svgPath != "" && o.scenario != "outage" {
@@ -131,9 +131,9 @@ func (o *simulateOptions) define(fs *flag.FlagSet) {
 	fs.Uint64Var(&o.seed, "seed", 0, "the seed the jitter, the spread and the latencies are drawn from, `S`")
 }
 
-// check returns the options out of range, with at most most jobs and a
-// tenth as many clients and runs.
-func (o *simulateOptions) check(most int) []option {
+// check returns the options out of range, with at most jobs jobs, clients
+// clients and runs runs.
+func (o *simulateOptions) check(jobs, clients, runs int) []option {
 	var errs []option
 	if o.scenario != "outage" && o.scenario != "contention" {
 		errs = append(errs, option{"scenario", "must be outage or contention, got " + strconv.Quote(o.scenario)})
@@ -142,7 +142,7 @@ func (o *simulateOptions) check(most int) []option {
 		name        string
 		value       wholeNumber
 		least, most int
-	}{{"jobs", o.jobs, 1, most}, {"clients", o.clients, 1, most / 10}, {"runs", o.runs, 1, most / 10}, {"capacity", o.capacity, 0, math.MaxInt32}} {
+	}{{"jobs", o.jobs, 1, jobs}, {"clients", o.clients, 1, clients}, {"runs", o.runs, 1, runs}, {"capacity", o.capacity, 0, math.MaxInt32}} {
 		if int(c.value) < c.least || int(c.value) > c.most {
 			errs = append(errs, option{c.name, fmt.Sprintf("must be between %d and %d, got %d", c.least, c.most, c.value)})
 		}

@@ -1,0 +1,175 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"image/png"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+var update = flag.Bool("update", false, "write the screenshot the README shows to docs/serve-page.png")
+
+// browser returns the path of a Chromium the test can drive, or skips.
+func browser(t *testing.T) string {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if path, err := exec.LookPath(name); err == nil {
+			return path
+		}
+	}
+	t.Skip("no headless Chromium (Debian: apt-get install chromium); .ci/run installs it")
+	return ""
+}
+
+// serve builds the command, starts retrypolicy serve on a free loopback
+// port and returns its address; the server stops with the test.
+func serve(t *testing.T) string {
+	bin := filepath.Join(t.TempDir(), "retrypolicy")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/retrypolicy")
+	build.Dir = ".."
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the command: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	said := bufio.NewReader(stderr)
+	line, err := said.ReadString('\n')
+	if err != nil {
+		t.Fatalf("reading where the server listens: %v", err)
+	}
+	// The server stops gracefully on SIGINT, and says so.
+	t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		rest, _ := io.ReadAll(said)
+		if err := cmd.Wait(); err != nil || !strings.Contains(string(rest), "retrypolicy: stopped") {
+			t.Errorf("on SIGINT the server ended with %v, saying %q", err, rest)
+		}
+	})
+	addr := regexp.MustCompile(`http://\S+`).FindString(line)
+	if addr == "" {
+		t.Fatalf("the server said %q, not where it listens", line)
+	}
+	return addr
+}
+
+// TestPageShowsErrorsInPlaceAndWhatAStrategyDoes drives the page as a
+// person would: it picks bounded, types an invalid max_attempts and sees
+// the library's error under the field, fixes it and sees the flags, the
+// plan, lint's findings and the fleet's chart follow, and takes the
+// screenshot the README shows.
+func TestPageShowsErrorsInPlaceAndWhatAStrategyDoes(t *testing.T) {
+	exe := browser(t)
+	addr := serve(t)
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-quic", true),
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 1500))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	ctx, cancelTime := context.WithTimeout(ctx, 60*time.Second)
+	defer cancelTime()
+
+	// wait waits until the element's text holds want ("" : until it is
+	// empty), and says what it read when it does not.
+	wait := func(id, want string) {
+		t.Helper()
+		cond := `document.getElementById(%q).textContent.includes(%q)`
+		if want == "" {
+			cond = `document.getElementById(%q).textContent === %q`
+		}
+		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](fmt.Sprintf(cond, id, want), chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+			got, _ := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(`document.getElementById(%q).textContent`, id)))
+			t.Fatalf("#%s reads %q, not %q: %v", id, got, want, err)
+		}
+	}
+	// typeInto replaces a field's text as a person would, key by key.
+	typeInto := func(id, text string) {
+		t.Helper()
+		clear := fmt.Sprintf(`(() => { const e = document.getElementById(%q); e.value = ""; return e.value === ""; })()`, id)
+		if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](clear)); err != nil {
+			t.Fatal(err)
+		}
+		if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.ID(id), text)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	if err := chromedp.Do(ctx, chromedp.Navigate(addr+"/")); err != nil {
+		t.Fatal(err)
+	}
+	wait("canonical", `"unless_stopped"`)
+	wait("lint", "window-forgets")
+	// A person picks bounded from the list: the select's value, and its
+	// change event.
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => {
+		const s = document.getElementById("strategy");
+		s.value = "bounded";
+		return s.dispatchEvent(new Event("change"));
+	})()`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`!document.getElementById("max_attempts").disabled`)); err != nil {
+		t.Fatal("max_attempts is still disabled under bounded: ", err)
+	}
+	typeInto("max_attempts", "0")
+	wait("err-max_attempts", "max_attempts: must be at least 1, got 0")
+	typeInto("max_attempts", "3")
+	wait("err-max_attempts", "")
+	wait("canonical", `"max_attempts":3`)
+	wait("plan-table", "FATAL (attempts_exhausted)")
+	wait("lint", "gives-up-fast")
+	wait("sim-summary", "1000 jobs FATAL")
+
+	flags, err := chromedp.Run(ctx, chromedp.Value(chromedp.ID("flags")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(flags, "--retry-strategy bounded --retry-max-attempts 3") {
+		t.Errorf("the flags read %q", flags)
+	}
+	chart, err := chromedp.Run(ctx, chromedp.OuterHTML(chromedp.ID("sim-chart")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(chart, "<svg") || !strings.Contains(chart, "FATAL") {
+		t.Errorf("the fleet's chart is missing or without its FATAL jobs: %.200s", chart)
+	}
+	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)) // 100: a PNG
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := png.DecodeConfig(bytes.NewReader(shot))
+	if err != nil {
+		t.Fatalf("the screenshot is not a PNG: %v", err)
+	}
+	if cfg.Width < 1000 {
+		t.Errorf("the screenshot is %d px wide", cfg.Width)
+	}
+	out := filepath.Join(t.TempDir(), "serve-page.png")
+	if *update {
+		out = filepath.Join("..", "docs", "serve-page.png")
+	}
+	if err := os.WriteFile(out, shot, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
