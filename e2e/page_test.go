@@ -32,9 +32,31 @@ func browser(t *testing.T) string {
 	return ""
 }
 
+// readSources reads the library's and the command's sources, so that go
+// test's cache of this test's result depends on them: the test builds the
+// command in another process, which the cache does not see.
+func readSources(t *testing.T) {
+	err := filepath.WalkDir("..", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		switch name := d.Name(); {
+		case d.IsDir() && (name == ".git" || name == "testdata" || name == "bench" || name == "e2e" || name == "riverretry" || name == "examples" || name == "docs"):
+			return filepath.SkipDir
+		case !d.IsDir() && (strings.HasSuffix(name, ".go") || strings.HasSuffix(name, ".html") || name == "go.mod"):
+			_, err = os.ReadFile(path)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // serve builds the command, starts retrypolicy serve on a free loopback
 // port and returns its address; the server stops with the test.
 func serve(t *testing.T) string {
+	readSources(t)
 	bin := filepath.Join(t.TempDir(), "retrypolicy")
 	build := exec.Command("go", "build", "-o", bin, "./cmd/retrypolicy")
 	build.Dir = ".."

@@ -99,6 +99,8 @@ not json
 	{"simulate-bad-scenario", []string{"simulate", "--scenario", "storm"}, ""},
 	{"simulate-missing-file", []string{"simulate", "testdata/cli/no-such-file.json"}, ""},
 	{"simulate-help", []string{"simulate", "--help"}, ""},
+	{"serve-help", []string{"serve", "--help"}, ""},
+	{"serve-bad-addr", []string{"serve", "--addr", "256.0.0.1:99999"}, ""},
 	{"plan-long-runs", []string{"plan", "--uptime=3600", "--failures", "4"}, ""},
 	{"plan-invalid-strategy", []string{"plan", "-"}, `{"strategy":"bounded"}`},
 	{"plan-bad-option", []string{"plan", "--failures", "0"}, ""},
