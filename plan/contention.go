@@ -31,7 +31,7 @@ type Contender struct {
 	Name string
 	// Strategy decides each failure, with an uptime of 0: the wait is the
 	// decision's Delay plus its Jitter. A strategy that gives up leaves its
-	// client without a write.
+	// client without a write, as does a wait past the year 2262.
 	Strategy retrypolicy.Strategy
 	// NoWait retries at once, without a strategy: the blog's "no backoff".
 	NoWait bool
@@ -156,7 +156,7 @@ func (c Contention) once(p *retrypolicy.Policy, who Contender, round uint64) (ca
 				continue
 			}
 			wait, ok := c.backoff(histories[e.job], who, e, rng)
-			if !ok {
+			if !ok || wait > math.MaxInt64-e.at-time.Second { // past it the clock would overflow
 				gaveUp++
 				continue
 			}
@@ -179,7 +179,9 @@ func (c Contention) backoff(h *retrypolicy.History, who Contender, e run, rng *r
 		return 0, true
 	}
 	at := simStart.Add(e.at)
-	_ = h.Record(at, 0) // within a History's range: a run lasts hours at most
+	if h.Record(at, 0) != nil {
+		return 0, false // waits of centuries: past what a History holds, the client gives up
+	}
 	d, _ := h.Decide(jobSeed(c.Seed, int(e.job)), at)
 	switch {
 	case d.Action == retrypolicy.Fatal:

@@ -193,3 +193,13 @@ func TestContentionIsDeterministic(t *testing.T) {
 	assert.Error(t, err)
 	assert.True(t, slices.ContainsFunc(PublishedContenders(), func(c Contender) bool { return c.NoWait }))
 }
+
+// TestContentionOfCenturies: waits past what a History holds end the
+// client's tries instead of overflowing the clock.
+func TestContentionOfCenturies(t *testing.T) {
+	s := retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped, Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: 100 * 365 * 24 * time.Hour}}
+	r, err := Contention{Clients: 10, Runs: 2}.Run(Contender{Name: "centuries", Strategy: s})
+	require.NoError(t, err)
+	assert.Positive(t, r.GaveUp)
+	assert.Less(t, r.GaveUp, 10.0, "the first writer wins")
+}

@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -244,13 +245,7 @@ func noQuery(r *http.Request) *apiError {
 // flags are, each at most once.
 func setQuery(fs *flag.FlagSet, q url.Values) *apiError {
 	var probs []fieldProblem
-	for _, name := range slices.Sorted(func(yield func(string) bool) {
-		for k := range q {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+	for _, name := range slices.Sorted(maps.Keys(q)) {
 		values := q[name]
 		switch {
 		case fs.Lookup(name) == nil:

@@ -324,20 +324,27 @@ func colourCounts(img image.Image) map[string]int {
 // draws today (-update redraws docs/plan-bounded.svg and, with
 // rsvg-convert, docs/plan-bounded.png), and the PNG has the picture's size.
 func TestDocsPictureIsCurrent(t *testing.T) {
-	docs := filepath.Join("..", "..", "docs")
-	data, elements := planPicture(t, "--uptime", "5", filepath.Join(docs, "bounded-strategy.json"))
+	data, elements := planPicture(t, "--uptime", "5", filepath.Join("..", "..", "docs", "bounded-strategy.json"))
+	docsPicture(t, "plan-bounded", data, elements)
+}
+
+// docsPicture checks that docs/NAME.svg is data, which -update writes
+// there with its PNG, and that docs/NAME.png has the picture's size.
+func docsPicture(t *testing.T, name string, data []byte, elements []svgElement) {
+	t.Helper()
+	svg, pngPath := filepath.Join("..", "..", "docs", name+".svg"), filepath.Join("..", "..", "docs", name+".png")
 	if *update {
-		require.NoError(t, os.WriteFile(filepath.Join(docs, "plan-bounded.svg"), data, 0o644))
+		require.NoError(t, os.WriteFile(svg, data, 0o644))
 		rsvg, err := exec.LookPath("rsvg-convert")
 		require.NoError(t, err, "-update draws the PNG with rsvg-convert")
-		out, err := exec.Command(rsvg, "--format", "png", filepath.Join(docs, "plan-bounded.svg")).Output()
+		out, err := exec.Command(rsvg, "--format", "png", svg).Output()
 		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join(docs, "plan-bounded.png"), out, 0o644))
+		require.NoError(t, os.WriteFile(pngPath, out, 0o644))
 	}
-	committed, err := os.ReadFile(filepath.Join(docs, "plan-bounded.svg"))
+	committed, err := os.ReadFile(svg)
 	require.NoError(t, err)
-	assert.Equal(t, string(data), string(committed), "docs/plan-bounded.svg is stale: go test ./cmd/retrypolicy -run TestDocsPictureIsCurrent -update")
-	f, err := os.Open(filepath.Join(docs, "plan-bounded.png"))
+	assert.Equal(t, string(data), string(committed), "docs/%s.svg is stale: go test ./cmd/retrypolicy -run 'TestDocs' -update", name)
+	f, err := os.Open(pngPath)
 	require.NoError(t, err)
 	defer f.Close()
 	cfg, err := png.DecodeConfig(f)
