@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"image/png"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -37,4 +39,34 @@ func TestDocsLoadChartIsCurrent(t *testing.T) {
 	assert.Equal(t, 1, classes["outage"])
 	assert.Equal(t, 3, classes["fatal"], "bounded-hour's, bounded-day's and none's jobs each go FATAL in one minute")
 	docsPicture(t, "simulate-outage", data, elements)
+}
+
+// TestLoadChartRendersToPNG renders the outage's chart with rsvg-convert
+// and checks the image: the picture's size, a white ground, and the lines
+// of the default (blue), bounded-day (green) and the FATAL crosses (in
+// their strategies' colours).
+func TestLoadChartRendersToPNG(t *testing.T) {
+	rsvg, err := exec.LookPath("rsvg-convert")
+	if err != nil {
+		t.Skip("rsvg-convert is not installed (Debian: librsvg2-bin; .ci/run installs it): not rendering the picture")
+	}
+	path := filepath.Join(t.TempDir(), "outage.svg")
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 0, run([]string{"simulate", "--svg", path}, nil, &stdout, &stderr), stderr.String())
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	elements := parseSVG(t, data)
+	cmd := exec.Command(rsvg, "--format", "png")
+	cmd.Stdin = bytes.NewReader(data)
+	out, err := cmd.Output()
+	require.NoError(t, err)
+	img, err := png.Decode(bytes.NewReader(out))
+	require.NoError(t, err)
+	assert.Equal(t, int(attr(t, elements[0], "width")), img.Bounds().Dx())
+	assert.Equal(t, int(attr(t, elements[0], "height")), img.Bounds().Dy())
+	counts := colourCounts(img)
+	total := img.Bounds().Dx() * img.Bounds().Dy()
+	assert.Greater(t, counts["white"], total/3, "a white ground")
+	assert.Greater(t, counts["blue"], 300, "the default's line")
+	assert.Greater(t, counts["green"], 30, "bounded-day's line")
 }
