@@ -221,9 +221,9 @@ func sameState(saved, window []time.Duration) bool {
 	return true
 }
 
-// owed returns what p's backoff owes after n failures at one instant,
-// credited with uptime.
-func owed(p *retrypolicy.Policy, failures []time.Time, uptime time.Duration) time.Duration {
+// waitAfter returns the delay p's backoff makes n failures at one instant
+// wait after a run of uptime: what is owed, less the uptime credit.
+func waitAfter(p *retrypolicy.Policy, failures []time.Time, uptime time.Duration) time.Duration {
 	d, _ := p.Decide(failures, uptime, 0, loopStart)
 	return d.Delay
 }
@@ -232,16 +232,16 @@ func owed(p *retrypolicy.Policy, failures []time.Time, uptime time.Duration) tim
 // the window wait only the first step, or -1 when none does.
 func firstStepUptime(p *retrypolicy.Policy, n int) time.Duration {
 	failures := slices.Repeat([]time.Time{loopStart}, n)
-	first := owed(p, failures[:1], 0)
-	if owed(p, failures, 0) <= first {
+	first := waitAfter(p, failures[:1], 0)
+	if waitAfter(p, failures, 0) <= first {
 		return 0
 	}
-	if owed(p, failures, math.MaxInt64) > first {
+	if waitAfter(p, failures, math.MaxInt64) > first {
 		return -1
 	}
-	lo, hi := time.Duration(0), time.Duration(math.MaxInt64) // owed(lo) > first >= owed(hi)
+	lo, hi := time.Duration(0), time.Duration(math.MaxInt64) // waitAfter(lo) > first >= waitAfter(hi)
 	for hi-lo > 1 {
-		if mid := lo + (hi-lo)/2; owed(p, failures, mid) <= first {
+		if mid := lo + (hi-lo)/2; waitAfter(p, failures, mid) <= first {
 			hi = mid
 		} else {
 			lo = mid
@@ -334,7 +334,7 @@ func neverFatalFix(p *retrypolicy.Policy, s retrypolicy.Strategy, most int) stri
 // firstDelays lists the first three delays of p's backoff.
 func firstDelays(p *retrypolicy.Policy) string {
 	at := slices.Repeat([]time.Time{loopStart}, 3)
-	return show(owed(p, at[:1], 0)) + ", " + show(owed(p, at[:2], 0)) + ", " + show(owed(p, at, 0)) + ", …"
+	return show(waitAfter(p, at[:1], 0)) + ", " + show(waitAfter(p, at[:2], 0)) + ", " + show(waitAfter(p, at, 0)) + ", …"
 }
 
 // windowOf returns the window s counts failures over.

@@ -59,8 +59,8 @@ type Percentiles struct {
 type OutageResult struct {
 	// Strategy is the strategy, its zero fields filled with their defaults.
 	Strategy retrypolicy.Strategy
-	// Load counts the runs that start in each minute from t = 0, and Fatal
-	// the jobs that end FATAL in each.
+	// Load counts the runs that start in each minute from t = 0, and
+	// FatalAt the jobs that end FATAL in each.
 	Load, FatalAt []int
 	// Peak is the most runs in a minute.
 	Peak int

@@ -2,9 +2,7 @@ package main
 
 import (
 	"bytes"
-	"image/png"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -25,13 +23,8 @@ func TestSimulateDefaults(t *testing.T) {
 // well-formed picture with a line for each default strategy, the outage
 // shaded and a cross where jobs went FATAL, and a PNG of its size.
 func TestDocsLoadChartIsCurrent(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "outage.svg")
-	var stdout, stderr bytes.Buffer
-	require.Equal(t, 0, run([]string{"simulate", "--svg", path}, nil, &stdout, &stderr), stderr.String())
-	data, err := os.ReadFile(path)
-	require.NoError(t, err)
+	data, elements := loadPicture(t)
 	classes := map[string]int{}
-	elements := parseSVG(t, data)
 	for _, el := range elements {
 		classes[el.attrs["class"]]++
 	}
@@ -46,27 +39,21 @@ func TestDocsLoadChartIsCurrent(t *testing.T) {
 // of the default (blue), bounded-day (green) and the FATAL crosses (in
 // their strategies' colours).
 func TestLoadChartRendersToPNG(t *testing.T) {
-	rsvg, err := exec.LookPath("rsvg-convert")
-	if err != nil {
-		t.Skip("rsvg-convert is not installed (Debian: librsvg2-bin; .ci/run installs it): not rendering the picture")
-	}
-	path := filepath.Join(t.TempDir(), "outage.svg")
-	var stdout, stderr bytes.Buffer
-	require.Equal(t, 0, run([]string{"simulate", "--svg", path}, nil, &stdout, &stderr), stderr.String())
-	data, err := os.ReadFile(path)
-	require.NoError(t, err)
-	elements := parseSVG(t, data)
-	cmd := exec.Command(rsvg, "--format", "png")
-	cmd.Stdin = bytes.NewReader(data)
-	out, err := cmd.Output()
-	require.NoError(t, err)
-	img, err := png.Decode(bytes.NewReader(out))
-	require.NoError(t, err)
-	assert.Equal(t, int(attr(t, elements[0], "width")), img.Bounds().Dx())
-	assert.Equal(t, int(attr(t, elements[0], "height")), img.Bounds().Dy())
-	counts := colourCounts(img)
-	total := img.Bounds().Dx() * img.Bounds().Dy()
+	data, elements := loadPicture(t)
+	counts, total := rendered(t, data, elements)
 	assert.Greater(t, counts["white"], total/3, "a white ground")
 	assert.Greater(t, counts["blue"], 300, "the default's line")
 	assert.Greater(t, counts["green"], 30, "bounded-day's line")
+}
+
+// loadPicture runs simulate --svg with args and returns the picture and
+// its elements.
+func loadPicture(t *testing.T, args ...string) ([]byte, []svgElement) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "outage.svg")
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 0, run(append([]string{"simulate", "--svg", path}, args...), nil, &stdout, &stderr), stderr.String())
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return data, parseSVG(t, data)
 }

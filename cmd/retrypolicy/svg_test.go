@@ -272,11 +272,24 @@ func TestPlanSVGSizeIsBounded(t *testing.T) {
 // checks the image: the picture's size, and marks of the plan's colours
 // on a white ground.
 func TestPlanSVGRendersToPNG(t *testing.T) {
+	data, elements := planPicture(t, "--uptime", "5", "testdata/cli/strategy-bounded.json")
+	counts, total := rendered(t, data, elements)
+	assert.Greater(t, counts["white"], total/2, "a white ground")
+	assert.Greater(t, counts["other"], total/50, "not blank")
+	assert.Greater(t, counts["red"], 20, "failure marks")
+	assert.Greater(t, counts["green"], 200, "runs")
+	assert.Greater(t, counts["blue"], 200, "waits")
+}
+
+// rendered renders a picture with rsvg-convert, or skips without it; it
+// checks that the image has the picture's size and returns its pixels'
+// counts by rough colour, and how many there are.
+func rendered(t *testing.T, data []byte, elements []svgElement) (map[string]int, int) {
+	t.Helper()
 	rsvg, err := exec.LookPath("rsvg-convert")
 	if err != nil {
 		t.Skip("rsvg-convert is not installed (Debian: librsvg2-bin; .ci/run installs it): not rendering the picture")
 	}
-	data, elements := planPicture(t, "--uptime", "5", "testdata/cli/strategy-bounded.json")
 	cmd := exec.Command(rsvg, "--format", "png")
 	cmd.Stdin = bytes.NewReader(data)
 	out, err := cmd.Output()
@@ -285,13 +298,7 @@ func TestPlanSVGRendersToPNG(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int(attr(t, elements[0], "width")), img.Bounds().Dx())
 	assert.Equal(t, int(attr(t, elements[0], "height")), img.Bounds().Dy())
-	counts := colourCounts(img)
-	total := img.Bounds().Dx() * img.Bounds().Dy()
-	assert.Greater(t, counts["white"], total/2, "a white ground")
-	assert.Greater(t, counts["other"], total/50, "not blank")
-	assert.Greater(t, counts["red"], 20, "failure marks")
-	assert.Greater(t, counts["green"], 200, "runs")
-	assert.Greater(t, counts["blue"], 200, "waits")
+	return colourCounts(img), img.Bounds().Dx() * img.Bounds().Dy()
 }
 
 // colourCounts counts an image's pixels by rough colour.
