@@ -1,7 +1,9 @@
 package plan
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"time"
@@ -15,7 +17,8 @@ import (
 // client waits its backoff, then reads again. Every message (read
 // request, read reply, write request, write reply) takes |N(10, 2)| ms one
 // way, and the server handles them in the order they arrive. A zero field
-// means its default.
+// means its default. It is bounded: it follows at most MaxMessages
+// messages over all its runs, and stops when its context is done.
 type Contention struct {
 	// Clients is how many clients contend; zero is 100.
 	Clients int
@@ -23,7 +26,14 @@ type Contention struct {
 	Runs int
 	// Seed draws the latencies and the jitter.
 	Seed uint64
+	// MaxMessages is the most messages (and backoffs ending) the runs
+	// follow in all, from 1 to 1,000,000,000; zero is DefaultMaxMessages.
+	MaxMessages int
 }
+
+// DefaultMaxMessages is the most messages a [Contention] follows when its
+// MaxMessages is zero: a few seconds of work.
+const DefaultMaxMessages = 50_000_000
 
 // Contender is one way the clients wait after a failed write.
 type Contender struct {
@@ -69,6 +79,13 @@ type ContentionResult struct {
 	CompletionMs float64
 	// GaveUp is the clients whose strategy gave up.
 	GaveUp float64
+	// Runs counts the runs the means are over: Contention.Runs, or fewer
+	// when Truncated.
+	Runs int
+	// Truncated reports that the runs stopped at MaxMessages or at their
+	// context: the means are over the runs finished and the one cut short
+	// (whose figures are lower bounds).
+	Truncated bool
 }
 
 // A client's steps, in order: each message it sends arrives, or its
@@ -90,16 +107,16 @@ type client struct {
 
 // Run runs the contender c.Runs times and returns the means. It returns a
 // *retrypolicy.ValidationError for an invalid strategy, and an error for
-// a Contention that cannot run.
-func (c Contention) Run(who Contender) (ContentionResult, error) {
-	if c.Clients == 0 {
-		c.Clients = 100
-	}
-	if c.Runs == 0 {
-		c.Runs = 100
-	}
+// a Contention that cannot run. When ctx is done it stops within a few
+// thousand messages and returns the means so far, Truncated, with an error
+// that wraps ctx's.
+func (c Contention) Run(ctx context.Context, who Contender) (ContentionResult, error) {
+	c = c.withDefaults()
 	if c.Clients < 1 || c.Clients > 100_000 || c.Runs < 1 || c.Runs > 100_000 {
 		return ContentionResult{}, errors.New("plan: Contention: Clients and Runs must be between 1 and 100000")
+	}
+	if c.MaxMessages < 1 || c.MaxMessages > 1_000_000_000 {
+		return ContentionResult{}, errors.New("plan: Contention.MaxMessages: must be between 1 and 1000000000")
 	}
 	var p *retrypolicy.Policy
 	if !who.NoWait {
@@ -109,20 +126,56 @@ func (c Contention) Run(who Contender) (ContentionResult, error) {
 		}
 	}
 	r := ContentionResult{Name: who.Name}
+	left := c.MaxMessages
+	var err error
 	for round := range c.Runs {
-		calls, completion, gaveUp := c.once(p, who, uint64(round))
-		r.Calls += float64(calls)
-		r.CompletionMs += float64(completion) / float64(time.Millisecond)
-		r.GaveUp += float64(gaveUp)
+		if left == 0 {
+			r.Truncated = true
+			break
+		}
+		var o outcome
+		o, err = c.once(ctx, p, who, uint64(round), left)
+		left -= o.messages
+		r.Runs++
+		r.Calls += float64(o.calls)
+		r.CompletionMs += float64(o.completion) / float64(time.Millisecond)
+		r.GaveUp += float64(o.gaveUp)
+		if o.cut {
+			r.Truncated = true
+			break
+		}
 	}
-	n := float64(c.Runs)
+	n := float64(r.Runs)
 	r.Calls, r.CompletionMs, r.GaveUp = r.Calls/n, r.CompletionMs/n, r.GaveUp/n
-	return r, nil
+	return r, err
 }
 
-// once is one run: the writes the server took, when the last successful
-// write's reply arrived, and how many clients gave up.
-func (c Contention) once(p *retrypolicy.Policy, who Contender, round uint64) (calls int, completion time.Duration, gaveUp int) {
+func (c Contention) withDefaults() Contention {
+	if c.Clients == 0 {
+		c.Clients = 100
+	}
+	if c.Runs == 0 {
+		c.Runs = 100
+	}
+	if c.MaxMessages == 0 {
+		c.MaxMessages = DefaultMaxMessages
+	}
+	return c
+}
+
+// outcome is one run's: the writes the server took, when the last
+// successful write's reply arrived, how many clients gave up, the messages
+// followed, and whether it was cut short.
+type outcome struct {
+	calls      int
+	completion time.Duration
+	gaveUp     int
+	messages   int
+	cut        bool
+}
+
+// once is one run, following at most most messages.
+func (c Contention) once(ctx context.Context, p *retrypolicy.Policy, who Contender, round uint64, most int) (outcome, error) {
 	rng := rand.New(rand.NewPCG(c.Seed, round))
 	latency := func() time.Duration {
 		return time.Duration(math.Abs(10+2*rng.NormFloat64()) * float64(time.Millisecond))
@@ -138,7 +191,17 @@ func (c Contention) once(p *retrypolicy.Policy, who Contender, round uint64) (ca
 	}
 	q.init()
 	var version int64
+	var o outcome
 	for len(q) > 0 {
+		if o.messages == most {
+			o.cut = true
+			return o, nil
+		}
+		if o.messages%checkEvery == 0 && ctx.Err() != nil {
+			o.cut = true
+			return o, fmt.Errorf("plan: Contention: stopped after %d messages: %w", o.messages, ctx.Err())
+		}
+		o.messages++
 		e := q.pop()
 		cl := &clients[e.job]
 		switch cl.step {
@@ -146,18 +209,18 @@ func (c Contention) once(p *retrypolicy.Policy, who Contender, round uint64) (ca
 			cl.version = version
 		case readReplied: // the write goes out with the version read
 		case writeArrives:
-			calls++
+			o.calls++
 			if cl.ok = cl.version == version; cl.ok {
 				version++
 			}
 		case writeReplied:
 			if cl.ok {
-				completion = max(completion, e.at)
+				o.completion = max(o.completion, e.at)
 				continue
 			}
 			wait, ok := c.backoff(histories[e.job], who, e, rng)
 			if !ok || wait > math.MaxInt64-e.at-time.Second { // past it the clock would overflow
-				gaveUp++
+				o.gaveUp++
 				continue
 			}
 			cl.step = woke
@@ -169,7 +232,7 @@ func (c Contention) once(p *retrypolicy.Policy, who Contender, round uint64) (ca
 		cl.step++
 		q.push(run{at: e.at + latency(), job: e.job}) // the next message on its way
 	}
-	return calls, completion, gaveUp
+	return o, nil
 }
 
 // backoff returns how long a client waits after the failed write whose

@@ -1,6 +1,7 @@
 package plan_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"time"
@@ -12,7 +13,7 @@ import (
 // The default strategy's waits never reach its one-hour cap: its window
 // forgets the first failures first, and the waits cycle.
 func ExampleLint() {
-	report, err := plan.Lint(retrypolicy.Default())
+	report, err := plan.Lint(context.Background(), retrypolicy.Default())
 	if err != nil {
 		panic(err)
 	}
@@ -30,7 +31,7 @@ func ExampleLint() {
 func ExampleReport_WriteTo() {
 	s := retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 5, Window: time.Minute,
 		Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: 30 * time.Second}}
-	report, _ := plan.Lint(s)
+	report, _ := plan.Lint(context.Background(), s)
 	report.WriteTo(os.Stdout)
 	// Output:
 	// strategy: {"strategy":"bounded","max_attempts":5,"window_secs":60,"backoff":{"kind":"fixed","base_delay_secs":30}}

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"slices"
@@ -115,21 +116,23 @@ func (r Report) Warnings() int {
 // starts when due, without jitter) and reports what it does and the traps
 // in it. It returns a *retrypolicy.ValidationError for an invalid s. It
 // follows at most MaxFailures failures: a few milliseconds for the usual
-// strategies, under a second for any.
-func Lint(s retrypolicy.Strategy) (Report, error) {
+// strategies, under a second for any. When ctx is done it stops within a
+// few thousand failures and returns the report so far (not Settled) with
+// an error that wraps ctx's.
+func Lint(ctx context.Context, s retrypolicy.Strategy) (Report, error) {
 	p, s, err := unjittered(s)
 	if err != nil {
 		return Report{}, err
 	}
 	r := Report{Strategy: s}
-	facts := follow(p)
+	facts, err := follow(ctx, p)
 	r.Summary = facts.Summary
 	r.Summary.FirstStepUptime = -1
 	if facts.LongestAt > 0 {
 		r.Summary.FirstStepUptime = firstStepUptime(p, facts.longestCount)
 	}
 	r.Findings = find(p, r.Strategy, &facts)
-	return r, nil
+	return r, err
 }
 
 // loopFacts is what following a crash loop shows: its summary, and what
@@ -145,14 +148,18 @@ type loopFacts struct {
 // follow runs p's crash loop until it gives up, or repeats once past the
 // first hour, or MaxFailures. The window's state is its failures' offsets
 // from the newest; the same state always leads to the same future, so a
-// state seen again (Brent's cycle detection) means the loop repeats.
-func follow(p *retrypolicy.Policy) loopFacts {
+// state seen again (Brent's cycle detection) means the loop repeats. It
+// stops early, with an error, when ctx is done.
+func follow(ctx context.Context, p *retrypolicy.Policy) (loopFacts, error) {
 	var f loopFacts
 	var window []time.Duration // the failures in the window, ascending
 	var saved []time.Duration  // a state to meet again, newest first
 	power, lam, cycled := 1, 0, false
 	prevOwed := time.Duration(-1)
 	for st := range crashLoop(p, loopStart, 0) {
+		if f.Failures%checkEvery == 0 && ctx.Err() != nil {
+			return f, fmt.Errorf("plan: Lint: stopped after %d failures: %w", f.Failures, ctx.Err())
+		}
 		f.Failures++
 		d, at := st.Decision, st.Failure.Sub(loopStart)
 		window = append(window, at)
@@ -162,7 +169,7 @@ func follow(p *retrypolicy.Policy) loopFacts {
 		f.MostInWindow = max(f.MostInWindow, d.InWindow)
 		if d.Action == retrypolicy.Fatal {
 			f.Fatal, f.FailuresToFatal, f.TimeToFatal, f.Settled = true, f.Failures, at, true
-			return f
+			return f, nil
 		}
 		if wait := d.Delay; f.LongestAt == 0 || wait > f.LongestWait {
 			f.LongestWait, f.LongestAt, f.longestCount = wait, f.Failures, d.InWindow
@@ -187,13 +194,13 @@ func follow(p *retrypolicy.Policy) loopFacts {
 		}
 		if cycled && d.Delay >= time.Hour-at {
 			f.Settled = true
-			return f
+			return f, nil
 		}
 		if f.Failures == MaxFailures {
-			return f
+			return f, nil
 		}
 	}
-	return f // the next failure is past what a History holds
+	return f, nil // the next failure is past what a History holds
 }
 
 // state appends the window's offsets from its newest failure to b, newest

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"context"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -62,7 +63,7 @@ func TestFindings(t *testing.T) {
 		{"a multiplier of 1", `{"strategy":"unless_stopped","backoff":{"kind":"exponential","base_delay_secs":1,"multiplier":1}}`, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r, err := Lint(parse(t, tc.doc))
+			r, err := Lint(context.Background(), parse(t, tc.doc))
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, codes(r))
 			for _, f := range r.Findings {
@@ -76,7 +77,7 @@ func TestFindings(t *testing.T) {
 // TestFindingsSayTheNumbers pins the figures the messages and the summary
 // give for the cases the issue names, worked by hand.
 func TestFindingsSayTheNumbers(t *testing.T) {
-	r, err := Lint(retrypolicy.Default())
+	r, err := Lint(context.Background(), retrypolicy.Default())
 	require.NoError(t, err)
 	assert.Equal(t, Summary{
 		LongestWait: 2048 * time.Second, LongestAt: 12,
@@ -87,27 +88,27 @@ func TestFindingsSayTheNumbers(t *testing.T) {
 	}, r.Summary)
 	assert.Equal(t, "the 1h window forgets failures before the delay reaches its cap of 1h: waits climb to 34m8s, fall back to 8s at failure 13, and cycle", r.Findings[0].Message)
 
-	r, err = Lint(parse(t, seedBoundedHour))
+	r, err = Lint(context.Background(), parse(t, seedBoundedHour))
 	require.NoError(t, err)
 	assert.True(t, r.Summary.Fatal)
 	assert.Equal(t, 5, r.Summary.FailuresToFatal)
 	assert.Equal(t, 15*time.Second, r.Summary.TimeToFatal, "failures at 0, 1, 3, 7 and 15 s")
 	assert.Equal(t, 4, r.Summary.RetriesFirstHour)
 
-	r, err = Lint(parse(t, `{"strategy":"bounded","max_attempts":5,"window_secs":60,"backoff":{"kind":"fixed","base_delay_secs":30}}`))
+	r, err = Lint(context.Background(), parse(t, `{"strategy":"bounded","max_attempts":5,"window_secs":60,"backoff":{"kind":"fixed","base_delay_secs":30}}`))
 	require.NoError(t, err)
 	assert.Equal(t, 3, r.Summary.MostInWindow, "failures at t, t-30 and t-60 s")
 	assert.Contains(t, r.Findings[0].Message, "holds at most 3 failures, short of max_attempts 5")
 	assert.Contains(t, r.Findings[0].Fix, "window_secs 120", "the 5th failure comes at 120 s")
 	assert.Equal(t, 119, r.Summary.RetriesFirstHour, "every 30 s, from 30 to 3570 s")
 
-	r, err = Lint(parse(t, `{"strategy":"bounded","max_attempts":30,"window_secs":604800,"backoff":{"kind":"exponential","base_delay_secs":1}}`))
+	r, err = Lint(context.Background(), parse(t, `{"strategy":"bounded","max_attempts":30,"window_secs":604800,"backoff":{"kind":"exponential","base_delay_secs":1}}`))
 	require.NoError(t, err)
 	assert.Equal(t, 524288*time.Second, r.Summary.LongestWait, "2^19 s: the 20 failures from 0 to 2^20-1 s fit in 7 days, a 21st would not")
 	assert.Contains(t, r.Findings[0].Fix, "no window of up to 7 days holds 30 failures")
 	assert.Contains(t, r.Findings[1].Message, "waits grow to 6d1h38m8s (failure 20)")
 
-	r, err = Lint(parse(t, seedNone))
+	r, err = Lint(context.Background(), parse(t, seedNone))
 	require.NoError(t, err)
 	assert.Equal(t, Summary{Fatal: true, FailuresToFatal: 1, MostInWindow: 1, FirstStepUptime: -1, Settled: true, Failures: 1}, r.Summary)
 }
@@ -115,7 +116,7 @@ func TestFindingsSayTheNumbers(t *testing.T) {
 // TestReportJSON pins lint --json's shape: nulls for what does not
 // happen, seconds as exact decimals.
 func TestReportJSON(t *testing.T) {
-	r, err := Lint(retrypolicy.Default())
+	r, err := Lint(context.Background(), retrypolicy.Default())
 	require.NoError(t, err)
 	b, err := json.Marshal(r)
 	require.NoError(t, err)
@@ -132,7 +133,7 @@ func TestReportJSON(t *testing.T) {
 	assert.Equal(t, 4094.0, doc.Summary["first_step_uptime_secs"])
 	assert.Equal(t, true, doc.Summary["settled"])
 
-	r, err = Lint(parse(t, `{"strategy":"unless_stopped","backoff":{"kind":"fixed","base_delay_secs":1}}`))
+	r, err = Lint(context.Background(), parse(t, `{"strategy":"unless_stopped","backoff":{"kind":"fixed","base_delay_secs":1}}`))
 	require.NoError(t, err)
 	b, err = json.Marshal(r)
 	require.NoError(t, err)
@@ -142,7 +143,7 @@ func TestReportJSON(t *testing.T) {
 // TestLintRefusesAnInvalidStrategy: the library's validation error, and
 // no report.
 func TestLintRefusesAnInvalidStrategy(t *testing.T) {
-	_, err := Lint(retrypolicy.Strategy{Kind: retrypolicy.Bounded})
+	_, err := Lint(context.Background(), retrypolicy.Strategy{Kind: retrypolicy.Bounded})
 	assert.ErrorIs(t, err, retrypolicy.ErrInvalid)
 	_, err = Timeline(retrypolicy.Strategy{Kind: 9}, loopStart, 0, 10)
 	assert.ErrorIs(t, err, retrypolicy.ErrInvalid)
@@ -215,7 +216,7 @@ func runReference(t require.TestingT, s retrypolicy.Strategy, n int) reference {
 func TestLintSummaryIsTheCrashLoop(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		s := genLoopStrategy(t)
-		r, err := Lint(s)
+		r, err := Lint(context.Background(), s)
 		require.NoError(t, err)
 		sum := r.Summary
 		require.True(t, sum.Settled, "settles: %+v", sum)
@@ -260,7 +261,7 @@ func TestLintSummaryIsTheCrashLoop(t *testing.T) {
 func TestFirstStepUptimeIsTheLeastThatPaysDown(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		s := genLoopStrategy(t)
-		r, err := Lint(s)
+		r, err := Lint(context.Background(), s)
 		require.NoError(t, err)
 		sum := r.Summary
 		if sum.LongestAt == 0 {
@@ -322,7 +323,7 @@ func TestTimelineStopsWhereAHistoryEnds(t *testing.T) {
 	steps, err := Timeline(s, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), 0, 10)
 	require.NoError(t, err)
 	assert.Len(t, steps, 3, "2026, 2126, 2226; 2326 is past 2262")
-	r, err := Lint(s)
+	r, err := Lint(context.Background(), s)
 	require.NoError(t, err)
 	assert.True(t, r.Summary.Settled, "a fixed delay repeats at once")
 }
@@ -346,7 +347,7 @@ func BenchmarkLint(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := Lint(s); err != nil {
+				if _, err := Lint(context.Background(), s); err != nil {
 					b.Fatal(err)
 				}
 			}

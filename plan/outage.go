@@ -1,7 +1,9 @@
 package plan
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"math/bits"
 	"slices"
 	"time"
@@ -12,14 +14,32 @@ import (
 // simStart is the instant a simulation's t = 0 stands for.
 var simStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
+// Bounds of a simulation, whatever its strategy and options.
+const (
+	// DefaultMaxRuns is the most runs an [Outage] follows when its MaxRuns
+	// is zero: about three seconds of work and at most a few hundred MB.
+	DefaultMaxRuns = 10_000_000
+	// MaxJobFailures is the most failures one job's History holds in a
+	// simulation: a job that reaches it (a delay of 0 ns with no tick
+	// retries at its failure's own instant forever) stops the simulation.
+	MaxJobFailures = 100_000
+)
+
+// checkEvery is how many events a simulation runs between looks at its
+// context: often enough to stop within a millisecond or two, rarely enough
+// to cost nothing.
+const checkEvery = 4096
+
 // Outage is a fleet of jobs that share one provider, which is down from
 // t = 0 for Down. A run that starts while it is down fails FailAfter later;
 // a run that starts after succeeds, unless Capacity is set and the provider
 // has already taken that many runs in the same second, when it fails at
 // once. Each failure is recorded in the job's History and decided by the
 // library; the job's next run starts at the decision's Due, or at the first
-// controller Tick at or after it. The simulation is deterministic for a
-// Seed. A zero field means its default.
+// controller Tick at or after it that comes after the failure. The
+// simulation is deterministic for a Seed, and bounded: it follows at most
+// MaxRuns runs, stops when a job's History holds [MaxJobFailures], and
+// stops when its context is done. A zero field means its default.
 type Outage struct {
 	// Jobs is how many jobs there are; zero is 1,000.
 	Jobs int
@@ -35,8 +55,9 @@ type Outage struct {
 	// runs beyond it fail. Zero is no limit.
 	Capacity int
 	// Tick is the controller's check: a retry starts at the first multiple
-	// of Tick at or after its due time. Zero retries exactly when due, as
-	// the in-process loop does.
+	// of Tick at or after its due time and after its failure, so a job that
+	// fails on a tick is seen at the next one. Zero retries exactly when
+	// due, as the in-process loop does.
 	Tick time.Duration
 	// Horizon is how long after the provider comes back the simulation
 	// runs; jobs that have not ended then are counted Unfinished. Zero is
@@ -44,6 +65,9 @@ type Outage struct {
 	Horizon time.Duration
 	// Seed draws the jobs' first runs and their jitter seeds.
 	Seed uint64
+	// MaxRuns is the most runs the simulation follows, from 1 to
+	// 1,000,000,000; zero is DefaultMaxRuns.
+	MaxRuns int
 
 	// onDecide, when set, sees each decision: the job, its run's start,
 	// the failure, its uptime, and the decision.
@@ -73,6 +97,11 @@ type OutageResult struct {
 	// provider's recovery to the job's successful run (0 for a run that
 	// starts as it recovers); zero when none succeeded.
 	Recovery Percentiles
+	// Truncated reports that the simulation stopped at a bound (MaxRuns
+	// runs, a job's MaxJobFailures failures, or its context) before the
+	// horizon: its counts are then lower bounds, and its other figures
+	// those of the part it ran.
+	Truncated bool
 }
 
 // withDefaults returns o with its zero fields filled.
@@ -85,6 +114,9 @@ func (o Outage) withDefaults() Outage {
 	}
 	if o.Horizon == 0 {
 		o.Horizon = 24 * time.Hour
+	}
+	if o.MaxRuns == 0 {
+		o.MaxRuns = DefaultMaxRuns
 	}
 	return o
 }
@@ -100,14 +132,18 @@ func (o Outage) check() error {
 		return errors.New("plan: Outage: Down, Horizon and Spread must be at most 30 days, FailAfter at most a day")
 	case o.Capacity < 0:
 		return errors.New("plan: Outage.Capacity: must not be negative")
+	case o.MaxRuns < 1 || o.MaxRuns > 1_000_000_000:
+		return errors.New("plan: Outage.MaxRuns: must be between 1 and 1000000000")
 	}
 	return nil
 }
 
 // Run simulates the fleet under s. It returns a
 // *retrypolicy.ValidationError for an invalid s, and an error for an
-// Outage that cannot run.
-func (o Outage) Run(s retrypolicy.Strategy) (OutageResult, error) {
+// Outage that cannot run. When ctx is done it stops within a few thousand
+// runs and returns the result so far, Truncated, with an error that
+// wraps ctx's.
+func (o Outage) Run(ctx context.Context, s retrypolicy.Strategy) (OutageResult, error) {
 	o = o.withDefaults()
 	if err := o.check(); err != nil {
 		return OutageResult{}, err
@@ -116,12 +152,29 @@ func (o Outage) Run(s retrypolicy.Strategy) (OutageResult, error) {
 	if err != nil {
 		return OutageResult{}, err
 	}
-	r := OutageResult{Strategy: p.Strategy()}
-	histories := make([]*retrypolicy.History, o.Jobs) // all under the one Policy
-	for i := range histories {
-		histories[i] = retrypolicy.NewHistory(p)
+	f := newFleet(o, p)
+	err = f.run(ctx)
+	return f.result(), err
+}
+
+// fleet is an Outage under way.
+type fleet struct {
+	o         Outage
+	r         OutageResult
+	histories []*retrypolicy.History // all under the one Policy
+	q         runQueue
+	recovered []time.Duration
+	second    time.Duration // the second whose runs inSecond counts
+	inSecond  int
+}
+
+func newFleet(o Outage, p *retrypolicy.Policy) *fleet {
+	f := &fleet{o: o, r: OutageResult{Strategy: p.Strategy()}, second: -1}
+	f.histories = make([]*retrypolicy.History, o.Jobs)
+	for i := range f.histories {
+		f.histories[i] = retrypolicy.NewHistory(p)
 	}
-	q := make(runQueue, 0, o.Jobs)
+	f.q = make(runQueue, 0, o.Jobs)
 	rng := o.Seed
 	for i := range o.Jobs {
 		var at time.Duration
@@ -129,59 +182,91 @@ func (o Outage) Run(s retrypolicy.Strategy) (OutageResult, error) {
 			hi, _ := bits.Mul64(next(&rng), uint64(o.Spread))
 			at = time.Duration(hi)
 		}
-		q = append(q, run{at: at, job: int32(i)})
+		f.q = append(f.q, run{at: at, job: int32(i)})
 	}
-	q.init()
-	end := o.Down + o.Horizon
-	second, inSecond := time.Duration(-1), 0
-	var recovered []time.Duration
-	for len(q) > 0 && q[0].at <= end {
-		e := q.pop()
-		r.Runs++
-		r.Load = bump(r.Load, e.at)
-		failure, fails := e.at+o.FailAfter, e.at < o.Down
-		if !fails && o.Capacity > 0 {
-			if s := e.at / time.Second; s != second {
-				second, inSecond = s, 0
-			}
-			inSecond++
-			failure, fails = e.at, inSecond > o.Capacity
+	f.q.init()
+	return f
+}
+
+// run follows the runs until the horizon or a bound.
+func (f *fleet) run(ctx context.Context) error {
+	end := f.o.Down + f.o.Horizon
+	for len(f.q) > 0 && f.q[0].at <= end {
+		if f.r.Runs == f.o.MaxRuns {
+			f.r.Truncated = true
+			return nil
 		}
-		if !fails {
-			recovered = append(recovered, e.at-o.Down)
-			continue
+		if f.r.Runs%checkEvery == 0 && ctx.Err() != nil {
+			f.r.Truncated = true
+			return fmt.Errorf("plan: Outage: stopped after %d runs: %w", f.r.Runs, ctx.Err())
 		}
-		h := histories[e.job]
-		at := simStart.Add(failure)
-		uptime := failure - e.at
-		_ = h.Record(at, uptime) // within a History's range: at most 61 days from 2026
-		d, _ := h.Decide(jobSeed(o.Seed, int(e.job)), at)
-		r.Decisions++
-		if o.onDecide != nil {
-			o.onDecide(int(e.job), simStart.Add(e.at), at, uptime, d)
+		if !f.step(f.q.pop()) {
+			f.r.Truncated = true
+			return nil
 		}
-		if d.Action == retrypolicy.Fatal {
-			r.Fatal++
-			r.FatalAt = bump(r.FatalAt, failure)
-			continue
-		}
-		q.push(run{at: retryAt(d.Due.Sub(simStart), o.Tick), job: e.job})
 	}
-	r.Unfinished, r.Succeeded = len(q), len(recovered)
+	return nil
+}
+
+// step runs e; it reports false when the job's History is full.
+func (f *fleet) step(e run) bool {
+	o := &f.o
+	f.r.Runs++
+	f.r.Load = bump(f.r.Load, e.at)
+	failure, fails := e.at+o.FailAfter, e.at < o.Down
+	if !fails && o.Capacity > 0 {
+		if s := e.at / time.Second; s != f.second {
+			f.second, f.inSecond = s, 0
+		}
+		f.inSecond++
+		failure, fails = e.at, f.inSecond > o.Capacity
+	}
+	if !fails {
+		f.recovered = append(f.recovered, e.at-o.Down)
+		return true
+	}
+	h := f.histories[e.job]
+	at := simStart.Add(failure)
+	uptime := failure - e.at
+	_ = h.Record(at, uptime) // within a History's range: at most 61 days from 2026
+	d, _ := h.Decide(jobSeed(o.Seed, int(e.job)), at)
+	f.r.Decisions++
+	if o.onDecide != nil {
+		o.onDecide(int(e.job), simStart.Add(e.at), at, uptime, d)
+	}
+	if d.Action == retrypolicy.Fatal {
+		f.r.Fatal++
+		f.r.FatalAt = bump(f.r.FatalAt, failure)
+		return true
+	}
+	f.q.push(run{at: retryAt(d.Due.Sub(simStart), failure, o.Tick), job: e.job})
+	return h.Len() < MaxJobFailures
+}
+
+// result is the figures of the runs followed.
+func (f *fleet) result() OutageResult {
+	r := f.r
+	r.Unfinished, r.Succeeded = len(f.q), len(f.recovered)
 	for _, n := range r.Load {
 		r.Peak = max(r.Peak, n)
 	}
-	r.Recovery = percentiles(recovered)
-	return r, nil
+	r.Recovery = percentiles(f.recovered)
+	return r
 }
 
-// retryAt returns when a retry due at due starts: then, or at the first
-// multiple of tick at or after it.
-func retryAt(due, tick time.Duration) time.Duration {
-	if tick <= 0 || due%tick == 0 {
+// retryAt returns when a retry due at due, of a failure at failure,
+// starts: then, or under a tick at the first multiple of it at or after
+// due and after failure, so that a retry never starts on its failure's own
+// tick.
+func retryAt(due, failure, tick time.Duration) time.Duration {
+	if tick <= 0 {
 		return due
 	}
-	return due - due%tick + tick
+	at := max(due, failure+1)
+	if at%tick == 0 {
+		return at
+	}
+	return at - at%tick + tick
 }
 
 // bump counts one more in the minute of at.

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -24,7 +25,7 @@ func BenchmarkOutage(b *testing.B) {
 	traced.onDecide = func(job int, _, failure time.Time, uptime time.Duration, _ retrypolicy.Decision) {
 		trace = append(trace, call{job, failure, uptime})
 	}
-	if _, err := traced.Run(retrypolicy.Default()); err != nil {
+	if _, err := traced.Run(context.Background(), retrypolicy.Default()); err != nil {
 		b.Fatal(err)
 	}
 	p, err := retrypolicy.Compile(retrypolicy.Default())
@@ -34,7 +35,7 @@ func BenchmarkOutage(b *testing.B) {
 	b.Run("impl=simulate", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			r, err := o.Run(retrypolicy.Default())
+			r, err := o.Run(context.Background(), retrypolicy.Default())
 			if err != nil || r.Decisions != len(trace) {
 				b.Fatal(err, r.Decisions)
 			}

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"context"
 	"reflect"
 	"slices"
 	"testing"
@@ -15,8 +16,8 @@ import (
 // TestEveryRetryIsDecideDue pins the outage to the library: each failure's
 // decision is the plain Decide's on the job's failures so far, with its
 // run's uptime and the job's seed, and the job's next run starts at that
-// Due, or at the first tick at or after it. Every run either fails and is
-// decided, or succeeds.
+// Due, or under a tick at the first tick at or after it that comes after
+// the failure. Every run either fails and is decided, or succeeds.
 func TestEveryRetryIsDecideDue(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		s := genLoopStrategy(t)
@@ -46,15 +47,16 @@ func TestEveryRetryIsDecideDue(t *testing.T) {
 				at := d.Due
 				if o.Tick > 0 {
 					at = simStart.Add(d.Due.Sub(simStart).Truncate(o.Tick))
-					if at.Before(d.Due) {
+					for at.Before(d.Due) || !at.After(failure) {
 						at = at.Add(o.Tick)
 					}
 				}
 				nextStart[job] = at
 			}
 		}
-		r, err := o.Run(s)
+		r, err := o.Run(context.Background(), s)
 		require.NoError(t, err)
+		assert.False(t, r.Truncated, "no bound is near")
 		assert.Equal(t, r.Runs, r.Decisions+r.Succeeded, "a run fails or succeeds")
 		assert.Equal(t, o.Jobs, r.Succeeded+r.Fatal+r.Unfinished)
 		total := 0
@@ -87,7 +89,7 @@ func TestOneJobThroughAnOutage(t *testing.T) {
 		{"a minute's tick", Outage{Jobs: 1, Tick: time.Minute}, 31, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r, err := tc.o.Run(fixed)
+			r, err := tc.o.Run(context.Background(), fixed)
 			require.NoError(t, err)
 			assert.Equal(t, tc.runs, r.Runs)
 			assert.Equal(t, tc.runs-1, r.Decisions)
@@ -102,7 +104,7 @@ func TestOneJobThroughAnOutage(t *testing.T) {
 // each second after it, so recovery takes 0 to 9 s.
 func TestCapacityTurnsRunsAway(t *testing.T) {
 	s := retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped, Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: time.Second}}
-	r, err := Outage{Jobs: 100, Down: time.Minute, Capacity: 10}.Run(s)
+	r, err := Outage{Jobs: 100, Down: time.Minute, Capacity: 10}.Run(context.Background(), s)
 	require.NoError(t, err)
 	assert.Equal(t, 100, r.Succeeded)
 	assert.Equal(t, Percentiles{P50: 4 * time.Second, P99: 9 * time.Second, Max: 9 * time.Second}, r.Recovery)
@@ -115,13 +117,13 @@ func TestCapacityTurnsRunsAway(t *testing.T) {
 func TestOutageIsDeterministic(t *testing.T) {
 	s := parse(t, seedJitter)
 	o := Outage{Jobs: 500, Spread: 5 * time.Minute, Tick: 0, Seed: 7}
-	a, err := o.Run(s)
+	a, err := o.Run(context.Background(), s)
 	require.NoError(t, err)
-	b, err := o.Run(s)
+	b, err := o.Run(context.Background(), s)
 	require.NoError(t, err)
 	assert.True(t, reflect.DeepEqual(a, b), "one seed, one result")
 	o.Seed = 8
-	c, err := o.Run(s)
+	c, err := o.Run(context.Background(), s)
 	require.NoError(t, err)
 	assert.False(t, reflect.DeepEqual(a.Load, c.Load), "another seed spreads the jobs otherwise")
 	assert.NotEqual(t, a.Recovery, c.Recovery)
@@ -129,10 +131,10 @@ func TestOutageIsDeterministic(t *testing.T) {
 
 func TestOutageRefusesWhatCannotRun(t *testing.T) {
 	for _, o := range []Outage{{Jobs: -1}, {Jobs: 2_000_000}, {Down: -time.Second}, {Capacity: -1}, {Horizon: 31 * 24 * time.Hour}} {
-		_, err := o.Run(retrypolicy.Default())
+		_, err := o.Run(context.Background(), retrypolicy.Default())
 		assert.Error(t, err, "%+v", o)
 	}
-	_, err := Outage{}.Run(retrypolicy.Strategy{Kind: retrypolicy.Bounded})
+	_, err := Outage{}.Run(context.Background(), retrypolicy.Strategy{Kind: retrypolicy.Bounded})
 	assert.ErrorIs(t, err, retrypolicy.ErrInvalid)
 }
 
@@ -151,7 +153,7 @@ func TestPercentilesAreNearestRank(t *testing.T) {
 func TestContentionOrderingsAreTheBlogs(t *testing.T) {
 	results := map[string]ContentionResult{}
 	for _, who := range PublishedContenders() {
-		r, err := Contention{Clients: 100, Runs: 100, Seed: 1}.Run(who)
+		r, err := Contention{Clients: 100, Runs: 100, Seed: 1}.Run(context.Background(), who)
 		require.NoError(t, err)
 		assert.Zero(t, r.GaveUp)
 		results[who.Name] = r
@@ -173,23 +175,23 @@ func TestContentionOrderingsAreTheBlogs(t *testing.T) {
 // gives up leaves clients without a write.
 func TestContentionIsDeterministic(t *testing.T) {
 	who := PublishedContenders()[3]
-	a, err := Contention{Clients: 20, Runs: 5, Seed: 3}.Run(who)
+	a, err := Contention{Clients: 20, Runs: 5, Seed: 3}.Run(context.Background(), who)
 	require.NoError(t, err)
-	b, err := Contention{Clients: 20, Runs: 5, Seed: 3}.Run(who)
+	b, err := Contention{Clients: 20, Runs: 5, Seed: 3}.Run(context.Background(), who)
 	require.NoError(t, err)
 	assert.Equal(t, a, b)
-	c, err := Contention{Clients: 20, Runs: 5, Seed: 4}.Run(who)
+	c, err := Contention{Clients: 20, Runs: 5, Seed: 4}.Run(context.Background(), who)
 	require.NoError(t, err)
 	assert.NotEqual(t, a, c)
 
 	once := Contender{Name: "once", Strategy: retrypolicy.Strategy{Kind: retrypolicy.None}}
-	r, err := Contention{Clients: 20, Runs: 5}.Run(once)
+	r, err := Contention{Clients: 20, Runs: 5}.Run(context.Background(), once)
 	require.NoError(t, err)
 	assert.Positive(t, r.GaveUp, "with none, every client that loses a race gives up")
 	assert.Less(t, r.GaveUp, 20.0, "the first write wins")
 	assert.Equal(t, 20.0, r.Calls, "a write each")
 
-	_, err = Contention{Clients: -1}.Run(who)
+	_, err = Contention{Clients: -1}.Run(context.Background(), who)
 	assert.Error(t, err)
 	assert.True(t, slices.ContainsFunc(PublishedContenders(), func(c Contender) bool { return c.NoWait }))
 }
@@ -198,8 +200,125 @@ func TestContentionIsDeterministic(t *testing.T) {
 // client's tries instead of overflowing the clock.
 func TestContentionOfCenturies(t *testing.T) {
 	s := retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped, Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: 100 * 365 * 24 * time.Hour}}
-	r, err := Contention{Clients: 10, Runs: 2}.Run(Contender{Name: "centuries", Strategy: s})
+	r, err := Contention{Clients: 10, Runs: 2}.Run(context.Background(), Contender{Name: "centuries", Strategy: s})
 	require.NoError(t, err)
 	assert.Positive(t, r.GaveUp)
 	assert.Less(t, r.GaveUp, 10.0, "the first writer wins")
+}
+
+// zeroDelay owes 1 s after the first failure and 0 ns after every later
+// one: 1e-300 floors every step past the first to nothing.
+var zeroDelay = retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped, Backoff: retrypolicy.Backoff{
+	Kind: retrypolicy.Exponential, BaseDelay: time.Second, Multiplier: 1e-300}}
+
+// TestZeroDelayWaitsATickUnderAController pins SEMANTICS section 5: a job
+// that fails on a tick is seen at the next one, so a delay of 0 ns under a
+// one-minute tick retries once a minute. Worked by hand: runs at 0, 1m, …,
+// 29m fail (30 decisions), the run at 30m finds the provider back.
+func TestZeroDelayWaitsATickUnderAController(t *testing.T) {
+	r, err := Outage{Jobs: 1, Tick: time.Minute}.Run(context.Background(), zeroDelay)
+	require.NoError(t, err)
+	assert.False(t, r.Truncated)
+	assert.Equal(t, 31, r.Runs)
+	assert.Equal(t, 30, r.Decisions)
+	assert.Equal(t, 1, r.Succeeded)
+	assert.Equal(t, Percentiles{}, r.Recovery, "it succeeds as the provider comes back")
+}
+
+// TestZeroDelayWithoutATickStopsAtTheJobBound: in the in-process loop a
+// delay of 0 ns retries at the failure's own instant forever; the job's
+// History reaching MaxJobFailures stops the simulation, which says so.
+func TestZeroDelayWithoutATickStopsAtTheJobBound(t *testing.T) {
+	r, err := Outage{Jobs: 1}.Run(context.Background(), zeroDelay)
+	require.NoError(t, err)
+	assert.True(t, r.Truncated)
+	assert.Equal(t, MaxJobFailures, r.Decisions, "the job's failures, all in its window")
+	assert.Equal(t, MaxJobFailures, r.Runs)
+	assert.Equal(t, 1, r.Unfinished)
+
+	r, err = Outage{Jobs: 3}.Run(context.Background(), zeroDelay)
+	require.NoError(t, err)
+	assert.True(t, r.Truncated)
+	assert.LessOrEqual(t, r.Decisions, 3*MaxJobFailures, "no job passes the bound")
+	assert.GreaterOrEqual(t, r.Decisions, MaxJobFailures)
+}
+
+// TestOutageStopsAtMaxRuns: the runs followed never pass MaxRuns, and a
+// run cut there says so.
+func TestOutageStopsAtMaxRuns(t *testing.T) {
+	fixed := retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped, Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: time.Second}}
+	r, err := Outage{Jobs: 10, MaxRuns: 25}.Run(context.Background(), fixed)
+	require.NoError(t, err)
+	assert.True(t, r.Truncated)
+	assert.Equal(t, 25, r.Runs)
+	assert.Equal(t, 10, r.Unfinished)
+
+	whole, err := Outage{Jobs: 1, Down: time.Minute}.Run(context.Background(), fixed)
+	require.NoError(t, err)
+	assert.False(t, whole.Truncated, "61 runs: far from the default bound")
+	assert.Equal(t, 61, whole.Runs, "a run a second through a minute's outage, and the one that succeeds")
+
+	for _, bad := range []int{-1, 1_000_000_001} {
+		_, err := Outage{MaxRuns: bad}.Run(context.Background(), fixed)
+		assert.Error(t, err, "MaxRuns %d", bad)
+	}
+}
+
+// TestSimulationsStopWhenTheContextIsDone: a done context stops a
+// simulation at once, with the figures so far and an error that wraps the
+// context's.
+func TestSimulationsStopWhenTheContextIsDone(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r, err := Outage{Jobs: 100}.Run(ctx, retrypolicy.Default())
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.True(t, r.Truncated)
+	assert.Zero(t, r.Runs)
+
+	c, err := Contention{Clients: 50, Runs: 10}.Run(ctx, PublishedContenders()[1])
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.True(t, c.Truncated)
+	assert.Equal(t, 1, c.Runs, "the run cut short")
+
+	l, err := Lint(ctx, zeroDelay)
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.False(t, l.Summary.Settled)
+	assert.Zero(t, l.Summary.Failures)
+}
+
+// TestContentionStopsAtMaxMessages: the messages followed never pass
+// MaxMessages; the means are over the runs begun.
+func TestContentionStopsAtMaxMessages(t *testing.T) {
+	who := PublishedContenders()[0] // no wait: each run ends once every client has written
+	c := Contention{Clients: 5, Runs: 1}
+	whole, err := c.Run(context.Background(), who)
+	require.NoError(t, err)
+	require.False(t, whole.Truncated)
+	// The fewest messages that let the run finish: a run needs at least 4
+	// messages a client, and each is followed once.
+	need := 0
+	for m := 20; m < 10_000 && need == 0; m++ {
+		c.MaxMessages = m
+		r, err := c.Run(context.Background(), who)
+		require.NoError(t, err)
+		if !r.Truncated {
+			need = m
+			assert.Equal(t, whole, r, "a bound that is not reached changes nothing")
+		}
+	}
+	require.Positive(t, need)
+
+	r, err := Contention{Clients: 5, Runs: 3, MaxMessages: need + 10}.Run(context.Background(), who)
+	require.NoError(t, err)
+	assert.True(t, r.Truncated)
+	assert.Equal(t, 2, r.Runs, "the whole first run, and the second cut after 10 of its 20 or more")
+
+	r, err = Contention{Clients: 5, Runs: 3, MaxMessages: need}.Run(context.Background(), who)
+	require.NoError(t, err)
+	assert.True(t, r.Truncated)
+	assert.Equal(t, 1, r.Runs, "the bound ends with the first run: the second never starts")
+	assert.Equal(t, whole.Calls, r.Calls)
+
+	_, err = Contention{MaxMessages: -1}.Run(context.Background(), who)
+	assert.Error(t, err)
 }

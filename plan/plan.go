@@ -5,7 +5,7 @@
 // ([Outage]), or clients contending for one row ([Contention]), the model
 // of AWS's "Exponential Backoff And Jitter".
 //
-//	report, err := plan.Lint(strategy)
+//	report, err := plan.Lint(ctx, strategy)
 //	if err != nil {
 //		return err // an invalid strategy: a *retrypolicy.ValidationError
 //	}
@@ -43,14 +43,16 @@ type Step struct {
 // Timeline returns the failures of a job under s whose every run lasts
 // uptime (0: it crashes as it starts), the first starting at start and each
 // retry starting when due, until the strategy gives up or the job has
-// failed max times. It stops early, with the steps so far, when the next
-// failure falls past what a History holds (the year 2262). It returns a
-// *retrypolicy.ValidationError for an invalid s and nothing for max < 1.
+// failed max times, at most MaxFailures. It stops early, with the steps so
+// far, when the next failure falls past what a History holds (the year
+// 2262). It returns a *retrypolicy.ValidationError for an invalid s and
+// nothing for max < 1.
 func Timeline(s retrypolicy.Strategy, start time.Time, uptime time.Duration, max int) ([]Step, error) {
 	p, _, err := unjittered(s)
 	if err != nil {
 		return nil, err
 	}
+	max = min(max, MaxFailures)
 	var steps []Step
 	for st := range crashLoop(p, start, uptime) {
 		if len(steps) == max {

@@ -129,7 +129,7 @@ func New(cfg Config) (*Policy, error) {
 // Config field: a bounded strategy that never gives up, waits that grow
 // to days, a retry storm.
 func (p *Policy) lint(field string, s retrypolicy.Strategy) {
-	report, err := plan.Lint(s) // s compiled: no error
+	report, err := plan.Lint(context.Background(), s) // s compiled: no error
 	if err != nil {
 		return
 	}

@@ -9,368 +9,9 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"time"
 
-	"github.com/retrypolicy/retrypolicy"
-	"github.com/retrypolicy/retrypolicy/internal/echo"
-	"github.com/retrypolicy/retrypolicy/internal/jsondoc"
-	"github.com/retrypolicy/retrypolicy/internal/jsonscan"
-	"github.com/retrypolicy/retrypolicy/internal/wire"
+	"github.com/retrypolicy/retrypolicy/internal/report"
 )
-
-// maxLine is the longest request decide reads, on a line or as a document.
-const maxLine = 1 << 20
-
-// problems are what is wrong with one request, the first wire.MaxProblems of
-// them, each starting with its field's path ("$" for the document).
-type problems struct {
-	list []string
-	more int
-}
-
-func (p *problems) add(line string) {
-	if len(p.list) < wire.MaxProblems {
-		p.list = append(p.list, line)
-	} else {
-		p.more++
-	}
-}
-
-// lines returns the problems, the count of the omitted ones last.
-func (p *problems) lines() []string {
-	if p.more > 0 {
-		return append(p.list, "and "+strconv.Itoa(p.more)+" more")
-	}
-	return p.list
-}
-
-// decider reads decide's requests and decides on them:
-//
-//	{"retry_strategy": {…}, "failures": ["RFC 3339", …], "last_uptime_secs": 12.5,
-//	 "jitter_seed": "job-42", "now": "RFC 3339"}
-//
-// The envelope is read as strictly as the strategy: unknown and duplicate
-// keys (escaped or not) and wrong types are problems naming the field. It
-// keeps the policies it compiled, by their strategy's bytes (a stream
-// repeats a few; compiling costs more than deciding), at most maxCached.
-type decider struct {
-	policies map[string]*retrypolicy.Policy
-	standard *retrypolicy.Policy // the Default strategy's
-	failures []time.Time         // reused from request to request
-	probs    problems
-	scan     jsonscan.Scanner
-}
-
-const maxCached = 64
-
-func newDecider() *decider {
-	p, _ := retrypolicy.Compile(retrypolicy.Default())
-	return &decider{policies: make(map[string]*retrypolicy.Policy, maxCached), standard: p}
-}
-
-// The request's keys, by index.
-var requestKeys = [...]string{"retry_strategy", "failures", "last_uptime_secs", "jitter_seed", "now"}
-
-const (
-	kStrategy = iota
-	kFailures
-	kUptime
-	kSeed
-	kNow
-)
-
-// request is one request read.
-type request struct {
-	policy *retrypolicy.Policy
-	uptime time.Duration
-	seed   uint64
-	now    time.Time
-}
-
-// decide reads one request and appends its decision to out, or returns the
-// problems found (nil when there are none).
-func (d *decider) decide(doc, out []byte) ([]byte, []string) {
-	req, ok := d.read(doc)
-	if !ok {
-		return out, d.probs.lines()
-	}
-	dec, err := req.policy.Decide(d.failures, req.uptime, req.seed, req.now)
-	if err == nil {
-		var text []byte
-		if text, err = dec.MarshalJSON(); err == nil {
-			return append(out, text...), nil
-		}
-	}
-	return out, []string{"$: " + err.Error()}
-}
-
-// read reads doc into a request and d.failures, or records its problems.
-func (d *decider) read(doc []byte) (req request, ok bool) {
-	d.probs = problems{list: d.probs.list[:0]}
-	d.failures = d.failures[:0]
-	doc, offset := wire.TrimBOM(doc)
-	s := &d.scan
-	s.Reset(doc)
-	var seen [len(requestKeys)]bool
-	var strays []string // unknown and repeated keys, reported after the fields
-	strayMore := 0
-	if s.Peek() != '{' {
-		if v := s.Value(1); v != nil && s.Peek() == 0 {
-			d.probs.add("$: must be a JSON object, got " + kindOf(v))
-			return req, false
-		}
-		d.syntax(s, doc, offset)
-		return req, false
-	}
-	s.Next()
-	for first := true; !s.Bad(); first = false {
-		if s.Peek() == '}' && first {
-			s.Next()
-			break
-		}
-		key := s.Str()
-		if s.Bad() || !s.Consume(':') {
-			break
-		}
-		k := keyIndex(key)
-		switch {
-		case k >= 0 && !seen[k]:
-			seen[k] = true
-			d.field(s, k, &req)
-		case len(strays) == wire.MaxProblems:
-			strayMore++ // not worth writing out
-			s.Value(2)
-		case k < 0:
-			strays = append(strays, echo.Text(jsonscan.Unquoted(key))+": unknown field")
-			s.Value(2)
-		default:
-			strays = append(strays, requestKeys[k]+": duplicate key")
-			s.Value(2)
-		}
-		if s.Bad() {
-			break
-		}
-		if s.Peek() == ',' {
-			s.Next()
-			continue
-		}
-		s.Consume('}')
-		break
-	}
-	if s.Bad() {
-		d.probs = problems{list: d.probs.list[:0]}
-		d.syntax(s, doc, offset)
-		return req, false
-	}
-	if s.Peek() != 0 {
-		d.probs.add("$: must hold one JSON object and nothing after it")
-	}
-	if !seen[kFailures] || len(d.failures) == 0 && !d.hasProblemWith("failures") {
-		if seen[kFailures] {
-			d.probs.add("failures: must hold at least one failure")
-		} else {
-			d.probs.add("failures: required")
-		}
-	}
-	if !seen[kNow] {
-		d.probs.add("now: required")
-	}
-	for _, p := range strays {
-		d.probs.add(p)
-	}
-	d.probs.more += strayMore
-	if req.policy == nil && !d.hasProblemWith("retry_strategy") {
-		req.policy = d.standard
-	}
-	return req, len(d.probs.list) == 0
-}
-
-// syntax records the syntax error the scanner met.
-func (d *decider) syntax(s *jsonscan.Scanner, doc []byte, offset int) {
-	if s.TooDeep() {
-		d.probs.add("$: must not be nested deeper than " + strconv.Itoa(jsonscan.MaxDepth) + " levels")
-		return
-	}
-	d.probs.add(syntaxProblem(doc, offset))
-}
-
-// hasProblemWith reports whether a problem with field was recorded.
-func (d *decider) hasProblemWith(field string) bool {
-	for _, p := range d.probs.list {
-		if len(p) > len(field) && p[:len(field)] == field && (p[len(field)] == ':' || p[len(field)] == '.' || p[len(field)] == '[') {
-			return true
-		}
-	}
-	return false
-}
-
-// keyIndex returns the index of a key as written (escapes decoded), or -1.
-func keyIndex(raw []byte) int {
-	if bytes.IndexByte(raw, '\\') < 0 {
-		for k, name := range requestKeys {
-			if string(raw) == name {
-				return k
-			}
-		}
-		return -1
-	}
-	var buf [32]byte
-	n := 0
-	jsonscan.Unquote(raw, func(b byte) {
-		if n < len(buf) {
-			buf[n] = b
-		}
-		n++
-	})
-	if n > len(buf) {
-		return -1
-	}
-	for k, name := range requestKeys {
-		if string(buf[:n]) == name {
-			return k
-		}
-	}
-	return -1
-}
-
-// field reads the value of the request's key k.
-func (d *decider) field(s *jsonscan.Scanner, k int, req *request) {
-	if s.Peek() == 'n' { // null: absent
-		s.Literal("null")
-		return
-	}
-	switch k {
-	case kStrategy:
-		v := s.Value(2)
-		if v != nil {
-			req.policy = d.policy(v)
-		}
-	case kFailures:
-		d.readFailures(s)
-	case kUptime:
-		if s.Peek() == '"' || s.Peek() == '{' || s.Peek() == '[' || s.Peek() == 't' || s.Peek() == 'f' {
-			if v := s.Value(2); v != nil {
-				d.probs.add("last_uptime_secs: must be a number, got " + shown(v))
-			}
-			return
-		}
-		if n := s.Number(); n != nil {
-			req.uptime = jsonscan.Seconds(n)
-		}
-	case kSeed:
-		if s.Peek() != '"' {
-			if v := s.Value(2); v != nil {
-				d.probs.add("jitter_seed: must be a string, got " + shown(v))
-			}
-			return
-		}
-		// The seed is the FNV-1a hash of the string's bytes, as
-		// SeedFromString computes it, bytes that are not UTF-8 included.
-		h := wire.NewSeed()
-		jsonscan.Unquote(s.Str(), h.Add)
-		req.seed = uint64(h)
-	case kNow:
-		if s.Peek() != '"' {
-			if v := s.Value(2); v != nil {
-				d.probs.add("now: must be an RFC 3339 time, got " + shown(v))
-			}
-			return
-		}
-		raw := s.Str()
-		if t, ok := jsonscan.RFC3339(raw); ok {
-			req.now = t
-		} else if !s.Bad() {
-			d.probs.add("now: must be an RFC 3339 time, got " + echo.Quote(jsonscan.Unquoted(raw)))
-		}
-	}
-}
-
-// readFailures reads the failures array into d.failures.
-func (d *decider) readFailures(s *jsonscan.Scanner) {
-	if s.Peek() != '[' {
-		if v := s.Value(2); v != nil {
-			d.probs.add("failures: must be an array of RFC 3339 times, got " + shown(v))
-		}
-		return
-	}
-	s.Next()
-	if s.Peek() == ']' {
-		s.Next()
-		return
-	}
-	for i := 0; !s.Bad(); i++ {
-		if s.Peek() == '"' {
-			raw := s.Str()
-			if t, ok := jsonscan.RFC3339(raw); ok {
-				d.failures = append(d.failures, t)
-			} else if !s.Bad() {
-				d.probs.add("failures[" + strconv.Itoa(i) + "]: must be an RFC 3339 time, got " + echo.Quote(jsonscan.Unquoted(raw)))
-			}
-		} else if v := s.Value(3); v != nil {
-			d.probs.add("failures[" + strconv.Itoa(i) + "]: must be an RFC 3339 time, got " + shown(v))
-		}
-		if s.Peek() == ',' {
-			s.Next()
-			continue
-		}
-		s.Consume(']')
-		return
-	}
-}
-
-// policy returns the compiled strategy v, from the cache when it was seen,
-// or records its problems, named within retry_strategy.
-func (d *decider) policy(v []byte) *retrypolicy.Policy {
-	if p, ok := d.policies[string(v)]; ok {
-		return p
-	}
-	s, err := retrypolicy.Parse(v)
-	var ve *retrypolicy.ValidationError
-	if errors.As(err, &ve) {
-		for _, fe := range ve.Errors {
-			if fe.Field == "$" {
-				fe.Field = "retry_strategy"
-			} else {
-				fe.Field = "retry_strategy." + fe.Field
-			}
-			d.probs.add(fe.Error())
-		}
-		d.probs.more += ve.Omitted
-		return nil
-	}
-	p, err := retrypolicy.Compile(s)
-	if err != nil {
-		d.probs.add("retry_strategy: " + err.Error())
-		return nil
-	}
-	if len(d.policies) >= maxCached {
-		clear(d.policies)
-	}
-	d.policies[string(v)] = p
-	return p
-}
-
-// shown writes a JSON value for a message: strings escaped and cut, the
-// others named or cut.
-func shown(v []byte) string {
-	switch v[0] {
-	case '"':
-		return echo.Quote(jsonscan.Unquoted(v[1 : len(v)-1]))
-	case '{':
-		return "an object"
-	case '[':
-		return "an array"
-	}
-	return echo.Number(string(v))
-}
-
-// kindOf names a JSON value that is not an object.
-func kindOf(v []byte) string {
-	if v[0] == '"' || v[0] == '[' {
-		return shown(v)
-	}
-	return echo.Number(string(v))
-}
 
 func runDecide(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("decide", "decide [--lines] [FILE|-]", `Reads {"retry_strategy": {…} (optional), "failures": ["RFC 3339", …], "last_uptime_secs": N (optional),
@@ -388,16 +29,16 @@ its field's path; at most 20, then how many more).`, stderr)
 	if *lines {
 		return decideLines(in, stdout, stderr)
 	}
-	doc, err := io.ReadAll(io.LimitReader(in, maxLine+1))
+	doc, err := io.ReadAll(io.LimitReader(in, report.MaxLine+1))
 	if err != nil {
 		fmt.Fprintln(stderr, "retrypolicy:", err)
 		return exitIO
 	}
-	if len(doc) > maxLine {
-		fmt.Fprintf(stderr, "$: must be at most %d bytes\n", maxLine)
+	if len(doc) > report.MaxLine {
+		fmt.Fprintf(stderr, "$: must be at most %d bytes\n", report.MaxLine)
 		return exitInvalid
 	}
-	out, probs := newDecider().decide(doc, nil)
+	out, probs := report.NewDecider().Decide(doc, nil)
 	if probs != nil {
 		for _, p := range probs {
 			fmt.Fprintln(stderr, p)
@@ -416,7 +57,7 @@ its field's path; at most 20, then how many more).`, stderr)
 func decideLines(in io.Reader, stdout, stderr io.Writer) int {
 	br := bufio.NewReaderSize(in, 64<<10)
 	w := bufio.NewWriterSize(stdout, 64<<10)
-	d := newDecider()
+	d := report.NewDecider()
 	var line, out []byte
 	bad := 0
 	for {
@@ -433,9 +74,9 @@ func decideLines(in io.Reader, stdout, stderr io.Writer) int {
 		var probs []string
 		out = out[:0]
 		if errors.Is(err, errLineTooLong) {
-			probs = []string{"$: must be at most " + strconv.Itoa(maxLine) + " bytes"}
+			probs = []string{"$: must be at most " + strconv.Itoa(report.MaxLine) + " bytes"}
 		} else {
-			out, probs = d.decide(line, out)
+			out, probs = d.Decide(line, out)
 		}
 		if probs != nil {
 			bad++
@@ -500,7 +141,7 @@ var errLineTooLong = errors.New("line too long")
 func readLine(br *bufio.Reader, buf []byte) ([]byte, error) {
 	for {
 		chunk, err := br.ReadSlice('\n')
-		if room := maxLine + 1 - len(buf); room > 0 { // keep one byte past the limit, to tell
+		if room := report.MaxLine + 1 - len(buf); room > 0 { // keep one byte past the limit, to tell
 			buf = append(buf, chunk[:min(len(chunk), room)]...)
 		}
 		switch {
@@ -510,19 +151,9 @@ func readLine(br *bufio.Reader, buf []byte) ([]byte, error) {
 			return buf, err
 		}
 		buf = bytes.TrimRight(buf, "\r\n")
-		if len(buf) > maxLine {
+		if len(buf) > report.MaxLine {
 			return buf[:0], errLineTooLong
 		}
 		return buf, err
 	}
-}
-
-// syntaxProblem words the syntax error in doc as the library does, at the
-// byte it names; offset is where doc starts in what the user gave (a
-// byte-order mark skipped before it).
-func syntaxProblem(doc []byte, offset int) string {
-	if p := jsondoc.SyntaxProblem(doc, offset); p != "" {
-		return "$: " + p
-	}
-	return "$: must be valid JSON" // not reached: the scanner and encoding/json agree
 }

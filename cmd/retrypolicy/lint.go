@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -50,7 +51,7 @@ invalid input, 1 for I/O errors.`, stderr)
 	if err != nil {
 		return printProblems(stderr, err)
 	}
-	report, err := plan.Lint(s)
+	report, err := plan.Lint(context.Background(), s) // bounded: MaxFailures failures
 	if err != nil {
 		return printProblems(stderr, err)
 	}

@@ -31,6 +31,7 @@ import (
 
 	"github.com/retrypolicy/retrypolicy"
 	"github.com/retrypolicy/retrypolicy/internal/echo"
+	"github.com/retrypolicy/retrypolicy/internal/report"
 )
 
 // version is the command's version, printed by `retrypolicy version`.
@@ -284,7 +285,7 @@ func printStrategy(stdout, stderr io.Writer, s retrypolicy.Strategy, err error) 
 // the library's limit, so that a larger document is refused without being
 // read whole.
 func parseStrategy(in io.Reader) (retrypolicy.Strategy, error) {
-	doc, err := io.ReadAll(io.LimitReader(in, maxLine+1))
+	doc, err := io.ReadAll(io.LimitReader(in, report.MaxLine+1))
 	if err != nil {
 		return retrypolicy.Strategy{}, err
 	}

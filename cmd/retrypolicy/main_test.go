@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/internal/report"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -227,7 +228,7 @@ func TestDecideLinesMatchesTheLibrary(t *testing.T) {
 }
 
 func TestDecideLinesSurvivesBadAndLongLines(t *testing.T) {
-	long := `{"failures":["2026-11-02T15:00:00Z"],"jitter_seed":"` + strings.Repeat("x", maxLine) + `","now":"2026-11-02T15:00:00Z"}`
+	long := `{"failures":["2026-11-02T15:00:00Z"],"jitter_seed":"` + strings.Repeat("x", report.MaxLine) + `","now":"2026-11-02T15:00:00Z"}`
 	in := "{\"failures\":[\"2026-11-02T15:00:00Z\"],\"now\":\"2026-11-02T15:00:00Z\"}\r\n" + long + "\n[]\n"
 	var stdout, stderr bytes.Buffer
 	code := run([]string{"decide", "--lines"}, strings.NewReader(in), &stdout, &stderr)

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/internal/report"
 	"github.com/retrypolicy/retrypolicy/internal/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -32,8 +33,8 @@ func FuzzDecideRequest(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, doc []byte) {
-		d := newDecider()
-		out, probs := d.decide(doc, nil)
+		d := report.NewDecider()
+		out, probs := d.Decide(doc, nil)
 		body, _ := wire.TrimBOM(doc)
 		if probs != nil {
 			for _, p := range probs {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/retrypolicy/retrypolicy/httpapi"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -18,12 +19,12 @@ import (
 // call sends one request to a fresh server and returns the response.
 func call(t testing.TB, method, target, body, accept string) *http.Response {
 	t.Helper()
-	req := httptest.NewRequest(method, target, strings.NewReader(body))
+	req := httptest.NewRequest(method, "http://localhost"+target, strings.NewReader(body))
 	if accept != "" {
 		req.Header.Set("Accept", accept)
 	}
 	w := httptest.NewRecorder()
-	newServer().ServeHTTP(w, req)
+	httpapi.New(httpapi.Options{}).ServeHTTP(w, req)
 	return w.Result()
 }
 
@@ -32,6 +33,12 @@ func bodyOf(t testing.TB, r *http.Response) string {
 	b, err := io.ReadAll(r.Body)
 	require.NoError(t, err)
 	return string(b)
+}
+
+// fieldProblem is one problem of an error response.
+type fieldProblem struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
 }
 
 // apiErr decodes an error response, checking its shape.
@@ -192,7 +199,7 @@ func TestServeErrors(t *testing.T) {
 	r = call(t, "POST", "/", "", "")
 	apiErr(t, r, 405, "METHOD_NOT_ALLOWED")
 	assert.Equal(t, "GET", r.Header.Get("Allow"))
-	huge := `{"strategy":"none","x":"` + strings.Repeat("x", maxBody) + `"}`
+	huge := `{"strategy":"none","x":"` + strings.Repeat("x", 1<<20) + `"}`
 	for _, path := range []string{"/v1/validate", "/v1/decide", "/v1/plan", "/v1/lint", "/v1/simulate", "/v1/flags"} {
 		apiErr(t, call(t, "POST", path, huge, ""), 413, "PAYLOAD_TOO_LARGE")
 	}
@@ -271,7 +278,7 @@ func BenchmarkServeDecide(b *testing.B) {
 		perRequest(b)
 	})
 	b.Run("impl=http", func(b *testing.B) {
-		srv := httptest.NewServer(newServer())
+		srv := httptest.NewServer(httpapi.New(httpapi.Options{}))
 		defer srv.Close()
 		client := srv.Client()
 		b.ReportAllocs()

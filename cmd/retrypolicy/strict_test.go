@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/internal/report"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -269,7 +270,7 @@ func TestProblemsAreBounded(t *testing.T) {
 // TestOversizedInputSaysTheLimit: a document past the limit is refused
 // with the limit named.
 func TestOversizedInputSaysTheLimit(t *testing.T) {
-	big := strings.Repeat(" ", maxLine+1)
+	big := strings.Repeat(" ", report.MaxLine+1)
 	code, _, errOut := cli(big, "decide")
 	assert.Equal(t, 2, code)
 	assert.Equal(t, "$: must be at most 1048576 bytes\n", errOut)

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/retrypolicy/retrypolicy/internal/report"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
@@ -109,9 +110,9 @@ func TestPlanSVGAxis(t *testing.T) {
 		}
 		require.NotEmpty(t, failures, "%v", tc.args)
 		require.GreaterOrEqual(t, len(ticks), 2, "%v", tc.args)
-		assert.InDelta(t, svgLeft, attr(t, failures[0], "cx"), 0.05, "%v: the axis starts at the first failure", tc.args)
+		assert.InDelta(t, report.SVGLeft, attr(t, failures[0], "cx"), 0.05, "%v: the axis starts at the first failure", tc.args)
 		assert.Equal(t, "+0s", ticks[0].text, "%v", tc.args)
-		assert.InDelta(t, svgLeft, attr(t, ticks[0], "x"), 0.05, "%v", tc.args)
+		assert.InDelta(t, report.SVGLeft, attr(t, ticks[0], "x"), 0.05, "%v", tc.args)
 		if tc.fatal {
 			assert.InDelta(t, end, attr(t, failures[len(failures)-1], "cx"), 0.05, "%v: the axis ends at the fatal failure", tc.args)
 		} else {
@@ -201,7 +202,7 @@ func TestPlanSVGLabelsOverlapNothing(t *testing.T) {
 		require.NotEmpty(t, marks, "%v", args)
 		for i, a := range texts {
 			assert.GreaterOrEqual(t, a.left, 0.0, "%v: %s leaves the picture", args, a.what)
-			assert.LessOrEqual(t, a.right, svgWidth, "%v: %s leaves the picture", args, a.what)
+			assert.LessOrEqual(t, a.right, report.SVGWidth, "%v: %s leaves the picture", args, a.what)
 			for _, b := range texts[i+1:] {
 				assert.False(t, a.overlaps(b), "%v: %s overlaps %s", args, a.what, b.what)
 			}
@@ -234,7 +235,7 @@ func isRound(d time.Duration) bool {
 func TestTickStepIsRoundAndFew(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		span := time.Duration(rapid.Int64Range(int64(time.Second), 1<<63-1).Draw(t, "span"))
-		step := tickStep(span)
+		step := report.TickStep(span)
 		require.Greater(t, step, time.Duration(0))
 		assert.True(t, isRound(step) || step == span, "step %v for span %v", step, span)
 		assert.LessOrEqual(t, span/step, time.Duration(10), "step %v for span %v", step, span)
@@ -247,7 +248,7 @@ func TestWrapKeepsEveryCharacter(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		text := rapid.StringOf(rapid.RuneFrom([]rune(`ab,{}":`))).Draw(t, "text")
 		width := rapid.IntRange(1, 40).Draw(t, "width")
-		lines := wrap(text, width)
+		lines := report.Wrap(text, width)
 		assert.Equal(t, text, strings.Join(lines, ""))
 		for _, line := range lines {
 			assert.LessOrEqual(t, len(line), width)

@@ -1,90 +1,3 @@
-<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<title>retrypolicy: choose a strategy</title>
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<style>
-body { font: 14px/1.4 system-ui, sans-serif; margin: 0; color: #222; background: #f6f7f9; }
-header { background: #1f3a5f; color: white; padding: 10px 20px; }
-header h1 { font-size: 18px; margin: 0; }
-main { display: grid; grid-template-columns: 360px 1fr; gap: 16px; padding: 16px 20px; }
-section { background: white; border: 1px solid #dde1e6; border-radius: 6px; padding: 12px 14px; margin-bottom: 16px; }
-h2 { font-size: 15px; margin: 0 0 8px; }
-label { display: block; margin-top: 8px; font-weight: 600; font-size: 13px; }
-input, select, textarea { width: 100%; box-sizing: border-box; padding: 5px 6px; font: 13px ui-monospace, monospace; border: 1px solid #b8c0cc; border-radius: 4px; }
-input:disabled, select:disabled { background: #eef0f3; color: #999; }
-input.bad, textarea.bad { border-color: #d62728; background: #fff3f3; }
-.err { color: #c01818; font-size: 12px; min-height: 0; white-space: pre-wrap; }
-.row { display: flex; gap: 8px; } .row > div { flex: 1; }
-pre { background: #f1f3f6; padding: 8px; border-radius: 4px; white-space: pre-wrap; word-break: break-all; font-size: 12px; margin: 6px 0 0; }
-table { border-collapse: collapse; font: 12px ui-monospace, monospace; }
-td, th { padding: 2px 8px; text-align: right; border-bottom: 1px solid #eee; }
-.finding { margin: 6px 0; padding: 6px 8px; border-left: 4px solid #999; background: #fafafa; }
-.finding.warning { border-color: #e08a00; background: #fff8ec; }
-.finding.info { border-color: #5b8def; background: #f2f6ff; }
-.finding code { font-weight: bold; }
-.chart svg { max-width: 100%; height: auto; }
-.muted { color: #666; font-size: 12px; }
-</style>
-</head>
-<body>
-<header><h1>retrypolicy: choose a strategy by looking at it</h1></header>
-<main>
-<div>
-<section>
-<h2>Strategy</h2>
-<label for="strategy">strategy</label>
-<select id="strategy"><option>unless_stopped</option><option>bounded</option><option>none</option></select>
-<div class="err" id="err-strategy"></div>
-<div class="row">
-<div><label for="max_attempts">max_attempts</label><input id="max_attempts" value="5"><div class="err" id="err-max_attempts"></div></div>
-<div><label for="window_secs">window_secs</label><input id="window_secs" value="3600"><div class="err" id="err-window_secs"></div></div>
-</div>
-<label for="backoff_kind">backoff.kind</label>
-<select id="backoff_kind"><option>exponential</option><option>exponential_with_jitter</option><option>fixed</option></select>
-<div class="err" id="err-backoff.kind"></div>
-<div class="row">
-<div><label for="base_delay_secs">base_delay_secs</label><input id="base_delay_secs" value="1"><div class="err" id="err-backoff.base_delay_secs"></div></div>
-<div><label for="multiplier">multiplier</label><input id="multiplier" value="2"><div class="err" id="err-backoff.multiplier"></div></div>
-</div>
-<label for="max_delay_secs">max_delay_secs <span class="muted">(empty: no cap)</span></label>
-<input id="max_delay_secs" value="3600"><div class="err" id="err-backoff.max_delay_secs"></div>
-<div class="err" id="err-$"></div>
-<label for="flags">ampctl flags</label>
-<textarea id="flags" rows="4"></textarea>
-<div class="err" id="err-flags"></div>
-<label>canonical JSON</label>
-<pre id="canonical"></pre>
-</section>
-<section>
-<h2>What lint finds</h2>
-<div id="lint" class="muted">…</div>
-</section>
-</div>
-<div>
-<section>
-<h2>A job that keeps failing</h2>
-<div class="row">
-<div><label for="uptime">each run lasts</label><input id="uptime" value="0"><div class="err" id="err-uptime"></div></div>
-<div><label for="failures">failures at most</label><input id="failures" value="12"><div class="err" id="err-failures"></div></div>
-</div>
-<div class="chart" id="plan-chart"></div>
-<div id="plan-table"></div>
-</section>
-<section>
-<h2>A fleet through an outage</h2>
-<div class="row">
-<div><label for="jobs">jobs</label><input id="jobs" value="1000"><div class="err" id="err-jobs"></div></div>
-<div><label for="outage">provider down for</label><input id="outage" value="30m"><div class="err" id="err-outage"></div></div>
-<div><label for="tick">controller tick</label><input id="tick" value="1m"><div class="err" id="err-tick"></div></div>
-</div>
-<div class="chart" id="sim-chart"></div>
-<div id="sim-summary" class="muted"></div>
-</section>
-</div>
-</main>
-<script>
 "use strict";
 const $ = (id) => document.getElementById(id);
 const fields = ["strategy", "max_attempts", "window_secs", "backoff_kind", "base_delay_secs", "multiplier", "max_delay_secs"];
@@ -176,7 +89,7 @@ function secs(n) {
 async function fromFields() {
   enable();
   const mine = ++generation, d = descriptor(), text = JSON.stringify(d);
-  const res = await post("/v1/validate", text);
+  const res = await post("v1/validate", text);
   if (mine !== generation) return;
   clearErrors(errorIds);
   $("flags").value = flagsOf(d);
@@ -188,7 +101,7 @@ async function fromFields() {
 // fromFlags reads the flags, then fills the form from their strategy.
 async function fromFlags() {
   const mine = ++generation, args = $("flags").value.trim().split(/\s+/).filter((a) => a !== "");
-  const res = await post("/v1/flags", JSON.stringify(args));
+  const res = await post("v1/flags", JSON.stringify(args));
   if (mine !== generation) return;
   clearErrors(errorIds);
   if (!res.ok) { showErrors(res.error.errors, "flags"); $("flags").classList.add("bad"); return; }
@@ -210,11 +123,11 @@ async function fromFlags() {
 async function show(canonical, mine) {
   const q = (ids) => ids.map((id) => id + "=" + encodeURIComponent($(id).value.trim())).join("&");
   const [planRes, planSVG, lintRes, simSVG, simRes] = await Promise.all([
-    post("/v1/plan?" + q(["uptime", "failures"]), canonical),
-    post("/v1/plan?" + q(["uptime", "failures"]), canonical, "image/svg+xml"),
-    post("/v1/lint", canonical),
-    post("/v1/simulate?" + q(["jobs", "outage", "tick"]), canonical, "image/svg+xml"),
-    post("/v1/simulate?" + q(["jobs", "outage", "tick"]), canonical),
+    post("v1/plan?" + q(["uptime", "failures"]), canonical),
+    post("v1/plan?" + q(["uptime", "failures"]), canonical, "image/svg+xml"),
+    post("v1/lint", canonical),
+    post("v1/simulate?" + q(["jobs", "outage", "tick"]), canonical, "image/svg+xml"),
+    post("v1/simulate?" + q(["jobs", "outage", "tick"]), canonical),
   ]);
   if (mine !== generation) return;
   clearErrors(["uptime", "failures", "jobs", "outage", "tick"]);
@@ -264,6 +177,3 @@ for (const id of fields.concat(["uptime", "failures", "jobs", "outage", "tick"])
 }
 $("flags").addEventListener("input", () => soon(fromFlags));
 fromFields();
-</script>
-</body>
-</html>

@@ -1,4 +1,4 @@
-package main
+package report
 
 import (
 	"bytes"
@@ -15,8 +15,8 @@ import (
 // The picture's geometry, in pixels. The plot's right margin is as wide as
 // its widest wait label, so that every label fits beside its bar.
 const (
-	svgWidth     = 1000.0
-	svgLeft      = 180.0
+	SVGWidth     = 1000.0
+	SVGLeft      = 180.0
 	svgRowHeight = 22.0
 	svgWrapAt    = 120 // characters of the strategy's text a line
 	// svgCharWidth is what a character of the 12 px font takes at most,
@@ -28,16 +28,16 @@ const (
 func labelWidth(text string) float64 { return svgCharWidth * float64(utf8.RuneCountInString(text)) }
 
 // waitLabel is a row's label for its wait.
-func waitLabel(d retrypolicy.Decision) string { return "wait " + show(d.Delay) }
+func waitLabel(d retrypolicy.Decision) string { return "wait " + Show(d.Delay) }
 
-// timeline draws a plan as an SVG picture: one row per failure on a shared
+// Timeline draws a plan as an SVG picture: one row per failure on a shared
 // time axis that starts at the first failure, as the table's times do, and
 // ends where the plan does; each run (green, the first clipped at the axis)
 // and wait before the retry (blue) as bars, each failure as a red mark, the
 // fatal point as a cross, and the failure window of the last failure as a
 // band. The markup is compact, so that a thousand rows stay a few hundred
 // KB.
-func timeline(s retrypolicy.Strategy, uptime time.Duration, steps []plan.Step) []byte {
+func Timeline(s retrypolicy.Strategy, uptime time.Duration, steps []plan.Step) []byte {
 	origin := steps[0].Failure
 	last := steps[len(steps)-1]
 	end := last.Failure
@@ -51,19 +51,19 @@ func timeline(s retrypolicy.Strategy, uptime time.Duration, steps []plan.Step) [
 			right = max(right, labelWidth(waitLabel(st.Decision))+20)
 		}
 	}
-	plot := svgWidth - svgLeft - right
+	plot := SVGWidth - SVGLeft - right
 	x := func(t time.Time) float64 {
-		return svgLeft + plot*float64(max(t.Sub(origin), 0))/float64(span)
+		return SVGLeft + plot*float64(max(t.Sub(origin), 0))/float64(span)
 	}
 	canonical, _ := s.MarshalJSON()
-	header := wrap(string(canonical), svgWrapAt)
+	header := Wrap(string(canonical), svgWrapAt)
 	top := 70 + 14*float64(len(header))
 	rows := svgRowHeight * float64(len(steps))
 	height := top + rows + 56
 
 	var b bytes.Buffer
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="sans-serif" font-size="12">`+"\n",
-		svgWidth, height, svgWidth, height)
+		SVGWidth, height, SVGWidth, height)
 	b.WriteString(`<style>.run{fill:#3a9d5d}.wait{fill:#8fb8de}.failure{fill:#d62728}.fatal{stroke:#d62728;stroke-width:3}` +
 		`.window{fill:#f2d16b;fill-opacity:.35}.note{fill:#555}.tick{stroke:#333}.mono{font-family:monospace;font-size:11px;fill:#555}</style>` + "\n")
 	b.WriteString(`<rect width="100%" height="100%" fill="white"/>` + "\n")
@@ -90,7 +90,7 @@ func timeline(s retrypolicy.Strategy, uptime time.Duration, steps []plan.Step) [
 		if from.Before(origin) {
 			note += ", from before the first failure"
 		}
-		fmt.Fprintf(&b, `<text class="note" x="%.1f" y="%.0f" text-anchor="end">%s</text>`+"\n", max(x(last.Failure)-4, svgLeft+240), top+rows+16, esc(note))
+		fmt.Fprintf(&b, `<text class="note" x="%.1f" y="%.0f" text-anchor="end">%s</text>`+"\n", max(x(last.Failure)-4, SVGLeft+240), top+rows+16, esc(note))
 	}
 
 	for i, st := range steps {
@@ -102,7 +102,7 @@ func timeline(s retrypolicy.Strategy, uptime time.Duration, steps []plan.Step) [
 		if d.Action == retrypolicy.Fatal {
 			fmt.Fprintf(&b, `<circle class="failure" cx="%.1f" cy="%.0f" r="4"/><path class="fatal" d="M%.1f %.0fl10 10m0-10l-10 10"/>`, fx, y+10, fx+6, y+5)
 			label, lx, anchor := "FATAL ("+d.Reason.String()+")", fx+22, "start"
-			if lx+labelWidth(label) > svgWidth-4 { // no room on the right: before the run
+			if lx+labelWidth(label) > SVGWidth-4 { // no room on the right: before the run
 				lx, anchor = x(st.Start)-8, "end"
 			}
 			fmt.Fprintf(&b, `<text x="%.1f" y="%.0f" fill="#d62728" font-weight="bold" text-anchor="%s">%s</text>`+"\n", lx, y+14, anchor, esc(label))
@@ -116,11 +116,11 @@ func timeline(s retrypolicy.Strategy, uptime time.Duration, steps []plan.Step) [
 
 	// The time axis, with ticks on round values.
 	axisY := top + rows + 28
-	fmt.Fprintf(&b, `<line class="tick" x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f"/>`+"\n", svgLeft, axisY, svgLeft+plot, axisY)
-	step := tickStep(span)
+	fmt.Fprintf(&b, `<line class="tick" x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f"/>`+"\n", SVGLeft, axisY, SVGLeft+plot, axisY)
+	step := TickStep(span)
 	for i := range span/step + 1 { // i×step ≤ span: no overflow
 		at := i * step
-		tx := svgLeft + plot*float64(at)/float64(span)
+		tx := SVGLeft + plot*float64(at)/float64(span)
 		fmt.Fprintf(&b, `<line class="tick" x1="%.1f" y1="%.0f" x2="%.1f" y2="%.0f"/><text x="%.1f" y="%.0f" text-anchor="middle">%s</text>`+"\n",
 			tx, axisY, tx, axisY+5, tx, axisY+18, esc(tickLabel(at)))
 	}
@@ -128,9 +128,9 @@ func timeline(s retrypolicy.Strategy, uptime time.Duration, steps []plan.Step) [
 	return b.Bytes()
 }
 
-// tickStep returns the round step, 1, 2 or 5 × 10^k seconds, or as many
+// TickStep returns the round step, 1, 2 or 5 × 10^k seconds, or as many
 // minutes for spans of an hour or more, that puts at most 10 ticks on span.
-func tickStep(span time.Duration) time.Duration {
+func TickStep(span time.Duration) time.Duration {
 	unit := time.Second
 	if span >= time.Hour {
 		unit = time.Minute
@@ -149,12 +149,12 @@ func tickStep(span time.Duration) time.Duration {
 
 // tickLabel writes an offset from the first failure without the zero
 // parts: +30s, +2m, +1h30m.
-func tickLabel(d time.Duration) string { return "+" + brief(d) }
+func tickLabel(d time.Duration) string { return "+" + Brief(d) }
 
-// brief writes a duration as show does, without zero parts at the end:
+// Brief writes a duration as Show does, without zero parts at the end:
 // 30s, 2m, 1h30m, 2m6.996s.
-func brief(d time.Duration) string {
-	text := show(d)
+func Brief(d time.Duration) string {
+	text := Show(d)
 	if strings.HasSuffix(text, "m0s") {
 		text = strings.TrimSuffix(text, "0s")
 	}
@@ -164,9 +164,9 @@ func brief(d time.Duration) string {
 	return text
 }
 
-// wrap breaks text into lines of at most width characters, after commas
+// Wrap breaks text into lines of at most width characters, after commas
 // where it can, keeping every character: the lines joined are the text.
-func wrap(text string, width int) []string {
+func Wrap(text string, width int) []string {
 	var lines []string
 	for len(text) > width {
 		cut := strings.LastIndexByte(text[:width], ',') + 1

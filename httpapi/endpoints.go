@@ -1,0 +1,348 @@
+package httpapi
+
+import (
+	"bufio"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"maps"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/internal/echo"
+	"github.com/retrypolicy/retrypolicy/internal/jsonscan"
+	"github.com/retrypolicy/retrypolicy/internal/report"
+	"github.com/retrypolicy/retrypolicy/internal/wire"
+	"github.com/retrypolicy/retrypolicy/plan"
+)
+
+var (
+	//go:embed page.html
+	page []byte
+	//go:embed page.js
+	script []byte
+)
+
+// pagePolicy lets the page run only its own script, and no site frame it.
+const pagePolicy = "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; img-src 'self' data: blob:; connect-src 'self'; " +
+	"frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+
+func (h *Handler) page(w http.ResponseWriter, r *http.Request, _ []byte) *apiError {
+	return h.static(w, r, "text/html; charset=utf-8", page)
+}
+
+func (h *Handler) script(w http.ResponseWriter, r *http.Request, _ []byte) *apiError {
+	return h.static(w, r, "text/javascript; charset=utf-8", script)
+}
+
+func (h *Handler) static(w http.ResponseWriter, r *http.Request, contentType string, b []byte) *apiError {
+	if e := noQuery(r); e != nil {
+		return e
+	}
+	w.Header().Set("Content-Type", contentType)
+	w.Header().Set("Content-Security-Policy", pagePolicy)
+	w.Header().Set("X-Frame-Options", "DENY")
+	if r.Method != http.MethodHead {
+		w.Write(b)
+	}
+	return nil
+}
+
+// query parses the query string strictly: one that does not parse is a
+// problem, not an empty query.
+func query(r *http.Request) (url.Values, *apiError) {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, invalid("INVALID_PARAMETER", []fieldProblem{{"$", "$: the query string does not parse: " + echo.Text(err.Error())}})
+	}
+	return q, nil
+}
+
+// noQuery refuses query parameters where an endpoint takes none.
+func noQuery(r *http.Request) *apiError {
+	return setQuery(flag.NewFlagSet("", flag.ContinueOnError), r)
+}
+
+// setQuery sets fs's flags from the query's parameters, named as the
+// flags are, each at most once. It reports at most wire.MaxProblems
+// problems, then how many more, each name and value echoed cut.
+func setQuery(fs *flag.FlagSet, r *http.Request) *apiError {
+	q, e := query(r)
+	if e != nil {
+		return e
+	}
+	var probs []fieldProblem
+	more := 0
+	for _, name := range slices.Sorted(maps.Keys(q)) {
+		if len(probs) == wire.MaxProblems {
+			more++
+			continue
+		}
+		values := q[name]
+		field := echo.Text(name)
+		switch {
+		case fs.Lookup(name) == nil:
+			probs = append(probs, fieldProblem{field, field + ": unknown parameter" + suggestion(fs, name)})
+		case len(values) > 1:
+			probs = append(probs, fieldProblem{field, field + ": given more than once"})
+		default:
+			if err := fs.Set(name, values[0]); err != nil {
+				probs = append(probs, fieldProblem{field, field + ": " + err.Error() + ", got " + echo.Quote(values[0])})
+			}
+		}
+	}
+	if more > 0 {
+		probs = append(probs, fieldProblem{"$", fmt.Sprintf("and %d more", more)})
+	}
+	if probs != nil {
+		return invalid("INVALID_PARAMETER", probs)
+	}
+	return nil
+}
+
+// suggestion is " (did you mean …?)" for a name close to one of fs's.
+func suggestion(fs *flag.FlagSet, name string) string {
+	if len(name) > echo.Max {
+		return ""
+	}
+	var names []string
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	return echo.SuggestFrom(name, names)
+}
+
+// optionProblems are options out of range, as parameters.
+func optionProblems(errs []report.Option) *apiError {
+	probs := make([]fieldProblem, len(errs))
+	for i, e := range errs {
+		probs[i] = fieldProblem{e.Name, e.Error()}
+	}
+	return invalid("INVALID_PARAMETER", probs)
+}
+
+// wantsSVG reports whether the request asks for a picture.
+func wantsSVG(r *http.Request) bool {
+	return strings.Contains(r.Header.Get("Accept"), "image/svg+xml")
+}
+
+func writeSVG(w http.ResponseWriter, svg []byte) *apiError {
+	w.Header().Set("Content-Type", "image/svg+xml")
+	w.Write(svg)
+	return nil
+}
+
+func (h *Handler) validate(w http.ResponseWriter, r *http.Request, body []byte) *apiError {
+	if e := noQuery(r); e != nil {
+		return e
+	}
+	st, e := strategyBody(body)
+	if e != nil {
+		return e
+	}
+	canonical, _ := st.MarshalJSON()
+	return writeJSON(w, canonical)
+}
+
+func (h *Handler) flags(w http.ResponseWriter, r *http.Request, body []byte) *apiError {
+	if e := noQuery(r); e != nil {
+		return e
+	}
+	var args []string
+	if err := json.Unmarshal(body, &args); err != nil {
+		return invalid("INVALID_BODY", []fieldProblem{{"$", `$: must be a JSON array of strings, the flags as a shell splits them: ["--retry-strategy", "bounded"]`}})
+	}
+	st, err := retrypolicy.ParseFlags(args)
+	if err != nil {
+		return invalid("INVALID_BODY", strategyProblems(err))
+	}
+	canonical, _ := st.MarshalJSON()
+	return writeJSON(w, canonical)
+}
+
+// lineProblems are decide's problems, each a line "FIELD: MESSAGE".
+func lineProblems(lines []string) []fieldProblem {
+	out := make([]fieldProblem, len(lines))
+	for i, line := range lines {
+		field, _, ok := strings.Cut(line, ": ")
+		if !ok {
+			field = "$"
+		}
+		out[i] = fieldProblem{field, line}
+	}
+	return out
+}
+
+// decide answers one request with its decision, or an array of them with
+// an array: each element a decision, or the error object of its problems.
+func (h *Handler) decide(w http.ResponseWriter, r *http.Request, body []byte) *apiError {
+	if e := noQuery(r); e != nil {
+		return e
+	}
+	d := h.deciders.Get().(*report.Decider)
+	defer h.deciders.Put(d)
+	var sc jsonscan.Scanner
+	sc.Reset(body)
+	if sc.Peek() != '[' {
+		out, probs := d.Decide(body, nil)
+		if probs != nil {
+			return invalid("INVALID_BODY", lineProblems(probs))
+		}
+		return writeJSON(w, out)
+	}
+	items, e := h.batch(&sc, body)
+	if e != nil {
+		return e
+	}
+	// The answer is written as it is decided, through a small buffer, so
+	// that a slow reader holds no more than the body it sent.
+	w.Header().Set("Content-Type", "application/json")
+	bw := bufio.NewWriterSize(w, 16<<10)
+	bw.WriteByte('[')
+	var out []byte
+	for i, item := range items {
+		if i > 0 {
+			bw.WriteByte(',')
+		}
+		var probs []string
+		if out, probs = d.Decide(item, out[:0]); probs != nil {
+			out = append(out[:0], invalid("INVALID_BODY", lineProblems(probs)).json()...)
+		}
+		if _, err := bw.Write(out); err != nil {
+			return nil // the client is gone: nothing more can reach it
+		}
+	}
+	bw.WriteString("]\n")
+	bw.Flush()
+	return nil
+}
+
+// batch finds the elements of the array the scanner is at, by their
+// brackets alone (the decider reads, and so checks, each), checking the
+// array's own syntax and that it holds at most MaxBatch elements.
+func (h *Handler) batch(sc *jsonscan.Scanner, body []byte) ([][]byte, *apiError) {
+	sc.Next()
+	var items [][]byte
+	for n := 0; !sc.Bad() && sc.Peek() != ']'; n++ {
+		if n > 0 && !sc.Consume(',') {
+			break
+		}
+		if n == h.o.MaxBatch {
+			return nil, invalid("INVALID_BODY", []fieldProblem{{"$", fmt.Sprintf("$: a batch holds at most %d requests", h.o.MaxBatch)}})
+		}
+		item := sc.Skip()
+		if sc.Bad() {
+			break
+		}
+		items = append(items, item)
+	}
+	if sc.Bad() || !sc.Consume(']') || sc.Peek() != 0 {
+		return nil, invalid("INVALID_BODY", []fieldProblem{{"$", report.SyntaxProblem(body, 0)}})
+	}
+	return items, nil
+}
+
+// work returns the context a plan, lint or simulation works under: the
+// request's, ended by the budget.
+func (h *Handler) work(r *http.Request) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(r.Context(), h.o.Budget)
+}
+
+func (h *Handler) plan(w http.ResponseWriter, r *http.Request, body []byte) *apiError {
+	var o report.PlanOptions
+	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
+	o.Define(fs)
+	if e := setQuery(fs, r); e != nil {
+		return e
+	}
+	if errs := o.Check(); errs != nil {
+		return optionProblems(errs)
+	}
+	st, e := strategyBody(body)
+	if e != nil {
+		return e
+	}
+	ctx, cancel := h.work(r)
+	defer cancel()
+	steps, found, err := o.Run(ctx, st)
+	if e := h.failed(ctx, err); e != nil {
+		return e
+	}
+	if wantsSVG(r) {
+		return writeSVG(w, report.Timeline(st, time.Duration(o.Uptime), steps))
+	}
+	return writeJSON(w, report.PlanJSON(st, time.Duration(o.Uptime), steps, found))
+}
+
+func (h *Handler) lint(w http.ResponseWriter, r *http.Request, body []byte) *apiError {
+	if e := noQuery(r); e != nil {
+		return e
+	}
+	st, e := strategyBody(body)
+	if e != nil {
+		return e
+	}
+	ctx, cancel := h.work(r)
+	defer cancel()
+	found, err := plan.Lint(ctx, st)
+	if e := h.failed(ctx, err); e != nil {
+		return e
+	}
+	b, _ := json.Marshal(found)
+	return writeJSON(w, b)
+}
+
+func (h *Handler) simulate(w http.ResponseWriter, r *http.Request, body []byte) *apiError {
+	var o report.SimulateOptions
+	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
+	o.Define(fs)
+	o.MaxRuns, o.MaxMessages = report.WholeNumber(h.o.MaxRuns), h.o.MaxMessages
+	if e := setQuery(fs, r); e != nil {
+		return e
+	}
+	limits := report.Limits{Jobs: h.o.MaxJobs, Clients: h.o.MaxClients, Runs: h.o.MaxContentionRuns, MaxRuns: h.o.MaxRuns}
+	if errs := o.Check(limits); errs != nil {
+		return optionProblems(errs)
+	}
+	st, e := strategyBody(body)
+	if e != nil {
+		return e
+	}
+	if o.Scenario == "contention" && wantsSVG(r) {
+		return &apiError{status: http.StatusNotAcceptable, code: "NOT_ACCEPTABLE", message: "only the outage scenario draws a picture"}
+	}
+	ctx, cancel := h.work(r)
+	defer cancel()
+	if o.Scenario == "contention" {
+		res, err := o.Contention().Run(ctx, plan.Contender{Name: "posted", Strategy: st})
+		if e := h.failed(ctx, err); e != nil {
+			return e
+		}
+		return writeJSON(w, report.ContentionJSON(res))
+	}
+	out := o.Outage()
+	res, err := out.Run(ctx, st)
+	if e := h.failed(ctx, err); e != nil {
+		return e
+	}
+	if wantsSVG(r) {
+		return writeSVG(w, report.LoadChart(out, []report.Named{{Name: "this strategy", Strategy: st}}, []plan.OutageResult{res}))
+	}
+	return writeJSON(w, report.OutageJSON("posted", res))
+}
+
+// failed answers the error of work done under ctx: ctx done before the
+// work finished, or its strategy invalid; nil for none.
+func (h *Handler) failed(ctx context.Context, err error) *apiError {
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return h.stopped(ctx.Err())
+	}
+	return invalid("INVALID_BODY", strategyProblems(err))
+}

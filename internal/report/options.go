@@ -1,0 +1,149 @@
+package report
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/internal/wire"
+	"github.com/retrypolicy/retrypolicy/plan"
+)
+
+// planStart is the fixed instant a plan starts from, so that its output is
+// the same on every run.
+var planStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// Bounds of plan's options: a picture of at most a few hundred KB.
+const (
+	maxPlanFailures = 1000
+	maxPlanUptime   = 1e9 // seconds
+)
+
+// Seconds is a flag of seconds (90, 1.5) or of a Go duration (1m30s).
+type Seconds time.Duration
+
+func (v *Seconds) String() string {
+	if *v == 0 {
+		return "0"
+	}
+	return time.Duration(*v).String()
+}
+
+func (v *Seconds) Set(text string) error {
+	if secs, err := strconv.ParseFloat(text, 64); err == nil && !math.IsNaN(secs) && !math.IsInf(secs, 0) {
+		if math.Abs(secs) > maxPlanUptime {
+			return errors.New("must be between 0 and 1e9 seconds")
+		}
+		*v = Seconds(secs * float64(time.Second))
+		return nil
+	}
+	d, err := time.ParseDuration(text)
+	if err != nil {
+		return errors.New("must be seconds (90, 1.5) or a duration (1m30s)")
+	}
+	*v = Seconds(d)
+	return nil
+}
+
+// WholeNumber is a flag of a whole number.
+type WholeNumber int
+
+func (v *WholeNumber) String() string { return strconv.Itoa(int(*v)) }
+
+func (v *WholeNumber) Set(text string) error {
+	n, err := strconv.Atoi(text)
+	if err != nil {
+		return errors.New("must be a whole number")
+	}
+	*v = WholeNumber(n)
+	return nil
+}
+
+// Option is a problem with one option: a flag of the command, or a query
+// parameter of the server's.
+type Option struct{ Name, Rule string }
+
+// Error returns "NAME: RULE".
+func (e Option) Error() string { return e.Name + ": " + e.Rule }
+
+// PlanOptions are plan's options: flags of the command, query parameters
+// of the server's /v1/plan.
+type PlanOptions struct {
+	Uptime Seconds
+	Count  WholeNumber
+}
+
+// Define defines the options as flags of fs, with their defaults.
+func (o *PlanOptions) Define(fs *flag.FlagSet) {
+	fs.Var(&o.Uptime, "uptime", "how long each run lasts before it fails, a `DURATION`: seconds (90, 1.5) or Go's form (1m30s),\nup to 1e9 s; 0, the default, is a job that crashes as it starts")
+	o.Count = 12
+	fs.Var(&o.Count, "failures", "how many failures to simulate at most, `N` from 1 to 1000")
+}
+
+// Check returns the options out of range.
+func (o *PlanOptions) Check() []Option {
+	var errs []Option
+	if o.Uptime < 0 || time.Duration(o.Uptime) > maxPlanUptime*time.Second {
+		errs = append(errs, Option{"uptime", fmt.Sprintf("must be between 0 and 1e9 seconds, got %v", time.Duration(o.Uptime))})
+	}
+	if o.Count < 1 || o.Count > maxPlanFailures {
+		errs = append(errs, Option{"failures", fmt.Sprintf("must be between 1 and %d, got %d", maxPlanFailures, o.Count)})
+	}
+	return errs
+}
+
+// Run returns the plan of s and what lint finds in it; ctx bounds lint.
+func (o *PlanOptions) Run(ctx context.Context, s retrypolicy.Strategy) ([]plan.Step, plan.Report, error) {
+	steps, err := plan.Timeline(s, planStart, time.Duration(o.Uptime), int(o.Count))
+	if err != nil {
+		return nil, plan.Report{}, err
+	}
+	report, err := plan.Lint(ctx, s)
+	return steps, report, err
+}
+
+// PlanJSON is plan --json: the strategy, the uptime, each failure with
+// its times since the first, and lint's findings.
+func PlanJSON(s retrypolicy.Strategy, uptime time.Duration, steps []plan.Step, report plan.Report) []byte {
+	canonical, _ := s.MarshalJSON()
+	b := append([]byte(`{"strategy":`), canonical...)
+	b = wire.AppendSeconds(append(b, `,"uptime_secs":`...), uptime)
+	b = append(b, `,"failures":[`...)
+	first := steps[0].Failure
+	for i, st := range steps {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		d := st.Decision
+		b = wire.AppendSeconds(append(b, `{"at_secs":`...), st.Failure.Sub(first))
+		b = strconv.AppendInt(append(b, `,"in_window":`...), int64(d.InWindow), 10)
+		if d.Action == retrypolicy.Fatal {
+			b = append(append(append(b, `,"fatal":"`...), d.Reason.String()...), `"}`...)
+			continue
+		}
+		b = wire.AppendSeconds(append(b, `,"owed_secs":`...), d.Owed)
+		b = wire.AppendSeconds(append(b, `,"credited_secs":`...), d.Delay)
+		b = wire.AppendSeconds(append(b, `,"retry_at_secs":`...), d.Due.Sub(first))
+		b = append(b, '}')
+	}
+	findings, _ := json.Marshal(report.Findings)
+	if report.Findings == nil {
+		findings = []byte("[]")
+	}
+	b = append(append(b, `],"findings":`...), findings...)
+	return append(b, '}')
+}
+
+// Show rounds a duration to the millisecond for the table.
+func Show(d time.Duration) string {
+	if d >= time.Second {
+		return d.Round(time.Millisecond).String()
+	}
+	return d.String()
+}
