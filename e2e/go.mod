@@ -2,9 +2,9 @@ module github.com/retrypolicy/retrypolicy/e2e
 
 go 1.26.0
 
-require github.com/chromedp/chromedp v0.22.1
-
 require (
-	github.com/chromedp/cdproto v0.159.0 // indirect
-	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
+	github.com/chromedp/cdproto v0.159.0
+	github.com/chromedp/chromedp v0.22.1
 )
+
+require github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect

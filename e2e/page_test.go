@@ -8,14 +8,19 @@ import (
 	"fmt"
 	"image/png"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/network"
+	cdpruntime "github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 )
 
@@ -43,7 +48,7 @@ func readSources(t *testing.T) {
 		switch name := d.Name(); {
 		case d.IsDir() && (name == ".git" || name == "testdata" || name == "bench" || name == "e2e" || name == "riverretry" || name == "examples" || name == "docs"):
 			return filepath.SkipDir
-		case !d.IsDir() && (strings.HasSuffix(name, ".go") || strings.HasSuffix(name, ".html") || name == "go.mod"):
+		case !d.IsDir() && (strings.HasSuffix(name, ".go") || strings.HasSuffix(name, ".html") || strings.HasSuffix(name, ".js") || name == "go.mod"):
 			_, err = os.ReadFile(path)
 		}
 		return err
@@ -97,19 +102,19 @@ func serve(t *testing.T) string {
 // plan, lint's findings and the fleet's chart follow, and takes the
 // screenshot the README shows.
 func TestPageShowsErrorsInPlaceAndWhatAStrategyDoes(t *testing.T) {
-	exe := browser(t)
+	ctx := newBrowser(t)
 	addr := serve(t)
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-quic", true),
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 1500))
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancelTime := context.WithTimeout(ctx, 60*time.Second)
-	defer cancelTime()
+	var consoleErrors []string // the page's policy refusing something shows here
+	var mu sync.Mutex
+	if err := chromedp.Listen(ctx, func(ev any) {
+		if e, ok := ev.(*cdpruntime.EventExceptionThrown); ok {
+			mu.Lock()
+			consoleErrors = append(consoleErrors, e.ExceptionDetails.Text)
+			mu.Unlock()
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
 
 	// wait waits until the element's text holds want ("" : until it is
 	// empty), and says what it read when it does not.
@@ -176,6 +181,11 @@ func TestPageShowsErrorsInPlaceAndWhatAStrategyDoes(t *testing.T) {
 	if !strings.Contains(chart, "<svg") || !strings.Contains(chart, "FATAL") {
 		t.Errorf("the fleet's chart is missing or without its FATAL jobs: %.200s", chart)
 	}
+	mu.Lock()
+	if len(consoleErrors) > 0 {
+		t.Errorf("the page threw: %q", consoleErrors)
+	}
+	mu.Unlock()
 	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)) // 100: a PNG
 	if err != nil {
 		t.Fatal(err)
@@ -193,5 +203,62 @@ func TestPageShowsErrorsInPlaceAndWhatAStrategyDoes(t *testing.T) {
 	}
 	if err := os.WriteFile(out, shot, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// newBrowser starts headless Chromium for the test, or skips without it.
+func newBrowser(t *testing.T) context.Context {
+	exe := browser(t)
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-quic", true),
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 1500))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancelAlloc)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(cancel)
+	ctx, cancelTime := context.WithTimeout(ctx, 60*time.Second)
+	t.Cleanup(cancelTime)
+	return ctx
+}
+
+// TestAnotherSiteCannotDriveTheServer: a page on another site that posts
+// to the server, as a page an operator opens could, is refused: the
+// browser sends the request (no-cors needs no permission), and the server
+// answers 403 without running it.
+func TestAnotherSiteCannotDriveTheServer(t *testing.T) {
+	ctx := newBrowser(t)
+	addr := serve(t)
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `<!doctype html><title>evil</title><script>
+fetch(%q, {method: "POST", mode: "no-cors", headers: {"Content-Type": "text/plain"}, body: "null"})
+  .then(() => { document.title = "sent"; }, () => { document.title = "failed"; });
+</script>`, addr+"/v1/lint")
+	}))
+	defer evil.Close()
+	statuses := make(chan int64, 4)
+	if err := chromedp.Listen(ctx, func(ev any) {
+		if e, ok := ev.(*network.EventResponseReceived); ok && strings.HasSuffix(e.Response.URL, "/v1/lint") {
+			select {
+			case statuses <- e.Response.Status:
+			default:
+			}
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// The other site: localhost, where the server is 127.0.0.1.
+	page := strings.Replace(evil.URL, "127.0.0.1", "localhost", 1)
+	if err := chromedp.Do(ctx, chromedp.Navigate(page)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case status := <-statuses:
+		if status != 403 {
+			t.Errorf("the server answered another site's request with %d, not 403", status)
+		}
+	case <-ctx.Done():
+		t.Fatal("the other site's request was never answered")
 	}
 }

@@ -59,7 +59,7 @@ func (h *Handler) static(w http.ResponseWriter, r *http.Request, contentType str
 func query(r *http.Request) (url.Values, *apiError) {
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
-		return nil, invalid("INVALID_PARAMETER", []fieldProblem{{"$", "$: the query string does not parse: " + echo.Text(err.Error())}})
+		return nil, invalid("INVALID_PARAMETER", []fieldProblem{{"$", "$: the query string does not parse: " + err.Error()}})
 	}
 	return q, nil
 }

@@ -66,9 +66,17 @@ function showErrors(problems, where) {
   }
 }
 
+// post sends a request; one the server sheds as busy (503 BUSY: it runs
+// only a few plans and simulations at once, and queues none) is sent again
+// after its Retry-After, a few times.
 async function post(path, body, accept) {
-  const r = await fetch(path, { method: "POST", body: body, headers: accept ? { Accept: accept } : {} });
-  const text = await r.text();
+  let r, text;
+  for (let tries = 0; ; tries++) {
+    r = await fetch(path, { method: "POST", body: body, headers: accept ? { Accept: accept } : {} });
+    text = await r.text();
+    if (r.status !== 503 || tries === 4 || !text.includes('"BUSY"')) break;
+    await new Promise((done) => setTimeout(done, 1000 * Number(r.headers.get("Retry-After") || 1)));
+  }
   if (r.ok) return { ok: true, text: text };
   let err;
   try { err = JSON.parse(text); } catch (e) { err = { errors: [{ field: "$", message: text }] }; }
@@ -122,13 +130,13 @@ async function fromFlags() {
 
 async function show(canonical, mine) {
   const q = (ids) => ids.map((id) => id + "=" + encodeURIComponent($(id).value.trim())).join("&");
-  const [planRes, planSVG, lintRes, simSVG, simRes] = await Promise.all([
-    post("v1/plan?" + q(["uptime", "failures"]), canonical),
-    post("v1/plan?" + q(["uptime", "failures"]), canonical, "image/svg+xml"),
-    post("v1/lint", canonical),
-    post("v1/simulate?" + q(["jobs", "outage", "tick"]), canonical, "image/svg+xml"),
-    post("v1/simulate?" + q(["jobs", "outage", "tick"]), canonical),
-  ]);
+  // One at a time: the server runs few of these at once, and each takes
+  // milliseconds.
+  const planRes = await post("v1/plan?" + q(["uptime", "failures"]), canonical);
+  const planSVG = await post("v1/plan?" + q(["uptime", "failures"]), canonical, "image/svg+xml");
+  const lintRes = await post("v1/lint", canonical);
+  const simSVG = await post("v1/simulate?" + q(["jobs", "outage", "tick"]), canonical, "image/svg+xml");
+  const simRes = await post("v1/simulate?" + q(["jobs", "outage", "tick"]), canonical);
   if (mine !== generation) return;
   clearErrors(["uptime", "failures", "jobs", "outage", "tick"]);
   if (planRes.ok) {

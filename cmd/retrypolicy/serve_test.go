@@ -1,15 +1,21 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/retrypolicy/retrypolicy/httpapi"
 	"github.com/stretchr/testify/assert"
@@ -297,4 +303,85 @@ func BenchmarkServeDecide(b *testing.B) {
 		}
 		perRequest(b)
 	})
+}
+
+// TestZeroDelaySimulationEnds: the strategy whose simulation once grew
+// without end (8 GB in a minute with --tick 0) ends, cut at a job's bound
+// and saying so; under the default tick it runs to the end.
+func TestZeroDelaySimulationEnds(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "zero.json")
+	require.NoError(t, os.WriteFile(path, []byte(`{"strategy":"unless_stopped","backoff":{"kind":"exponential","base_delay_secs":1,"multiplier":1e-300}}`), 0o644))
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 0, run([]string{"simulate", "--tick", "0", "--jobs", "10", path}, nil, &stdout, &stderr), stderr.String())
+	assert.Contains(t, stdout.String(), "zero: truncated after ")
+	stdout.Reset()
+	require.Equal(t, 0, run([]string{"simulate", "--json", "--jobs", "10", path}, nil, &stdout, &stderr), stderr.String())
+	assert.Contains(t, stdout.String(), `"runs":310,`, "a run each minute of the outage, and the one that succeeds")
+	assert.Contains(t, stdout.String(), `"truncated":false`)
+}
+
+// buildCommand builds the command into a temporary directory.
+func buildCommand(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "retrypolicy")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	return bin
+}
+
+// TestServeStopsUnderLoad: a server saturated with simulations stops on
+// SIGTERM within its grace period: the work under way stops with it.
+func TestServeStopsUnderLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the command")
+	}
+	cmd := exec.Command(buildCommand(t), "serve", "--addr", "127.0.0.1:0")
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	said := bufio.NewReader(stderr)
+	line, err := said.ReadString('\n')
+	require.NoError(t, err)
+	base := regexp.MustCompile(`http://\S+`).FindString(line)
+	require.NotEmpty(t, base, line)
+
+	// Clients that send the heaviest simulation the limits allow, again
+	// and again, until the server is gone.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	answered := make(chan int, 1000)
+	for range 8 {
+		go func() {
+			for ctx.Err() == nil {
+				req, _ := http.NewRequestWithContext(ctx, "POST", base+"/v1/simulate?jobs=100000&outage=720h&tick=0", strings.NewReader(`{"strategy":"unless_stopped","backoff":{"kind":"fixed","base_delay_secs":1}}`))
+				r, err := http.DefaultClient.Do(req)
+				if err != nil {
+					return
+				}
+				io.Copy(io.Discard, r.Body)
+				r.Body.Close()
+				answered <- r.StatusCode
+			}
+		}()
+	}
+	for seen := map[int]bool{}; !seen[200] || !seen[503]; {
+		seen[<-answered] = true // both the work and the shedding are under way
+	}
+	var rest []byte
+	stopped := make(chan error, 1)
+	go func() {
+		rest, _ = io.ReadAll(said) // to the end, before Wait closes the pipe
+		stopped <- cmd.Wait()
+	}()
+	start := time.Now()
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case err := <-stopped:
+		require.NoError(t, err, "a graceful stop exits 0")
+		t.Logf("stopped %v after SIGTERM", time.Since(start).Round(time.Millisecond))
+	case <-time.After(grace + 5*time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("still running %s after SIGTERM", grace+5*time.Second)
+	}
+	assert.Contains(t, string(rest), "retrypolicy: stopped")
 }
