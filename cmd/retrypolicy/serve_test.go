@@ -321,7 +321,7 @@ func TestZeroDelaySimulationEnds(t *testing.T) {
 }
 
 // buildCommand builds the command into a temporary directory.
-func buildCommand(t *testing.T) string {
+func buildCommand(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "retrypolicy")
 	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
