@@ -322,3 +322,13 @@ func TestContentionStopsAtMaxMessages(t *testing.T) {
 	_, err = Contention{MaxMessages: -1}.Run(context.Background(), who)
 	assert.Error(t, err)
 }
+
+// TestTimelineIsBounded: however many failures are asked for, a timeline
+// holds at most MaxFailures, even of a strategy whose retries are all at
+// one instant.
+func TestTimelineIsBounded(t *testing.T) {
+	steps, err := Timeline(zeroDelay, simStart, 0, 1<<40)
+	require.NoError(t, err)
+	assert.Len(t, steps, MaxFailures)
+	assert.True(t, steps[len(steps)-1].Failure.Equal(steps[1].Failure), "every failure after the first at one instant")
+}

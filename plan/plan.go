@@ -20,6 +20,12 @@
 // simulations draw the jitter from their seed, as a fleet's jobs would, and
 // are deterministic for it. Lint, Timeline and the simulations share
 // nothing mutable: each is safe to call from many goroutines at once.
+//
+// Every run is bounded in time and memory whatever the strategy: a crash
+// loop follows at most MaxFailures failures, an Outage at most its MaxRuns
+// runs and a job's MaxJobFailures failures, a Contention at most its
+// MaxMessages messages; a run cut there says so (Truncated), and Lint and
+// the simulations stop when their context is done.
 package plan
 
 import (

@@ -1,3 +1,7 @@
+// Package report holds what the command prints and the HTTP API answers
+// alike, so that both say the same: decide's request reader, plan's and
+// simulate's options (flags of the one, query parameters of the other),
+// their JSON, and their pictures.
 package report
 
 import (
@@ -58,6 +62,7 @@ type Decider struct {
 
 const maxCached = 64
 
+// NewDecider returns a decider with an empty cache.
 func NewDecider() *Decider {
 	p, _ := retrypolicy.Compile(retrypolicy.Default())
 	return &Decider{policies: make(map[string]*retrypolicy.Policy, maxCached), standard: p}

@@ -28,6 +28,7 @@ const (
 // Seconds is a flag of seconds (90, 1.5) or of a Go duration (1m30s).
 type Seconds time.Duration
 
+// String returns the duration, "0" for none.
 func (v *Seconds) String() string {
 	if *v == 0 {
 		return "0"
@@ -35,6 +36,7 @@ func (v *Seconds) String() string {
 	return time.Duration(*v).String()
 }
 
+// Set reads seconds or a Go duration.
 func (v *Seconds) Set(text string) error {
 	if secs, err := strconv.ParseFloat(text, 64); err == nil && !math.IsNaN(secs) && !math.IsInf(secs, 0) {
 		if math.Abs(secs) > maxPlanUptime {
@@ -54,8 +56,10 @@ func (v *Seconds) Set(text string) error {
 // WholeNumber is a flag of a whole number.
 type WholeNumber int
 
+// String returns the number.
 func (v *WholeNumber) String() string { return strconv.Itoa(int(*v)) }
 
+// Set reads a whole number.
 func (v *WholeNumber) Set(text string) error {
 	n, err := strconv.Atoi(text)
 	if err != nil {

@@ -24,8 +24,10 @@ type Named struct {
 // Duration is a flag of a Go duration (30m) or of seconds (90).
 type Duration time.Duration
 
+// String returns the duration.
 func (v *Duration) String() string { return time.Duration(*v).String() }
 
+// Set reads seconds or a Go duration, not negative.
 func (v *Duration) Set(text string) error {
 	var s Seconds
 	if err := s.Set(text); err != nil {
@@ -124,6 +126,7 @@ func (o *SimulateOptions) Contention() plan.Contention {
 	return plan.Contention{Clients: int(o.Clients), Runs: int(o.Runs), Seed: o.Seed, MaxMessages: o.MaxMessages}
 }
 
+// SpreadText says how the first runs are spread.
 func SpreadText(d time.Duration) string {
 	if d == 0 {
 		return "all at t = 0"
@@ -131,6 +134,7 @@ func SpreadText(d time.Duration) string {
 	return "spread over " + Brief(d)
 }
 
+// TickText says when retries start.
 func TickText(d time.Duration) string {
 	if d == 0 {
 		return "each retry exactly when due"
