@@ -42,9 +42,6 @@ func (h *Handler) script(w http.ResponseWriter, r *http.Request, _ []byte) *apiE
 }
 
 func (h *Handler) static(w http.ResponseWriter, r *http.Request, contentType string, b []byte) *apiError {
-	if e := noQuery(r); e != nil {
-		return e
-	}
 	w.Header().Set("Content-Type", contentType)
 	w.Header().Set("Content-Security-Policy", pagePolicy)
 	w.Header().Set("X-Frame-Options", "DENY")
