@@ -63,7 +63,7 @@ func post(target, body string) *http.Request {
 	return httptest.NewRequest(http.MethodPost, "http://127.0.0.1:8080"+target, strings.NewReader(body))
 }
 
-// apiError decodes an error answer, checking its status, code and shape.
+// decodeError decodes an error answer, checking its status, code and shape.
 func decodeError(t testing.TB, a answer, status int, code string) errorBody {
 	t.Helper()
 	require.Equal(t, status, a.status, a.body)

@@ -54,7 +54,6 @@ package httpapi
 import (
 	"bytes"
 	"context"
-	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -217,9 +216,8 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) *apiError {
 		w.Header().Set("Allow", rt.method)
 		return &apiError{status: http.StatusMethodNotAllowed, code: "METHOD_NOT_ALLOWED", message: r.URL.Path + " takes " + rt.method}
 	}
-	release, aerr := take(h.inFlight, "requests")
+	release, aerr := take(w, h.inFlight, "requests")
 	if aerr != nil {
-		w.Header().Set("Retry-After", "1")
 		return aerr
 	}
 	defer release()
@@ -228,9 +226,8 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) *apiError {
 		return aerr
 	}
 	if rt.expensive {
-		release, aerr := take(h.expensive, "plans, lints and simulations")
+		release, aerr := take(w, h.expensive, "plans, lints and simulations")
 		if aerr != nil {
-			w.Header().Set("Retry-After", "1")
 			return aerr
 		}
 		defer release()
@@ -238,13 +235,14 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) *apiError {
 	return rt.handle(w, r, body)
 }
 
-// take takes a token from tokens, or answers 503 BUSY at once when none is
-// free: a request is never queued.
-func take(tokens chan struct{}, what string) (func(), *apiError) {
+// take takes a token from tokens, or answers 503 BUSY with Retry-After at
+// once when none is free: a request is never queued.
+func take(w http.ResponseWriter, tokens chan struct{}, what string) (func(), *apiError) {
 	select {
 	case tokens <- struct{}{}:
 		return func() { <-tokens }, nil
 	default:
+		w.Header().Set("Retry-After", "1")
 		return nil, &apiError{status: http.StatusServiceUnavailable, code: "BUSY",
 			message: fmt.Sprintf("the server is running as many %s as it takes at once (%d); try again after Retry-After", what, cap(tokens))}
 	}

@@ -240,7 +240,7 @@ func (f *fleet) step(e run) bool {
 		return true
 	}
 	f.q.push(run{at: retryAt(d.Due.Sub(simStart), failure, o.Tick), job: e.job})
-	return h.Len() < MaxJobFailures
+	return d.InWindow < MaxJobFailures // a History holds just the failures in its window
 }
 
 // result is the figures of the runs followed.
