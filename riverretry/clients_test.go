@@ -127,7 +127,9 @@ type sharedWorker[T interface {
 func (w *sharedWorker[T]) Work(ctx context.Context, job *river.Job[T]) error {
 	a := job.Args.shared()
 	var run int64
-	err := w.pool.QueryRow(ctx, `INSERT INTO rr_runs (job_id, attempt, client, scheduled_at, started_at, metadata)
+	// Not under the job's timeout: on a loaded machine, waiting for a
+	// connection may outlast it, and a run must never go unrecorded.
+	err := w.pool.QueryRow(context.WithoutCancel(ctx), `INSERT INTO rr_runs (job_id, attempt, client, scheduled_at, started_at, metadata)
 		VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`,
 		job.ID, job.Attempt, w.client, job.ScheduledAt, time.Now(), string(job.Metadata)).Scan(&run)
 	if err != nil {
@@ -469,7 +471,7 @@ func checkSharedJob(t *testing.T, id int64, kind string, args sharedArgs, state 
 	runs = runs[:0]
 	for a := 1; a <= last; a++ {
 		r, ok := byAttempt[a]
-		require.True(t, ok, "job %d: attempt %d neither ran nor was rescued", id, a)
+		require.True(t, ok, "job %d: attempt %d neither ran nor was rescued; its errors: %+v", id, a, errs)
 		runs = append(runs, r)
 	}
 	require.NotEmpty(t, runs, "job %d never ran", id)
