@@ -1,0 +1,471 @@
+// Package retryhttp retries HTTP requests under a [retrypolicy.Strategy]:
+// a [http.RoundTripper] that a worker puts in its [http.Client] and
+// forgets.
+//
+//	t, err := retryhttp.NewTransport(nil, strategy) // nil: http.DefaultTransport
+//	if err != nil {
+//		return err // the strategy or an option is invalid
+//	}
+//	client := &http.Client{Transport: t, Timeout: 30 * time.Second}
+//
+// Each request is a [retrypolicy.Retry] loop of its own: the same
+// decisions, sliding window, uptime credit (the time an attempt took before
+// it failed), jitter, budget and observer, and the same
+// [retrypolicy.GiveUpError] reasons. What HTTP adds:
+//
+//   - Only transient failures are retried ([Transient], replaceable with
+//     [WithClassifier]).
+//   - Only safe requests are retried: an idempotent method (GET, HEAD,
+//     OPTIONS, TRACE, PUT, DELETE), or a request with an Idempotency-Key
+//     (or X-Idempotency-Key) header, whose body is empty or can be rewound
+//     through [http.Request.GetBody]. Sending a POST twice may do its work
+//     twice, and a body already read cannot be sent again; such a request
+//     is sent once, whatever its outcome. [http.NewRequest] sets GetBody
+//     for the bodies it knows ([bytes.Reader], [strings.Reader],
+//     [bytes.Buffer]).
+//   - A server's Retry-After (delay-seconds or an HTTP-date) on a retryable
+//     status makes the wait at least what it asks and at most a cap
+//     ([WithRetryAfterCap]; by default the strategy's MaxDelay, or an hour),
+//     so that a server cannot park a worker.
+//   - The body of a response that is retried is read, up to [DrainLimit]
+//     bytes, and closed, so that its connection is reused; the caller never
+//     sees it.
+//
+// What the caller gets: the first response that is not retried, unread;
+// when the transport gives up on a retryable status (its strategy's fatal
+// decision, a spent budget, a retry due past the request's deadline), the
+// last response, unread, as a RoundTripper answers statuses rather than
+// turning them into errors. Otherwise a *retrypolicy.GiveUpError with the
+// reason, which unwraps to the last attempt's error. The request's context
+// ends a wait at once, and a retry due after its deadline is not waited
+// for.
+//
+// A strategy that never gives up (unless_stopped, the default) retries
+// until the request's context ends: give requests a deadline
+// ([http.Client.Timeout] does) or use a bounded strategy.
+package retryhttp
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/retrypolicy/retrypolicy"
+)
+
+// DrainLimit is the most bytes of a retried response's body the transport
+// reads before closing it: a body that is longer costs its connection
+// rather than the time to read it.
+const DrainLimit = 64 << 10
+
+// MaxHosts is the most hosts that get a budget of their own under
+// [WithHostBudgets]; the hosts beyond it share one more.
+const MaxHosts = 1024
+
+// Transport is an [http.RoundTripper] that retries what its strategy,
+// its classifier and the request allow. Make one with [NewTransport]. It is
+// safe for concurrent use by multiple goroutines, as its base transport
+// must be.
+type Transport struct {
+	base           http.RoundTripper
+	strategy       retrypolicy.Strategy
+	transient      func(*http.Response, error) bool
+	attemptTimeout time.Duration
+	observe        func(retrypolicy.RetryEvent)
+	opts           []retrypolicy.RetryOption // the options every request's loop takes
+	hosts          *hostBudgets              // nil unless WithHostBudgets
+}
+
+// Option configures a Transport; the With functions make them.
+type Option struct{ set func(*config) }
+
+type config struct {
+	transient      func(*http.Response, error) bool
+	budget         *retrypolicy.Budget
+	hostRatio      float64
+	hostBurst      int
+	perHost        bool
+	afterCap       time.Duration
+	attemptTimeout time.Duration
+	fullJitter     bool
+	observe        func(retrypolicy.RetryEvent)
+}
+
+// WithClassifier replaces [Transient]: transient reports whether an
+// attempt's outcome (a response, or the base transport's error) may be
+// retried. It may call Transient for what it does not decide itself. A nil
+// transient keeps the default.
+func WithClassifier(transient func(resp *http.Response, err error) bool) Option {
+	return Option{func(c *config) { c.transient = transient }}
+}
+
+// WithBudget makes every request of the transport share b: each request
+// deposits in it, each retry withdraws, and a request whose retry the
+// budget refuses gives up with the reason BudgetExhausted. So a dependency
+// that fails sees at most b's burst plus its ratio of the requests as
+// retries.
+func WithBudget(b *retrypolicy.Budget) Option {
+	return Option{func(c *config) { c.budget = b }}
+}
+
+// WithHostBudgets gives each host (the request URL's host and port) a
+// budget of its own, as [retrypolicy.NewBudget](ratio, burst) makes: a host
+// that fails does not spend the retries of the others. Beyond [MaxHosts]
+// hosts, the rest share one more budget.
+func WithHostBudgets(ratio float64, burst int) Option {
+	return Option{func(c *config) { c.hostRatio, c.hostBurst, c.perHost = ratio, burst, true }}
+}
+
+// WithRetryAfterCap caps the wait a server's Retry-After may ask for. The
+// default is the strategy's MaxDelay, or an hour when it has none.
+func WithRetryAfterCap(d time.Duration) Option {
+	return Option{func(c *config) { c.afterCap = d }}
+}
+
+// WithAttemptTimeout bounds each attempt, from sending the request to the
+// response's headers (and, for a response that is retried, to the end of
+// reading its body). An attempt that takes longer fails with an error
+// whose Timeout method reports true, and is retried like any timeout. The
+// default is no bound of its own: the base transport's and the request's.
+func WithAttemptTimeout(d time.Duration) Option {
+	return Option{func(c *config) { c.attemptTimeout = d }}
+}
+
+// WithFullJitter makes each wait uniform in [0, delay], as
+// [retrypolicy.WithFullJitter] does.
+func WithFullJitter() Option {
+	return Option{func(c *config) { c.fullJitter = true }}
+}
+
+// WithObserver calls observe before each retry, to log it or count it; a
+// retryable status is a [*StatusError] in the event's Err.
+func WithObserver(observe func(retrypolicy.RetryEvent)) Option {
+	return Option{func(c *config) { c.observe = observe }}
+}
+
+// NewTransport returns a Transport that sends requests through base (nil:
+// [http.DefaultTransport]) and retries them under s. It returns the
+// strategy's *retrypolicy.ValidationError when s is invalid, and an error
+// naming the option when an option is.
+func NewTransport(base http.RoundTripper, s retrypolicy.Strategy, opts ...Option) (*Transport, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	var c config
+	for _, o := range opts {
+		if o.set != nil {
+			o.set(&c)
+		}
+	}
+	switch {
+	case c.afterCap < 0:
+		return nil, errors.New("retryhttp: WithRetryAfterCap: must not be negative, got " + c.afterCap.String())
+	case c.attemptTimeout < 0:
+		return nil, errors.New("retryhttp: WithAttemptTimeout: must not be negative, got " + c.attemptTimeout.String())
+	case c.perHost && c.budget != nil:
+		return nil, errors.New("retryhttp: WithBudget and WithHostBudgets: choose one")
+	}
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	t := &Transport{base: base, strategy: s, transient: c.transient, attemptTimeout: c.attemptTimeout, observe: c.observe}
+	if t.transient == nil {
+		t.transient = Transient
+	}
+	t.opts = append(t.opts, retrypolicy.WithObserver(t.onRetry))
+	if c.afterCap > 0 {
+		t.opts = append(t.opts, retrypolicy.WithRetryAfterCap(c.afterCap))
+	}
+	if c.fullJitter {
+		t.opts = append(t.opts, retrypolicy.WithFullJitter())
+	}
+	if c.budget != nil {
+		t.opts = append(t.opts, retrypolicy.WithBudget(c.budget))
+	}
+	if c.perHost {
+		if _, err := retrypolicy.NewBudget(c.hostRatio, c.hostBurst); err != nil {
+			return nil, errors.New("retryhttp: WithHostBudgets: " + err.Error())
+		}
+		t.hosts = &hostBudgets{ratio: c.hostRatio, burst: c.hostBurst, shared: t.opts}
+	}
+	return t, nil
+}
+
+// RoundTrip sends req, and again while its outcome is transient, the
+// request is safe to send again and the strategy retries; see the package
+// doc for what it returns. It closes req's body, as a RoundTripper must.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	opts := t.opts
+	if t.hosts != nil {
+		opts = t.hosts.options(req.URL.Host)
+	}
+	c := call{t: t, req: req, resend: replayable(req)}
+	resp, err := retrypolicy.Retry(req.Context(), t.strategy, c.attempt, opts...)
+	if err == nil {
+		return resp, nil
+	}
+	if c.sent == 0 && req.Body != nil {
+		req.Body.Close() // the context ended before the first attempt
+	}
+	var gu *retrypolicy.GiveUpError
+	var se *StatusError
+	if errors.As(err, &se) && se.resp != nil {
+		if errors.As(err, &gu) && gu.Reason != retrypolicy.ContextDone {
+			return se.handOver(), nil
+		}
+		se.discard()
+	}
+	return nil, err
+}
+
+// CloseIdleConnections closes the base transport's idle connections, when
+// it has such a method.
+func (t *Transport) CloseIdleConnections() {
+	if c, ok := t.base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
+// onRetry drains a retried response, then calls the caller's observer.
+func (t *Transport) onRetry(e retrypolicy.RetryEvent) {
+	var se *StatusError
+	if errors.As(e.Err, &se) {
+		se.discard()
+	}
+	if t.observe != nil {
+		t.observe(e)
+	}
+}
+
+// StatusError is a retryable status as [retrypolicy.Retry] sees it: the
+// Err of the events [WithObserver] observes, and of a GiveUpError whose
+// request's context ended.
+type StatusError struct {
+	// StatusCode is the response's status code.
+	StatusCode int
+	resp       *http.Response // until it is handed over or discarded
+	timer      *attemptTimer  // the attempt's, if any
+}
+
+// Error says the status, as "retryhttp: HTTP 503".
+func (e *StatusError) Error() string { return "retryhttp: HTTP " + strconv.Itoa(e.StatusCode) }
+
+// handOver returns the response for the caller, its attempt's timer
+// stopped.
+func (e *StatusError) handOver() *http.Response {
+	e.timer.stop()
+	resp := e.resp
+	e.resp = nil
+	return resp
+}
+
+// discard reads the response's body up to DrainLimit and closes it.
+func (e *StatusError) discard() {
+	if e.resp == nil {
+		return
+	}
+	body := e.resp.Body
+	e.resp = nil
+	io.CopyN(io.Discard, body, DrainLimit)
+	body.Close()
+}
+
+// call is one request's retry loop.
+type call struct {
+	t      *Transport
+	req    *http.Request
+	resend bool // the request may be sent again
+	sent   int  // attempts sent
+}
+
+// attempt sends the request once: the caller's request the first time, a
+// copy with the body rewound after. It returns a response that is not
+// retried; a *StatusError (with Retry-After's wait) for one that may be;
+// the base transport's error, marked Permanent when it must not be.
+func (c *call) attempt(ctx context.Context) (*http.Response, error) {
+	req, err := c.next()
+	if err != nil {
+		return nil, retrypolicy.Permanent(err)
+	}
+	var timer *attemptTimer
+	if c.t.attemptTimeout > 0 {
+		req, timer = c.withTimeout(ctx, req)
+	}
+	resp, err := c.t.base.RoundTrip(req)
+	if err != nil {
+		if resp != nil && resp.Body != nil {
+			resp.Body.Close()
+		}
+		if timer != nil && timer.end() && ctx.Err() == nil {
+			err = &timeoutError{c.t.attemptTimeout, err}
+		}
+		if !c.resend || !c.t.transient(nil, err) {
+			return nil, retrypolicy.Permanent(err)
+		}
+		return nil, err
+	}
+	if timer != nil {
+		timer.closeWith(resp)
+	}
+	if !c.resend || !c.t.transient(resp, nil) {
+		timer.stop()
+		return resp, nil
+	}
+	se := &StatusError{StatusCode: resp.StatusCode, resp: resp, timer: timer}
+	if wait, ok := retrypolicy.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
+		return nil, retrypolicy.RetryAfter(se, wait)
+	}
+	return nil, se
+}
+
+// next returns the request for the next attempt.
+func (c *call) next() (*http.Request, error) {
+	c.sent++
+	if c.sent == 1 {
+		return c.req, nil
+	}
+	if c.req.Body == nil || c.req.Body == http.NoBody {
+		return c.req, nil
+	}
+	body, err := c.req.GetBody()
+	if err != nil {
+		return nil, errors.New("retryhttp: rewinding the request body: " + err.Error())
+	}
+	r := *c.req // a shallow copy, as a transport's own retry makes
+	r.Body = body
+	return &r, nil
+}
+
+// withTimeout returns req under a context that the attempt timeout
+// cancels, and its timer.
+func (c *call) withTimeout(ctx context.Context, req *http.Request) (*http.Request, *attemptTimer) {
+	actx, cancel := context.WithCancelCause(ctx)
+	t := &attemptTimer{cancel: cancel}
+	t.timer = time.AfterFunc(c.t.attemptTimeout, func() { cancel(errAttemptTimeout) })
+	return req.WithContext(actx), t
+}
+
+// errAttemptTimeout is the cause of an attempt's context that timed out.
+var errAttemptTimeout = errors.New("retryhttp: attempt timed out")
+
+// attemptTimer bounds an attempt under WithAttemptTimeout.
+type attemptTimer struct {
+	timer  *time.Timer
+	cancel context.CancelCauseFunc
+}
+
+// end ends the attempt's context, and reports whether its timer had
+// fired.
+func (t *attemptTimer) end() bool {
+	fired := !t.timer.Stop()
+	t.cancel(nil)
+	return fired
+}
+
+// stop stops the timer, for a response handed to the caller: its context
+// then ends when the body is closed. A nil timer is no timer.
+func (t *attemptTimer) stop() {
+	if t != nil {
+		t.timer.Stop()
+	}
+}
+
+// closeWith makes closing resp's body end the attempt's context. A body
+// that is also a writer (a protocol switch's) is left as it is.
+func (t *attemptTimer) closeWith(resp *http.Response) {
+	if _, ok := resp.Body.(io.Writer); ok || resp.Body == nil {
+		return
+	}
+	resp.Body = &cancelOnClose{resp.Body, t.cancel}
+}
+
+// cancelOnClose is a response body whose Close ends its attempt's
+// context.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelCauseFunc
+}
+
+func (b *cancelOnClose) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel(nil)
+	return err
+}
+
+// timeoutError is an attempt that took longer than WithAttemptTimeout. It
+// does not unwrap to the transport's error, which is the attempt context's
+// cancellation: Retry never retries a context.Canceled.
+type timeoutError struct {
+	after time.Duration
+	err   error
+}
+
+func (e *timeoutError) Error() string {
+	return "retryhttp: attempt timed out after " + e.after.String() + ": " + e.err.Error()
+}
+
+// Timeout reports true: the attempt timed out.
+func (e *timeoutError) Timeout() bool { return true }
+
+// Temporary reports true, as net.Error's timeouts do.
+func (e *timeoutError) Temporary() bool { return true }
+
+// replayable reports whether req may be sent more than once: an idempotent
+// method or an idempotency key, and a body that is empty or rewindable.
+func replayable(req *http.Request) bool {
+	if req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
+		return false
+	}
+	switch req.Method {
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace, http.MethodPut, http.MethodDelete:
+		return true
+	}
+	_, key := req.Header["Idempotency-Key"]
+	_, xkey := req.Header["X-Idempotency-Key"]
+	return key || xkey
+}
+
+// hostBudgets are WithHostBudgets' budgets, by host.
+type hostBudgets struct {
+	ratio    float64
+	burst    int
+	shared   []retrypolicy.RetryOption // the transport's options, without a budget
+	byHost   sync.Map                  // host → []retrypolicy.RetryOption
+	n        atomic.Int64
+	mu       sync.Mutex
+	overflow []retrypolicy.RetryOption
+}
+
+// options returns the options of host's requests: the transport's, with
+// host's budget.
+func (h *hostBudgets) options(host string) []retrypolicy.RetryOption {
+	if o, ok := h.byHost.Load(host); ok {
+		return o.([]retrypolicy.RetryOption)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if o, ok := h.byHost.Load(host); ok {
+		return o.([]retrypolicy.RetryOption)
+	}
+	if h.n.Load() >= MaxHosts {
+		if h.overflow == nil {
+			h.overflow = h.with()
+		}
+		return h.overflow
+	}
+	o := h.with()
+	h.byHost.Store(host, o)
+	h.n.Add(1)
+	return o
+}
+
+// with returns the shared options and a new budget.
+func (h *hostBudgets) with() []retrypolicy.RetryOption {
+	b, _ := retrypolicy.NewBudget(h.ratio, h.burst) // checked by NewTransport
+	return append(h.shared[:len(h.shared):len(h.shared)], retrypolicy.WithBudget(b))
+}
