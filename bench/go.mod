@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/cenkalti/backoff/v5 v5.0.3
+	github.com/hashicorp/go-retryablehttp v0.7.8
 	github.com/retrypolicy/retrypolicy v0.0.0
 	github.com/riverqueue/river v0.51.2
 	github.com/riverqueue/river/rivertype v0.51.2
@@ -11,6 +12,7 @@ require (
 )
 
 require (
+	github.com/hashicorp/go-cleanhttp v0.5.2 // indirect
 	github.com/riverqueue/river/riverdriver v0.51.2 // indirect
 	github.com/riverqueue/river/rivershared v0.51.2 // indirect
 	github.com/tidwall/gjson v1.20.0 // indirect

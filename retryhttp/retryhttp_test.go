@@ -515,3 +515,38 @@ func TestTransient(t *testing.T) {
 
 // discardLog drops a test server's log of the handshakes it refused.
 var discardLog = log.New(io.Discard, "", 0)
+
+// TestSharedBudgetUnderConcurrency: 20 goroutines share one transport and
+// its budget against a service that always fails; the retries the service
+// sees stay within the budget's bound, burst + ratio × requests.
+func TestSharedBudgetUnderConcurrency(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &scripted{steps: []step{status(503)}}
+		p := newPipeServer(t, s)
+		budget, err := retrypolicy.NewBudget(0.1, 5)
+		require.NoError(t, err)
+		tr, err := retryhttp.NewTransport(p.Transport, fixed100ms, retryhttp.WithBudget(budget))
+		require.NoError(t, err)
+		const goroutines, each = 20, 10
+		var wg sync.WaitGroup
+		for range goroutines {
+			wg.Go(func() {
+				client := &http.Client{Transport: tr}
+				for range each {
+					resp, err := client.Get(p.URL)
+					if !assert.NoError(t, err) {
+						return
+					}
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					assert.Equal(t, 503, resp.StatusCode)
+				}
+			})
+		}
+		wg.Wait()
+		requests := goroutines * each
+		retries := s.attempts() - requests
+		assert.LessOrEqual(t, retries, 5+requests/10, "burst 5 + 10%% of %d requests", requests)
+		assert.Positive(t, retries)
+	})
+}

@@ -1,17 +1,17 @@
-// Command worker calls a flaky HTTP service with retrypolicy.Retry, as a
-// custom worker would, and prints each retry: the failure, the wait and
-// why. The service runs on loopback in the same process: it fails twice
-// with 503, then asks for two seconds with 429 and Retry-After, then
-// answers; a second resource does not exist (404), which is never retried.
-// The worker sends one idempotency key for every attempt of a job, so the
-// service does the work once however many attempts reach it.
+// Command worker calls a flaky HTTP service through retryhttp, as a custom
+// worker would, and prints each retry: the failure, the wait and why. The
+// service runs on loopback in the same process: it fails twice with 503,
+// then asks for two seconds with 429 and Retry-After, then answers; a
+// second resource does not exist (404), which is never retried. The worker
+// sends one idempotency key for every attempt of a job, so the service
+// does the work once however many attempts reach it, and the transport
+// knows that the POST is safe to send again.
 //
 //	go run ./examples/worker
 package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/retryhttp"
 )
 
 func main() {
@@ -33,8 +34,7 @@ func main() {
 	srv := &http.Server{Handler: newFlakyService()}
 	go srv.Serve(ln)
 	defer srv.Close()
-	client := &http.Client{Timeout: 5 * time.Second}
-	if err := run(context.Background(), "http://"+ln.Addr().String(), client, os.Stdout); err != nil {
+	if err := run(context.Background(), "http://"+ln.Addr().String(), http.DefaultTransport, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		os.Exit(1)
 	}
@@ -48,25 +48,38 @@ var strategy = retrypolicy.Strategy{
 	Backoff:     retrypolicy.Backoff{Kind: retrypolicy.Exponential, BaseDelay: 200 * time.Millisecond, Multiplier: 2, MaxDelay: 5 * time.Second},
 }
 
-// run does two jobs against the service at base: one that succeeds after
-// retries, one that fails for good at once.
-func run(ctx context.Context, base string, client *http.Client, out io.Writer) error {
+// run does two jobs against the service at base, through a client whose
+// transport retries over the given one: one that succeeds after retries,
+// one that fails for good at once.
+func run(ctx context.Context, base string, transport http.RoundTripper, out io.Writer) error {
+	t, err := retryhttp.NewTransport(transport, strategy, retryhttp.WithObserver(func(e retrypolicy.RetryEvent) {
+		fmt.Fprintf(out, "  failure %d: %v; %d in the window; waiting %v (%s)\n", e.Failures, e.Err, e.Decision.InWindow, e.Wait, why(e))
+	}))
+	if err != nil {
+		return err
+	}
+	client := &http.Client{Transport: t, Timeout: 30 * time.Second}
 	for _, job := range []struct{ name, path string }{{"report", "/report"}, {"missing", "/missing"}} {
-		key := "job-" + job.name // made once, sent with every attempt
 		fmt.Fprintf(out, "job %s:\n", job.name)
-		body, err := retrypolicy.Retry(ctx, strategy, func(ctx context.Context) (string, error) {
-			return call(ctx, client, base+job.path, key)
-		}, retrypolicy.WithObserver(func(e retrypolicy.RetryEvent) {
-			fmt.Fprintf(out, "  failure %d: %v; %d in the window; waiting %v (%s)\n", e.Failures, e.Err, e.Decision.InWindow, e.Wait, why(e))
-		}))
-		var gu *retrypolicy.GiveUpError
-		switch {
-		case err == nil:
-			fmt.Fprintf(out, "  done: %s\n", body)
-		case errors.As(err, &gu):
-			fmt.Fprintf(out, "  gave up after %d failure(s): %s, %v\n", gu.Failures, gu.Reason, gu.Err)
-		default:
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+job.path, nil)
+		if err != nil {
 			return err
+		}
+		req.Header.Set("Idempotency-Key", "job-"+job.name) // made once, sent with every attempt
+		resp, err := client.Do(req)
+		if err != nil {
+			fmt.Fprintf(out, "  gave up: %v\n", err)
+			continue
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		switch {
+		case err != nil:
+			return err
+		case resp.StatusCode == http.StatusOK:
+			fmt.Fprintf(out, "  done: %s\n", body)
+		default:
+			fmt.Fprintf(out, "  answered %s: not a failure a retry fixes\n", resp.Status)
 		}
 	}
 	return nil
@@ -81,39 +94,6 @@ func why(e retrypolicy.RetryEvent) string {
 		return "the backoff after 1 failure"
 	}
 	return "the backoff after " + strconv.Itoa(e.Decision.InWindow) + " failures"
-}
-
-// httpError is a failed call's status.
-type httpError struct{ code int }
-
-func (e *httpError) Error() string { return "HTTP " + strconv.Itoa(e.code) }
-
-// call makes one attempt. A 5xx or a 429 may pass: it is returned as it
-// is, with the server's Retry-After; any other failure status is final.
-func call(ctx context.Context, client *http.Client, url, key string) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
-	if err != nil {
-		return "", retrypolicy.Permanent(err)
-	}
-	req.Header.Set("Idempotency-Key", key)
-	resp, err := client.Do(req)
-	if err != nil {
-		return "", err // the connection failed: retry
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	switch {
-	case err != nil:
-		return "", err
-	case resp.StatusCode == http.StatusOK:
-		return string(body), nil
-	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
-		if wait, ok := retrypolicy.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
-			return "", retrypolicy.RetryAfter(&httpError{resp.StatusCode}, wait)
-		}
-		return "", &httpError{resp.StatusCode}
-	}
-	return "", retrypolicy.Permanent(&httpError{resp.StatusCode})
 }
 
 // flakyService fails each idempotency key's first attempts the same way,

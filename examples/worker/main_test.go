@@ -15,24 +15,23 @@ import (
 
 // TestWorkerOutput runs the worker against the service on loopback, on
 // synctest's fake clock (no real sleeping), and checks what it prints: two
-// backoff waits, the server's two seconds, the answer, and the 404 given up
-// at once.
+// backoff waits, the server's two seconds, the answer, and the 404 answered
+// at once, never retried.
 func TestWorkerOutput(t *testing.T) {
 	srv := httptest.NewServer(newFlakyService())
 	defer srv.Close()
 	var out strings.Builder
 	synctest.Test(t, func(t *testing.T) {
-		client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 		begin := time.Now()
-		require.NoError(t, run(context.Background(), srv.URL, client, &out))
+		require.NoError(t, run(context.Background(), srv.URL, &http.Transport{DisableKeepAlives: true}, &out))
 		assert.Equal(t, 2600*time.Millisecond, time.Since(begin), "200 ms, 400 ms, then the 2 s asked for")
 	})
 	assert.Equal(t, `job report:
-  failure 1: HTTP 503; 1 in the window; waiting 200ms (the backoff after 1 failure)
-  failure 2: HTTP 503; 2 in the window; waiting 400ms (the backoff after 2 failures)
-  failure 3: HTTP 429; 3 in the window; waiting 2s (the server's Retry-After, longer than the backoff's 800ms)
+  failure 1: retryhttp: HTTP 503; 1 in the window; waiting 200ms (the backoff after 1 failure)
+  failure 2: retryhttp: HTTP 503; 2 in the window; waiting 400ms (the backoff after 2 failures)
+  failure 3: retryhttp: HTTP 429; 3 in the window; waiting 2s (the server's Retry-After, longer than the backoff's 800ms)
   done: report 1 written
 job missing:
-  gave up after 1 failure(s): not_retryable, HTTP 404
+  answered 404 Not Found: not a failure a retry fixes
 `, out.String())
 }

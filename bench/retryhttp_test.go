@@ -1,0 +1,64 @@
+package bench
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-retryablehttp"
+
+	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/retryhttp"
+)
+
+// BenchmarkHTTPFirstTry is a GET on loopback that succeeds at once, through
+// a bare http.Transport, through retryhttp's Transport over the same kind
+// of transport, and through go-retryablehttp's client over it: what
+// wrapping a client costs when nothing fails. Each client keeps its
+// connection alive, so the request is what is measured, not the dial.
+func BenchmarkHTTPFirstTry(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		io.WriteString(w, "ok")
+	}))
+	defer srv.Close()
+	get := func(b *testing.B, c *http.Client) {
+		b.ReportAllocs()
+		for b.Loop() {
+			resp, err := c.Get(srv.URL)
+			if err != nil {
+				b.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				b.Fatal(resp.Status)
+			}
+		}
+	}
+	b.Run("impl=bare", func(b *testing.B) {
+		tr := &http.Transport{}
+		defer tr.CloseIdleConnections()
+		get(b, &http.Client{Transport: tr})
+	})
+	b.Run("impl=retryhttp", func(b *testing.B) {
+		tr := &http.Transport{}
+		defer tr.CloseIdleConnections()
+		s := retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 5,
+			Backoff: retrypolicy.Backoff{Kind: retrypolicy.ExponentialWithJitter, BaseDelay: 100 * time.Millisecond, MaxDelay: 5 * time.Second}}
+		rt, err := retryhttp.NewTransport(tr, s)
+		if err != nil {
+			b.Fatal(err)
+		}
+		get(b, &http.Client{Transport: rt})
+	})
+	b.Run("impl=retryablehttp", func(b *testing.B) {
+		tr := &http.Transport{}
+		defer tr.CloseIdleConnections()
+		c := retryablehttp.NewClient()
+		c.HTTPClient = &http.Client{Transport: tr}
+		c.Logger = nil
+		get(b, c.StandardClient())
+	})
+}
