@@ -6,8 +6,9 @@ import (
 	"time"
 )
 
-// BackoffKind names how the delay grows with the failures in the window.
-// The zero value is not a backoff kind.
+// BackoffKind names how the delay grows with the failures in the window:
+// Fixed, Exponential or ExponentialWithJitter. The zero value is not a
+// backoff kind; in a Backoff that sets other fields it means Exponential.
 type BackoffKind uint8
 
 const (
@@ -43,7 +44,9 @@ func (k BackoffKind) exponential() bool {
 // Backoff says how long a failed job waits before it is retried. Multiplier
 // and MaxDelay belong to the exponential kinds and are zero for Fixed.
 type Backoff struct {
-	// Kind is how the delay grows; required in a Backoff that is not zero.
+	// Kind is how the delay grows: Fixed, Exponential or
+	// ExponentialWithJitter. Zero is Exponential, in a Backoff that sets
+	// other fields as in the zero Backoff (the default backoff).
 	Kind BackoffKind
 	// BaseDelay is the first delay, and every delay for Fixed; zero is 1 s.
 	BaseDelay time.Duration

@@ -69,6 +69,9 @@ func (s Strategy) effective() Strategy {
 		if s.Backoff == (Backoff{}) {
 			s.Backoff = defaultBackoff()
 		}
+		if s.Backoff.Kind == 0 { // a Go struct cannot say "given": other fields set mean the default kind
+			s.Backoff.Kind = Exponential
+		}
 		if s.Backoff.BaseDelay == 0 {
 			s.Backoff.BaseDelay = time.Second
 		}

@@ -88,7 +88,7 @@ func check(s *Strategy, g *given, p *problems) {
 	known := strategyEnum.valid(uint8(s.Kind))
 	switch {
 	case s.Kind == 0:
-		p.add(fStrategy, "required", "")
+		p.add(fStrategy, "required, "+oneOf(strategyEnum.names), "")
 	case !known:
 		p.add(fStrategy, "must be "+oneOf(strategyEnum.names), strconv.Itoa(int(s.Kind)))
 	}
@@ -154,7 +154,7 @@ func checkNoBackoff(g *given, p *problems) {
 func checkBackoff(b *Backoff, g *given, p *problems) {
 	switch {
 	case b.Kind == 0:
-		p.add(fKind, "required", "")
+		p.add(fKind, "required, "+oneOf(backoffEnum.names), "")
 	case !backoffEnum.valid(uint8(b.Kind)):
 		p.add(fKind, "must be "+oneOf(backoffEnum.names), strconv.Itoa(int(b.Kind)))
 	}

@@ -29,7 +29,7 @@ func TestValidateGoValues(t *testing.T) {
 		{"attempts and window belong to bounded", Strategy{Kind: UnlessStopped, MaxAttempts: 3, Window: time.Hour, Backoff: exp}, []string{"MaxAttempts", "Window"}},
 		{"none takes no backoff", Strategy{Kind: None, Backoff: exp}, []string{"Backoff"}},
 		{"a zero backoff is the default", Strategy{Kind: UnlessStopped}, nil},
-		{"a backoff needs its kind", Strategy{Kind: UnlessStopped, Backoff: Backoff{BaseDelay: time.Second}}, []string{"Backoff.Kind"}},
+		{"a backoff of delays only is exponential", Strategy{Kind: UnlessStopped, Backoff: Backoff{BaseDelay: time.Second}}, nil},
 		{"delays of whole milliseconds", Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: Exponential, BaseDelay: 1500 * time.Millisecond, Multiplier: 2, MaxDelay: 2001 * time.Millisecond}}, nil},
 		{"a delay of 1 ms", Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: Fixed, BaseDelay: time.Millisecond}}, nil},
 		{"a zero base is 1 s", Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: Fixed}}, nil},
@@ -170,4 +170,29 @@ func TestFormatMultiplier(t *testing.T) {
 	assert.Equal(t, "100.0", formatMultiplier(100))
 	assert.Equal(t, "1e+300", formatMultiplier(1e300))
 	assert.Equal(t, "1e-07", formatMultiplier(1e-7))
+}
+
+// TestBackoffOfDelaysOnly: in Go, a Backoff that sets only its delays is
+// the default kind, exponential (SEMANTICS section 1), as the README's
+// "zero fields mean their defaults" promises; in JSON a backoff object
+// still needs its kind, and the error lists the kinds.
+func TestBackoffOfDelaysOnly(t *testing.T) {
+	s := Strategy{Kind: UnlessStopped, Backoff: Backoff{BaseDelay: 100 * time.Millisecond, MaxDelay: 5 * time.Second}}
+	require.NoError(t, s.Validate())
+	p, err := Compile(s)
+	require.NoError(t, err)
+	var waits []time.Duration
+	h := NewHistory(p)
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for range 8 {
+		require.NoError(t, h.Record(at, 0))
+		d, err := h.Decide(0, at)
+		require.NoError(t, err)
+		waits = append(waits, d.Delay)
+	}
+	ms := time.Millisecond
+	assert.Equal(t, []time.Duration{100 * ms, 200 * ms, 400 * ms, 800 * ms, 1600 * ms, 3200 * ms, 5000 * ms, 5000 * ms}, waits, "×2 from 100 ms, capped at 5 s")
+
+	_, err = Parse([]byte(`{"strategy":"unless_stopped","backoff":{"base_delay_secs":1}}`))
+	assert.EqualError(t, err, "retrypolicy: backoff.kind: required, one of fixed, exponential, exponential_with_jitter")
 }

@@ -302,18 +302,11 @@ func find(p *retrypolicy.Policy, s retrypolicy.Strategy, f *loopFacts) []Finding
 		add("shrinking-delays", Warning, "use a multiplier of at least 1 (2 doubles each delay), or a fixed backoff",
 			"multiplier %v is below 1: each delay is shorter than the one before (%s)", b.Multiplier, firstDelays(p))
 	}
-	if exponential && b.MaxDelay == 0 && f.LongestWait > 24*time.Hour {
-		add("no-cap", Warning, "set max_delay_secs, for example 3600 (an hour)",
-			"no max_delay_secs: when every run crashes the waits grow to %s (failure %d)", show(f.LongestWait), f.LongestAt)
+	if exponential && b.MaxDelay == 0 && b.Multiplier > 1 {
+		noCap(add, f)
 	}
-	limit, limitText := 100*365*24*time.Hour, "the 100-year ceiling"
-	if b.MaxDelay > 0 {
-		limit, limitText = b.MaxDelay, "its cap of "+show(b.MaxDelay)
-	}
-	if exponential && b.Multiplier > 1 && f.Settled && !f.Fatal && f.fallAt > 0 && f.LongestWait < limit {
-		add("window-forgets", Info, fmt.Sprintf("to settle at a longer wait, lower max_delay_secs or the multiplier until the window holds the failures that reach it (retrypolicy plan --failures %d shows the cycle)", f.fallAt+12),
-			"the %s window forgets failures before the delay reaches %s: waits climb to %s, fall back to %s at failure %d, and cycle",
-			show(windowOf(s)), limitText, show(f.LongestWait), show(f.fallTo), f.fallAt)
+	if exponential && b.Multiplier > 1 && f.Settled && !f.Fatal {
+		windowForgets(add, s, f)
 	}
 	if s.Kind == retrypolicy.None {
 		add("never-retries", Info, "use bounded or unless_stopped for a job that should survive a transient error",
@@ -325,6 +318,43 @@ func find(p *retrypolicy.Policy, s retrypolicy.Strategy, f *loopFacts) []Finding
 	}
 	slices.SortStableFunc(out, func(a, b Finding) int { return int(b.Severity) - int(a.Severity) })
 	return out
+}
+
+// adder records a finding.
+type adder func(code string, sev Severity, fix string, format string, args ...any)
+
+// noCap records that an exponential backoff has no cap: a warning when its
+// waits pass a day, else an info, since a backoff without max_delay_secs
+// is often the flags' default rather than a choice.
+func noCap(add adder, f *loopFacts) {
+	const fix = "set max_delay_secs, for example 3600 (an hour)"
+	if f.LongestWait > 24*time.Hour {
+		add("no-cap", Warning, fix, "no max_delay_secs: when every run crashes the waits grow to %s (failure %d)", show(f.LongestWait), f.LongestAt)
+		return
+	}
+	add("no-cap", Info, fix+", if a cap was meant: a backoff given without max_delay_secs (or --retry-strategy without --retry-max-delay-secs) has none, while an omitted backoff stops at an hour",
+		"no max_delay_secs: no cap but the 100-year ceiling, though in the crash loop the waits stay under a day (at most %s)", show(f.LongestWait))
+}
+
+// windowForgets records that a loop that never gives up settles below the
+// delay's limit: the window forgets failures before the delay reaches it,
+// so the waits cycle, or stay on a plateau (SEMANTICS section 5).
+func windowForgets(add adder, s retrypolicy.Strategy, f *loopFacts) {
+	limit, limitText := 100*365*24*time.Hour, "the 100-year ceiling"
+	if s.Backoff.MaxDelay > 0 {
+		limit, limitText = s.Backoff.MaxDelay, "its cap of "+show(s.Backoff.MaxDelay)
+	}
+	switch {
+	case f.LongestWait >= limit:
+	case f.fallAt > 0:
+		add("window-forgets", Info, fmt.Sprintf("to settle at a longer wait, lower max_delay_secs or the multiplier until the window holds the failures that reach it (retrypolicy plan --failures %d shows the cycle)", f.fallAt+12),
+			"the %s window forgets failures before the delay reaches %s: waits climb to %s, fall back to %s at failure %d, and cycle",
+			show(windowOf(s)), limitText, show(f.LongestWait), show(f.fallTo), f.fallAt)
+	default:
+		add("window-forgets", Info, fmt.Sprintf("to climb further, lengthen window_secs until it holds the failures that reach the cap, or lower the multiplier (retrypolicy plan --failures %d shows the plateau)", f.MostInWindow+6),
+			"the %s window forgets failures before the delay reaches %s: it never holds more than %d, so the waits climb to %s and stay there",
+			show(windowOf(s)), limitText, f.MostInWindow, show(f.LongestWait))
+	}
 }
 
 // neverFatalFix says which window, or which max_attempts, would make a

@@ -57,7 +57,9 @@ func TestFindings(t *testing.T) {
 		{"3 in 60 s, 30 s apart: at 60 s", `{"strategy":"bounded","max_attempts":3,"window_secs":60,"backoff":{"kind":"fixed","base_delay_secs":30}}`, nil},
 		{"flags' 7 days without a cap", `{"strategy":"bounded","max_attempts":30,"window_secs":604800,"backoff":{"kind":"exponential","base_delay_secs":1}}`, []string{"never-fatal", "no-cap", "window-forgets"}},
 		{"the same with an hour's cap", `{"strategy":"bounded","max_attempts":30,"window_secs":604800,"backoff":{"kind":"exponential","base_delay_secs":1,"max_delay_secs":3600}}`, nil},
-		{"no cap, an hour's window: below a day", `{"strategy":"unless_stopped","backoff":{"kind":"exponential","base_delay_secs":1}}`, []string{"window-forgets"}},
+		{"no cap, an hour's window: below a day, said", `{"strategy":"unless_stopped","backoff":{"kind":"exponential","base_delay_secs":1}}`, []string{"no-cap", "window-forgets"}},
+		{"a plateau below the cap: 2 in 30 s", `{"strategy":"bounded","max_attempts":6,"window_secs":30,"backoff":{"kind":"exponential","base_delay_secs":3,"multiplier":10,"max_delay_secs":607}}`, []string{"never-fatal", "window-forgets"}},
+		{"a fixed backoff has no cap to miss", `{"strategy":"unless_stopped","backoff":{"kind":"fixed","base_delay_secs":3}}`, nil},
 		{"halving delays", `{"strategy":"unless_stopped","backoff":{"kind":"exponential","base_delay_secs":1,"multiplier":0.5}}`, []string{"zero-delay", "shrinking-delays", "unsettled"}},
 		{"halving, bounded: a storm until fatal", `{"strategy":"bounded","max_attempts":40,"backoff":{"kind":"exponential","base_delay_secs":1,"multiplier":0.5}}`, []string{"gives-up-fast", "zero-delay", "shrinking-delays"}},
 		{"a multiplier of 1", `{"strategy":"unless_stopped","backoff":{"kind":"exponential","base_delay_secs":1,"multiplier":1}}`, nil},
@@ -107,6 +109,11 @@ func TestFindingsSayTheNumbers(t *testing.T) {
 	assert.Equal(t, 524288*time.Second, r.Summary.LongestWait, "2^19 s: the 20 failures from 0 to 2^20-1 s fit in 7 days, a 21st would not")
 	assert.Contains(t, r.Findings[0].Fix, "no window of up to 7 days holds 30 failures")
 	assert.Contains(t, r.Findings[1].Message, "waits grow to 6d1h38m8s (failure 20)")
+
+	r, err = Lint(context.Background(), parse(t, `{"strategy":"bounded","max_attempts":6,"window_secs":30,"backoff":{"kind":"exponential","base_delay_secs":3,"multiplier":10,"max_delay_secs":607}}`))
+	require.NoError(t, err)
+	assert.Equal(t, 30*time.Second, r.Summary.LongestWait, "3 s, then 30 s for ever: failures 30 s apart, two in the window")
+	assert.Equal(t, "the 30s window forgets failures before the delay reaches its cap of 10m7s: it never holds more than 2, so the waits climb to 30s and stay there", r.Findings[1].Message)
 
 	r, err = Lint(context.Background(), parse(t, seedNone))
 	require.NoError(t, err)
