@@ -212,6 +212,10 @@ func TestMalformedQueriesAreRefused(t *testing.T) {
 
 	e = decodeError(t, send(t, h, post("/v1/simulate?outage=720h1ns", "null")), 400, "INVALID_PARAMETER")
 	assert.Equal(t, "outage: must be at most 720h, got 720h0m0.000000001s", e.Message)
+
+	e = decodeError(t, send(t, h, post("/v1/simulate?scenario=contention&jobs=5", "null")), 400, "INVALID_PARAMETER")
+	assert.Equal(t, "jobs: only the outage scenario takes it; in the contention scenario, clients plays its part", e.Message,
+		"a parameter of the other scenario is named, not ignored")
 }
 
 // TestBatchesAreBounded: a decide batch holds at most MaxBatch requests,

@@ -40,7 +40,7 @@ invalid input, 1 for I/O errors.`, stderr)
 	case fromFlags:
 		s, err = build()
 	default:
-		in, openErr := openInput(positional, stdin)
+		in, openErr := openInput(positional, stdin, stderr, fs)
 		if openErr != nil {
 			fmt.Fprintln(stderr, "retrypolicy:", openErr)
 			return exitIO

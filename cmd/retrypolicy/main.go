@@ -82,7 +82,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "lint":
 		return runLint(rest, stdin, stdout, stderr)
 	case "simulate":
-		return runSimulate(rest, stdout, stderr)
+		return runSimulate(rest, stdin, stdout, stderr)
 	case "serve":
 		return runServe(rest, stdout, stderr)
 	case "version", "--version":
@@ -210,7 +210,7 @@ func parseInput(fs *flag.FlagSet, args []string, stdin io.Reader, stdout, stderr
 	if stop >= 0 {
 		return nil, stop
 	}
-	in, err := openInput(positional, stdin)
+	in, err := openInput(positional, stdin, stderr, fs)
 	if err != nil {
 		fmt.Fprintln(stderr, "retrypolicy:", err)
 		return nil, exitIO
@@ -218,12 +218,38 @@ func parseInput(fs *flag.FlagSet, args []string, stdin io.Reader, stdout, stderr
 	return in, -1
 }
 
-// openInput opens FILE, or standard input for "-" or no FILE.
-func openInput(positional []string, stdin io.Reader) (io.ReadCloser, error) {
+// openInput opens FILE, or standard input for "-" or no FILE. When that
+// is a terminal, it says on stderr what the command waits for there.
+func openInput(positional []string, stdin io.Reader, stderr io.Writer, fs *flag.FlagSet) (io.ReadCloser, error) {
 	if len(positional) == 0 || positional[0] == "-" {
+		if isTerminal(stdin) {
+			fmt.Fprintf(stderr, "retrypolicy %s: reading %s from the terminal: type it and end with Ctrl-D, or give a FILE (retrypolicy %s --help)\n",
+				fs.Name(), inputs[fs.Name()], fs.Name())
+		}
 		return io.NopCloser(stdin), nil
 	}
 	return os.Open(positional[0])
+}
+
+// inputs says what each subcommand reads from its input.
+var inputs = map[string]string{
+	"validate": "a strategy (JSON)",
+	"lint":     "a strategy (JSON)",
+	"plan":     "a strategy (JSON)",
+	"decide":   "requests (JSON, one after another)",
+	"simulate": "a strategy (JSON)",
+}
+
+// isTerminal reports whether r is a character device, as a terminal is
+// (and /dev/null, which ends at once): where a reader waits for a person
+// who may not know it is being waited for.
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
 // printProblems writes one line per problem of a validation error, each

@@ -40,7 +40,7 @@ due with the jitter at its least, then what retrypolicy lint finds in the strate
 	}
 	s := retrypolicy.Default()
 	if len(positional) > 0 {
-		in, err := openInput(positional, stdin)
+		in, err := openInput(positional, stdin, stderr, fs)
 		if err != nil {
 			fmt.Fprintln(stderr, "retrypolicy:", err)
 			return exitIO

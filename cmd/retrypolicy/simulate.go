@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -24,10 +26,11 @@ var seedStrategies = []struct{ name, doc string }{
 	{"none", `{"strategy":"none"}`},
 }
 
-func runSimulate(args []string, stdout, stderr io.Writer) int {
+func runSimulate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("simulate", `simulate [--scenario outage|contention] [--jobs N | --clients N] [--outage D] [--tick D]
-       [--max-runs N] [--runs R] [--seed S] [--json] [--svg FILE] [STRATEGY.json …]`,
-		`Simulates a fleet under one or more strategies side by side, every retry decided by the library.
+       [--max-runs N] [--runs R] [--seed S] [--json] [--svg FILE] [STRATEGY.json|- …]`,
+		`Simulates a fleet under one or more strategies side by side (files of descriptors, - for
+standard input), every retry decided by the library. Each option belongs to one scenario.
 
 outage: --jobs jobs share a provider that is down for --outage from t = 0; a run that starts
 while it is down fails --fail-after later, one that starts after succeeds (beyond --capacity
@@ -58,17 +61,9 @@ exponential_with_jitter.`, stderr)
 	if *svgPath != "" && o.Scenario != "outage" {
 		return flagErrors(stderr, "simulate", []report.Option{{Name: "svg", Rule: "only the outage scenario draws"}})
 	}
-	var strategies []report.Named
-	for _, path := range positional {
-		s, err := readStrategyFile(path)
-		if err != nil {
-			if code := printProblems(stderr, err); code == exitInvalid {
-				fmt.Fprintf(stderr, "(in %s)\n", path)
-				return code
-			}
-			return exitIO
-		}
-		strategies = append(strategies, report.Named{Name: strings.TrimSuffix(filepath.Base(path), ".json"), Strategy: s})
+	strategies, code := readStrategies(positional, stdin, stderr, fs)
+	if code >= 0 {
+		return code
 	}
 	if o.Scenario == "contention" {
 		return simulateContention(o.Contention(), contenders(strategies), *asJSON, stdout, stderr)
@@ -95,14 +90,36 @@ func contenders(strategies []report.Named) []plan.Contender {
 	return out
 }
 
-// readStrategyFile reads one strategy descriptor from path.
-func readStrategyFile(path string) (retrypolicy.Strategy, error) {
-	in, err := os.Open(path)
-	if err != nil {
-		return retrypolicy.Strategy{}, err
+// readStrategies reads the strategy descriptors of paths ("-", at most
+// once, for standard input), each named by its file's base name. It
+// returns the exit status to stop with, or -1.
+func readStrategies(paths []string, stdin io.Reader, stderr io.Writer, fs *flag.FlagSet) ([]report.Named, int) {
+	var strategies []report.Named
+	if i := slices.Index(paths, "-"); i >= 0 && slices.Contains(paths[i+1:], "-") {
+		fmt.Fprintln(stderr, "retrypolicy: simulate: - (standard input) given more than once")
+		return nil, exitInvalid
 	}
-	defer in.Close()
-	return parseStrategy(in)
+	for _, path := range paths {
+		in, err := openInput([]string{path}, stdin, stderr, fs)
+		var s retrypolicy.Strategy
+		if err == nil {
+			s, err = parseStrategy(in)
+			in.Close()
+		}
+		if err != nil {
+			if code := printProblems(stderr, err); code == exitInvalid {
+				fmt.Fprintf(stderr, "(in %s)\n", path)
+				return nil, code
+			}
+			return nil, exitIO
+		}
+		name := strings.TrimSuffix(filepath.Base(path), ".json")
+		if path == "-" {
+			name = "stdin"
+		}
+		strategies = append(strategies, report.Named{Name: name, Strategy: s})
+	}
+	return strategies, -1
 }
 
 func simulateOutage(o plan.Outage, strategies []report.Named, asJSON bool, svgPath string, stdout, stderr io.Writer) int {

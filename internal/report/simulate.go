@@ -52,6 +52,15 @@ type SimulateOptions struct {
 	// MaxMessages is the most messages a contention follows in all; it is
 	// not a flag, and zero is plan's default.
 	MaxMessages int
+	fs          *flag.FlagSet // Define's, to tell the options set
+}
+
+// scenarioOptions names the scenario of each option that only one takes,
+// and the other scenario's option that plays its part, if any.
+var scenarioOptions = map[string]struct{ scenario, counterpart string }{
+	"jobs": {"outage", "clients"}, "outage": {"outage", ""}, "fail-after": {"outage", ""}, "spread": {"outage", ""},
+	"capacity": {"outage", ""}, "tick": {"outage", ""}, "max-runs": {"outage", ""},
+	"clients": {"contention", "jobs"}, "runs": {"contention", ""},
 }
 
 // Limits are the most that simulate's options may ask for.
@@ -65,6 +74,7 @@ var CommandLimits = Limits{Jobs: 1_000_000, Clients: 100_000, Runs: 100_000, Max
 
 // Define defines the options as flags of fs, with their defaults.
 func (o *SimulateOptions) Define(fs *flag.FlagSet) {
+	o.fs = fs
 	fs.StringVar(&o.Scenario, "scenario", "outage", "`outage` or contention")
 	o.Jobs, o.Clients, o.Runs, o.MaxRuns = 1000, 100, 100, plan.DefaultMaxRuns
 	o.Down, o.Tick = Duration(30*time.Minute), Duration(time.Minute)
@@ -112,6 +122,27 @@ func (o *SimulateOptions) Check(limits Limits) []Option {
 	if o.Down == 0 {
 		errs = append(errs, Option{"outage", "must be more than 0"})
 	}
+	return append(errs, o.otherScenario()...)
+}
+
+// otherScenario returns the options set that belong to the scenario not
+// chosen, each naming the one that plays its part in the chosen one.
+func (o *SimulateOptions) otherScenario() []Option {
+	var errs []Option
+	if o.fs == nil {
+		return nil
+	}
+	o.fs.Visit(func(f *flag.Flag) {
+		opt, ok := scenarioOptions[f.Name]
+		if !ok || opt.scenario == o.Scenario || (o.Scenario != "outage" && o.Scenario != "contention") {
+			return
+		}
+		rule := "only the " + opt.scenario + " scenario takes it"
+		if opt.counterpart != "" {
+			rule += "; in the " + o.Scenario + " scenario, " + opt.counterpart + " plays its part"
+		}
+		errs = append(errs, Option{f.Name, rule})
+	})
 	return errs
 }
 
