@@ -96,9 +96,16 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, usage)
 		return exitOK
 	}
+	if hint := echo.SuggestFrom(cmd, commands); hint != "" && len(cmd) <= echo.Max {
+		fmt.Fprintf(stderr, "retrypolicy: unknown command %s%s (retrypolicy help lists them)\n", echo.Quote(cmd), hint)
+		return exitInvalid
+	}
 	fmt.Fprintf(stderr, "retrypolicy: unknown command %s\n%s", echo.Quote(cmd), usage)
 	return exitInvalid
 }
+
+// commands are the subcommands, for a suggestion when one is mistyped.
+var commands = []string{"validate", "flags", "decide", "plan", "lint", "simulate", "serve", "version", "help"}
 
 // newFlagSet returns a flag set for a subcommand whose --help prints the
 // synopsis, the description and the options, each named with two dashes

@@ -41,6 +41,7 @@ const (
 var cliCases = []cliCase{
 	{"no-arguments", nil, ""},
 	{"unknown-command", []string{"frobnicate"}, ""},
+	{"mistyped-command", []string{"valdiate"}, ""},
 	{"help", []string{"--help"}, ""},
 	{"version", []string{"version"}, ""},
 

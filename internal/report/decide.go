@@ -111,9 +111,6 @@ func (d *Decider) read(doc []byte) (req request, ok bool) {
 	doc, offset := wire.TrimBOM(doc)
 	s := &d.scan
 	s.Reset(doc)
-	var seen [len(requestKeys)]bool
-	var strays []string // unknown and repeated keys, reported after the fields
-	strayMore := 0
 	if s.Peek() != '{' {
 		if v := s.Value(1); v != nil && s.Peek() == 0 {
 			d.probs.add("$: must be a JSON object, got " + kindOf(v))
@@ -122,41 +119,8 @@ func (d *Decider) read(doc []byte) (req request, ok bool) {
 		d.syntax(s, doc, offset)
 		return req, false
 	}
-	s.Next()
-	for first := true; !s.Bad(); first = false {
-		if s.Peek() == '}' && first {
-			s.Next()
-			break
-		}
-		key := s.Str()
-		if s.Bad() || !s.Consume(':') {
-			break
-		}
-		k := keyIndex(key)
-		switch {
-		case k >= 0 && !seen[k]:
-			seen[k] = true
-			d.field(s, k, &req)
-		case len(strays) == wire.MaxProblems:
-			strayMore++ // not worth writing out
-			s.Value(2)
-		case k < 0:
-			strays = append(strays, echo.Text(jsonscan.Unquoted(key))+": unknown field")
-			s.Value(2)
-		default:
-			strays = append(strays, requestKeys[k]+": duplicate key")
-			s.Value(2)
-		}
-		if s.Bad() {
-			break
-		}
-		if s.Peek() == ',' {
-			s.Next()
-			continue
-		}
-		s.Consume('}')
-		break
-	}
+	var seen [len(requestKeys)]bool
+	strays := d.members(s, &req, &seen)
 	if s.Bad() {
 		d.probs = problems{list: d.probs.list[:0]}
 		d.syntax(s, doc, offset)
@@ -165,24 +129,74 @@ func (d *Decider) read(doc []byte) (req request, ok bool) {
 	if s.Peek() != 0 {
 		d.probs.add("$: must hold one JSON object and nothing after it")
 	}
-	if !seen[kFailures] || len(d.failures) == 0 && !d.hasProblemWith("failures") {
-		if seen[kFailures] {
-			d.probs.add("failures: must hold at least one failure")
-		} else {
-			d.probs.add("failures: required")
-		}
-	}
-	if !seen[kNow] {
-		d.probs.add("now: required")
-	}
-	for _, p := range strays {
+	d.required(&seen)
+	for _, p := range strays.list {
 		d.probs.add(p)
 	}
-	d.probs.more += strayMore
+	d.probs.more += strays.more
 	if req.policy == nil && !d.hasProblemWith("retry_strategy") {
 		req.policy = d.standard
 	}
 	return req, len(d.probs.list) == 0
+}
+
+// members reads the object's members into req, marking the keys seen; it
+// returns the unknown and repeated keys, to be reported after the fields.
+func (d *Decider) members(s *jsonscan.Scanner, req *request, seen *[len(requestKeys)]bool) (strays problems) {
+	s.Next()
+	for first := true; !s.Bad(); first = false {
+		if s.Peek() == '}' && first {
+			s.Next()
+			return strays
+		}
+		key := s.Str()
+		if s.Bad() || !s.Consume(':') {
+			return strays
+		}
+		if k := keyIndex(key); k >= 0 && !seen[k] {
+			seen[k] = true
+			d.field(s, k, req)
+		} else {
+			strays.add(stray(key, k))
+			s.Value(2)
+		}
+		if s.Bad() {
+			return strays
+		}
+		if s.Peek() != ',' {
+			s.Consume('}')
+			return strays
+		}
+		s.Next()
+	}
+	return strays
+}
+
+// stray says what is wrong with a key that is not read: k is its index
+// when it is a known key seen before, else -1.
+func stray(key []byte, k int) string {
+	if k >= 0 {
+		return requestKeys[k] + ": duplicate key"
+	}
+	name := jsonscan.Unquoted(key)
+	msg := echo.Text(name) + ": unknown field"
+	if len(name) <= echo.Max {
+		msg += echo.SuggestFrom(name, requestKeys[:])
+	}
+	return msg
+}
+
+// required records the required keys that are missing or empty.
+func (d *Decider) required(seen *[len(requestKeys)]bool) {
+	switch {
+	case !seen[kFailures]:
+		d.probs.add("failures: required")
+	case len(d.failures) == 0 && !d.hasProblemWith("failures"):
+		d.probs.add("failures: must hold at least one failure")
+	}
+	if !seen[kNow] {
+		d.probs.add("now: required")
+	}
 }
 
 // syntax records the syntax error the scanner met.
@@ -241,47 +255,62 @@ func (d *Decider) field(s *jsonscan.Scanner, k int, req *request) {
 	}
 	switch k {
 	case kStrategy:
-		v := s.Value(2)
-		if v != nil {
+		if v := s.Value(2); v != nil {
 			req.policy = d.policy(v)
 		}
 	case kFailures:
 		d.readFailures(s)
 	case kUptime:
-		if s.Peek() == '"' || s.Peek() == '{' || s.Peek() == '[' || s.Peek() == 't' || s.Peek() == 'f' {
-			if v := s.Value(2); v != nil {
-				d.probs.add("last_uptime_secs: must be a number, got " + shown(v))
-			}
-			return
-		}
-		if n := s.Number(); n != nil {
-			req.uptime = jsonscan.Seconds(n)
-		}
+		d.readUptime(s, req)
 	case kSeed:
-		if s.Peek() != '"' {
-			if v := s.Value(2); v != nil {
-				d.probs.add("jitter_seed: must be a string, got " + shown(v))
-			}
-			return
-		}
-		// The seed is the FNV-1a hash of the string's bytes, as
-		// SeedFromString computes it, bytes that are not UTF-8 included.
-		h := wire.NewSeed()
-		jsonscan.Unquote(s.Str(), h.Add)
-		req.seed = uint64(h)
+		d.readSeed(s, req)
 	case kNow:
-		if s.Peek() != '"' {
-			if v := s.Value(2); v != nil {
-				d.probs.add("now: must be an RFC 3339 time, got " + shown(v))
-			}
-			return
+		d.readNow(s, req)
+	}
+}
+
+// readUptime reads last_uptime_secs, a number.
+func (d *Decider) readUptime(s *jsonscan.Scanner, req *request) {
+	switch s.Peek() {
+	case '"', '{', '[', 't', 'f':
+		if v := s.Value(2); v != nil {
+			d.probs.add("last_uptime_secs: must be a number, got " + shown(v))
 		}
-		raw := s.Str()
-		if t, ok := jsonscan.RFC3339(raw); ok {
-			req.now = t
-		} else if !s.Bad() {
-			d.probs.add("now: must be an RFC 3339 time, got " + echo.Quote(jsonscan.Unquoted(raw)))
+		return
+	}
+	if n := s.Number(); n != nil {
+		req.uptime = jsonscan.Seconds(n)
+	}
+}
+
+// readSeed reads jitter_seed, a string, into its seed: the FNV-1a hash of
+// the string's bytes, as SeedFromString computes it, bytes that are not
+// UTF-8 included.
+func (d *Decider) readSeed(s *jsonscan.Scanner, req *request) {
+	if s.Peek() != '"' {
+		if v := s.Value(2); v != nil {
+			d.probs.add("jitter_seed: must be a string, got " + shown(v))
 		}
+		return
+	}
+	h := wire.NewSeed()
+	jsonscan.Unquote(s.Str(), h.Add)
+	req.seed = uint64(h)
+}
+
+// readNow reads now, an RFC 3339 time.
+func (d *Decider) readNow(s *jsonscan.Scanner, req *request) {
+	if s.Peek() != '"' {
+		if v := s.Value(2); v != nil {
+			d.probs.add("now: must be an RFC 3339 time, got " + shown(v))
+		}
+		return
+	}
+	raw := s.Str()
+	if t, ok := jsonscan.RFC3339(raw); ok {
+		req.now = t
+	} else if !s.Bad() {
+		d.probs.add("now: must be an RFC 3339 time, got " + echo.Quote(jsonscan.Unquoted(raw)))
 	}
 }
 
