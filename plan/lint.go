@@ -120,6 +120,43 @@ func (r Report) Warnings() int {
 // few thousand failures and returns the report so far (not Settled) with
 // an error that wraps ctx's.
 func Lint(ctx context.Context, s retrypolicy.Strategy) (Report, error) {
+	return lint(ctx, s, &descriptorTerms)
+}
+
+// LintGo is Lint for a strategy built in Go: its findings name the
+// Strategy's fields and Go's units (Backoff.BaseDelay, time.Hour), not the
+// descriptor's (base_delay_secs, 3600).
+func LintGo(ctx context.Context, s retrypolicy.Strategy) (Report, error) {
+	return lint(ctx, s, &goTerms)
+}
+
+// terms are the names a finding gives the strategy's fields.
+type terms struct {
+	maxAttempts, window, base, maxDelay string
+	capExample                          string // maxDelay set to an hour
+	windowOf                            func(secs int64) string
+	noCapIsOften                        string // why a backoff without a cap may not be meant
+}
+
+// descriptorTerms name the descriptor's fields, as JSON and the flags
+// have them.
+var descriptorTerms = terms{
+	maxAttempts: "max_attempts", window: "window_secs", base: "base_delay_secs", maxDelay: "max_delay_secs",
+	capExample:   "max_delay_secs, for example 3600 (an hour)",
+	windowOf:     func(secs int64) string { return fmt.Sprintf("window_secs %d", secs) },
+	noCapIsOften: "a backoff given without max_delay_secs (or --retry-strategy without --retry-max-delay-secs) has none, while an omitted backoff stops at an hour",
+}
+
+// goTerms name a Strategy's Go fields.
+var goTerms = terms{
+	maxAttempts: "MaxAttempts", window: "Window", base: "Backoff.BaseDelay", maxDelay: "Backoff.MaxDelay",
+	capExample:   "Backoff.MaxDelay, for example time.Hour",
+	windowOf:     func(secs int64) string { return fmt.Sprintf("Window: %d * time.Second", secs) },
+	noCapIsOften: "a Backoff that sets other fields but not MaxDelay has none, while the zero Backoff stops at an hour",
+}
+
+// lint is Lint with the findings in t's terms.
+func lint(ctx context.Context, s retrypolicy.Strategy, t *terms) (Report, error) {
 	p, s, err := unjittered(s)
 	if err != nil {
 		return Report{}, err
@@ -131,7 +168,7 @@ func Lint(ctx context.Context, s retrypolicy.Strategy) (Report, error) {
 	if facts.LongestAt > 0 {
 		r.Summary.FirstStepUptime = firstStepUptime(p, facts.longestCount)
 	}
-	r.Findings = find(p, r.Strategy, &facts)
+	r.Findings = find(p, r.Strategy, &facts, t)
 	return r, err
 }
 
@@ -277,8 +314,9 @@ func climb(p *retrypolicy.Policy, n int) (time.Duration, bool) {
 	return sum, true
 }
 
-// find returns the findings of s, whose crash loop under p showed f.
-func find(p *retrypolicy.Policy, s retrypolicy.Strategy, f *loopFacts) []Finding {
+// find returns the findings of s, whose crash loop under p showed f, in
+// t's terms.
+func find(p *retrypolicy.Policy, s retrypolicy.Strategy, f *loopFacts, t *terms) []Finding {
 	var out []Finding
 	add := func(code string, sev Severity, fix string, format string, args ...any) {
 		out = append(out, Finding{Code: code, Severity: sev, Message: fmt.Sprintf(format, args...), Fix: fix})
@@ -286,16 +324,16 @@ func find(p *retrypolicy.Policy, s retrypolicy.Strategy, f *loopFacts) []Finding
 	b := s.Backoff
 	exponential := b.Kind == retrypolicy.Exponential || b.Kind == retrypolicy.ExponentialWithJitter
 	if s.Kind == retrypolicy.Bounded && f.Settled && !f.Fatal {
-		add("never-fatal", Warning, neverFatalFix(p, s, f.MostInWindow),
-			"bounded never gives up when every run crashes: its %s window holds at most %d failures, short of max_attempts %d, so it retries forever as unless_stopped does",
-			show(s.Window), f.MostInWindow, s.MaxAttempts)
+		add("never-fatal", Warning, neverFatalFix(p, s, f.MostInWindow, t),
+			"bounded never gives up when every run crashes: its %s window holds at most %d failures, short of %s %d, so it retries forever as unless_stopped does",
+			show(s.Window), f.MostInWindow, t.maxAttempts, s.MaxAttempts)
 	}
 	if s.Kind == retrypolicy.Bounded && f.Fatal && f.TimeToFatal < time.Minute {
-		add("gives-up-fast", Warning, "raise base_delay_secs, the multiplier or max_attempts, so that the failures that make it fatal take longer than the outages the job should ride out",
+		add("gives-up-fast", Warning, "raise "+t.base+", the multiplier or "+t.maxAttempts+", so that the failures that make it fatal take longer than the outages the job should ride out",
 			"gives up %s after its first failure when every run crashes (failure %d): an outage that long makes the job FATAL", show(f.TimeToFatal), f.FailuresToFatal)
 	}
 	if f.zeroAt > 0 {
-		add("zero-delay", Warning, "raise base_delay_secs or the multiplier, so that no delay floors to 0 ns",
+		add("zero-delay", Warning, "raise "+t.base+" or the multiplier, so that no delay floors to 0 ns",
 			"from failure %d the crash loop waits 0s: every retry is due at once, a retry storm (under a controller, a retry on every tick)", f.zeroAt)
 	}
 	if exponential && b.Multiplier < 1 {
@@ -303,10 +341,10 @@ func find(p *retrypolicy.Policy, s retrypolicy.Strategy, f *loopFacts) []Finding
 			"multiplier %v is below 1: each delay is shorter than the one before (%s)", b.Multiplier, firstDelays(p))
 	}
 	if exponential && b.MaxDelay == 0 && b.Multiplier > 1 {
-		noCap(add, f)
+		noCap(add, f, t)
 	}
 	if exponential && b.Multiplier > 1 && f.Settled && !f.Fatal {
-		windowForgets(add, s, f)
+		windowForgets(add, s, f, t)
 	}
 	if s.Kind == retrypolicy.None {
 		add("never-retries", Info, "use bounded or unless_stopped for a job that should survive a transient error",
@@ -326,20 +364,20 @@ type adder func(code string, sev Severity, fix string, format string, args ...an
 // noCap records that an exponential backoff has no cap: a warning when its
 // waits pass a day, else an info, since a backoff without max_delay_secs
 // is often the flags' default rather than a choice.
-func noCap(add adder, f *loopFacts) {
-	const fix = "set max_delay_secs, for example 3600 (an hour)"
+func noCap(add adder, f *loopFacts, t *terms) {
+	fix := "set " + t.capExample
 	if f.LongestWait > 24*time.Hour {
-		add("no-cap", Warning, fix, "no max_delay_secs: when every run crashes the waits grow to %s (failure %d)", show(f.LongestWait), f.LongestAt)
+		add("no-cap", Warning, fix, "no %s: when every run crashes the waits grow to %s (failure %d)", t.maxDelay, show(f.LongestWait), f.LongestAt)
 		return
 	}
-	add("no-cap", Info, fix+", if a cap was meant: a backoff given without max_delay_secs (or --retry-strategy without --retry-max-delay-secs) has none, while an omitted backoff stops at an hour",
-		"no max_delay_secs: no cap but the 100-year ceiling, though in the crash loop the waits stay under a day (at most %s)", show(f.LongestWait))
+	add("no-cap", Info, fix+", if a cap was meant: "+t.noCapIsOften,
+		"no %s: no cap but the 100-year ceiling, though in the crash loop the waits stay under a day (at most %s)", t.maxDelay, show(f.LongestWait))
 }
 
 // windowForgets records that a loop that never gives up settles below the
 // delay's limit: the window forgets failures before the delay reaches it,
 // so the waits cycle, or stay on a plateau (SEMANTICS section 5).
-func windowForgets(add adder, s retrypolicy.Strategy, f *loopFacts) {
+func windowForgets(add adder, s retrypolicy.Strategy, f *loopFacts, t *terms) {
 	limit, limitText := 100*365*24*time.Hour, "the 100-year ceiling"
 	if s.Backoff.MaxDelay > 0 {
 		limit, limitText = s.Backoff.MaxDelay, "its cap of "+show(s.Backoff.MaxDelay)
@@ -347,11 +385,11 @@ func windowForgets(add adder, s retrypolicy.Strategy, f *loopFacts) {
 	switch {
 	case f.LongestWait >= limit:
 	case f.fallAt > 0:
-		add("window-forgets", Info, fmt.Sprintf("to settle at a longer wait, lower max_delay_secs or the multiplier until the window holds the failures that reach it (retrypolicy plan --failures %d shows the cycle)", f.fallAt+12),
+		add("window-forgets", Info, fmt.Sprintf("to settle at a longer wait, lower "+t.maxDelay+" or the multiplier until the window holds the failures that reach it (retrypolicy plan --failures %d shows the cycle)", f.fallAt+12),
 			"the %s window forgets failures before the delay reaches %s: waits climb to %s, fall back to %s at failure %d, and cycle",
 			show(windowOf(s)), limitText, show(f.LongestWait), show(f.fallTo), f.fallAt)
 	default:
-		add("window-forgets", Info, fmt.Sprintf("to climb further, lengthen window_secs until it holds the failures that reach the cap, or lower the multiplier (retrypolicy plan --failures %d shows the plateau)", f.MostInWindow+6),
+		add("window-forgets", Info, fmt.Sprintf("to climb further, lengthen "+t.window+" until it holds the failures that reach the cap, or lower the multiplier (retrypolicy plan --failures %d shows the plateau)", f.MostInWindow+6),
 			"the %s window forgets failures before the delay reaches %s: it never holds more than %d, so the waits climb to %s and stay there",
 			show(windowOf(s)), limitText, f.MostInWindow, show(f.LongestWait))
 	}
@@ -359,11 +397,11 @@ func windowForgets(add adder, s retrypolicy.Strategy, f *loopFacts) {
 
 // neverFatalFix says which window, or which max_attempts, would make a
 // never-fatal strategy give up.
-func neverFatalFix(p *retrypolicy.Policy, s retrypolicy.Strategy, most int) string {
-	fix := fmt.Sprintf("set max_attempts to at most %d, or shorten the delays", most)
+func neverFatalFix(p *retrypolicy.Policy, s retrypolicy.Strategy, most int, t *terms) string {
+	fix := fmt.Sprintf("set %s to at most %d, or shorten the delays", t.maxAttempts, most)
 	if need, ok := climb(p, s.MaxAttempts); ok {
-		secs := (need + time.Second - 1) / time.Second
-		return fmt.Sprintf("a window of at least %ds (window_secs %d) holds %d failures; or %s", secs, secs, s.MaxAttempts, fix)
+		secs := int64((need + time.Second - 1) / time.Second)
+		return fmt.Sprintf("a window of at least %ds (%s) holds %d failures; or %s", secs, t.windowOf(secs), s.MaxAttempts, fix)
 	}
 	return fmt.Sprintf("no window of up to 7 days holds %d failures with these delays: %s", s.MaxAttempts, fix)
 }

@@ -361,3 +361,30 @@ func BenchmarkLint(b *testing.B) {
 		})
 	}
 }
+
+// TestLintGoSpeaksGo: for a strategy built in Go, the findings name its Go
+// fields and Go's units, never the descriptor's.
+func TestLintGoSpeaksGo(t *testing.T) {
+	for _, s := range []retrypolicy.Strategy{
+		{Kind: retrypolicy.Bounded, MaxAttempts: 5, Window: time.Minute, Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: 30 * time.Second}},
+		{Kind: retrypolicy.Bounded, MaxAttempts: 3, Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: time.Second}},
+		{Kind: retrypolicy.UnlessStopped, Backoff: retrypolicy.Backoff{BaseDelay: time.Second}},
+		{Kind: retrypolicy.Bounded, MaxAttempts: 30, Window: 7 * 24 * time.Hour, Backoff: retrypolicy.Backoff{BaseDelay: time.Second}},
+	} {
+		r, err := LintGo(context.Background(), s)
+		require.NoError(t, err)
+		require.NotEmpty(t, r.Findings)
+		for _, f := range r.Findings {
+			for _, json := range []string{"_secs", "max_attempts"} {
+				assert.NotContains(t, f.Message+f.Fix, json, f.Code)
+			}
+		}
+	}
+	r, err := LintGo(context.Background(), retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 5, Window: time.Minute,
+		Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: 30 * time.Second}})
+	require.NoError(t, err)
+	assert.Equal(t, "a window of at least 120s (Window: 120 * time.Second) holds 5 failures; or set MaxAttempts to at most 3, or shorten the delays", r.Findings[0].Fix)
+	r, err = LintGo(context.Background(), retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped, Backoff: retrypolicy.Backoff{BaseDelay: time.Second}})
+	require.NoError(t, err)
+	assert.Equal(t, "set Backoff.MaxDelay, for example time.Hour, if a cap was meant: a Backoff that sets other fields but not MaxDelay has none, while the zero Backoff stops at an hour", r.Findings[0].Fix)
+}

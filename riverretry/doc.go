@@ -42,9 +42,9 @@
 // (written to the database by other means) runs under its kind's strategy,
 // with a log line on each read; never under River's default schedule.
 //
-// New lints Config.Default and each of Config.Kinds with plan.Lint
+// New lints Config.Default and each of Config.Kinds with plan.LintGo
 // (github.com/retrypolicy/retrypolicy/plan) and logs each warning once, at
-// Warn, naming the field: a bounded strategy that never gives up, one
+// Warn, naming the field, its fix in the Strategy's Go names: a bounded strategy that never gives up, one
 // that gives up within a minute of an outage, waits that grow to days, a
 // retry storm. It still returns the policy: a warning is not an error.
 //

@@ -94,7 +94,7 @@ var (
 
 // New returns a Policy for cfg. It returns an error naming the kind and
 // the field for an invalid strategy in cfg, and logs at Warn, once, each
-// trap that plan.Lint finds in its strategies.
+// trap that plan.LintGo finds in its strategies.
 func New(cfg Config) (*Policy, error) {
 	p := &Policy{
 		kinds:       make(map[string]*retrypolicy.Policy, len(cfg.Kinds)),
@@ -125,11 +125,11 @@ func New(cfg Config) (*Policy, error) {
 	return p, nil
 }
 
-// lint logs, once, each warning plan.Lint finds in the strategy of a
-// Config field: a bounded strategy that never gives up, waits that grow
-// to days, a retry storm.
+// lint logs, once, each warning plan.LintGo finds in the strategy of a
+// Config field, in the names of its Go fields: a bounded strategy that
+// never gives up, waits that grow to days, a retry storm.
 func (p *Policy) lint(field string, s retrypolicy.Strategy) {
-	report, err := plan.Lint(context.Background(), s) // s compiled: no error
+	report, err := plan.LintGo(context.Background(), s) // s compiled: no error
 	if err != nil {
 		return
 	}

@@ -248,7 +248,9 @@ func TestNewLogsTheTrapsOfItsStrategies(t *testing.T) {
 	assert.Equal(t, "WARN", entry["level"])
 	assert.Equal(t, "never-fatal", entry["code"])
 	assert.Contains(t, entry["msg"], `Config.Kinds["email"]: bounded never gives up`)
-	assert.Contains(t, entry["fix"], "window_secs 120")
+	assert.Contains(t, entry["msg"], "short of MaxAttempts 5", "a strategy built in Go is spoken of in Go's names")
+	assert.Contains(t, entry["fix"], "(Window: 120 * time.Second)")
+	assert.NotContains(t, entry["fix"], "_secs")
 }
 
 // TestInstall: it sets the retry policy, the error handler, the

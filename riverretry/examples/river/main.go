@@ -132,43 +132,23 @@ func run(ctx context.Context, out io.Writer, databaseURL string, configure func(
 	return runOn(ctx, out, riversqlite.New(db), configure)
 }
 
-func runOn[TTx any](ctx context.Context, out io.Writer, driver riverdriver.Driver[TTx], configure func(*river.Config)) error {
-	migrator, err := rivermigrate.New(driver, nil)
-	if err != nil {
-		return err
-	}
-	if _, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
-		return fmt.Errorf("migrating: %w", err)
-	}
+// exampleJobs are the jobs the example runs, with what their timelines
+// say of their strategies.
+var exampleJobs = []struct {
+	args     river.JobArgs
+	strategy string // what the timeline says of it
+	metadata string
+}{
+	{emailArgs{behaviour{Name: "send-welcome-email", Fail: 2}}, "its kind's: bounded, 4 failures within 1m, exponential from 100ms ×2", ""},
+	{reportArgs{behaviour{Name: "render-report", Fail: 2, PanicAt: 1}}, "its kind's: unless_stopped, exponential with jitter from 300ms ×2", ""},
+	{reportArgs{behaviour{Name: "rebuild-index", Run: 700 * time.Millisecond, Fail: 2}}, "its kind's, and each run lasts 700ms: uptime credit", ""},
+	{chargeArgs{behaviour{Name: "charge-card", Fail: 1 << 30}}, "its own: " + chargeStrategy, `{"retry_strategy": ` + chargeStrategy + `}`},
+}
 
-	// The policy logs each decision at the Debug level; the timelines
-	// take them from there.
-	decided := &decisionLog{lines: map[[2]int64]string{}}
-	policy, err := riverretry.New(riverretry.Config{
-		Kinds:  map[string]retrypolicy.Strategy{"email": emailStrategy, "report": reportStrategy},
-		Logger: slog.New(decided),
-	})
-	if err != nil {
-		return err
-	}
-	workers := river.NewWorkers()
-	river.AddWorker(workers, &worker[emailArgs]{})
-	river.AddWorker(workers, &worker[reportArgs]{})
-	river.AddWorker(workers, &worker[chargeArgs]{})
-	config := &river.Config{
-		Queues:            map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 10}},
-		Workers:           workers,
-		FetchPollInterval: 20 * time.Millisecond, // SQLite has no LISTEN: poll often, for a brisk demo
-		FetchCooldown:     10 * time.Millisecond,
-		Logger:            quietLogger(),
-	}
-	if configure != nil {
-		configure(config)
-	}
-	if err := policy.Install(config); err != nil {
-		return err
-	}
-	client, err := river.NewClient(driver, config)
+// runOn runs the example's jobs through a River client on driver and
+// prints their timelines.
+func runOn[TTx any](ctx context.Context, out io.Writer, driver riverdriver.Driver[TTx], configure func(*river.Config)) error {
+	client, decided, err := newClient(ctx, driver, configure)
 	if err != nil {
 		return err
 	}
@@ -180,18 +160,8 @@ func runOn[TTx any](ctx context.Context, out io.Writer, driver riverdriver.Drive
 	defer client.Stop(context.WithoutCancel(ctx))
 
 	start := time.Now()
-	jobs := []struct {
-		args     river.JobArgs
-		strategy string // what the timeline says of it
-		metadata string
-	}{
-		{emailArgs{behaviour{Name: "send-welcome-email", Fail: 2}}, "its kind's: bounded, 4 failures within 1m, exponential from 100ms ×2", ""},
-		{reportArgs{behaviour{Name: "render-report", Fail: 2, PanicAt: 1}}, "its kind's: unless_stopped, exponential with jitter from 300ms ×2", ""},
-		{reportArgs{behaviour{Name: "rebuild-index", Run: 700 * time.Millisecond, Fail: 2}}, "its kind's, and each run lasts 700ms: uptime credit", ""},
-		{chargeArgs{behaviour{Name: "charge-card", Fail: 1 << 30}}, "its own: " + chargeStrategy, `{"retry_strategy": ` + chargeStrategy + `}`},
-	}
-	names := map[int64]int{}
-	for i, j := range jobs {
+	names := map[int64]int{} // job id → index in exampleJobs
+	for i, j := range exampleJobs {
 		opts := &river.InsertOpts{}
 		if j.metadata != "" {
 			opts.Metadata = []byte(j.metadata)
@@ -202,34 +172,11 @@ func runOn[TTx any](ctx context.Context, out io.Writer, driver riverdriver.Drive
 		}
 		names[res.Job.ID] = i
 	}
-
-	timelines := map[int64][]string{}
-	for ended := 0; ended < len(jobs); {
-		var ev *river.Event
-		select {
-		case ev = <-events:
-		case <-time.After(time.Minute):
-			return errors.New("the jobs did not end within a minute")
-		}
-		line, final := describe(ev, start, decided)
-		timelines[ev.Job.ID] = append(timelines[ev.Job.ID], line)
-		if final {
-			ended++
-		}
+	timelines, err := collect(events, start, decided)
+	if err != nil {
+		return err
 	}
-
-	ids := make([]int64, 0, len(timelines))
-	for id := range timelines {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(a, b int) bool { return ids[a] < ids[b] })
-	for _, id := range ids {
-		j := jobs[names[id]]
-		fmt.Fprintf(out, "\n%s (%s), strategy %s\n", j.args.(args).how().Name, j.args.Kind(), j.strategy)
-		for _, line := range timelines[id] {
-			fmt.Fprintln(out, "  "+line)
-		}
-	}
+	printTimelines(out, timelines, names)
 
 	// An insert is checked as the jobs are: a job whose strategy is invalid
 	// is refused, naming the field, and nothing of its batch is inserted.
@@ -238,6 +185,84 @@ func runOn[TTx any](ctx context.Context, out io.Writer, driver riverdriver.Drive
 	})
 	fmt.Fprintf(out, "\nAn insert with an invalid strategy is refused, as it should be:\n  %v\n", err)
 	return nil
+}
+
+// newClient migrates River's schema on driver and returns a client with
+// the policy installed, and the log of the policy's decisions.
+func newClient[TTx any](ctx context.Context, driver riverdriver.Driver[TTx], configure func(*river.Config)) (*river.Client[TTx], *decisionLog, error) {
+	migrator, err := rivermigrate.New(driver, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return nil, nil, fmt.Errorf("migrating: %w", err)
+	}
+	// The policy logs each decision at the Debug level; the timelines
+	// take them from there.
+	decided := &decisionLog{lines: map[[2]int64]string{}}
+	policy, err := riverretry.New(riverretry.Config{
+		Kinds:  map[string]retrypolicy.Strategy{"email": emailStrategy, "report": reportStrategy},
+		Logger: slog.New(decided),
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	workers := river.NewWorkers()
+	river.AddWorker(workers, &worker[emailArgs]{})
+	river.AddWorker(workers, &worker[reportArgs]{})
+	river.AddWorker(workers, &worker[chargeArgs]{})
+	config := &river.Config{
+		Queues:            map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 10}},
+		Workers:           workers,
+		FetchPollInterval: 20 * time.Millisecond, // SQLite has no LISTEN: poll often, for a brisk demo
+		FetchCooldown:     10 * time.Millisecond, // and River refuses a poll shorter than the cooldown
+		Logger:            quietLogger(),
+	}
+	if configure != nil {
+		configure(config)
+	}
+	if err := policy.Install(config); err != nil {
+		return nil, nil, err
+	}
+	client, err := river.NewClient(driver, config)
+	return client, decided, err
+}
+
+// collect reads events until every job has ended, and returns each job's
+// timeline lines, by job id.
+func collect(events <-chan *river.Event, start time.Time, decided *decisionLog) (map[int64][]string, error) {
+	timelines := map[int64][]string{}
+	for ended := 0; ended < len(exampleJobs); {
+		var ev *river.Event
+		select {
+		case ev = <-events:
+		case <-time.After(time.Minute):
+			return nil, errors.New("the jobs did not end within a minute")
+		}
+		line, final := describe(ev, start, decided)
+		timelines[ev.Job.ID] = append(timelines[ev.Job.ID], line)
+		if final {
+			ended++
+		}
+	}
+	return timelines, nil
+}
+
+// printTimelines prints the timelines in the order the jobs were
+// inserted.
+func printTimelines(out io.Writer, timelines map[int64][]string, names map[int64]int) {
+	ids := make([]int64, 0, len(timelines))
+	for id := range timelines {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(a, b int) bool { return ids[a] < ids[b] })
+	for _, id := range ids {
+		j := exampleJobs[names[id]]
+		fmt.Fprintf(out, "\n%s (%s), strategy %s\n", j.args.(args).how().Name, j.args.Kind(), j.strategy)
+		for _, line := range timelines[id] {
+			fmt.Fprintln(out, "  "+line)
+		}
+	}
 }
 
 // describe words one event of a job's timeline, with times since start,
