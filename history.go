@@ -49,9 +49,10 @@ func (h *History) policy() *Policy {
 }
 
 // Record adds a failure at failedAt of a run that lasted uptime: when it is
-// the newest failure held, its uptime is the one [History.Decide] credits (a
-// negative one is 0). It returns an error, and records nothing, for an
-// instant outside 1677-09-21 to 2262-04-11 (int64 nanoseconds).
+// the newest failure held, its uptime is the one [History.Decide] credits.
+// A negative uptime is taken as 0, not refused. It returns an error, and
+// records nothing, for an instant outside 1677-09-21 to 2262-04-11 (int64
+// nanoseconds).
 func (h *History) Record(failedAt time.Time, uptime time.Duration) error {
 	ns, ok := unixNano(failedAt)
 	if !ok {

@@ -73,10 +73,15 @@ func RetryAfter(err error, d time.Duration) error {
 	return &retryAfterError{err, max(d, 0)}
 }
 
-// IsPermanent reports whether Permanent marked err or an error it wraps.
+// IsPermanent reports whether err, or an error it wraps, must not be
+// retried: one that Permanent marked, or the *GiveUpError of a Retry that
+// gave up because its error was not retryable (reason NotRetryable), so
+// that a loop around Retry, or a queue running a job that calls it, stops
+// too.
 func IsPermanent(err error) bool {
 	var pe *permanentError
-	return errors.As(err, &pe)
+	var gu *GiveUpError
+	return errors.As(err, &pe) || errors.As(err, &gu) && gu.Reason == NotRetryable
 }
 
 // RetryAfterWait returns the wait RetryAfter marked err or an error it wraps

@@ -515,3 +515,41 @@ func TestMarksReadThroughWrapping(t *testing.T) {
 		assert.Equal(t, tc.want, got, "%v", tc.err)
 	}
 }
+
+// TestIsPermanentSeesAGiveUpOnAPermanentError: the error a Retry returns
+// when op's error was permanent is permanent too, so that an outer loop
+// or a queue does not retry what the inner loop would not; a give-up for
+// any other reason is not.
+func TestIsPermanentSeesAGiveUpOnAPermanentError(t *testing.T) {
+	base := errors.New("404")
+	_, err := Retry(context.Background(), Strategy{Kind: Bounded, MaxAttempts: 3}, func(context.Context) (int, error) {
+		return 0, Permanent(base)
+	})
+	var gu *GiveUpError
+	require.ErrorAs(t, err, &gu)
+	require.Equal(t, NotRetryable, gu.Reason)
+	assert.True(t, IsPermanent(err))
+	assert.True(t, IsPermanent(fmt.Errorf("job: %w", err)))
+
+	_, err = Retry(context.Background(), Strategy{Kind: Bounded, MaxAttempts: 1}, func(context.Context) (int, error) {
+		return 0, base
+	})
+	require.ErrorAs(t, err, &gu)
+	require.Equal(t, AttemptsExhausted, gu.Reason)
+	assert.False(t, IsPermanent(err), "attempts exhausted: another loop may try again later")
+}
+
+// TestRecordTakesANegativeUptimeAsZero: Record takes a negative uptime as
+// a run of no length, as its doc says, rather than refusing it.
+func TestRecordTakesANegativeUptimeAsZero(t *testing.T) {
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	neg, zero := NewHistory(nil), NewHistory(nil)
+	require.NoError(t, neg.Record(at, -time.Hour))
+	require.NoError(t, zero.Record(at, 0))
+	dn, err := neg.Decide(0, at)
+	require.NoError(t, err)
+	dz, err := zero.Decide(0, at)
+	require.NoError(t, err)
+	assert.Equal(t, dz, dn)
+	assert.Equal(t, time.Second, dn.Delay)
+}

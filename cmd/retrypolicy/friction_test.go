@@ -70,3 +70,20 @@ func TestSimulateRefusesTheOtherScenariosOptions(t *testing.T) {
 	assert.Contains(t, stderr, "--clients: only the contention scenario takes it; in the outage scenario, jobs plays its part")
 	assert.Contains(t, stderr, "--runs: only the contention scenario takes it (see")
 }
+
+// TestSVGPathIsCheckedFirst: plan and simulate with an --svg path that
+// cannot be written fail before printing anything, and leave no file
+// behind when they can.
+func TestSVGPathIsCheckedFirst(t *testing.T) {
+	for _, args := range [][]string{{"plan", "--svg", "/nonexistent/x.svg"}, {"simulate", "--jobs", "10", "--svg", "/nonexistent/x.svg"}} {
+		code, stdout, stderr := runText(args, nil, "")
+		assert.Equal(t, exitIO, code, args)
+		assert.Empty(t, stdout, "nothing printed before the error")
+		assert.Equal(t, "retrypolicy: open /nonexistent/x.svg: no such file or directory\n", stderr)
+	}
+	path := t.TempDir() + "/plan.svg"
+	code, _, stderr := runText([]string{"plan", "--svg", path, "-"}, nil, `{"strategy":"bounded"}`)
+	assert.Equal(t, exitInvalid, code, stderr)
+	_, err := os.Stat(path)
+	assert.ErrorIs(t, err, os.ErrNotExist, "the check leaves no file")
+}

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -37,6 +39,10 @@ due with the jitter at its least, then what retrypolicy lint finds in the strate
 	}
 	if errs := o.Check(); errs != nil {
 		return flagErrors(stderr, "plan", errs)
+	}
+	if err := checkOutput(*svgPath); err != nil {
+		fmt.Fprintln(stderr, "retrypolicy:", err)
+		return exitIO
 	}
 	s := retrypolicy.Default()
 	if len(positional) > 0 {
@@ -75,6 +81,25 @@ due with the jitter at its least, then what retrypolicy lint finds in the strate
 		}
 	}
 	return exitOK
+}
+
+// checkOutput returns the error that writing path would meet, before any
+// work is done and anything printed: it opens the file for writing, and
+// removes it when it was not there. An empty path is no output.
+func checkOutput(path string) error {
+	if path == "" {
+		return nil
+	}
+	_, statErr := os.Stat(path)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	f.Close()
+	if errors.Is(statErr, fs.ErrNotExist) {
+		os.Remove(path)
+	}
+	return nil
 }
 
 func writeTable(w io.Writer, s retrypolicy.Strategy, uptime time.Duration, steps []plan.Step) {

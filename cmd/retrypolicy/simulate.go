@@ -61,6 +61,10 @@ exponential_with_jitter.`, stderr)
 	if *svgPath != "" && o.Scenario != "outage" {
 		return flagErrors(stderr, "simulate", []report.Option{{Name: "svg", Rule: "only the outage scenario draws"}})
 	}
+	if err := checkOutput(*svgPath); err != nil {
+		fmt.Fprintln(stderr, "retrypolicy:", err)
+		return exitIO
+	}
 	strategies, code := readStrategies(positional, stdin, stderr, fs)
 	if code >= 0 {
 		return code
