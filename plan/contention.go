@@ -214,17 +214,7 @@ func (c Contention) once(ctx context.Context, p *retrypolicy.Policy, who Contend
 				version++
 			}
 		case writeReplied:
-			if cl.ok {
-				o.completion = max(o.completion, e.at)
-				continue
-			}
-			wait, ok := c.backoff(histories[e.job], who, e, rng)
-			if !ok || wait > math.MaxInt64-e.at-time.Second { // past it the clock would overflow
-				o.gaveUp++
-				continue
-			}
-			cl.step = woke
-			q.push(run{at: e.at + wait, job: e.job})
+			c.replied(cl, e, histories[e.job], who, rng, &q, &o)
 			continue
 		case woke:
 			cl.step = readArrives - 1
@@ -233,6 +223,22 @@ func (c Contention) once(ctx context.Context, p *retrypolicy.Policy, who Contend
 		q.push(run{at: e.at + latency(), job: e.job}) // the next message on its way
 	}
 	return o, nil
+}
+
+// replied ends a client's write whose reply arrives as e: a success ends
+// the client; a failure waits its backoff and wakes, or gives up.
+func (c Contention) replied(cl *client, e run, h *retrypolicy.History, who Contender, rng *rand.Rand, q *runQueue, o *outcome) {
+	if cl.ok {
+		o.completion = max(o.completion, e.at)
+		return
+	}
+	wait, ok := c.backoff(h, who, e, rng)
+	if !ok || wait > math.MaxInt64-e.at-time.Second { // past it the clock would overflow
+		o.gaveUp++
+		return
+	}
+	cl.step = woke
+	q.push(run{at: e.at + wait, job: e.job})
 }
 
 // backoff returns how long a client waits after the failed write whose

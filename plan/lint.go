@@ -190,8 +190,7 @@ type loopFacts struct {
 func follow(ctx context.Context, p *retrypolicy.Policy) (loopFacts, error) {
 	var f loopFacts
 	var window []time.Duration // the failures in the window, ascending
-	var saved []time.Duration  // a state to meet again, newest first
-	power, lam, cycled := 1, 0, false
+	var cycle brent
 	prevOwed := time.Duration(-1)
 	for st := range crashLoop(p, loopStart, 0) {
 		if f.Failures%checkEvery == 0 && ctx.Err() != nil {
@@ -208,28 +207,9 @@ func follow(ctx context.Context, p *retrypolicy.Policy) (loopFacts, error) {
 			f.Fatal, f.FailuresToFatal, f.TimeToFatal, f.Settled = true, f.Failures, at, true
 			return f, nil
 		}
-		if wait := d.Delay; f.LongestAt == 0 || wait > f.LongestWait {
-			f.LongestWait, f.LongestAt, f.longestCount = wait, f.Failures, d.InWindow
-		}
-		if d.Delay == 0 && f.zeroAt == 0 {
-			f.zeroAt = f.Failures
-		}
-		if d.Owed < prevOwed && f.fallAt == 0 {
-			f.fallAt, f.fallTo = f.Failures, d.Owed
-		}
+		f.note(d, at, prevOwed)
 		prevOwed = d.Owed
-		if d.Delay < time.Hour-at {
-			f.RetriesFirstHour++
-		}
-		if !cycled {
-			if cycled = sameState(saved, window); !cycled {
-				if lam++; lam == power {
-					saved = state(saved[:0], window)
-					power, lam = power*2, 0
-				}
-			}
-		}
-		if cycled && d.Delay >= time.Hour-at {
+		if cycle.repeats(window) && d.Delay >= time.Hour-at {
 			f.Settled = true
 			return f, nil
 		}
@@ -238,6 +218,52 @@ func follow(ctx context.Context, p *retrypolicy.Policy) (loopFacts, error) {
 		}
 	}
 	return f, nil // the next failure is past what a History holds
+}
+
+// note records what the decision d on the failure at offset at shows: the
+// longest wait, the first zero wait, the first fall in what is owed
+// (prevOwed before it), a retry within the first hour.
+func (f *loopFacts) note(d retrypolicy.Decision, at, prevOwed time.Duration) {
+	if f.LongestAt == 0 || d.Delay > f.LongestWait {
+		f.LongestWait, f.LongestAt, f.longestCount = d.Delay, f.Failures, d.InWindow
+	}
+	if d.Delay == 0 && f.zeroAt == 0 {
+		f.zeroAt = f.Failures
+	}
+	if d.Owed < prevOwed && f.fallAt == 0 {
+		f.fallAt, f.fallTo = f.Failures, d.Owed
+	}
+	if d.Delay < time.Hour-at {
+		f.RetriesFirstHour++
+	}
+}
+
+// brent is Brent's cycle detection over the window's states: it saves a
+// state at each power of two steps and reports a cycle once a later state
+// equals the saved one.
+type brent struct {
+	saved      []time.Duration // a state to meet again, newest first
+	power, lam int
+	cycled     bool
+}
+
+// repeats reports whether the loop has come back to a state it was in,
+// the window being the current state.
+func (b *brent) repeats(window []time.Duration) bool {
+	if b.cycled {
+		return true
+	}
+	if b.cycled = sameState(b.saved, window); b.cycled {
+		return true
+	}
+	if b.power == 0 {
+		b.power = 1
+	}
+	if b.lam++; b.lam == b.power {
+		b.saved = state(b.saved[:0], window)
+		b.power, b.lam = b.power*2, 0
+	}
+	return false
 }
 
 // state appends the window's offsets from its newest failure to b, newest
@@ -321,30 +347,15 @@ func find(p *retrypolicy.Policy, s retrypolicy.Strategy, f *loopFacts, t *terms)
 	add := func(code string, sev Severity, fix string, format string, args ...any) {
 		out = append(out, Finding{Code: code, Severity: sev, Message: fmt.Sprintf(format, args...), Fix: fix})
 	}
-	b := s.Backoff
-	exponential := b.Kind == retrypolicy.Exponential || b.Kind == retrypolicy.ExponentialWithJitter
-	if s.Kind == retrypolicy.Bounded && f.Settled && !f.Fatal {
-		add("never-fatal", Warning, neverFatalFix(p, s, f.MostInWindow, t),
-			"bounded never gives up when every run crashes: its %s window holds at most %d failures, short of %s %d, so it retries forever as unless_stopped does",
-			show(s.Window), f.MostInWindow, t.maxAttempts, s.MaxAttempts)
-	}
-	if s.Kind == retrypolicy.Bounded && f.Fatal && f.TimeToFatal < time.Minute {
-		add("gives-up-fast", Warning, "raise "+t.base+", the multiplier or "+t.maxAttempts+", so that the failures that make it fatal take longer than the outages the job should ride out",
-			"gives up %s after its first failure when every run crashes (failure %d): an outage that long makes the job FATAL", show(f.TimeToFatal), f.FailuresToFatal)
+	if s.Kind == retrypolicy.Bounded {
+		boundedFindings(add, p, s, f, t)
 	}
 	if f.zeroAt > 0 {
 		add("zero-delay", Warning, "raise "+t.base+" or the multiplier, so that no delay floors to 0 ns",
 			"from failure %d the crash loop waits 0s: every retry is due at once, a retry storm (under a controller, a retry on every tick)", f.zeroAt)
 	}
-	if exponential && b.Multiplier < 1 {
-		add("shrinking-delays", Warning, "use a multiplier of at least 1 (2 doubles each delay), or a fixed backoff",
-			"multiplier %v is below 1: each delay is shorter than the one before (%s)", b.Multiplier, firstDelays(p))
-	}
-	if exponential && b.MaxDelay == 0 && b.Multiplier > 1 {
-		noCap(add, f, t)
-	}
-	if exponential && b.Multiplier > 1 && f.Settled && !f.Fatal {
-		windowForgets(add, s, f, t)
+	if b := s.Backoff; b.Kind == retrypolicy.Exponential || b.Kind == retrypolicy.ExponentialWithJitter {
+		exponentialFindings(add, p, s, f, t)
 	}
 	if s.Kind == retrypolicy.None {
 		add("never-retries", Info, "use bounded or unless_stopped for a job that should survive a transient error",
@@ -356,6 +367,39 @@ func find(p *retrypolicy.Policy, s retrypolicy.Strategy, f *loopFacts, t *terms)
 	}
 	slices.SortStableFunc(out, func(a, b Finding) int { return int(b.Severity) - int(a.Severity) })
 	return out
+}
+
+// boundedFindings records the traps of a bounded strategy: it never gives
+// up, or gives up within a minute.
+func boundedFindings(add adder, p *retrypolicy.Policy, s retrypolicy.Strategy, f *loopFacts, t *terms) {
+	if f.Settled && !f.Fatal {
+		add("never-fatal", Warning, neverFatalFix(p, s, f.MostInWindow, t),
+			"bounded never gives up when every run crashes: its %s window holds at most %d failures, short of %s %d, so it retries forever as unless_stopped does",
+			show(s.Window), f.MostInWindow, t.maxAttempts, s.MaxAttempts)
+	}
+	if f.Fatal && f.TimeToFatal < time.Minute {
+		add("gives-up-fast", Warning, "raise "+t.base+", the multiplier or "+t.maxAttempts+", so that the failures that make it fatal take longer than the outages the job should ride out",
+			"gives up %s after its first failure when every run crashes (failure %d): an outage that long makes the job FATAL", show(f.TimeToFatal), f.FailuresToFatal)
+	}
+}
+
+// exponentialFindings records the traps of an exponential backoff: delays
+// that shrink, no cap, a window that forgets before the cap.
+func exponentialFindings(add adder, p *retrypolicy.Policy, s retrypolicy.Strategy, f *loopFacts, t *terms) {
+	b := s.Backoff
+	if b.Multiplier < 1 {
+		add("shrinking-delays", Warning, "use a multiplier of at least 1 (2 doubles each delay), or a fixed backoff",
+			"multiplier %v is below 1: each delay is shorter than the one before (%s)", b.Multiplier, firstDelays(p))
+	}
+	if b.Multiplier <= 1 {
+		return
+	}
+	if b.MaxDelay == 0 {
+		noCap(add, f, t)
+	}
+	if f.Settled && !f.Fatal {
+		windowForgets(add, s, f, t)
+	}
 }
 
 // adder records a finding.

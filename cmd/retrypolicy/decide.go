@@ -71,19 +71,9 @@ func decideLines(in io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "retrypolicy:", err)
 			return exitIO
 		}
-		var probs []string
-		out = out[:0]
-		if errors.Is(err, errLineTooLong) {
-			probs = []string{"$: must be at most " + strconv.Itoa(report.MaxLine) + " bytes"}
-		} else {
-			out, probs = d.Decide(line, out)
-		}
-		if probs != nil {
+		var ok bool
+		if out, ok = answerLine(d, line, errors.Is(err, errLineTooLong), out[:0]); !ok {
 			bad++
-			if len(probs) == 1 && strings.HasPrefix(probs[0], "$: must be valid JSON") { // a line of something else, or of a request over several lines
-				probs[0] = "$: must be a request, one JSON object on one line" + strings.TrimPrefix(probs[0], "$: must be valid JSON")
-			}
-			out = appendError(out[:0], probs)
 		}
 		w.Write(append(out, '\n'))
 		if err == io.EOF {
@@ -109,6 +99,25 @@ func decideLines(in io.Reader, stdout, stderr io.Writer) int {
 		return exitInvalid
 	}
 	return exitOK
+}
+
+// answerLine appends the answer to one line to out, and reports whether
+// it was a decision rather than an error: tooLong for a line cut at
+// report.MaxLine.
+func answerLine(d *report.Decider, line []byte, tooLong bool, out []byte) ([]byte, bool) {
+	var probs []string
+	if tooLong {
+		probs = []string{"$: must be at most " + strconv.Itoa(report.MaxLine) + " bytes"}
+	} else {
+		out, probs = d.Decide(line, out)
+	}
+	if probs == nil {
+		return out, true
+	}
+	if len(probs) == 1 && strings.HasPrefix(probs[0], "$: must be valid JSON") { // a line of something else, or of a request over several lines
+		probs[0] = "$: must be a request, one JSON object on one line" + strings.TrimPrefix(probs[0], "$: must be valid JSON")
+	}
+	return appendError(out[:0], probs), false
 }
 
 // peekAll returns what br holds buffered, without reading more.

@@ -28,34 +28,40 @@ func Quote(s string) string {
 		s = s[:i]
 	}
 	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b.WriteString(`\x`)
-			b.WriteString(hex2(s[i]))
-		case r == '"' || r == '\\':
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == 0x2028 || r == 0x2029:
-			b.WriteString(`\u`)
-			b.WriteString(hex2(byte(r >> 8)))
-			b.WriteString(hex2(byte(r)))
-		default:
-			b.WriteString(s[i : i+size])
-		}
-		i += size
+		i += writeEscaped(&b, s[i:])
 	}
 	b.WriteByte('"')
 	if cut {
 		b.WriteString("…")
 	}
 	return b.String()
+}
+
+// writeEscaped writes the first rune of s, escaped if it must be, and
+// returns its length in s.
+func writeEscaped(b *strings.Builder, s string) int {
+	r, size := utf8.DecodeRuneInString(s)
+	switch {
+	case r == utf8.RuneError && size == 1:
+		b.WriteString(`\x`)
+		b.WriteString(hex2(s[0]))
+	case r == '"' || r == '\\':
+		b.WriteByte('\\')
+		b.WriteRune(r)
+	case r == '\n':
+		b.WriteString(`\n`)
+	case r == '\r':
+		b.WriteString(`\r`)
+	case r == '\t':
+		b.WriteString(`\t`)
+	case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == 0x2028 || r == 0x2029:
+		b.WriteString(`\u`)
+		b.WriteString(hex2(byte(r >> 8)))
+		b.WriteString(hex2(byte(r)))
+	default:
+		b.WriteString(s[:size])
+	}
+	return size
 }
 
 // Text returns s as it is when it is plain (letters, digits, _ and -, at
