@@ -249,14 +249,23 @@ func (h *Handler) work(r *http.Request) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(r.Context(), h.o.Budget)
 }
 
+// maxAxis is the longest time axis a plan's picture may be asked for.
+const maxAxis = 100 * 365 * 24 * time.Hour
+
 func (h *Handler) plan(w http.ResponseWriter, r *http.Request, body []byte) *apiError {
 	var o report.PlanOptions
 	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
 	o.Define(fs)
+	var axis report.Seconds // the picture's time axis, at least the plan's: plans compared share it
+	fs.Var(&axis, "axis", "")
 	if e := setQuery(fs, r); e != nil {
 		return e
 	}
-	if errs := o.Check(); errs != nil {
+	errs := o.Check()
+	if axis < 0 || time.Duration(axis) > maxAxis {
+		errs = append(errs, report.Option{Name: "axis", Rule: "must be between 0 and 100 years, got " + time.Duration(axis).String()})
+	}
+	if errs != nil {
 		return optionProblems(errs)
 	}
 	st, e := strategyBody(body)
@@ -270,7 +279,7 @@ func (h *Handler) plan(w http.ResponseWriter, r *http.Request, body []byte) *api
 		return e
 	}
 	if wantsSVG(r) {
-		return writeSVG(w, report.Timeline(st, time.Duration(o.Uptime), steps))
+		return writeSVG(w, report.Timeline(st, time.Duration(o.Uptime), steps, time.Duration(axis)))
 	}
 	return writeJSON(w, report.PlanJSON(st, time.Duration(o.Uptime), steps, found))
 }

@@ -75,7 +75,7 @@ due with the jitter at its least, then what retrypolicy lint finds in the strate
 		}
 	}
 	if *svgPath != "" {
-		if err := os.WriteFile(*svgPath, report.Timeline(s, uptime, steps), 0o644); err != nil {
+		if err := os.WriteFile(*svgPath, report.Timeline(s, uptime, steps, 0), 0o644); err != nil {
 			fmt.Fprintln(stderr, "retrypolicy:", err)
 			return exitIO
 		}

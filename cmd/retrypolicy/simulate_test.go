@@ -34,6 +34,25 @@ func TestDocsLoadChartIsCurrent(t *testing.T) {
 	docsPicture(t, "simulate-outage", data, elements)
 }
 
+// TestLoadChartShowsEveryLine: a minute of no runs has its own label (0)
+// at the floor of the log scale; every line has its own dash; and a line
+// that another covers minute for minute says so in the legend, so that
+// the legend names no line nobody can see.
+func TestLoadChartShowsEveryLine(t *testing.T) {
+	data, elements := loadPicture(t)
+	text := string(data)
+	assert.Contains(t, text, `text-anchor="end">0</text>`, "the floor is labelled 0")
+	dashes := map[string]bool{}
+	for _, el := range elements {
+		if el.attrs["class"] == "load" {
+			dash := el.attrs["stroke-dasharray"]
+			assert.False(t, dashes[dash], "two lines share the dash %q", dash)
+			dashes[dash] = true
+		}
+	}
+	assert.Contains(t, text, "its line is under bounded-day&#39;s", "bounded-hour's load is bounded-day's minute for minute")
+}
+
 // TestLoadChartRendersToPNG renders the outage's chart with rsvg-convert
 // and checks the image: the picture's size, a white ground, and the lines
 // of the default (blue), bounded-day (green) and the FATAL crosses (in

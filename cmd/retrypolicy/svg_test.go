@@ -213,21 +213,46 @@ func TestPlanSVGLabelsOverlapNothing(t *testing.T) {
 	}
 }
 
-// isRound reports whether d is 1, 2 or 5 × 10^k seconds or minutes.
+// isRound reports whether d is a step a reader counts time in: 1, 2, 5,
+// 10, 15 or 30 seconds or minutes, 1, 2, 3, 6 or 12 hours, 1, 2, 7, 14,
+// 30, 60, 90 or 180 days, or 1, 2 or 5 × 10^k years.
 func isRound(d time.Duration) bool {
+	const day = 24 * time.Hour
 	for _, unit := range []time.Duration{time.Second, time.Minute} {
-		if d%unit != 0 {
-			continue
+		for _, n := range []time.Duration{1, 2, 5, 10, 15, 30} {
+			if d == n*unit {
+				return true
+			}
 		}
-		n := d / unit
-		for n%10 == 0 {
-			n /= 10
-		}
-		if n == 1 || n == 2 || n == 5 {
+	}
+	for _, n := range []time.Duration{1, 2, 3, 6, 12} {
+		if d == n*time.Hour {
 			return true
 		}
 	}
-	return false
+	for _, n := range []time.Duration{1, 2, 7, 14, 30, 60, 90, 180} {
+		if d == n*day {
+			return true
+		}
+	}
+	if d%(365*day) != 0 {
+		return false
+	}
+	n := d / (365 * day)
+	for n%10 == 0 {
+		n /= 10
+	}
+	return n == 1 || n == 2 || n == 5
+}
+
+// TestTicksOfAFixedBackoffAreRound: a fixed 30 s backoff's plan ticks
+// every 30 s or minute, not every 50 s; an hour's every 10 minutes.
+func TestTicksOfAFixedBackoffAreRound(t *testing.T) {
+	assert.Equal(t, 30*time.Second, report.TickStep(300*time.Second), "10 failures 30 s apart")
+	assert.Equal(t, time.Minute, report.TickStep(8*time.Minute))
+	assert.Equal(t, 10*time.Minute, report.TickStep(time.Hour))
+	assert.Equal(t, 3*time.Hour, report.TickStep(25*time.Hour))
+	assert.Equal(t, 7*24*time.Hour, report.TickStep(60*24*time.Hour))
 }
 
 // TestTickStepIsRoundAndFew: for any span, the tick step is round and puts

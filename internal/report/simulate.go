@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -235,23 +236,17 @@ const (
 
 var chartColors = []string{"#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22"}
 
+// chartDashes tell the lines apart where they run together: a line drawn
+// over another leaves gaps that show the one under it.
+var chartDashes = []string{"", "9 5", "3 4", "12 4 3 4", "6 3", "2 6", "15 5", "4 2 1 2"}
+
 // LoadChart draws the runs a minute of each strategy over time, on a log
-// scale, with the outage shaded and each minute in which jobs went FATAL
-// marked with a cross on its strategy's line.
+// scale with a row for minutes of no run, with the outage shaded and each
+// minute in which jobs went FATAL marked with a cross on its strategy's
+// line. Each line has its own color and dash; a strategy whose line is
+// another's, minute for minute, says so in the legend.
 func LoadChart(o plan.Outage, strategies []Named, results []plan.OutageResult) []byte {
-	minutes, peak := int(o.Down/time.Minute)+1, 1
-	for _, r := range results {
-		minutes, peak = max(minutes, len(r.Load)), max(peak, r.Peak)
-	}
-	plotW, plotH := chartWidth-chartLeft-chartRight, chartHeight-chartTop-chartBottom
-	decades := math.Ceil(math.Log10(float64(peak)))
-	x := func(minute float64) float64 { return chartLeft + plotW*minute/float64(minutes) }
-	y := func(n int) float64 {
-		if n <= 0 {
-			return chartTop + plotH
-		}
-		return chartTop + plotH - plotH*(math.Log10(float64(n))+1)/(decades+1.25) // 0.1 at the axis: 1 stands above it
-	}
+	c := newLoadChart(o, results)
 	var b bytes.Buffer
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="sans-serif" font-size="12">`+"\n",
 		chartWidth, chartHeight, chartWidth, chartHeight)
@@ -259,48 +254,113 @@ func LoadChart(o plan.Outage, strategies []Named, results []plan.OutageResult) [
 	fmt.Fprintf(&b, `<text x="10" y="22" font-size="15" font-weight="bold">%s</text>`+"\n",
 		esc(fmt.Sprintf("%d jobs through a %s outage: runs a minute (log scale); %s", o.Jobs, Brief(o.Down), TickText(o.Tick))))
 	fmt.Fprintf(&b, `<rect class="outage" x="%.1f" y="%.0f" width="%.1f" height="%.0f" fill="#d62728" fill-opacity=".12"/>`+"\n",
-		x(0), chartTop, x(o.Down.Minutes())-x(0), plotH)
-	fmt.Fprintf(&b, `<text x="%.1f" y="%.0f" fill="#a02020">provider down</text>`+"\n", x(0)+6, chartTop+plotH-8)
-	for d := 0.0; d <= decades; d++ {
-		n := int(math.Pow(10, d))
-		fmt.Fprintf(&b, `<line x1="%.0f" y1="%.1f" x2="%.0f" y2="%.1f" stroke="#ddd"/><text x="%.0f" y="%.1f" text-anchor="end">%d</text>`+"\n",
-			chartLeft, y(n), chartLeft+plotW, y(n), chartLeft-6, y(n)+4, n)
-	}
-	step := 1
-	for _, m := range []int{1, 2, 5, 10, 15, 30, 60, 120, 240, 360, 720, 1440, 2880, 7200, 14400, 43200} {
-		if step = m; minutes/m <= 10 {
-			break
-		}
-	}
-	for m := 0; m <= minutes; m += step {
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.0f" text-anchor="middle">%s</text>`+"\n", x(float64(m)), chartTop+plotH+18, esc(tickLabel(time.Duration(m)*time.Minute)))
-	}
-	fmt.Fprintf(&b, `<text x="%.0f" y="%.0f" text-anchor="middle">time since the outage began</text>`+"\n", chartLeft+plotW/2, chartHeight-10)
+		c.x(0), chartTop, c.x(o.Down.Minutes())-c.x(0), c.plotH)
+	fmt.Fprintf(&b, `<text x="%.1f" y="%.0f" fill="#a02020">provider down</text>`+"\n", c.x(0)+6, chartTop+c.plotH-22)
+	c.axes(&b)
 	for i, r := range results {
-		color := chartColors[i%len(chartColors)]
-		var points []string
-		for m := range minutes {
-			n := 0
-			if m < len(r.Load) {
-				n = r.Load[m]
-			}
-			points = append(points, fmt.Sprintf("%.1f,%.1f", x(float64(m)+0.5), y(n)))
-		}
-		fmt.Fprintf(&b, `<polyline class="load" fill="none" stroke="%s" stroke-width="2" points="%s"/>`+"\n", color, strings.Join(points, " "))
-		for m, n := range r.FatalAt {
-			if n > 0 {
-				cx, cy := x(float64(m)+0.5), y(r.Load[m])
-				fmt.Fprintf(&b, `<path class="fatal" stroke="%s" stroke-width="3" d="M%.1f %.1fl8 8m0-8l-8 8"><title>%d FATAL</title></path>`+"\n", color, cx-4, cy-4, n)
-			}
-		}
-		label := strategies[i].Name
+		c.line(&b, i, r)
+		label, note := strategies[i].Name, ""
 		if r.Fatal > 0 {
 			label += fmt.Sprintf(" (%d FATAL)", r.Fatal)
 		}
-		ly := chartTop + 20*float64(i) + 10
-		fmt.Fprintf(&b, `<line x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f" stroke="%s" stroke-width="3"/><text x="%.0f" y="%.0f">%s</text>`+"\n",
-			chartWidth-chartRight+14, ly, chartWidth-chartRight+34, ly, color, chartWidth-chartRight+40, ly+4, esc(label))
+		if j := sameLoad(results, i); j >= 0 {
+			note = "its line is under " + strategies[j].Name + "'s"
+		}
+		c.legend(&b, i, label, note)
 	}
 	b.WriteString("</svg>\n")
 	return b.Bytes()
+}
+
+// loadChart is a load chart being drawn: its scales.
+type loadChart struct {
+	minutes      int
+	plotW, plotH float64
+	decades      float64
+}
+
+func newLoadChart(o plan.Outage, results []plan.OutageResult) *loadChart {
+	minutes, peak := int(o.Down/time.Minute)+1, 1
+	for _, r := range results {
+		minutes, peak = max(minutes, len(r.Load)), max(peak, r.Peak)
+	}
+	return &loadChart{minutes: minutes, plotW: chartWidth - chartLeft - chartRight, plotH: chartHeight - chartTop - chartBottom,
+		decades: math.Ceil(math.Log10(float64(peak)))}
+}
+
+// x is where a minute is; y is where n runs are: 1 a step above the row
+// of 0, which is the plot's floor.
+func (c *loadChart) x(minute float64) float64 { return chartLeft + c.plotW*minute/float64(c.minutes) }
+func (c *loadChart) y(n int) float64 {
+	if n <= 0 {
+		return chartTop + c.plotH
+	}
+	return chartTop + c.plotH - c.plotH*(math.Log10(float64(n))+1)/(c.decades+1.25)
+}
+
+// axes draws the decades (0 at the floor), and the minutes on round ticks.
+func (c *loadChart) axes(b *bytes.Buffer) {
+	fmt.Fprintf(b, `<text x="%.0f" y="%.1f" text-anchor="end">0</text>`+"\n", chartLeft-6, c.y(0)+4)
+	for d := 0.0; d <= c.decades; d++ {
+		n := int(math.Pow(10, d))
+		fmt.Fprintf(b, `<line x1="%.0f" y1="%.1f" x2="%.0f" y2="%.1f" stroke="#ddd"/><text x="%.0f" y="%.1f" text-anchor="end">%d</text>`+"\n",
+			chartLeft, c.y(n), chartLeft+c.plotW, c.y(n), chartLeft-6, c.y(n)+4, n)
+	}
+	step := int(TickStep(time.Duration(c.minutes)*time.Minute) / time.Minute)
+	step = max(step, 1)
+	for m := 0; m <= c.minutes; m += step {
+		fmt.Fprintf(b, `<text x="%.1f" y="%.0f" text-anchor="middle">%s</text>`+"\n", c.x(float64(m)), chartTop+c.plotH+18, esc(tickLabel(time.Duration(m)*time.Minute)))
+	}
+	fmt.Fprintf(b, `<text x="%.0f" y="%.0f" text-anchor="middle">time since the outage began</text>`+"\n", chartLeft+c.plotW/2, chartHeight-10)
+}
+
+// line draws the i-th strategy's runs a minute, and its FATAL minutes.
+func (c *loadChart) line(b *bytes.Buffer, i int, r plan.OutageResult) {
+	color, dash := chartColors[i%len(chartColors)], chartDashes[i%len(chartDashes)]
+	points := make([]string, 0, c.minutes)
+	for m := range c.minutes {
+		n := 0
+		if m < len(r.Load) {
+			n = r.Load[m]
+		}
+		points = append(points, fmt.Sprintf("%.1f,%.1f", c.x(float64(m)+0.5), c.y(n)))
+	}
+	fmt.Fprintf(b, `<polyline class="load" fill="none" stroke="%s" stroke-width="2"%s points="%s"/>`+"\n", color, dashAttr(dash), strings.Join(points, " "))
+	for m, n := range r.FatalAt {
+		if n > 0 {
+			cx, cy := c.x(float64(m)+0.5), c.y(r.Load[m])
+			fmt.Fprintf(b, `<path class="fatal" stroke="%s" stroke-width="3" d="M%.1f %.1fl8 8m0-8l-8 8"><title>%d FATAL</title></path>`+"\n", color, cx-4, cy-4, n)
+		}
+	}
+}
+
+// legend writes the i-th strategy's key, with a note under it if any.
+func (c *loadChart) legend(b *bytes.Buffer, i int, label, note string) {
+	color, dash := chartColors[i%len(chartColors)], chartDashes[i%len(chartDashes)]
+	ly := chartTop + 32*float64(i) + 10
+	fmt.Fprintf(b, `<line x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f" stroke="%s" stroke-width="3"%s/><text x="%.0f" y="%.0f">%s</text>`+"\n",
+		chartWidth-chartRight+10, ly, chartWidth-chartRight+34, ly, color, dashAttr(dash), chartWidth-chartRight+40, ly+4, esc(label))
+	if note != "" {
+		fmt.Fprintf(b, `<text x="%.0f" y="%.0f" font-size="11" fill="#555">%s</text>`+"\n", chartWidth-chartRight+40, ly+18, esc(note))
+	}
+}
+
+// dashAttr is the stroke-dasharray attribute of a dash, none for a solid
+// line.
+func dashAttr(dash string) string {
+	if dash == "" {
+		return ""
+	}
+	return ` stroke-dasharray="` + dash + `"`
+}
+
+// sameLoad returns the index of a strategy drawn after the i-th whose line
+// is the i-th's minute for minute, so that it covers it; or -1.
+func sameLoad(results []plan.OutageResult, i int) int {
+	for j := len(results) - 1; j > i; j-- {
+		if slices.Equal(results[i].Load, results[j].Load) {
+			return j
+		}
+	}
+	return -1
 }
