@@ -307,17 +307,26 @@ func (h *Handler) simulate(w http.ResponseWriter, r *http.Request, body []byte) 
 	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
 	o.Define(fs)
 	o.MaxRuns, o.MaxMessages = report.WholeNumber(h.o.MaxRuns), h.o.MaxMessages
+	compare := fs.String("compare", "", "")
 	if e := setQuery(fs, r); e != nil {
 		return e
 	}
 	limits := report.Limits{Jobs: h.o.MaxJobs, Clients: h.o.MaxClients, Runs: h.o.MaxContentionRuns, MaxRuns: h.o.MaxRuns}
-	if errs := o.Check(limits); errs != nil {
+	errs := o.Check(limits)
+	strategies := []report.Named{{Name: "posted"}}
+	if *compare != "" {
+		named, err := compared(*compare, o.Scenario)
+		errs = append(errs, err...)
+		strategies = append(strategies, named...)
+	}
+	if errs != nil {
 		return optionProblems(errs)
 	}
 	st, e := strategyBody(body)
 	if e != nil {
 		return e
 	}
+	strategies[0].Strategy = st
 	if o.Scenario == "contention" && wantsSVG(r) {
 		return &apiError{status: http.StatusNotAcceptable, code: "NOT_ACCEPTABLE", message: "only the outage scenario draws a picture"}
 	}
@@ -330,15 +339,52 @@ func (h *Handler) simulate(w http.ResponseWriter, r *http.Request, body []byte) 
 		}
 		return writeJSON(w, report.ContentionJSON(res))
 	}
-	out := o.Outage()
-	res, err := out.Run(ctx, st)
-	if e := h.failed(ctx, err); e != nil {
-		return e
+	return h.outage(ctx, w, r, o.Outage(), strategies, *compare != "")
+}
+
+// compared returns the seed strategy named to compare with, or the
+// problem with the name.
+func compared(name, scenario string) ([]report.Named, []report.Option) {
+	if scenario != "outage" {
+		return nil, []report.Option{{Name: "compare", Rule: "only the outage scenario compares"}}
+	}
+	var names []string
+	for _, n := range report.SeedStrategies() {
+		if n.Name == name {
+			return []report.Named{n}, nil
+		}
+		names = append(names, n.Name)
+	}
+	return nil, []report.Option{{Name: "compare", Rule: "must be one of " + strings.Join(names, ", ") + ", got " + echo.Quote(name)}}
+}
+
+// outage runs the outage under each strategy, within the request's
+// budget, and answers the chart of all, or the JSON: one object, or an
+// array when compared.
+func (h *Handler) outage(ctx context.Context, w http.ResponseWriter, r *http.Request, out plan.Outage, strategies []report.Named, compared bool) *apiError {
+	results := make([]plan.OutageResult, len(strategies))
+	for i, n := range strategies {
+		res, err := out.Run(ctx, n.Strategy)
+		if e := h.failed(ctx, err); e != nil {
+			return e
+		}
+		results[i] = res
 	}
 	if wantsSVG(r) {
-		return writeSVG(w, report.LoadChart(out, []report.Named{{Name: "this strategy", Strategy: st}}, []plan.OutageResult{res}))
+		strategies[0].Name = "this strategy"
+		return writeSVG(w, report.LoadChart(out, strategies, results))
 	}
-	return writeJSON(w, report.OutageJSON("posted", res))
+	if !compared {
+		return writeJSON(w, report.OutageJSON("posted", results[0]))
+	}
+	b := []byte{'['}
+	for i, res := range results {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, report.OutageJSON(strategies[i].Name, res)...)
+	}
+	return writeJSON(w, append(b, ']'))
 }
 
 // failed answers the error of work done under ctx: ctx done before the

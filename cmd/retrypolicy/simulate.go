@@ -16,16 +16,6 @@ import (
 	"github.com/retrypolicy/retrypolicy/plan"
 )
 
-// seedStrategies are the outage's strategies when none is given: the
-// default, and the retries document's four examples.
-var seedStrategies = []struct{ name, doc string }{
-	{"default", `null`},
-	{"bounded-hour", `{"strategy":"bounded","max_attempts":5,"backoff":{"kind":"exponential","base_delay_secs":1,"max_delay_secs":60}}`},
-	{"bounded-day", `{"strategy":"bounded","max_attempts":5,"window_secs":86400,"backoff":{"kind":"exponential","base_delay_secs":1,"max_delay_secs":600}}`},
-	{"jitter-5m", `{"strategy":"unless_stopped","backoff":{"kind":"exponential_with_jitter","base_delay_secs":2,"max_delay_secs":300}}`},
-	{"none", `{"strategy":"none"}`},
-}
-
 func runSimulate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("simulate", `simulate [--scenario outage|contention] [--jobs N | --clients N] [--outage D] [--tick D]
        [--max-runs N] [--runs R] [--seed S] [--json] [--svg FILE] [STRATEGY.json|- …]`,
@@ -73,10 +63,7 @@ exponential_with_jitter.`, stderr)
 		return simulateContention(o.Contention(), contenders(strategies), *asJSON, stdout, stderr)
 	}
 	if len(strategies) == 0 {
-		for _, d := range seedStrategies {
-			s, _ := retrypolicy.Parse([]byte(d.doc)) // valid: TestSimulateDefaults
-			strategies = append(strategies, report.Named{Name: d.name, Strategy: s})
-		}
+		strategies = report.SeedStrategies()
 	}
 	return simulateOutage(o.Outage(), strategies, *asJSON, *svgPath, stdout, stderr)
 }

@@ -7,16 +7,20 @@ import (
 	"testing"
 
 	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/internal/report"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// TestSimulateDefaults: the outage's default strategies parse.
+// TestSimulateDefaults: the outage's default strategies are the default
+// and the retries document's four examples.
 func TestSimulateDefaults(t *testing.T) {
-	for _, d := range seedStrategies {
-		_, err := retrypolicy.Parse([]byte(d.doc))
-		assert.NoError(t, err, d.name)
+	var names []string
+	for _, n := range report.SeedStrategies() {
+		names = append(names, n.Name)
 	}
+	assert.Equal(t, []string{"default", "bounded-hour", "bounded-day", "jitter-5m", "none"}, names)
+	assert.Equal(t, retrypolicy.Default(), report.SeedStrategies()[0].Strategy)
 }
 
 // TestDocsLoadChartIsCurrent: the README's chart is the command's: a
@@ -28,7 +32,7 @@ func TestDocsLoadChartIsCurrent(t *testing.T) {
 	for _, el := range elements {
 		classes[el.attrs["class"]]++
 	}
-	assert.Equal(t, len(seedStrategies), classes["load"], "a line a strategy")
+	assert.Equal(t, len(report.SeedStrategies()), classes["load"], "a line a strategy")
 	assert.Equal(t, 1, classes["outage"])
 	assert.Equal(t, 3, classes["fatal"], "bounded-hour's, bounded-day's and none's jobs each go FATAL in one minute")
 	docsPicture(t, "simulate-outage", data, elements)

@@ -64,6 +64,31 @@ var scenarioOptions = map[string]struct{ scenario, counterpart string }{
 	"clients": {"contention", "jobs"}, "runs": {"contention", ""},
 }
 
+// seedStrategies are the default strategy and the retries document's four
+// examples, as descriptors.
+var seedStrategies = []struct{ name, doc string }{
+	{"default", `null`},
+	{"bounded-hour", `{"strategy":"bounded","max_attempts":5,"backoff":{"kind":"exponential","base_delay_secs":1,"max_delay_secs":60}}`},
+	{"bounded-day", `{"strategy":"bounded","max_attempts":5,"window_secs":86400,"backoff":{"kind":"exponential","base_delay_secs":1,"max_delay_secs":600}}`},
+	{"jitter-5m", `{"strategy":"unless_stopped","backoff":{"kind":"exponential_with_jitter","base_delay_secs":2,"max_delay_secs":300}}`},
+	{"none", `{"strategy":"none"}`},
+}
+
+// SeedStrategies returns the strategies simulate compares when given none,
+// and the server's page offers to compare with: the default strategy and
+// the retries document's four examples, by name.
+func SeedStrategies() []Named {
+	out := make([]Named, len(seedStrategies))
+	for i, d := range seedStrategies {
+		s, err := retrypolicy.Parse([]byte(d.doc))
+		if err != nil {
+			panic("report: a seed strategy does not parse: " + err.Error()) // TestSimulateDefaults
+		}
+		out[i] = Named{Name: d.name, Strategy: s}
+	}
+	return out
+}
+
 // Limits are the most that simulate's options may ask for.
 type Limits struct {
 	Jobs, Clients, Runs, MaxRuns int

@@ -1,0 +1,74 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// svgPost is a POST that asks for the picture.
+func svgPost(target, body string) *http.Request {
+	req := post(target, body)
+	req.Header.Set("Accept", "image/svg+xml")
+	return req
+}
+
+// TestSimulateComparesWithANamedStrategy: ?compare=NAME runs the named
+// seed strategy beside the posted one, in the JSON (an array, posted
+// first) and on the chart's shared axes; a name that is not one, or a
+// comparison of the contention scenario, is refused naming the choices.
+func TestSimulateComparesWithANamedStrategy(t *testing.T) {
+	h := New(Options{})
+	const bounded = `{"strategy":"bounded","max_attempts":3,"backoff":{"kind":"fixed","base_delay_secs":60}}`
+	a := send(t, h, post("/v1/simulate?jobs=50&compare=bounded-hour", bounded))
+	require.Equal(t, 200, a.status, a.body)
+	var results []struct {
+		Strategy   string          `json:"strategy"`
+		Descriptor json.RawMessage `json:"descriptor"`
+		Fatal      int             `json:"fatal"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(a.body), &results), a.body)
+	require.Len(t, results, 2)
+	assert.Equal(t, "posted", results[0].Strategy)
+	assert.Equal(t, "bounded-hour", results[1].Strategy)
+	assert.JSONEq(t, `{"strategy":"bounded","max_attempts":5,"window_secs":3600,"backoff":{"kind":"exponential","base_delay_secs":1,"multiplier":2.0,"max_delay_secs":60}}`, string(results[1].Descriptor),
+		"the compared strategy's descriptor, for the page's plan and lint of it")
+	assert.Equal(t, 50, results[1].Fatal)
+
+	a = send(t, h, svgPost("/v1/simulate?jobs=50&compare=jitter-5m", bounded))
+	require.Equal(t, 200, a.status, a.body)
+	assert.Equal(t, 2, strings.Count(a.body, `class="load"`), "both lines on one chart")
+	assert.Contains(t, a.body, ">this strategy")
+	assert.Contains(t, a.body, ">jitter-5m<")
+
+	e := decodeError(t, send(t, h, post("/v1/simulate?compare=bounded-week", bounded)), 400, "INVALID_PARAMETER")
+	assert.Equal(t, `compare: must be one of default, bounded-hour, bounded-day, jitter-5m, none, got "bounded-week"`, e.Message)
+	e = decodeError(t, send(t, h, post("/v1/simulate?scenario=contention&compare=none", bounded)), 400, "INVALID_PARAMETER")
+	assert.Equal(t, "compare: only the outage scenario compares", e.Message)
+}
+
+// TestPlanPictureSharesAnAxis: ?axis= draws a plan's picture on a longer
+// time axis, so that two plans one above the other share it; a shorter
+// one changes nothing.
+func TestPlanPictureSharesAnAxis(t *testing.T) {
+	h := New(Options{})
+	const fixed = `{"strategy":"bounded","max_attempts":3,"backoff":{"kind":"fixed","base_delay_secs":5}}` // fatal at 10 s
+	own := send(t, h, svgPost("/v1/plan", fixed))
+	require.Equal(t, 200, own.status, own.body)
+	assert.Contains(t, own.body, ">+10s</text>")
+	assert.NotContains(t, own.body, ">+1m</text>")
+
+	long := send(t, h, svgPost("/v1/plan?axis=600", fixed))
+	require.Equal(t, 200, long.status, long.body)
+	assert.Contains(t, long.body, ">+10m</text>", "the axis runs to 10 minutes")
+
+	short := send(t, h, svgPost("/v1/plan?axis=1", fixed))
+	assert.Equal(t, own.body, short.body)
+
+	e := decodeError(t, send(t, h, svgPost("/v1/plan?axis=-1", fixed)), 400, "INVALID_PARAMETER")
+	assert.Contains(t, e.Message, "axis: must be between 0 and 100 years")
+}
