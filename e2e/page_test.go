@@ -24,7 +24,7 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-var update = flag.Bool("update", false, "write the screenshot the README shows to docs/serve-page.png")
+var update = flag.Bool("update", false, "write the screenshots the README shows to docs/serve-page.png and docs/serve-page-narrow.png")
 
 // browser returns the path of a Chromium the test can drive, or skips.
 func browser(t *testing.T) string {
@@ -146,15 +146,8 @@ func TestPageShowsErrorsInPlaceAndWhatAStrategyDoes(t *testing.T) {
 	}
 	wait("canonical", `"unless_stopped"`)
 	wait("lint", "window-forgets")
-	// A person picks bounded from the list: the select's value, and its
-	// change event.
-	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => {
-		const s = document.getElementById("strategy");
-		s.value = "bounded";
-		return s.dispatchEvent(new Event("change"));
-	})()`)); err != nil {
-		t.Fatal(err)
-	}
+	// A person picks bounded from the list.
+	pick(t, ctx, "strategy", "bounded")
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`!document.getElementById("max_attempts").disabled`)); err != nil {
 		t.Fatal("max_attempts is still disabled under bounded: ", err)
 	}
@@ -166,6 +159,32 @@ func TestPageShowsErrorsInPlaceAndWhatAStrategyDoes(t *testing.T) {
 	wait("plan-table", "FATAL (attempts_exhausted)")
 	wait("lint", "gives-up-fast")
 	wait("sim-summary", "1000 jobs FATAL")
+
+	// Comparing: the strategy picked beside this one, in lint, the plans
+	// and the fleet's chart.
+	pick(t, ctx, "compare", "bounded-hour")
+	wait("lint-b-name", "bounded-hour")
+	wait("lint-b", "gives-up-fast")
+	wait("plan-table", "bounded-hour")
+	wait("plan-b-name", "bounded-hour")
+	wait("sim-summary", "bounded-hour: ")
+	lines, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#sim-chart polyline.load").length`))
+	if err != nil || lines != 2 {
+		t.Errorf("the fleet's chart has %d lines (%v), not this strategy's and bounded-hour's", lines, err)
+	}
+	// The two plans share their time axis: the same last tick.
+	lastTick := func(id string) string {
+		t.Helper()
+		tick, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(`[...document.querySelectorAll("#%s svg text")].map((e) => e.textContent).filter((t) => t.startsWith("+")).pop() || ""`, id)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tick
+	}
+	if a, b := lastTick("plan-chart"), lastTick("plan-chart-b"); a == "" || a != b {
+		t.Errorf("the plans' axes end at %q and %q, not on one axis", a, b)
+	}
+	checkOneDurationFormat(t, ctx)
 
 	flags, err := chromedp.Run(ctx, chromedp.Value(chromedp.ID("flags")))
 	if err != nil {
@@ -186,6 +205,64 @@ func TestPageShowsErrorsInPlaceAndWhatAStrategyDoes(t *testing.T) {
 		t.Errorf("the page threw: %q", consoleErrors)
 	}
 	mu.Unlock()
+	fits, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => { const f = document.getElementById("flags"); return f.scrollHeight <= f.clientHeight + 2; })()`))
+	if err != nil || !fits {
+		t.Errorf("the flags' box cuts its text (%v)", err)
+	}
+	screenshot(t, ctx, 1400, "serve-page.png")
+
+	// A phone's width: one column, nothing wider than the screen.
+	screenshot(t, ctx, 420, "serve-page-narrow.png")
+	columns, err := chromedp.Run(ctx, chromedp.Evaluate[string](`getComputedStyle(document.querySelector("main")).gridTemplateColumns`))
+	if err != nil || strings.Contains(strings.TrimSpace(columns), " ") {
+		t.Errorf("at 420 px the page has the columns %q (%v), not one", columns, err)
+	}
+	wide, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.documentElement.scrollWidth`))
+	if err != nil || wide > 420 {
+		t.Errorf("at 420 px the page is %d px wide (%v)", wide, err)
+	}
+}
+
+// pick chooses a value of a select as a person does: the value, and its
+// change event.
+func pick(t *testing.T, ctx context.Context, id, value string) {
+	t.Helper()
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](fmt.Sprintf(`(() => {
+		const s = document.getElementById(%q);
+		s.value = %q;
+		return s.dispatchEvent(new Event("change"));
+	})()`, id, value))); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkOneDurationFormat: the page writes durations as lint does (34m8s),
+// never in decimal minutes or hours as it once did ("34.1 min", "+1.14 h").
+func checkOneDurationFormat(t *testing.T, ctx context.Context) {
+	t.Helper()
+	text, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if old := regexp.MustCompile(`\d(\.\d+)? (min|h|s)\b`).FindString(text); old != "" {
+		t.Errorf("the page writes a duration as %q, not as lint does", old)
+	}
+	for secs, want := range map[string]string{"2048": "34m8s", "3600": "1h", "90": "1m30s", "172800": "2d", "0.5": "500ms", "1022.996": "17m2.996s"} {
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[string]("dur("+secs+")"))
+		if err != nil || got != want {
+			t.Errorf("dur(%s) = %q (%v), not %q", secs, got, err, want)
+		}
+	}
+}
+
+// screenshot sets the viewport's width, and takes a picture of the whole
+// page: a PNG of that width, written to docs/ with -update.
+func screenshot(t *testing.T, ctx context.Context, width int64, name string) {
+	t.Helper()
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(width, 900)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // the layout settles; not a timing assertion
 	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)) // 100: a PNG
 	if err != nil {
 		t.Fatal(err)
@@ -194,12 +271,12 @@ func TestPageShowsErrorsInPlaceAndWhatAStrategyDoes(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the screenshot is not a PNG: %v", err)
 	}
-	if cfg.Width < 1000 {
-		t.Errorf("the screenshot is %d px wide", cfg.Width)
+	if int64(cfg.Width) != width {
+		t.Errorf("the screenshot at %d px is %d px wide", width, cfg.Width)
 	}
-	out := filepath.Join(t.TempDir(), "serve-page.png")
+	out := filepath.Join(t.TempDir(), name)
 	if *update {
-		out = filepath.Join("..", "docs", "serve-page.png")
+		out = filepath.Join("..", "docs", name)
 	}
 	if err := os.WriteFile(out, shot, 0o644); err != nil {
 		t.Fatal(err)

@@ -87,10 +87,30 @@ function escapeHTML(s) {
   return String(s).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" }[c]));
 }
 
-function secs(n) {
-  if (n >= 3600) return (n / 3600).toFixed(n % 3600 ? 2 : 0) + " h";
-  if (n >= 60) return (n / 60).toFixed(n % 60 ? 1 : 0) + " min";
-  return n + " s";
+// dur writes seconds as lint and the charts write durations: 34m8s, 1h,
+// 2m6.996s, 500ms, and whole days past two (3d4h).
+function dur(secs) {
+  if (secs === 0) return "0s";
+  if (secs < 1) {
+    const ms = Math.round(secs * 1e6) / 1e3;
+    return ms >= 1 ? ms + "ms" : Math.round(secs * 1e6) + "µs";
+  }
+  let ms = Math.round(secs * 1000), text = "";
+  const day = 86400000;
+  if (ms >= 2 * day) { text = Math.floor(ms / day) + "d"; ms %= day; if (ms === 0) return text; }
+  const h = Math.floor(ms / 3600000), m = Math.floor(ms % 3600000 / 60000), s = (ms % 60000) / 1000;
+  if (h > 0) text += h + "h" + m + "m" + s + "s";
+  else if (m > 0) text += m + "m" + s + "s";
+  else text += s + "s";
+  if (text.endsWith("m0s")) text = text.slice(0, -2);
+  if (text.endsWith("h0m")) text = text.slice(0, -2);
+  return text;
+}
+
+// fit grows a text area to show all its text.
+function fit(el) {
+  el.style.height = "auto";
+  el.style.height = el.scrollHeight + 2 + "px";
 }
 
 // fromFields validates the form's descriptor, then shows what it does.
@@ -101,6 +121,7 @@ async function fromFields() {
   if (mine !== generation) return;
   clearErrors(errorIds);
   $("flags").value = flagsOf(d);
+  fit($("flags"));
   if (!res.ok) { showErrors(res.error.errors); $("canonical").textContent = ""; return; }
   $("canonical").textContent = res.text.trim();
   await show(res.text, mine);
@@ -128,60 +149,109 @@ async function fromFlags() {
   await show(res.text, mine);
 }
 
+// known holds the compared strategies' canonical descriptors, by name.
+const known = {};
+
+// descriptorOf returns the canonical descriptor of a strategy simulate
+// compares with, asking the server once (the smallest outage will do).
+async function descriptorOf(name) {
+  if (known[name]) return known[name];
+  const res = await post("v1/simulate?jobs=1&outage=1m&compare=" + encodeURIComponent(name), "null");
+  if (!res.ok) return null;
+  known[name] = JSON.stringify(JSON.parse(res.text)[1].descriptor);
+  return known[name];
+}
+
+// planEnd is when a plan's picture ends: the fatal failure, or the last
+// retry.
+function planEnd(p) {
+  const last = p.failures[p.failures.length - 1];
+  return last.fatal ? last.at_secs : last.retry_at_secs;
+}
+
 async function show(canonical, mine) {
   const q = (ids) => ids.map((id) => id + "=" + encodeURIComponent($(id).value.trim())).join("&");
+  const other = $("compare").value, sim = "v1/simulate?" + q(["jobs", "outage", "tick"]) + "&compare=" + encodeURIComponent(other);
   // One at a time: the server runs few of these at once, and each takes
   // milliseconds.
-  const planRes = await post("v1/plan?" + q(["uptime", "failures"]), canonical);
-  const planSVG = await post("v1/plan?" + q(["uptime", "failures"]), canonical, "image/svg+xml");
-  const lintRes = await post("v1/lint", canonical);
-  const simSVG = await post("v1/simulate?" + q(["jobs", "outage", "tick"]), canonical, "image/svg+xml");
-  const simRes = await post("v1/simulate?" + q(["jobs", "outage", "tick"]), canonical);
+  const theirs = await descriptorOf(other);
+  const planA = await post("v1/plan?" + q(["uptime", "failures"]), canonical);
+  const planB = theirs ? await post("v1/plan?" + q(["uptime", "failures"]), theirs) : planA;
+  let axis = 0;
+  if (planA.ok && planB.ok) axis = Math.max(planEnd(JSON.parse(planA.text)), planEnd(JSON.parse(planB.text)));
+  const svgA = await post("v1/plan?" + q(["uptime", "failures"]) + "&axis=" + axis, canonical, "image/svg+xml");
+  const svgB = theirs ? await post("v1/plan?" + q(["uptime", "failures"]) + "&axis=" + axis, theirs, "image/svg+xml") : svgA;
+  const lintA = await post("v1/lint", canonical);
+  const lintB = theirs ? await post("v1/lint", theirs) : lintA;
+  const simSVG = await post(sim, canonical, "image/svg+xml");
+  const simRes = await post(sim, canonical);
   if (mine !== generation) return;
   clearErrors(["uptime", "failures", "jobs", "outage", "tick"]);
-  if (planRes.ok) {
-    const p = JSON.parse(planRes.text);
-    let rows = "<tr><th>failure</th><th>at</th><th>in window</th><th>owed</th><th>credited</th><th>retry at</th></tr>";
-    p.failures.forEach((f, i) => {
-      rows += "<tr><td>" + (i + 1) + "</td><td>+" + secs(f.at_secs) + "</td><td>" + f.in_window + "</td>" +
-        (f.fatal ? '<td colspan="3" style="text-align:left;color:#c01818">FATAL (' + escapeHTML(f.fatal) + ")</td>" :
-          "<td>" + secs(f.owed_secs) + "</td><td>" + secs(f.credited_secs) + "</td><td>+" + secs(f.retry_at_secs) + "</td>") + "</tr>";
-    });
-    $("plan-table").innerHTML = "<table>" + rows + "</table>";
-    $("plan-chart").innerHTML = planSVG.ok ? planSVG.text : "";
-  } else {
-    showErrors(planRes.error.errors);
-    $("plan-table").innerHTML = $("plan-chart").innerHTML = "";
+  $("compare-canonical").textContent = theirs || "";
+  for (const id of ["lint-b-name", "plan-b-name"]) $(id).textContent = other;
+  showPlans(planA, planB, svgA, svgB, other);
+  if (lintA.ok) $("lint").innerHTML = lintHTML(JSON.parse(lintA.text));
+  if (lintB.ok) $("lint-b").innerHTML = lintHTML(JSON.parse(lintB.text));
+  showFleet(simRes, simSVG, other);
+}
+
+// showPlans shows the two plans side by side in one table, and their
+// pictures on one time axis.
+function showPlans(planA, planB, svgA, svgB, other) {
+  if (!planA.ok) {
+    showErrors(planA.error.errors);
+    $("plan-table").innerHTML = $("plan-chart").innerHTML = $("plan-chart-b").innerHTML = "";
+    return;
   }
-  if (lintRes.ok) {
-    const r = JSON.parse(lintRes.text), s = r.summary;
-    let html = '<p class="muted">When every run crashes: gives up ' +
-      (s.time_to_fatal_secs === null ? "never" : "after " + secs(s.time_to_fatal_secs) + " (failure " + s.failures_to_fatal + ")") +
-      "; longest wait " + secs(s.longest_wait_secs) + "; " + s.retries_first_hour + " retries in the first hour.</p>";
-    if (r.findings.length === 0) html += "<p>No findings.</p>";
-    for (const f of r.findings) {
-      html += '<div class="finding ' + escapeHTML(f.severity) + '"><code>' + escapeHTML(f.severity + " " + f.code) + "</code>: " +
-        escapeHTML(f.message) + '<br><span class="muted">fix: ' + escapeHTML(f.fix) + "</span></div>";
-    }
-    $("lint").innerHTML = html;
+  const a = JSON.parse(planA.text).failures, b = planB.ok ? JSON.parse(planB.text).failures : [];
+  const cells = (f, side) => !f ? '<td class="' + side + '"></td><td class="' + side + '"></td><td class="' + side + '"></td>' :
+    '<td class="' + side + '">+' + dur(f.at_secs) + '</td><td class="' + side + '">' + f.in_window + "</td>" +
+    (f.fatal ? '<td class="' + side + '" style="color:#c01818">FATAL (' + escapeHTML(f.fatal) + ")</td>" : '<td class="' + side + '">' + dur(f.credited_secs) + "</td>");
+  let rows = '<tr><th></th><th class="a" colspan="3">this strategy</th><th class="b" colspan="3">' + escapeHTML(other) + "</th></tr>" +
+    '<tr><th>failure</th><th class="a">at</th><th class="a">in window</th><th class="a">waits</th><th class="b">at</th><th class="b">in window</th><th class="b">waits</th></tr>';
+  for (let i = 0; i < Math.max(a.length, b.length); i++) rows += "<tr><td>" + (i + 1) + "</td>" + cells(a[i], "a") + cells(b[i], "b") + "</tr>";
+  $("plan-table").innerHTML = "<table>" + rows + "</table>";
+  $("plan-chart").innerHTML = svgA.ok ? svgA.text : "";
+  $("plan-chart-b").innerHTML = svgB.ok ? svgB.text : "";
+}
+
+// lintHTML is lint's summary and findings for one strategy.
+function lintHTML(r) {
+  const s = r.summary;
+  let html = '<p class="muted">Gives up ' +
+    (s.time_to_fatal_secs === null ? "never" : "after " + dur(s.time_to_fatal_secs) + " (failure " + s.failures_to_fatal + ")") +
+    "; longest wait " + dur(s.longest_wait_secs) + "; " + s.retries_first_hour + " retries in the first hour.</p>";
+  if (r.findings.length === 0) html += "<p>No findings.</p>";
+  for (const f of r.findings) {
+    html += '<div class="finding ' + escapeHTML(f.severity) + '"><code>' + escapeHTML(f.severity + " " + f.code) + "</code>: " +
+      escapeHTML(f.message) + '<br><span class="muted">fix: ' + escapeHTML(f.fix) + "</span></div>";
   }
-  if (simRes.ok) {
-    const r = JSON.parse(simRes.text), rec = r.recovery_secs;
-    $("sim-chart").innerHTML = simSVG.ok ? simSVG.text : "";
-    $("sim-summary").textContent = r.runs + " runs, at most " + r.peak_runs_per_min + " a minute; " + r.fatal + " jobs FATAL" +
-      (rec ? "; recovered " + secs(rec.p50) + " (p50), " + secs(rec.p99) + " (p99), " + secs(rec.max) + " (max) after the provider came back" : "") + ".";
-  } else {
+  return html;
+}
+
+// showFleet shows the outage's chart of both strategies, and what each
+// came to.
+function showFleet(simRes, simSVG, other) {
+  if (!simRes.ok) {
     showErrors(simRes.error.errors);
-    $("sim-chart").innerHTML = "";
-    $("sim-summary").textContent = "";
+    $("sim-chart").innerHTML = $("sim-summary").textContent = "";
+    return;
   }
+  $("sim-chart").innerHTML = simSVG.ok ? simSVG.text : "";
+  const [a, b] = JSON.parse(simRes.text);
+  const said = (name, r) => {
+    const rec = r.recovery_secs;
+    return name + ": " + r.runs + " runs, at most " + r.peak_runs_per_min + " a minute; " + r.fatal + " jobs FATAL" +
+      (rec ? "; recovered " + dur(rec.p50) + " (p50), " + dur(rec.p99) + " (p99), " + dur(rec.max) + " (max) after the provider came back" : "") + ".";
+  };
+  $("sim-summary").textContent = said("This strategy", a) + " " + said(other, b);
 }
 
 let timer;
 function soon(f) { clearTimeout(timer); timer = setTimeout(f, 150); }
-for (const id of fields.concat(["uptime", "failures", "jobs", "outage", "tick"])) {
+for (const id of fields.concat(["uptime", "failures", "jobs", "outage", "tick", "compare"])) {
   $(id).addEventListener("input", () => { enable(); soon(fromFields); });
   $(id).addEventListener("change", () => { enable(); soon(fromFields); });
 }
-$("flags").addEventListener("input", () => soon(fromFlags));
+$("flags").addEventListener("input", () => { fit($("flags")); soon(fromFlags); });
 fromFields();
