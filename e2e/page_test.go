@@ -262,7 +262,10 @@ func screenshot(t *testing.T, ctx context.Context, width int64, name string) {
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(width, 900)); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond)                           // the layout settles; not a timing assertion
+	// The page has taken the new width before the picture is taken.
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](fmt.Sprintf("window.innerWidth === %d", width))); err != nil {
+		t.Fatal(err)
+	}
 	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)) // 100: a PNG
 	if err != nil {
 		t.Fatal(err)
