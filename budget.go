@@ -60,3 +60,10 @@ func (b *Budget) withdraw() bool {
 		}
 	}
 }
+
+// Tokens returns the retries the budget allows now: whole tokens and a
+// fraction, at most its burst. A metrics exporter reads it as the budget's
+// state; it changes as calls deposit and retries withdraw.
+func (b *Budget) Tokens() float64 {
+	return float64(b.tokens.Load()) / microToken
+}

@@ -90,3 +90,19 @@ func TestBudgetStopsARetryStorm(t *testing.T) {
 		assert.Positive(t, exhausted)
 	})
 }
+
+// TestTokensSaysWhatIsLeft: a budget starts at its burst, a retry takes a
+// token, a call gives ratio back, and the burst is the most it holds.
+func TestTokensSaysWhatIsLeft(t *testing.T) {
+	b, err := NewBudget(0.25, 2)
+	require.NoError(t, err)
+	assert.Equal(t, 2.0, b.Tokens())
+	require.True(t, b.withdraw())
+	assert.Equal(t, 1.0, b.Tokens())
+	b.deposit()
+	assert.Equal(t, 1.25, b.Tokens())
+	for range 10 {
+		b.deposit()
+	}
+	assert.Equal(t, 2.0, b.Tokens(), "never more than the burst")
+}

@@ -137,6 +137,8 @@ type retryConfig struct {
 	seeded     bool
 	fullJitter bool
 	observe    func(RetryEvent)
+	end        func(RetryEnd)
+	calls      int // op's calls so far
 }
 
 // WithPermanent classifies the errors op returns that the caller does not
@@ -174,9 +176,43 @@ func WithFullJitter() RetryOption {
 }
 
 // WithObserver calls observe before each retry, to log it or count it.
-// Retry itself never logs.
+// Retry itself never logs. Given more than once, each observer is called,
+// in the order given.
 func WithObserver(observe func(RetryEvent)) RetryOption {
-	return RetryOption{func(c retryConfig) retryConfig { c.observe = observe; return c }}
+	return RetryOption{func(c retryConfig) retryConfig {
+		if prev := c.observe; prev != nil && observe != nil {
+			c.observe = func(e RetryEvent) { prev(e); observe(e) }
+		} else if observe != nil {
+			c.observe = observe
+		}
+		return c
+	}}
+}
+
+// WithEnd calls end once, as Retry returns, with how the call ended: to
+// count the attempts an operation took, or why it gave up. Given more than
+// once, each is called, in the order given.
+func WithEnd(end func(RetryEnd)) RetryOption {
+	return RetryOption{func(c retryConfig) retryConfig {
+		if prev := c.end; prev != nil && end != nil {
+			c.end = func(e RetryEnd) { prev(e); end(e) }
+		} else if end != nil {
+			c.end = end
+		}
+		return c
+	}}
+}
+
+// RetryEnd is how a call of Retry ended.
+type RetryEnd struct {
+	// Attempts counts the calls of op: 0 when the context was done before
+	// the first.
+	Attempts int
+	// GaveUp is the error Retry returns when op never succeeded, nil when
+	// it did.
+	GaveUp *GiveUpError
+	// Took is the time from Retry's call to its return.
+	Took time.Duration
 }
 
 // RetryEvent is a retry about to happen.
@@ -222,6 +258,20 @@ func Retry[T any](ctx context.Context, s Strategy, op func(context.Context) (T, 
 			cfg = opt.set(cfg) // by value, so that cfg stays on the stack
 		}
 	}
+	if cfg.end == nil {
+		return retry(ctx, &s, &cfg, op)
+	}
+	begin := time.Now()
+	v, err := retry(ctx, &s, &cfg, op)
+	end := RetryEnd{Attempts: cfg.calls, Took: time.Since(begin)}
+	end.GaveUp, _ = err.(*GiveUpError)
+	cfg.end(end)
+	return v, err
+}
+
+// retry is Retry's loop, for a valid strategy and its options.
+func retry[T any](ctx context.Context, s *Strategy, cfg *retryConfig, op func(context.Context) (T, error)) (T, error) {
+	var zero T
 	if cfg.budget != nil {
 		cfg.budget.deposit()
 	}
@@ -237,15 +287,16 @@ func Retry[T any](ctx context.Context, s Strategy, op func(context.Context) (T, 
 			return zero, &GiveUpError{Reason: ContextDone, Failures: failures - 1, Err: context.Cause(ctx)}
 		}
 		start := time.Now()
+		cfg.calls++
 		v, opErr := op(ctx)
 		if opErr == nil {
 			return v, nil
 		}
 		failedAt := time.Now()
 		if h == nil {
-			h = cfg.start(s)
+			h = cfg.start(*s)
 		}
-		wait, giveUp := cfg.decide(ctx, h, failures, opErr, failedAt.Sub(start), failedAt, &s)
+		wait, giveUp := cfg.decide(ctx, h, failures, opErr, failedAt.Sub(start), failedAt, s)
 		if giveUp != nil {
 			return zero, giveUp
 		}

@@ -553,3 +553,45 @@ func TestRecordTakesANegativeUptimeAsZero(t *testing.T) {
 	assert.Equal(t, dz, dn)
 	assert.Equal(t, time.Second, dn.Delay)
 }
+
+// TestWithEndSaysHowRetryEnded: the end hook is called once, with the
+// calls of op and the GiveUpError when it gave up; observers given twice
+// are both called, in order.
+func TestWithEndSaysHowRetryEnded(t *testing.T) {
+	fast := Strategy{Kind: Bounded, MaxAttempts: 3, Backoff: Backoff{Kind: Fixed, BaseDelay: time.Millisecond}}
+	synctest.Test(t, func(t *testing.T) {
+		var ends []RetryEnd
+		var seen []string
+		calls := 0
+		_, err := Retry(context.Background(), fast, func(context.Context) (int, error) {
+			if calls++; calls < 3 {
+				return 0, errors.New("flaky")
+			}
+			return 1, nil
+		}, WithEnd(func(e RetryEnd) { ends = append(ends, e) }),
+			WithObserver(func(RetryEvent) { seen = append(seen, "first") }),
+			WithObserver(func(RetryEvent) { seen = append(seen, "second") }))
+		require.NoError(t, err)
+		require.Len(t, ends, 1)
+		assert.Equal(t, RetryEnd{Attempts: 3, Took: 2 * time.Millisecond}, ends[0])
+		assert.Equal(t, []string{"first", "second", "first", "second"}, seen)
+
+		ends = nil
+		_, err = Retry(context.Background(), fast, func(context.Context) (int, error) { return 0, errors.New("down") },
+			WithEnd(func(e RetryEnd) { ends = append(ends, e) }), WithEnd(func(e RetryEnd) { ends = append(ends, e) }))
+		require.Error(t, err)
+		require.Len(t, ends, 2, "both end hooks")
+		assert.Equal(t, 3, ends[0].Attempts)
+		require.NotNil(t, ends[0].GaveUp)
+		assert.Equal(t, AttemptsExhausted, ends[0].GaveUp.Reason)
+		assert.Same(t, ends[0].GaveUp, ends[1].GaveUp)
+
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		ends = nil
+		_, _ = Retry(ctx, fast, func(context.Context) (int, error) { return 1, nil }, WithEnd(func(e RetryEnd) { ends = append(ends, e) }))
+		require.Len(t, ends, 1)
+		assert.Equal(t, 0, ends[0].Attempts)
+		assert.Equal(t, ContextDone, ends[0].GaveUp.Reason)
+	})
+}
