@@ -76,7 +76,7 @@ type Transport struct {
 	strategy       retrypolicy.Strategy
 	transient      func(*http.Response, error) bool
 	attemptTimeout time.Duration
-	observe        func(retrypolicy.RetryEvent)
+	observe        []func(retrypolicy.RetryEvent)
 	opts           []retrypolicy.RetryOption // the options every request's loop takes
 	hosts          *hostBudgets              // nil unless WithHostBudgets
 }
@@ -93,7 +93,8 @@ type config struct {
 	afterCap       time.Duration
 	attemptTimeout time.Duration
 	fullJitter     bool
-	observe        func(retrypolicy.RetryEvent)
+	observe        []func(retrypolicy.RetryEvent)
+	end            []func(retrypolicy.RetryEnd)
 }
 
 // WithClassifier replaces [Transient]: transient reports whether an
@@ -143,10 +144,33 @@ func WithFullJitter() Option {
 }
 
 // WithObserver calls observe before each retry, to log it or count it; a
-// retryable status is a [*StatusError] in the event's Err.
+// retryable status is a [*StatusError] in the event's Err. Given more than
+// once, each is called, in the order given.
 func WithObserver(observe func(retrypolicy.RetryEvent)) Option {
-	return Option{func(c *config) { c.observe = observe }}
+	return Option{func(c *config) { c.observe = append(c.observe, observe) }}
 }
+
+// WithEnd calls end once a request's retries end, as
+// [retrypolicy.WithEnd] does: the attempts sent, and the GiveUpError when
+// the transport gave up (on a status too, though the caller gets the
+// response). Given more than once, each is called, in the order given.
+func WithEnd(end func(retrypolicy.RetryEnd)) Option {
+	return Option{func(c *config) { c.end = append(c.end, end) }}
+}
+
+// Attempt returns which attempt of a request ctx is the context of, from
+// 1: a transport or instrumentation under the Transport reads it (as the
+// resend count, Attempt - 1). It is 1 for a context the Transport did not
+// make.
+func Attempt(ctx context.Context) int {
+	if n, ok := ctx.Value(attemptKey{}).(int); ok {
+		return n
+	}
+	return 1
+}
+
+// attemptKey is the context key of Attempt.
+type attemptKey struct{}
 
 // NewTransport returns a Transport that sends requests through base (nil:
 // [http.DefaultTransport]) and retries them under s. It returns the
@@ -178,6 +202,9 @@ func NewTransport(base http.RoundTripper, s retrypolicy.Strategy, opts ...Option
 		t.transient = Transient
 	}
 	t.opts = append(t.opts, retrypolicy.WithObserver(t.onRetry))
+	for _, end := range c.end {
+		t.opts = append(t.opts, retrypolicy.WithEnd(end))
+	}
 	if c.afterCap > 0 {
 		t.opts = append(t.opts, retrypolicy.WithRetryAfterCap(c.afterCap))
 	}
@@ -237,8 +264,8 @@ func (t *Transport) onRetry(e retrypolicy.RetryEvent) {
 	if errors.As(e.Err, &se) {
 		se.discard()
 	}
-	if t.observe != nil {
-		t.observe(e)
+	for _, observe := range t.observe {
+		observe(e)
 	}
 }
 
@@ -294,7 +321,7 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	}
 	var timer *attemptTimer
 	if c.t.attemptTimeout > 0 {
-		req, timer = c.withTimeout(ctx, req)
+		req, timer = c.withTimeout(req)
 	}
 	resp, err := c.t.base.RoundTrip(req)
 	if err != nil {
@@ -329,22 +356,22 @@ func (c *call) next() (*http.Request, error) {
 	if c.sent == 1 {
 		return c.req, nil
 	}
+	r := c.req.WithContext(context.WithValue(c.req.Context(), attemptKey{}, c.sent)) // a shallow copy, as a transport's own retry makes
 	if c.req.Body == nil || c.req.Body == http.NoBody {
-		return c.req, nil
+		return r, nil
 	}
 	body, err := c.req.GetBody()
 	if err != nil {
 		return nil, errors.New("retryhttp: rewinding the request body: " + err.Error())
 	}
-	r := *c.req // a shallow copy, as a transport's own retry makes
 	r.Body = body
-	return &r, nil
+	return r, nil
 }
 
 // withTimeout returns req under a context that the attempt timeout
 // cancels, and its timer.
-func (c *call) withTimeout(ctx context.Context, req *http.Request) (*http.Request, *attemptTimer) {
-	actx, cancel := context.WithCancelCause(ctx)
+func (c *call) withTimeout(req *http.Request) (*http.Request, *attemptTimer) {
+	actx, cancel := context.WithCancelCause(req.Context())
 	t := &attemptTimer{cancel: cancel}
 	t.timer = time.AfterFunc(c.t.attemptTimeout, func() { cancel(errAttemptTimeout) })
 	return req.WithContext(actx), t

@@ -550,3 +550,32 @@ func TestSharedBudgetUnderConcurrency(t *testing.T) {
 		assert.Positive(t, retries)
 	})
 }
+
+// TestAttemptAndEnd: a transport under the Transport reads which attempt
+// it sends (1, 2, 3, with or without an attempt timeout); WithEnd says
+// once how the request's retries ended, a give-up on a status included.
+func TestAttemptAndEnd(t *testing.T) {
+	for _, opts := range [][]retryhttp.Option{nil, {retryhttp.WithAttemptTimeout(time.Minute)}} {
+		synctest.Test(t, func(t *testing.T) {
+			var attempts []int
+			base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				attempts = append(attempts, retryhttp.Attempt(r.Context()))
+				return &http.Response{StatusCode: 503, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
+			})
+			var ends []retrypolicy.RetryEnd
+			s := retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 3, Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: time.Second}}
+			tr, err := retryhttp.NewTransport(base, s, append(opts, retryhttp.WithEnd(func(e retrypolicy.RetryEnd) { ends = append(ends, e) }))...)
+			require.NoError(t, err)
+			resp, err := tr.RoundTrip(get(t, "http://service.test/"))
+			require.NoError(t, err)
+			resp.Body.Close()
+			assert.Equal(t, []int{1, 2, 3}, attempts)
+			require.Len(t, ends, 1)
+			assert.Equal(t, 3, ends[0].Attempts)
+			require.NotNil(t, ends[0].GaveUp)
+			assert.Equal(t, retrypolicy.AttemptsExhausted, ends[0].GaveUp.Reason)
+			assert.Equal(t, 2*time.Second, ends[0].Took)
+		})
+	}
+	assert.Equal(t, 1, retryhttp.Attempt(context.Background()))
+}
