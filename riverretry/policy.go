@@ -65,6 +65,26 @@ type Config struct {
 	// Now is the policy's clock; nil means time.Now. A test that stubs
 	// River's clock (river.Config.Test.Time) gives the policy the same one.
 	Now func() time.Time
+
+	// Hooks are told what the policy does, to count it (otelretry's
+	// metrics are made so); riverretry depends on no metrics library.
+	Hooks Hooks
+}
+
+// Hooks are functions the policy calls as it works, each with the job's
+// kind; a nil one is not called. They are called from River's goroutines
+// at once, so they must be fast and safe for concurrent use.
+type Hooks struct {
+	// Decided is called with each decision the strategy makes on a job's
+	// failure: a retry now, a wait, or fatal with its reason (the job is
+	// then cancelled).
+	Decided func(ctx context.Context, kind string, d retrypolicy.Decision)
+	// Repaired is called for each job record the policy did not trust and
+	// read from River's errors instead.
+	Repaired func(ctx context.Context, kind string)
+	// Refused is called for each insert the policy refused for its job's
+	// metadata or strategy.
+	Refused func(ctx context.Context, kind string)
 }
 
 // Policy applies retrypolicy strategies to River jobs. Install it with
@@ -76,6 +96,7 @@ type Policy struct {
 	standard *retrypolicy.Policy
 	kinds    map[string]*retrypolicy.Policy
 	next     river.ErrorHandler
+	hooks    Hooks
 	logger   *slog.Logger
 	now      func() time.Time
 	// setMetadata is river.MetadataSet, or a benchmark's stand-in for
@@ -99,6 +120,7 @@ func New(cfg Config) (*Policy, error) {
 	p := &Policy{
 		kinds:       make(map[string]*retrypolicy.Policy, len(cfg.Kinds)),
 		next:        cfg.ErrorHandler,
+		hooks:       cfg.Hooks,
 		logger:      cfg.Logger,
 		now:         cfg.Now,
 		setMetadata: river.MetadataSet,
@@ -278,6 +300,9 @@ func (p *Policy) read(ctx context.Context, job *rivertype.JobRow, now time.Time,
 	if problem != "" {
 		p.logger.WarnContext(ctx, "riverretry: "+problem+"; its failures are read from River's errors instead",
 			slog.Int64("job_id", job.ID), slog.String("kind", job.Kind))
+		if p.hooks.Repaired != nil {
+			p.hooks.Repaired(ctx, job.Kind)
+		}
 	}
 	var added int
 	rec.failures, added = unseen(job, rec.seen, rec.failures, now)
@@ -423,9 +448,12 @@ func (p *Policy) decide(job *rivertype.JobRow, pol *retrypolicy.Policy, failures
 	return d
 }
 
-// logDecision logs d, the decision on job's failures after a run of
-// uptime, at the Debug level.
+// logDecision tells the Decided hook of d, the decision on job's failures
+// after a run of uptime, and logs it at the Debug level.
 func (p *Policy) logDecision(ctx context.Context, job *rivertype.JobRow, failures []int64, uptime time.Duration, d retrypolicy.Decision) {
+	if p.hooks.Decided != nil {
+		p.hooks.Decided(ctx, job.Kind, d)
+	}
 	if !p.logger.Enabled(ctx, slog.LevelDebug) {
 		return
 	}
@@ -473,15 +501,24 @@ func (p *Policy) InsertMany(ctx context.Context, manyParams []*rivertype.JobInse
 		}
 		m := readMetadata(params.Metadata)
 		if m.problem == metadataNotObject || !json.Valid(params.Metadata) {
+			p.refused(ctx, params.Kind)
 			return nil, fmt.Errorf("riverretry: job of kind %s: %s", echo.Quote(params.Kind), metadataNotObject)
 		}
 		if m.strategy != nil {
 			if _, err := p.cache.get(m.strategy, params.Kind); err != nil {
+				p.refused(ctx, params.Kind)
 				return nil, err
 			}
 		}
 	}
 	return doInner(ctx)
+}
+
+// refused tells the Refused hook of an insert of kind refused.
+func (p *Policy) refused(ctx context.Context, kind string) {
+	if p.hooks.Refused != nil {
+		p.hooks.Refused(ctx, kind)
+	}
 }
 
 // FatalError is the error of a job on which its strategy gives up: River
