@@ -18,7 +18,9 @@ import (
 func TestHooksAreToldWhatThePolicyDoes(t *testing.T) {
 	var decided, repaired, refused []string
 	p, err := New(Config{Hooks: Hooks{
-		Decided:  func(_ context.Context, kind string, d retrypolicy.Decision) { decided = append(decided, kind+" "+d.Action.String()+" "+d.Reason.String()) },
+		Decided: func(_ context.Context, kind string, d retrypolicy.Decision) {
+			decided = append(decided, kind+" "+d.Action.String()+" "+d.Reason.String())
+		},
 		Repaired: func(_ context.Context, kind string) { repaired = append(repaired, kind) },
 		Refused:  func(_ context.Context, kind string) { refused = append(refused, kind) },
 	}})
