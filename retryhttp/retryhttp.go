@@ -186,13 +186,8 @@ func NewTransport(base http.RoundTripper, s retrypolicy.Strategy, opts ...Option
 			o.set(&c)
 		}
 	}
-	switch {
-	case c.afterCap < 0:
-		return nil, errors.New("retryhttp: WithRetryAfterCap: must not be negative, got " + c.afterCap.String())
-	case c.attemptTimeout < 0:
-		return nil, errors.New("retryhttp: WithAttemptTimeout: must not be negative, got " + c.attemptTimeout.String())
-	case c.perHost && c.budget != nil:
-		return nil, errors.New("retryhttp: WithBudget and WithHostBudgets: choose one")
+	if err := c.check(); err != nil {
+		return nil, err
 	}
 	if base == nil {
 		base = http.DefaultTransport
@@ -201,26 +196,48 @@ func NewTransport(base http.RoundTripper, s retrypolicy.Strategy, opts ...Option
 	if t.transient == nil {
 		t.transient = Transient
 	}
-	t.opts = append(t.opts, retrypolicy.WithObserver(t.onRetry))
-	for _, end := range c.end {
-		t.opts = append(t.opts, retrypolicy.WithEnd(end))
-	}
-	if c.afterCap > 0 {
-		t.opts = append(t.opts, retrypolicy.WithRetryAfterCap(c.afterCap))
-	}
-	if c.fullJitter {
-		t.opts = append(t.opts, retrypolicy.WithFullJitter())
-	}
-	if c.budget != nil {
-		t.opts = append(t.opts, retrypolicy.WithBudget(c.budget))
-	}
+	t.opts = c.retryOptions(t.onRetry)
 	if c.perHost {
-		if _, err := retrypolicy.NewBudget(c.hostRatio, c.hostBurst); err != nil {
-			return nil, errors.New("retryhttp: WithHostBudgets: " + err.Error())
-		}
 		t.hosts = &hostBudgets{ratio: c.hostRatio, burst: c.hostBurst, shared: t.opts}
 	}
 	return t, nil
+}
+
+// check returns the error of the first option that is invalid.
+func (c *config) check() error {
+	switch {
+	case c.afterCap < 0:
+		return errors.New("retryhttp: WithRetryAfterCap: must not be negative, got " + c.afterCap.String())
+	case c.attemptTimeout < 0:
+		return errors.New("retryhttp: WithAttemptTimeout: must not be negative, got " + c.attemptTimeout.String())
+	case c.perHost && c.budget != nil:
+		return errors.New("retryhttp: WithBudget and WithHostBudgets: choose one")
+	}
+	if c.perHost {
+		if _, err := retrypolicy.NewBudget(c.hostRatio, c.hostBurst); err != nil {
+			return errors.New("retryhttp: WithHostBudgets: " + err.Error())
+		}
+	}
+	return nil
+}
+
+// retryOptions are the options of every request's Retry loop: onRetry
+// observes each retry, and the options c sets follow.
+func (c *config) retryOptions(onRetry func(retrypolicy.RetryEvent)) []retrypolicy.RetryOption {
+	opts := []retrypolicy.RetryOption{retrypolicy.WithObserver(onRetry)}
+	for _, end := range c.end {
+		opts = append(opts, retrypolicy.WithEnd(end))
+	}
+	if c.afterCap > 0 {
+		opts = append(opts, retrypolicy.WithRetryAfterCap(c.afterCap))
+	}
+	if c.fullJitter {
+		opts = append(opts, retrypolicy.WithFullJitter())
+	}
+	if c.budget != nil {
+		opts = append(opts, retrypolicy.WithBudget(c.budget))
+	}
+	return opts
 }
 
 // RoundTrip sends req, and again while its outcome is transient, the

@@ -1,0 +1,277 @@
+// Package otelretry records OpenTelemetry metrics and traces of every
+// place retrypolicy decides a retry: a [retrypolicy.Retry] call, a
+// [retryhttp.Transport]'s requests, a River client's jobs (package
+// otelretry/otelriver) and a scheduler's own controller tick.
+//
+//	in, err := otelretry.New() // the global providers; WithMeterProvider, WithTracerProvider
+//	body, err := otelretry.Retry(ctx, in, "fetch-report", strategy, fetch)
+//
+// The instruments, their units and attributes are a stable table in the
+// module's README. Attributes stay of low cardinality: an operation's name
+// that the caller chooses, a job kind, a reason, an action; never a job
+// id, an error's text or a URL. With the global no-op providers (nothing
+// set up), an instrumented retry allocates nothing more than a plain one.
+package otelretry
+
+import (
+	"context"
+	"net/http"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/retryhttp"
+)
+
+// ScopeName is the instrumentation scope of the meter and the tracer.
+const ScopeName = "github.com/retrypolicy/retrypolicy/otelretry"
+
+// The attributes the instruments and spans carry.
+const (
+	// Operation names what is retried, as the caller calls it.
+	Operation = attribute.Key("retrypolicy.operation")
+	// Source says where the retry was decided: retry (Retry), http
+	// (retryhttp), river (riverretry) or tick (a scheduler's controller).
+	Source = attribute.Key("retrypolicy.source")
+	// Reason is why a retry was given up: a retrypolicy.Reason's text.
+	Reason = attribute.Key("retrypolicy.reason")
+	// Action is a decision's action: retry_now, wait or fatal.
+	Action = attribute.Key("retrypolicy.action")
+	// Outcome is how an operation ended: success or give_up.
+	Outcome = attribute.Key("retrypolicy.outcome")
+	// JobKind is a River job's kind.
+	JobKind = attribute.Key("retrypolicy.job.kind")
+	// Budget names a retry budget, as ObserveBudget is given it.
+	Budget = attribute.Key("retrypolicy.budget")
+	// ResendCount is the semantic conventions' attribute of an HTTP client
+	// span: how many times the request was sent before (attempt - 1).
+	ResendCount = attribute.Key("http.request.resend_count")
+)
+
+// WaitBuckets are the wait histogram's bucket boundaries, in seconds: from
+// a millisecond to a day, in steps a reader counts time in.
+var WaitBuckets = []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400}
+
+// AttemptBuckets are the attempts histogram's bucket boundaries.
+var AttemptBuckets = []float64{1, 2, 3, 4, 5, 7, 10, 15, 20, 30, 50, 100}
+
+// Instruments records retries. Make one with New and share it: it is safe
+// for concurrent use.
+type Instruments struct {
+	tracer    trace.Tracer
+	meter     metric.Meter
+	retries   metric.Int64Counter
+	wait      metric.Float64Histogram
+	giveUps   metric.Int64Counter
+	decisions metric.Int64Counter
+	attempts  metric.Int64Histogram
+	repaired  metric.Int64Counter
+	refused   metric.Int64Counter
+	tokens    metric.Float64ObservableGauge
+}
+
+// Option configures New.
+type Option func(*config)
+
+type config struct {
+	mp metric.MeterProvider
+	tp trace.TracerProvider
+}
+
+// WithMeterProvider records the metrics through mp; nil, and the default,
+// is otel.GetMeterProvider().
+func WithMeterProvider(mp metric.MeterProvider) Option { return func(c *config) { c.mp = mp } }
+
+// WithTracerProvider records the spans through tp; nil, and the default,
+// is otel.GetTracerProvider().
+func WithTracerProvider(tp trace.TracerProvider) Option { return func(c *config) { c.tp = tp } }
+
+// New makes the instruments; its error is the meter's, for an instrument
+// it could not make.
+func New(opts ...Option) (*Instruments, error) {
+	var c config
+	for _, o := range opts {
+		o(&c)
+	}
+	if c.mp == nil {
+		c.mp = otel.GetMeterProvider()
+	}
+	if c.tp == nil {
+		c.tp = otel.GetTracerProvider()
+	}
+	in := &Instruments{tracer: c.tp.Tracer(ScopeName), meter: c.mp.Meter(ScopeName)}
+	m := in.meter
+	var errs [9]error
+	in.retries, errs[0] = m.Int64Counter("retrypolicy.retries", metric.WithUnit("{retry}"),
+		metric.WithDescription("Retries decided: an operation, request or job that failed and will run again."))
+	in.wait, errs[1] = m.Float64Histogram("retrypolicy.wait.duration", metric.WithUnit("s"),
+		metric.WithDescription("The wait before each retry."), metric.WithExplicitBucketBoundaries(WaitBuckets...))
+	in.giveUps, errs[2] = m.Int64Counter("retrypolicy.give_ups", metric.WithUnit("{give_up}"),
+		metric.WithDescription("Operations, requests and jobs given up, by reason."))
+	in.decisions, errs[3] = m.Int64Counter("retrypolicy.decisions", metric.WithUnit("{decision}"),
+		metric.WithDescription("Decisions on a failed job, by action: retry_now, wait or fatal."))
+	in.attempts, errs[4] = m.Int64Histogram("retrypolicy.operation.attempts", metric.WithUnit("{attempt}"),
+		metric.WithDescription("The attempts an operation or request took, at its end."), metric.WithExplicitBucketBoundaries(AttemptBuckets...))
+	in.repaired, errs[5] = m.Int64Counter("retrypolicy.river.records.repaired", metric.WithUnit("{record}"),
+		metric.WithDescription("River job records the policy did not trust and read from River's errors instead."))
+	in.refused, errs[6] = m.Int64Counter("retrypolicy.river.inserts.refused", metric.WithUnit("{job}"),
+		metric.WithDescription("River job inserts refused for their metadata or strategy."))
+	in.tokens, errs[7] = m.Float64ObservableGauge("retrypolicy.budget.tokens", metric.WithUnit("{token}"),
+		metric.WithDescription("The retries a budget allows now."))
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return in, nil
+}
+
+// Retry is [retrypolicy.Retry] under a span named operation, the parent of
+// op's own spans, with an event for each failure retried and its retry's
+// numbers, and metrics: each retry, its wait, the attempts at the end, and
+// a give-up by reason (the span's status is then an error).
+func Retry[T any](ctx context.Context, in *Instruments, operation string, s retrypolicy.Strategy, op func(context.Context) (T, error), opts ...retrypolicy.RetryOption) (T, error) {
+	ctx, span := in.tracer.Start(ctx, operation, trace.WithAttributes(Operation.String(operation)))
+	defer span.End()
+	r := in.newRecorder(ctx, span, attribute.NewSet(Source.String("retry"), Operation.String(operation)))
+	opts = append(opts[:len(opts):len(opts)], retrypolicy.WithObserver(r.retried), retrypolicy.WithEnd(r.ended))
+	return retrypolicy.Retry(ctx, s, op, opts...)
+}
+
+// HTTPOptions are the options that make a retryhttp Transport record its
+// requests' retries, waits, attempts and give-ups, under operation. The
+// spans are the base transport's: put otelhttp's under the Transport and
+// ResendCountTransport under otelhttp's, and each attempt is a client span
+// with its resend count.
+func (in *Instruments) HTTPOptions(operation string) []retryhttp.Option {
+	r := in.newRecorder(context.Background(), nil, attribute.NewSet(Source.String("http"), Operation.String(operation)))
+	return []retryhttp.Option{retryhttp.WithObserver(r.retried), retryhttp.WithEnd(r.ended)}
+}
+
+// ResendCountTransport sets http.request.resend_count on the span of each
+// request it sends again: under otelhttp's transport, itself under a
+// retryhttp Transport, that span is the attempt's client span.
+func ResendCountTransport(next http.RoundTripper) http.RoundTripper {
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	return resendCount{next}
+}
+
+type resendCount struct{ next http.RoundTripper }
+
+func (t resendCount) RoundTrip(req *http.Request) (*http.Response, error) {
+	if n := retryhttp.Attempt(req.Context()); n > 1 {
+		trace.SpanFromContext(req.Context()).SetAttributes(ResendCount.Int(n - 1))
+	}
+	return t.next.RoundTrip(req)
+}
+
+// Decided records d, a decision a scheduler's controller acted on (it
+// scheduled the retry, or failed the job): once per failure, not on each
+// tick a job waits. attrs (low-cardinality: a job kind, a queue) are added
+// to its metrics.
+func (in *Instruments) Decided(ctx context.Context, d retrypolicy.Decision, attrs ...attribute.KeyValue) {
+	in.decided(ctx, "tick", d, attrs...)
+}
+
+// decided records d, a decision made in source (river or tick).
+func (in *Instruments) decided(ctx context.Context, source string, d retrypolicy.Decision, attrs ...attribute.KeyValue) {
+	kv := append([]attribute.KeyValue{Source.String(source), Action.String(d.Action.String())}, attrs...)
+	if d.Action == retrypolicy.Fatal {
+		kv = append(kv, Reason.String(d.Reason.String()))
+	}
+	in.decisions.Add(ctx, 1, metric.WithAttributes(kv...))
+	kv = append(kv[:0], Source.String(source))
+	kv = append(kv, attrs...)
+	if d.Action == retrypolicy.Fatal {
+		in.giveUps.Add(ctx, 1, metric.WithAttributes(append(kv, Reason.String(d.Reason.String()))...))
+		return
+	}
+	set := metric.WithAttributes(kv...)
+	in.retries.Add(ctx, 1, set)
+	in.wait.Record(ctx, (d.Delay + d.Jitter).Seconds(), set)
+}
+
+// RiverDecided records a River job's decision, with its kind; otelriver's
+// hooks call it.
+func (in *Instruments) RiverDecided(ctx context.Context, kind string, d retrypolicy.Decision) {
+	in.decided(ctx, "river", d, JobKind.String(kind))
+}
+
+// RiverRepaired records a River job record repaired, with its kind.
+func (in *Instruments) RiverRepaired(ctx context.Context, kind string) {
+	in.repaired.Add(ctx, 1, metric.WithAttributes(JobKind.String(kind)))
+}
+
+// RiverRefused records a River insert refused, with its kind.
+func (in *Instruments) RiverRefused(ctx context.Context, kind string) {
+	in.refused.Add(ctx, 1, metric.WithAttributes(JobKind.String(kind)))
+}
+
+// ObserveBudget reports b's tokens (Budget.Tokens) as
+// retrypolicy.budget.tokens with the attribute retrypolicy.budget=name, at
+// each collection, until the registration is unregistered.
+func (in *Instruments) ObserveBudget(name string, b *retrypolicy.Budget) (metric.Registration, error) {
+	attrs := metric.WithAttributes(Budget.String(name))
+	return in.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		o.ObserveFloat64(in.tokens, b.Tokens(), attrs)
+		return nil
+	}, in.tokens)
+}
+
+// recorder records one operation's retries: its attributes are made once,
+// so that a retry allocates nothing more.
+type recorder struct {
+	in   *Instruments
+	ctx  context.Context
+	span trace.Span // nil: no span of its own
+	set  attribute.Set
+	opts []metric.RecordOption
+	adds []metric.AddOption
+}
+
+func (in *Instruments) newRecorder(ctx context.Context, span trace.Span, set attribute.Set) *recorder {
+	opt := metric.WithAttributeSet(set)
+	return &recorder{in: in, ctx: ctx, span: span, set: set, opts: []metric.RecordOption{opt}, adds: []metric.AddOption{opt}}
+}
+
+// retried records a retry about to happen.
+func (r *recorder) retried(e retrypolicy.RetryEvent) {
+	r.in.retries.Add(r.ctx, 1, r.adds...)
+	r.in.wait.Record(r.ctx, e.Wait.Seconds(), r.opts...)
+	if r.span != nil && r.span.IsRecording() {
+		d := e.Decision
+		r.span.AddEvent("retrypolicy.retry", trace.WithAttributes(
+			attribute.Int("retrypolicy.failures", e.Failures),
+			attribute.Int("retrypolicy.in_window", d.InWindow),
+			attribute.Float64("retrypolicy.owed_secs", d.Owed.Seconds()),
+			attribute.Float64("retrypolicy.credited_secs", d.Delay.Seconds()),
+			attribute.Float64("retrypolicy.wait_secs", e.Wait.Seconds()),
+		), trace.WithTimestamp(e.Wake.Add(-e.Wait)))
+	}
+}
+
+// ended records the end of the operation: its attempts, and a give-up.
+func (r *recorder) ended(e retrypolicy.RetryEnd) {
+	if e.GaveUp == nil {
+		r.in.attempts.Record(r.ctx, int64(e.Attempts), metric.WithAttributeSet(r.with(Outcome.String("success"))))
+		return
+	}
+	reason := e.GaveUp.Reason.String()
+	r.in.attempts.Record(r.ctx, int64(e.Attempts), metric.WithAttributeSet(r.with(Outcome.String("give_up"))))
+	r.in.giveUps.Add(r.ctx, 1, metric.WithAttributeSet(r.with(Reason.String(reason))))
+	if r.span != nil {
+		r.span.AddEvent("retrypolicy.give_up", trace.WithAttributes(Reason.String(reason), attribute.Int("retrypolicy.failures", e.GaveUp.Failures)))
+		r.span.SetStatus(codes.Error, "gave up: "+reason)
+	}
+}
+
+// with is the recorder's attributes and kv.
+func (r *recorder) with(kv attribute.KeyValue) attribute.Set {
+	return attribute.NewSet(append(r.set.ToSlice(), kv)...)
+}
