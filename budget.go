@@ -67,3 +67,12 @@ func (b *Budget) withdraw() bool {
 func (b *Budget) Tokens() float64 {
 	return float64(b.tokens.Load()) / microToken
 }
+
+// Deposit records a call against the budget, as each call of Retry does:
+// a retry loop of one's own (a scheduler's, a simulation's) calls it once
+// per operation, and Withdraw before each retry.
+func (b *Budget) Deposit() { b.deposit() }
+
+// Withdraw takes a retry's token, and reports false, taking nothing, when
+// the budget has no whole token left.
+func (b *Budget) Withdraw() bool { return b.withdraw() }
