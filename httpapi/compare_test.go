@@ -72,3 +72,34 @@ func TestPlanPictureSharesAnAxis(t *testing.T) {
 	e := decodeError(t, send(t, h, svgPost("/v1/plan?axis=-1", fixed)), 400, "INVALID_PARAMETER")
 	assert.Contains(t, e.Message, "axis: must be between 0 and 100 years")
 }
+
+// TestSimulateLayers: scenario=layers runs the posted strategy at every
+// layer of the seed's chain of four and at the client alone, and answers
+// both, in JSON and on one chart; an option of another scenario is named.
+func TestSimulateLayers(t *testing.T) {
+	h := New(Options{})
+	const three = `{"strategy":"bounded","max_attempts":3,"backoff":{"kind":"fixed","base_delay_secs":1}}`
+	a := send(t, h, post("/v1/simulate?scenario=layers&rate=20&duration=1m&outage=30s", three))
+	require.Equal(t, 200, a.status, a.body)
+	var results []struct {
+		Chain         string  `json:"chain"`
+		Requests      int     `json:"requests"`
+		Amplification float64 `json:"amplification"`
+		Attempts      []int   `json:"attempts"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(a.body), &results), a.body)
+	require.Len(t, results, 2)
+	assert.Equal(t, "every layer", results[0].Chain)
+	assert.Equal(t, "client only", results[1].Chain)
+	assert.Equal(t, 1200, results[0].Requests)
+	assert.Greater(t, results[0].Amplification, results[1].Amplification, "retrying at every layer multiplies the bottom's load")
+	assert.Len(t, results[0].Attempts, 4)
+
+	a = send(t, h, svgPost("/v1/simulate?scenario=layers&rate=20&duration=1m", three))
+	require.Equal(t, 200, a.status, a.body)
+	assert.Equal(t, 2, strings.Count(a.body, `class="load"`))
+	assert.Contains(t, a.body, `class="capacity"`)
+
+	e := decodeError(t, send(t, h, post("/v1/simulate?scenario=layers&jobs=5", three)), 400, "INVALID_PARAMETER")
+	assert.Equal(t, "jobs: only the outage scenario takes it; in the layers scenario, rate plays its part", e.Message)
+}

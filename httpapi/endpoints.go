@@ -328,10 +328,13 @@ func (h *Handler) simulate(w http.ResponseWriter, r *http.Request, body []byte) 
 	}
 	strategies[0].Strategy = st
 	if o.Scenario == "contention" && wantsSVG(r) {
-		return &apiError{status: http.StatusNotAcceptable, code: "NOT_ACCEPTABLE", message: "only the outage scenario draws a picture"}
+		return &apiError{status: http.StatusNotAcceptable, code: "NOT_ACCEPTABLE", message: "only the outage and layers scenarios draw a picture"}
 	}
 	ctx, cancel := h.work(r)
 	defer cancel()
+	if o.Scenario == "layers" {
+		return h.layers(ctx, w, r, o.Layers(), st)
+	}
 	if o.Scenario == "contention" {
 		res, err := o.Contention().Run(ctx, plan.Contender{Name: "posted", Strategy: st})
 		if e := h.failed(ctx, err); e != nil {
@@ -340,6 +343,35 @@ func (h *Handler) simulate(w http.ResponseWriter, r *http.Request, body []byte) 
 		return writeJSON(w, report.ContentionJSON(res))
 	}
 	return h.outage(ctx, w, r, o.Outage(), strategies, *compare != "")
+}
+
+// layers runs the seed's chain of four layers with st at every layer, and
+// with st at the client alone, within the request's budget, and answers
+// a JSON array of both, or their chart.
+func (h *Handler) layers(ctx context.Context, w http.ResponseWriter, r *http.Request, l plan.Layers, st retrypolicy.Strategy) *apiError {
+	none := retrypolicy.Strategy{Kind: retrypolicy.None}
+	chains := []plan.Chain{report.ChainOf("every layer", []retrypolicy.Strategy{st, st, st, st}), report.ChainOf("client only", []retrypolicy.Strategy{st, none, none, none})}
+	results := make([]plan.LayersResult, len(chains))
+	l.MaxCalls = h.o.MaxRuns
+	for i, c := range chains {
+		l.Layers = c.Layers
+		res, err := l.Run(ctx)
+		if e := h.failed(ctx, err); e != nil {
+			return e
+		}
+		results[i] = res
+	}
+	if wantsSVG(r) {
+		return writeSVG(w, report.LayersChart(l, chains, results))
+	}
+	b := []byte{'['}
+	for i, res := range results {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, report.LayersJSON(chains[i].Name, res)...)
+	}
+	return writeJSON(w, append(b, ']'))
 }
 
 // compared returns the seed strategy named to compare with, or the

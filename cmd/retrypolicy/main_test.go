@@ -101,6 +101,8 @@ not json
 	{"simulate-bad-scenario", []string{"simulate", "--scenario", "storm"}, ""},
 	{"simulate-missing-file", []string{"simulate", "testdata/cli/no-such-file.json"}, ""},
 	{"simulate-help", []string{"simulate", "--help"}, ""},
+	{"simulate-layers", []string{"simulate", "--scenario", "layers", "--duration", "2m"}, ""},
+	{"simulate-layers-json", []string{"simulate", "--scenario", "layers", "--json", "--rate", "10", "--duration", "20s", "--outage", "5s", "--capacity", "20", "testdata/cli/strategy-bounded.json", "testdata/cli/strategy-bounded.json"}, ""},
 	{"serve-help", []string{"serve", "--help"}, ""},
 	{"serve-bad-addr", []string{"serve", "--addr", "256.0.0.1:99999"}, ""},
 	{"plan-long-runs", []string{"plan", "--uptime=3600", "--failures", "4"}, ""},

@@ -48,8 +48,8 @@ exponential_with_jitter.`, stderr)
 	if errs := o.Check(report.CommandLimits); errs != nil {
 		return flagErrors(stderr, "simulate", errs)
 	}
-	if *svgPath != "" && o.Scenario != "outage" {
-		return flagErrors(stderr, "simulate", []report.Option{{Name: "svg", Rule: "only the outage scenario draws"}})
+	if *svgPath != "" && o.Scenario == "contention" {
+		return flagErrors(stderr, "simulate", []report.Option{{Name: "svg", Rule: "only the outage and layers scenarios draw"}})
 	}
 	if err := checkOutput(*svgPath); err != nil {
 		fmt.Fprintln(stderr, "retrypolicy:", err)
@@ -59,13 +59,80 @@ exponential_with_jitter.`, stderr)
 	if code >= 0 {
 		return code
 	}
-	if o.Scenario == "contention" {
+	switch o.Scenario {
+	case "contention":
 		return simulateContention(o.Contention(), contenders(strategies), *asJSON, stdout, stderr)
+	case "layers":
+		return simulateLayers(o.Layers(), chains(strategies), *asJSON, *svgPath, stdout, stderr)
 	}
 	if len(strategies) == 0 {
 		strategies = report.SeedStrategies()
 	}
 	return simulateOutage(o.Outage(), strategies, *asJSON, *svgPath, stdout, stderr)
+}
+
+// chains are the layers scenario's chains: the seed's four ways, or one
+// chain with a strategy a layer, as given, top first.
+func chains(strategies []report.Named) []plan.Chain {
+	if len(strategies) == 0 {
+		return plan.SeedChains()
+	}
+	given := make([]retrypolicy.Strategy, len(strategies))
+	for i, n := range strategies {
+		given[i] = n.Strategy
+	}
+	return []plan.Chain{report.ChainOf("given", given)}
+}
+
+func simulateLayers(l plan.Layers, chains []plan.Chain, asJSON bool, svgPath string, stdout, stderr io.Writer) int {
+	results := make([]plan.LayersResult, len(chains))
+	for i, c := range chains {
+		l.Layers = c.Layers
+		r, err := l.Run(context.Background()) // bounded by l.MaxCalls
+		if err != nil {
+			fmt.Fprintln(stderr, "retrypolicy: simulate:", strings.TrimPrefix(err.Error(), "plan: "))
+			return exitInvalid
+		}
+		results[i] = r
+	}
+	if asJSON {
+		for i, r := range results {
+			fmt.Fprintf(stdout, "%s\n", report.LayersJSON(chains[i].Name, r))
+		}
+	} else {
+		writeLayers(stdout, l, chains, results)
+	}
+	if svgPath != "" {
+		if err := os.WriteFile(svgPath, report.LayersChart(l, chains, results), 0o644); err != nil {
+			fmt.Fprintln(stderr, "retrypolicy:", err)
+			return exitIO
+		}
+	}
+	return exitOK
+}
+
+// writeLayers prints the layers scenario's table.
+func writeLayers(w io.Writer, l plan.Layers, chains []plan.Chain, results []plan.LayersResult) {
+	fmt.Fprintf(w, "layers: %v requests a second for %s through %d layers; the bottom is down for %s from t = 0, then serves at most %d calls a second\n\n",
+		l.Rate, report.Brief(l.Duration), len(chains[0].Layers), report.Brief(l.Down), l.Capacity)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "chain\trequests\tsucceeded\tbottom calls\tper request\tpeak/capacity\tp99 latency\trecovery\t")
+	for i, r := range results {
+		recovery, p99 := "never", "-"
+		if !r.Metastable {
+			recovery = report.Brief(r.Recovery)
+		}
+		if r.Succeeded > 0 {
+			p99 = report.Brief(r.Latency.P99)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.2f\t%.1fx\t%s\t%s\t\n", chains[i].Name, r.Requests, r.Succeeded, r.BottomCalls, r.Amplification, r.PeakLoad, p99, recovery)
+	}
+	tw.Flush()
+	for i, r := range results {
+		if r.Truncated {
+			fmt.Fprintf(w, "%s: truncated after %d calls: its counts are lower bounds\n", chains[i].Name, r.BottomCalls)
+		}
+	}
 }
 
 // contenders are the contention's contenders: the published ones, or

@@ -80,3 +80,22 @@ func loadPicture(t *testing.T, args ...string) ([]byte, []svgElement) {
 	require.NoError(t, err)
 	return data, parseSVG(t, data)
 }
+
+// TestDocsLayersChartIsCurrent: the README's picture of the layers is the
+// command's: a line for each of the seed's four ways, the capacity drawn,
+// and a PNG of its size.
+func TestDocsLayersChartIsCurrent(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "layers.svg")
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 0, run([]string{"simulate", "--scenario", "layers", "--duration", "2m", "--svg", path}, nil, &stdout, &stderr), stderr.String())
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	elements := parseSVG(t, data)
+	classes := map[string]int{}
+	for _, el := range elements {
+		classes[el.attrs["class"]]++
+	}
+	assert.Equal(t, 4, classes["load"], "a line a way")
+	assert.Equal(t, 1, classes["capacity"])
+	docsPicture(t, "simulate-layers", data, elements)
+}

@@ -48,6 +48,10 @@ type SimulateOptions struct {
 	Jobs, Clients, Runs, Capacity WholeNumber
 	Down, FailAfter, Spread, Tick Duration
 	Seed                          uint64
+	// Rate and Span are the layers' arrivals: requests a second, and for
+	// how long (--rate, --duration).
+	Rate WholeNumber
+	Span Duration
 	// MaxRuns is the most runs an outage follows in all (--max-runs).
 	MaxRuns WholeNumber
 	// MaxMessages is the most messages a contention follows in all; it is
@@ -56,12 +60,23 @@ type SimulateOptions struct {
 	fs          *flag.FlagSet // Define's, to tell the options set
 }
 
-// scenarioOptions names the scenario of each option that only one takes,
-// and the other scenario's option that plays its part, if any.
-var scenarioOptions = map[string]struct{ scenario, counterpart string }{
-	"jobs": {"outage", "clients"}, "outage": {"outage", ""}, "fail-after": {"outage", ""}, "spread": {"outage", ""},
-	"capacity": {"outage", ""}, "tick": {"outage", ""}, "max-runs": {"outage", ""},
-	"clients": {"contention", "jobs"}, "runs": {"contention", ""},
+// scenarioOptions names the scenarios that take each option that not all
+// do, and the option that plays its part in the others, if any.
+var scenarioOptions = map[string]struct {
+	scenarios   []string
+	counterpart map[string]string
+}{
+	"jobs":       {[]string{"outage"}, map[string]string{"contention": "clients", "layers": "rate"}},
+	"clients":    {[]string{"contention"}, map[string]string{"outage": "jobs", "layers": "rate"}},
+	"rate":       {[]string{"layers"}, map[string]string{"outage": "jobs", "contention": "clients"}},
+	"outage":     {[]string{"outage", "layers"}, nil},
+	"capacity":   {[]string{"outage", "layers"}, nil},
+	"fail-after": {[]string{"outage"}, nil},
+	"spread":     {[]string{"outage"}, nil},
+	"tick":       {[]string{"outage"}, nil},
+	"max-runs":   {[]string{"outage"}, nil},
+	"runs":       {[]string{"contention"}, nil},
+	"duration":   {[]string{"layers"}, nil},
 }
 
 // seedStrategies are the default strategy and the retries document's four
@@ -101,7 +116,7 @@ var CommandLimits = Limits{Jobs: 1_000_000, Clients: 100_000, Runs: 100_000, Max
 // Define defines the options as flags of fs, with their defaults.
 func (o *SimulateOptions) Define(fs *flag.FlagSet) {
 	o.fs = fs
-	fs.StringVar(&o.Scenario, "scenario", "outage", "`outage` or contention")
+	fs.StringVar(&o.Scenario, "scenario", "outage", "`outage`, contention or layers")
 	o.Jobs, o.Clients, o.Runs, o.MaxRuns = 1000, 100, 100, plan.DefaultMaxRuns
 	o.Down, o.Tick = Duration(30*time.Minute), Duration(time.Minute)
 	fs.Var(&o.Jobs, "jobs", "outage: how many jobs, `N` from 1 to 1000000")
@@ -113,21 +128,24 @@ func (o *SimulateOptions) Define(fs *flag.FlagSet) {
 	fs.Var(&o.Tick, "tick", "outage: the controller's check, a `DURATION`; 0 retries exactly when due (the in-process loop)")
 	fs.Var(&o.MaxRuns, "max-runs", "outage: the most runs followed in all, `N`; the simulation stops there and says it was truncated")
 	fs.Var(&o.Runs, "runs", "contention: how many runs to average, `R` from 1 to 100000")
+	o.Rate, o.Span = 100, Duration(5*time.Minute)
+	fs.Var(&o.Rate, "rate", "layers: how many requests a second arrive at the top, `R` from 1 to 100000")
+	fs.Var(&o.Span, "duration", "layers: how long requests arrive, a `DURATION` up to 24h (the outage and capacity: 30s and 150 unless given)")
 	fs.Uint64Var(&o.Seed, "seed", 0, "the seed the jitter, the spread and the latencies are drawn from, `S`")
 }
 
 // Check returns the options out of range, or beyond the limits.
 func (o *SimulateOptions) Check(limits Limits) []Option {
 	var errs []Option
-	if o.Scenario != "outage" && o.Scenario != "contention" {
-		errs = append(errs, Option{"scenario", "must be outage or contention, got " + echo.Quote(o.Scenario)})
+	if o.Scenario != "outage" && o.Scenario != "contention" && o.Scenario != "layers" {
+		errs = append(errs, Option{"scenario", "must be outage, contention or layers, got " + echo.Quote(o.Scenario)})
 	}
 	for _, c := range []struct {
 		name        string
 		value       WholeNumber
 		least, most int
 	}{{"jobs", o.Jobs, 1, limits.Jobs}, {"clients", o.Clients, 1, limits.Clients}, {"runs", o.Runs, 1, limits.Runs},
-		{"capacity", o.Capacity, 0, math.MaxInt32}, {"max-runs", o.MaxRuns, 1, limits.MaxRuns}} {
+		{"capacity", o.Capacity, 0, math.MaxInt32}, {"max-runs", o.MaxRuns, 1, limits.MaxRuns}, {"rate", o.Rate, 1, 100_000}} {
 		if int(c.value) < c.least || int(c.value) > c.most {
 			errs = append(errs, Option{c.name, fmt.Sprintf("must be between %d and %d, got %d", c.least, c.most, c.value)})
 		}
@@ -135,7 +153,7 @@ func (o *SimulateOptions) Check(limits Limits) []Option {
 	limitsOf := []struct {
 		name       string
 		value, top Duration
-	}{{"outage", o.Down, Duration(30 * 24 * time.Hour)}, {"spread", o.Spread, Duration(30 * 24 * time.Hour)}, {"fail-after", o.FailAfter, Duration(24 * time.Hour)}, {"tick", o.Tick, Duration(24 * time.Hour)}}
+	}{{"outage", o.Down, Duration(30 * 24 * time.Hour)}, {"spread", o.Spread, Duration(30 * 24 * time.Hour)}, {"fail-after", o.FailAfter, Duration(24 * time.Hour)}, {"tick", o.Tick, Duration(24 * time.Hour)}, {"duration", o.Span, Duration(24 * time.Hour)}}
 	for _, l := range limitsOf {
 		if l.value > l.top {
 			top, got := Brief(time.Duration(l.top)), Brief(time.Duration(l.value))
@@ -160,12 +178,17 @@ func (o *SimulateOptions) otherScenario() []Option {
 	}
 	o.fs.Visit(func(f *flag.Flag) {
 		opt, ok := scenarioOptions[f.Name]
-		if !ok || opt.scenario == o.Scenario || (o.Scenario != "outage" && o.Scenario != "contention") {
+		if !ok || slices.Contains(opt.scenarios, o.Scenario) || (o.Scenario != "outage" && o.Scenario != "contention" && o.Scenario != "layers") {
 			return
 		}
-		rule := "only the " + opt.scenario + " scenario takes it"
-		if opt.counterpart != "" {
-			rule += "; in the " + o.Scenario + " scenario, " + opt.counterpart + " plays its part"
+		rule := "only the " + strings.Join(opt.scenarios, " and ") + " scenario"
+		if len(opt.scenarios) > 1 {
+			rule += "s take it"
+		} else {
+			rule += " takes it"
+		}
+		if c := opt.counterpart[o.Scenario]; c != "" {
+			rule += "; in the " + o.Scenario + " scenario, " + c + " plays its part"
 		}
 		errs = append(errs, Option{f.Name, rule})
 	})
@@ -176,6 +199,24 @@ func (o *SimulateOptions) otherScenario() []Option {
 func (o *SimulateOptions) Outage() plan.Outage {
 	return plan.Outage{Jobs: int(o.Jobs), Down: time.Duration(o.Down), FailAfter: time.Duration(o.FailAfter), Spread: time.Duration(o.Spread),
 		Capacity: int(o.Capacity), Tick: time.Duration(o.Tick), Seed: o.Seed, MaxRuns: int(o.MaxRuns)}
+}
+
+// Layers is the call chain through an outage the options describe, its
+// chain to be set: the outage and capacity are 30 s and 150 a second
+// unless given, the outage scenario's defaults suiting a fleet's.
+func (o *SimulateOptions) Layers() plan.Layers {
+	l := plan.Layers{Rate: float64(o.Rate), Duration: time.Duration(o.Span), Down: 30 * time.Second, Capacity: 150, Seed: o.Seed, MaxCalls: int(o.MaxRuns)}
+	if o.fs != nil {
+		o.fs.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "outage":
+				l.Down = time.Duration(o.Down)
+			case "capacity":
+				l.Capacity = int(o.Capacity)
+			}
+		})
+	}
+	return l
 }
 
 // Contention is the contention the options describe.
@@ -271,24 +312,21 @@ var chartDashes = []string{"", "9 5", "3 4", "12 4 3 4", "6 3", "2 6", "15 5", "
 // line. Each line has its own color and dash; a strategy whose line is
 // another's, minute for minute, says so in the legend.
 func LoadChart(o plan.Outage, strategies []Named, results []plan.OutageResult) []byte {
-	c := newLoadChart(o, results)
-	var b bytes.Buffer
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="sans-serif" font-size="12">`+"\n",
-		chartWidth, chartHeight, chartWidth, chartHeight)
-	b.WriteString(`<rect width="100%" height="100%" fill="white"/>` + "\n")
-	fmt.Fprintf(&b, `<text x="10" y="22" font-size="15" font-weight="bold">%s</text>`+"\n",
-		esc(fmt.Sprintf("%d jobs through a %s outage: runs a minute (log scale); %s", o.Jobs, Brief(o.Down), TickText(o.Tick))))
-	fmt.Fprintf(&b, `<rect class="outage" x="%.1f" y="%.0f" width="%.1f" height="%.0f" fill="#d62728" fill-opacity=".12"/>`+"\n",
-		c.x(0), chartTop, c.x(o.Down.Minutes())-c.x(0), c.plotH)
-	fmt.Fprintf(&b, `<text x="%.1f" y="%.0f" fill="#a02020">provider down</text>`+"\n", c.x(0)+6, chartTop+c.plotH-22)
-	c.axes(&b)
+	minutes, peak := int(o.Down/time.Minute)+1, 1
+	loads := make([][]int, len(results))
 	for i, r := range results {
-		c.line(&b, i, r)
+		minutes, peak, loads[i] = max(minutes, len(r.Load)), max(peak, r.Peak), r.Load
+	}
+	c := newLoadChart(minutes, time.Minute, peak)
+	var b bytes.Buffer
+	c.start(&b, fmt.Sprintf("%d jobs through a %s outage: runs a minute (log scale); %s", o.Jobs, Brief(o.Down), TickText(o.Tick)), o.Down, "provider down")
+	for i, r := range results {
+		c.line(&b, i, r.Load, r.FatalAt)
 		label, note := strategies[i].Name, ""
 		if r.Fatal > 0 {
 			label += fmt.Sprintf(" (%d FATAL)", r.Fatal)
 		}
-		if j := sameLoad(results, i); j >= 0 {
+		if j := sameLoad(loads, i); j >= 0 {
 			note = "its line is under " + strategies[j].Name + "'s"
 		}
 		c.legend(&b, i, label, note)
@@ -297,25 +335,37 @@ func LoadChart(o plan.Outage, strategies []Named, results []plan.OutageResult) [
 	return b.Bytes()
 }
 
-// loadChart is a load chart being drawn: its scales.
+// loadChart is a load chart being drawn: its scales, over units of unit
+// (minutes, seconds).
 type loadChart struct {
-	minutes      int
+	units        int
+	unit         time.Duration
 	plotW, plotH float64
 	decades      float64
 }
 
-func newLoadChart(o plan.Outage, results []plan.OutageResult) *loadChart {
-	minutes, peak := int(o.Down/time.Minute)+1, 1
-	for _, r := range results {
-		minutes, peak = max(minutes, len(r.Load)), max(peak, r.Peak)
-	}
-	return &loadChart{minutes: minutes, plotW: chartWidth - chartLeft - chartRight, plotH: chartHeight - chartTop - chartBottom,
-		decades: math.Ceil(math.Log10(float64(peak)))}
+func newLoadChart(units int, unit time.Duration, peak int) *loadChart {
+	return &loadChart{units: max(units, 1), unit: unit, plotW: chartWidth - chartLeft - chartRight, plotH: chartHeight - chartTop - chartBottom,
+		decades: math.Ceil(math.Log10(float64(max(peak, 1))))}
 }
 
-// x is where a minute is; y is where n runs are: 1 a step above the row
-// of 0, which is the plot's floor.
-func (c *loadChart) x(minute float64) float64 { return chartLeft + c.plotW*minute/float64(c.minutes) }
+// start writes the picture's head: its title, the outage shaded, and the
+// axes.
+func (c *loadChart) start(b *bytes.Buffer, title string, down time.Duration, downLabel string) {
+	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="sans-serif" font-size="12">`+"\n",
+		chartWidth, chartHeight, chartWidth, chartHeight)
+	b.WriteString(`<rect width="100%" height="100%" fill="white"/>` + "\n")
+	fmt.Fprintf(b, `<text x="10" y="22" font-size="15" font-weight="bold">%s</text>`+"\n", esc(title))
+	downTo := min(float64(down)/float64(c.unit), float64(c.units))
+	fmt.Fprintf(b, `<rect class="outage" x="%.1f" y="%.0f" width="%.1f" height="%.0f" fill="#d62728" fill-opacity=".12"/>`+"\n",
+		c.x(0), chartTop, c.x(downTo)-c.x(0), c.plotH)
+	fmt.Fprintf(b, `<text x="%.1f" y="%.0f" fill="#a02020">%s</text>`+"\n", c.x(0)+6, chartTop+c.plotH-22, esc(downLabel))
+	c.axes(b)
+}
+
+// x is where a unit is; y is where n runs are: 1 a step above the row of
+// 0, which is the plot's floor.
+func (c *loadChart) x(u float64) float64 { return chartLeft + c.plotW*u/float64(c.units) }
 func (c *loadChart) y(n int) float64 {
 	if n <= 0 {
 		return chartTop + c.plotH
@@ -323,7 +373,7 @@ func (c *loadChart) y(n int) float64 {
 	return chartTop + c.plotH - c.plotH*(math.Log10(float64(n))+1)/(c.decades+1.25)
 }
 
-// axes draws the decades (0 at the floor), and the minutes on round ticks.
+// axes draws the decades (0 at the floor), and the time on round ticks.
 func (c *loadChart) axes(b *bytes.Buffer) {
 	fmt.Fprintf(b, `<text x="%.0f" y="%.1f" text-anchor="end">0</text>`+"\n", chartLeft-6, c.y(0)+4)
 	for d := 0.0; d <= c.decades; d++ {
@@ -331,29 +381,29 @@ func (c *loadChart) axes(b *bytes.Buffer) {
 		fmt.Fprintf(b, `<line x1="%.0f" y1="%.1f" x2="%.0f" y2="%.1f" stroke="#ddd"/><text x="%.0f" y="%.1f" text-anchor="end">%d</text>`+"\n",
 			chartLeft, c.y(n), chartLeft+c.plotW, c.y(n), chartLeft-6, c.y(n)+4, n)
 	}
-	step := int(TickStep(time.Duration(c.minutes)*time.Minute) / time.Minute)
-	step = max(step, 1)
-	for m := 0; m <= c.minutes; m += step {
-		fmt.Fprintf(b, `<text x="%.1f" y="%.0f" text-anchor="middle">%s</text>`+"\n", c.x(float64(m)), chartTop+c.plotH+18, esc(tickLabel(time.Duration(m)*time.Minute)))
+	step := max(int(TickStep(time.Duration(c.units)*c.unit)/c.unit), 1)
+	for u := 0; u <= c.units; u += step {
+		fmt.Fprintf(b, `<text x="%.1f" y="%.0f" text-anchor="middle">%s</text>`+"\n", c.x(float64(u)), chartTop+c.plotH+18, esc(tickLabel(time.Duration(u)*c.unit)))
 	}
 	fmt.Fprintf(b, `<text x="%.0f" y="%.0f" text-anchor="middle">time since the outage began</text>`+"\n", chartLeft+c.plotW/2, chartHeight-10)
 }
 
-// line draws the i-th strategy's runs a minute, and its FATAL minutes.
-func (c *loadChart) line(b *bytes.Buffer, i int, r plan.OutageResult) {
+// line draws the i-th series: its count in each unit, and the units in
+// which jobs went FATAL, if any.
+func (c *loadChart) line(b *bytes.Buffer, i int, load, fatalAt []int) {
 	color, dash := chartColors[i%len(chartColors)], chartDashes[i%len(chartDashes)]
-	points := make([]string, 0, c.minutes)
-	for m := range c.minutes {
+	points := make([]string, 0, c.units)
+	for u := range c.units {
 		n := 0
-		if m < len(r.Load) {
-			n = r.Load[m]
+		if u < len(load) {
+			n = load[u]
 		}
-		points = append(points, fmt.Sprintf("%.1f,%.1f", c.x(float64(m)+0.5), c.y(n)))
+		points = append(points, fmt.Sprintf("%.1f,%.1f", c.x(float64(u)+0.5), c.y(n)))
 	}
 	fmt.Fprintf(b, `<polyline class="load" fill="none" stroke="%s" stroke-width="2"%s points="%s"/>`+"\n", color, dashAttr(dash), strings.Join(points, " "))
-	for m, n := range r.FatalAt {
+	for u, n := range fatalAt {
 		if n > 0 {
-			cx, cy := c.x(float64(m)+0.5), c.y(r.Load[m])
+			cx, cy := c.x(float64(u)+0.5), c.y(load[u])
 			fmt.Fprintf(b, `<path class="fatal" stroke="%s" stroke-width="3" d="M%.1f %.1fl8 8m0-8l-8 8"><title>%d FATAL</title></path>`+"\n", color, cx-4, cy-4, n)
 		}
 	}
@@ -379,11 +429,11 @@ func dashAttr(dash string) string {
 	return ` stroke-dasharray="` + dash + `"`
 }
 
-// sameLoad returns the index of a strategy drawn after the i-th whose line
-// is the i-th's minute for minute, so that it covers it; or -1.
-func sameLoad(results []plan.OutageResult, i int) int {
-	for j := len(results) - 1; j > i; j-- {
-		if slices.Equal(results[i].Load, results[j].Load) {
+// sameLoad returns the index of a series drawn after the i-th that is the
+// i-th's unit for unit, so that it covers it; or -1.
+func sameLoad(loads [][]int, i int) int {
+	for j := len(loads) - 1; j > i; j-- {
+		if slices.Equal(loads[i], loads[j]) {
 			return j
 		}
 	}

@@ -1,0 +1,87 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/internal/wire"
+	"github.com/retrypolicy/retrypolicy/plan"
+)
+
+// ChainOf is the seed's chain of four layers, each retrying under the
+// strategy of its own in strategies (top first), as given one a layer.
+func ChainOf(name string, strategies []retrypolicy.Strategy) plan.Chain {
+	layers := plan.DefaultLayers(3)[:0]
+	names := []string{"client", "gateway", "service", "driver"}
+	for i, s := range strategies {
+		name := "layer " + strconv.Itoa(i+1)
+		if len(strategies) == len(names) {
+			name = names[i]
+		}
+		layers = append(layers, plan.Layer{Name: name, Strategy: s, Latency: 5 * time.Millisecond})
+	}
+	return plan.Chain{Name: name, Layers: layers}
+}
+
+// LayersJSON is one line of simulate --json for the layers scenario.
+func LayersJSON(name string, r plan.LayersResult) []byte {
+	b := []byte(`{"chain":`)
+	b = strconv.AppendQuote(b, name)
+	b = fmt.Appendf(b, `,"requests":%d,"succeeded":%d,"failed":%d,"bottom_calls":%d,"amplification":%s,"decisions":%d,"peak_load":%s,"metastable":%t,"truncated":%t`,
+		r.Requests, r.Succeeded, r.Failed, r.BottomCalls, number(r.Amplification), r.Decisions, number(r.PeakLoad), r.Metastable, r.Truncated)
+	b = appendInts(append(b, `,"attempts":`...), r.Attempts)
+	b = append(b, `,"recovery_secs":`...)
+	if r.Metastable {
+		b = append(b, "null"...)
+	} else {
+		b = wire.AppendSeconds(b, r.Recovery)
+	}
+	b = append(b, `,"latency_secs":`...)
+	if r.Succeeded == 0 {
+		b = append(b, "null"...)
+	} else {
+		b = wire.AppendSeconds(append(b, `{"p50":`...), r.Latency.P50)
+		b = wire.AppendSeconds(append(b, `,"p99":`...), r.Latency.P99)
+		b = wire.AppendSeconds(append(b, `,"max":`...), r.Latency.Max)
+		b = append(b, '}')
+	}
+	b = appendInts(append(b, `,"calls_per_sec":`...), r.Load)
+	return append(b, '}')
+}
+
+// LayersChart draws the calls a second the bottom receives under each
+// chain, on a log scale, against its capacity (a dashed line), with the
+// outage shaded.
+func LayersChart(l plan.Layers, chains []plan.Chain, results []plan.LayersResult) []byte {
+	secs, peak := int((l.Duration+l.Down)/time.Second)+1, max(l.Capacity, 1)
+	loads := make([][]int, len(results))
+	for i, r := range results {
+		secs, loads[i] = max(secs, len(r.Load)), r.Load
+		for _, n := range r.Load {
+			peak = max(peak, n)
+		}
+	}
+	c := newLoadChart(secs, time.Second, peak)
+	var b bytes.Buffer
+	c.start(&b, fmt.Sprintf("%s requests a second through %d layers: calls a second at the bottom (log scale), a %s outage", number(l.Rate), len(chains[0].Layers), Brief(l.Down)), l.Down, "bottom down")
+	if l.Capacity > 0 {
+		y := c.y(l.Capacity)
+		fmt.Fprintf(&b, `<line class="capacity" x1="%.0f" y1="%.1f" x2="%.0f" y2="%.1f" stroke="#d62728" stroke-width="1.5" stroke-dasharray="6 4"/><text x="%.0f" y="%.1f" fill="#a02020" text-anchor="end">capacity %d/s</text>`+"\n",
+			chartLeft, y, chartLeft+c.plotW, y, chartLeft+c.plotW-4, y-6, l.Capacity)
+	}
+	for i, r := range results {
+		c.line(&b, i, r.Load, nil)
+		label, note := chains[i].Name+fmt.Sprintf(" (%.2fx)", r.Amplification), ""
+		if j := sameLoad(loads, i); j >= 0 {
+			note = "its line is under " + chains[j].Name + "'s"
+		} else if r.Metastable {
+			note = "never back within capacity"
+		}
+		c.legend(&b, i, label, note)
+	}
+	b.WriteString("</svg>\n")
+	return b.Bytes()
+}

@@ -1,0 +1,601 @@
+package plan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/retrypolicy/retrypolicy"
+)
+
+// maxLayersSpan is the longest Duration and Horizon of a Layers run: its
+// per-second counts stay a few hundred KB.
+const maxLayersSpan = 24 * time.Hour
+
+// DefaultMaxCalls is the most calls a [Layers] run follows, at every layer
+// and the bottom together, when its MaxCalls is zero: a few seconds of
+// work.
+const DefaultMaxCalls = 20_000_000
+
+// Layer is one layer of a call chain: a client, a gateway, a service, a
+// database driver. Each call into it is an in-process retry loop of its
+// own, as retrypolicy.Retry runs it: each attempt calls the layer below
+// (or, for the last layer, the bottom dependency) after Latency, and fails
+// when that call gives up or Timeout passes.
+type Layer struct {
+	// Name names the layer in results.
+	Name string
+	// Strategy decides the layer's retries, in milliseconds if it likes;
+	// a strategy of kind None makes one attempt a call.
+	Strategy retrypolicy.Strategy
+	// BudgetRatio and BudgetBurst, when BudgetBurst is not zero, give the
+	// layer's calls one retrypolicy.Budget to share (NewBudget's
+	// arguments): a retry it refuses gives the call up.
+	BudgetRatio float64
+	BudgetBurst int
+	// OnlyRetryable makes the layer retry only the failures the layer
+	// below reports as retryable: the bottom's, and those of a layer that
+	// gave up after a single attempt. A layer that retried and gave up
+	// reports its failure as not retryable, so that a chain of such layers
+	// retries at one layer.
+	OnlyRetryable bool
+	// BreakerFailures, when not zero, puts a circuit breaker before the
+	// layer's calls below: after that many failures in a row it opens for
+	// BreakerOpen (zero: 10 s), during which an attempt fails at once
+	// without calling below, and the call gives up (a permanent error).
+	BreakerFailures int
+	BreakerOpen     time.Duration
+	// Latency is how long an attempt takes to reach the layer below.
+	Latency time.Duration
+	// Timeout, when not zero, fails an attempt that has not heard from
+	// below within it; the call below goes on, its load unchanged.
+	Timeout time.Duration
+}
+
+// Layers is a call chain through an outage: requests arrive at the top at
+// Rate a second for Duration (evenly, or as a Poisson process), and go
+// down through each of Layers (the first is the top) to a bottom
+// dependency that is down for Down from t = 0, then serves at most
+// Capacity calls a second (those beyond fail at once), each failing besides
+// with probability FailRate. The run is deterministic for Seed, and
+// bounded: it follows at most MaxCalls calls in all, and stops when its
+// context is done. A zero field means its default.
+type Layers struct {
+	// Layers are the chain, top first; nil is DefaultLayers(3).
+	Layers []Layer
+	// Rate is how many requests a second arrive at the top; zero is 100.
+	Rate float64
+	// Poisson makes the arrivals a Poisson process of Rate, drawn from
+	// Seed, rather than evenly spaced.
+	Poisson bool
+	// Duration is how long requests arrive; zero is 10 minutes.
+	Duration time.Duration
+	// Down is how long the bottom is down from t = 0.
+	Down time.Duration
+	// Capacity is the most calls a second the bottom serves; zero is no
+	// limit.
+	Capacity int
+	// FailRate is the probability that the bottom fails a call it serves,
+	// drawn from Seed: independent failures besides the outage.
+	FailRate float64
+	// Horizon is how long after the last arrival the run goes on, for the
+	// retries in flight to end; zero is 10 minutes.
+	Horizon time.Duration
+	// Seed draws the arrivals, the failures and the jitter.
+	Seed uint64
+	// MaxCalls is the most calls followed in all, from 1 to 1e9; zero is
+	// DefaultMaxCalls.
+	MaxCalls int
+}
+
+// DefaultLayers is the seed's chain of four, a client, a gateway, a
+// service and a database driver, each making up to k attempts a call (5 ms
+// × 2 between them) with a 5 ms hop to the layer below.
+func DefaultLayers(k int) []Layer {
+	s := retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: k, Window: time.Hour,
+		Backoff: retrypolicy.Backoff{Kind: retrypolicy.Exponential, BaseDelay: 5 * time.Millisecond, Multiplier: 2}}
+	out := make([]Layer, 0, 4)
+	for _, name := range []string{"client", "gateway", "service", "driver"} {
+		out = append(out, Layer{Name: name, Strategy: s, Latency: 5 * time.Millisecond})
+	}
+	return out
+}
+
+// LayersResult is what a Layers run shows.
+type LayersResult struct {
+	// Requests counts the requests that arrived; Succeeded and Failed those
+	// that ended so; the rest were in flight at the horizon.
+	Requests, Succeeded, Failed int
+	// BottomCalls counts the calls the bottom received, and Amplification
+	// is BottomCalls per request.
+	BottomCalls   int
+	Amplification float64
+	// Attempts counts each layer's attempts, top first.
+	Attempts []int
+	// Decisions counts the retry decisions the layers made.
+	Decisions int
+	// Load counts the bottom's calls in each second from t = 0; Served
+	// the requests that succeeded in it.
+	Load, Served []int
+	// PeakLoad is the busiest second's calls over Capacity (0 without a
+	// capacity).
+	PeakLoad float64
+	// Latency is the successful requests' latency, from arrival to success.
+	Latency Percentiles
+	// Recovery is how long after the outage the first second came whose
+	// load was within capacity and that served requests; Metastable when
+	// none did before the horizon.
+	Recovery   time.Duration
+	Metastable bool
+	// Truncated reports that the run stopped at MaxCalls or its context:
+	// its counts are lower bounds.
+	Truncated bool
+}
+
+// A call is one call into a layer (its retry loop), or into the bottom.
+type lcall struct {
+	layer   int32 // len(chain) for the bottom
+	parent  int32 // the call above, or -1 for a request
+	pgen    uint32
+	pat     int32 // the parent's attempt that made this call
+	gen     uint32
+	attempt int32 // the last attempt started, from 1
+	waiting bool  // that attempt has ended, and the next is due
+	done    bool
+	arrived time.Duration // the request's arrival, for the top's calls
+	started time.Duration // the attempt in flight's start
+	history *retrypolicy.History
+}
+
+// levent is a scheduled step: an attempt to start, a timeout to fire, or
+// the last layer's attempt reaching the bottom.
+type levent struct {
+	at      time.Duration
+	seq     uint64
+	call    int32
+	gen     uint32
+	attempt int32
+	kind    uint8
+}
+
+// The kinds of levent.
+const (
+	startAttempt uint8 = iota
+	fireTimeout
+	reachBottom
+)
+
+// layersRun is a Layers run in progress.
+type layersRun struct {
+	l         *Layers
+	chain     []Layer
+	policies  []*retrypolicy.Policy
+	budgets   []*retrypolicy.Budget
+	breakers  []breaker
+	calls     []lcall
+	free      []int32
+	events    eventQueue
+	seq       uint64
+	rng       *rand.Rand
+	latency   []time.Duration
+	r         LayersResult
+	followed  int
+	most      int
+	latencies []time.Duration
+}
+
+// breaker is a layer's circuit breaker.
+type breaker struct {
+	failures  int
+	openUntil time.Duration
+}
+
+// Run runs the chain and returns what it shows, or an error for an invalid
+// layer's strategy or budget, or when ctx is done (with the figures so
+// far, Truncated).
+func (l Layers) Run(ctx context.Context) (LayersResult, error) {
+	run, err := newLayersRun(&l)
+	if err != nil {
+		return LayersResult{}, err
+	}
+	if err := run.run(ctx); err != nil {
+		return run.result(), err
+	}
+	return run.result(), nil
+}
+
+// newLayersRun checks the chain and prepares its run.
+func newLayersRun(l *Layers) (*layersRun, error) {
+	if err := l.check(); err != nil {
+		return nil, err
+	}
+	r := &layersRun{l: l, chain: l.Layers, rng: rand.New(rand.NewPCG(l.Seed, 0x6c617965)), most: l.MaxCalls}
+	for i, layer := range l.Layers {
+		p, err := retrypolicy.Compile(layer.Strategy)
+		if err != nil {
+			return nil, fmt.Errorf("plan: Layers: layer %d (%s): %w", i+1, layer.Name, err)
+		}
+		r.policies = append(r.policies, p)
+		var b *retrypolicy.Budget
+		if layer.BudgetBurst != 0 {
+			if b, err = retrypolicy.NewBudget(layer.BudgetRatio, layer.BudgetBurst); err != nil {
+				return nil, fmt.Errorf("plan: Layers: layer %d (%s): %w", i+1, layer.Name, err)
+			}
+		}
+		r.budgets = append(r.budgets, b)
+		r.latency = append(r.latency, max(layer.Latency, 0))
+	}
+	r.breakers = make([]breaker, len(l.Layers))
+	r.r.Attempts = make([]int, len(l.Layers))
+	return r, nil
+}
+
+// check fills l's zero fields with their defaults, and returns the error
+// of the first field out of range.
+func (l *Layers) check() error {
+	l.defaults()
+	switch {
+	case len(l.Layers) == 0 || len(l.Layers) > 16:
+		return errors.New("plan: Layers: from 1 to 16 layers")
+	case !(l.Rate > 0 && l.Rate <= 1e6):
+		return fmt.Errorf("plan: Layers: Rate must be above 0 and at most 1000000, got %v", l.Rate)
+	case !(l.FailRate >= 0 && l.FailRate < 1):
+		return fmt.Errorf("plan: Layers: FailRate must be in [0, 1), got %v", l.FailRate)
+	case l.MaxCalls < 1 || l.MaxCalls > 1e9 || l.Capacity < 0 || l.Down < 0:
+		return errors.New("plan: Layers: MaxCalls from 1 to 1e9, and no negative Capacity or Down")
+	case l.Duration < 0 || l.Duration > maxLayersSpan || l.Horizon < 0 || l.Horizon > maxLayersSpan:
+		return fmt.Errorf("plan: Layers: Duration and Horizon from 0 to %v", maxLayersSpan)
+	}
+	return nil
+}
+
+// defaults fills l's zero fields with their defaults.
+func (l *Layers) defaults() {
+	if l.Layers == nil {
+		l.Layers = DefaultLayers(3)
+	}
+	l.Rate = cmpOr(l.Rate, 100)
+	l.Duration = cmpOr(l.Duration, 10*time.Minute)
+	l.Horizon = cmpOr(l.Horizon, 10*time.Minute)
+	l.MaxCalls = cmpOr(l.MaxCalls, DefaultMaxCalls)
+}
+
+// cmpOr is v, or def when v is zero.
+func cmpOr[T int | float64 | time.Duration](v, def T) T {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// run follows the arrivals and every call they make, in time order.
+func (r *layersRun) run(ctx context.Context) error {
+	end := r.l.Duration + r.l.Horizon
+	next := r.arrival(0)
+	for steps := 0; ; steps++ {
+		if steps%checkEvery == 0 && ctx.Err() != nil {
+			r.r.Truncated = true
+			return fmt.Errorf("plan: Layers: stopped after %d calls: %w", r.followed, ctx.Err())
+		}
+		if r.followed >= r.most {
+			r.r.Truncated = true
+			return nil
+		}
+		if next < r.l.Duration && (len(r.events) == 0 || next <= r.events[0].at) {
+			r.request(next)
+			next = r.arrival(next)
+			continue
+		}
+		if len(r.events) == 0 || r.events[0].at > end {
+			return nil
+		}
+		r.step(r.events.pop())
+	}
+}
+
+// step runs an event: an attempt that is due, or a timeout that fires,
+// unless its call has ended or moved on.
+func (r *layersRun) step(e levent) {
+	if e.kind == reachBottom {
+		r.bottom(e)
+		return
+	}
+	c := &r.calls[e.call]
+	switch {
+	case c.gen != e.gen || c.done:
+		// the call ended
+	case e.kind == fireTimeout && c.attempt == e.attempt && !c.waiting:
+		r.failed(e.call, e.at, true)
+	case e.kind == startAttempt && c.attempt == e.attempt-1:
+		r.attempt(e.call, e.at)
+	}
+}
+
+// arrival returns when the request after one at t arrives.
+func (r *layersRun) arrival(t time.Duration) time.Duration {
+	gap := 1 / r.l.Rate
+	if r.l.Poisson {
+		gap = r.rng.ExpFloat64() / r.l.Rate
+	}
+	if r.r.Requests == 0 && !r.l.Poisson {
+		return t // the first at t = 0
+	}
+	return t + time.Duration(gap*float64(time.Second))
+}
+
+// request starts a request at the top at t.
+func (r *layersRun) request(t time.Duration) {
+	r.r.Requests++
+	id := r.newCall(0, -1, 0, 0, t)
+	r.calls[id].arrived = t
+	r.attempt(id, t)
+}
+
+// newCall makes a call into layer, by the parent's attempt pat, whose
+// first attempt starts at t; the caller starts it.
+func (r *layersRun) newCall(layer, parent int32, pgen uint32, pat int32, t time.Duration) int32 {
+	r.followed++
+	var id int32
+	if n := len(r.free); n > 0 {
+		id, r.free = r.free[n-1], r.free[:n-1]
+	} else {
+		r.calls = append(r.calls, lcall{})
+		id = int32(len(r.calls) - 1)
+	}
+	c := &r.calls[id]
+	*c = lcall{layer: layer, parent: parent, pgen: pgen, pat: pat, gen: c.gen + 1, started: t}
+	if b := r.budgetOf(layer); b != nil {
+		b.Deposit()
+	}
+	return id
+}
+
+// budgetOf is the budget of layer's calls, if any.
+func (r *layersRun) budgetOf(layer int32) *retrypolicy.Budget {
+	if int(layer) < len(r.budgets) {
+		return r.budgets[layer]
+	}
+	return nil
+}
+
+// attempt starts the next attempt of call id at t: through the breaker,
+// down to the layer below (or the bottom) after the hop, with a timeout.
+func (r *layersRun) attempt(id int32, t time.Duration) {
+	c := &r.calls[id]
+	c.attempt++
+	c.waiting = false
+	c.started = t
+	layer := c.layer
+	r.r.Attempts[layer]++
+	br := &r.breakers[layer]
+	if r.chain[layer].BreakerFailures > 0 && t < br.openUntil {
+		r.giveUp(id, t, false) // the open breaker: a permanent error
+		return
+	}
+	at := t + r.latency[layer]
+	if int(layer) == len(r.chain)-1 {
+		r.schedule(levent{at: at, call: id, gen: c.gen, attempt: c.attempt, kind: reachBottom})
+	} else {
+		child := r.newCall(layer+1, id, c.gen, c.attempt, at)
+		r.schedule(levent{at: at, call: child, gen: r.calls[child].gen, attempt: 1})
+	}
+	c = &r.calls[id] // newCall may have moved the slice
+	if timeout := r.chain[layer].Timeout; timeout > 0 && !c.done {
+		r.schedule(levent{at: t + timeout, call: id, gen: c.gen, attempt: c.attempt, kind: fireTimeout})
+	}
+}
+
+// schedule queues an event in time order, ties in the order queued.
+func (r *layersRun) schedule(e levent) {
+	r.seq++
+	e.seq = r.seq
+	r.events.push(e)
+}
+
+// bottom is the bottom's answer to the last layer's attempt that reaches
+// it as e: counted whether or not its caller still waits for it.
+func (r *layersRun) bottom(e levent) {
+	r.followed++
+	r.r.BottomCalls++
+	t := e.at
+	sec := int(t / time.Second)
+	r.r.Load = grow(r.r.Load, sec)
+	r.r.Load[sec]++
+	ok := t >= r.l.Down && (r.l.Capacity == 0 || r.r.Load[sec] <= r.l.Capacity) && (r.l.FailRate == 0 || r.rng.Float64() >= r.l.FailRate)
+	if c := &r.calls[e.call]; c.gen == e.gen && !c.done && c.attempt == e.attempt && !c.waiting {
+		r.answer(e.call, t, ok, true)
+	}
+}
+
+// grow makes s long enough to hold index i.
+func grow(s []int, i int) []int {
+	if i < len(s) {
+		return s
+	}
+	return append(s, make([]int, i+1-len(s))...)
+}
+
+// answer tells call id, at t, how its attempt in flight ended: ok, or a
+// failure the layer below reports as retryable or not.
+func (r *layersRun) answer(id int32, t time.Duration, ok, retryable bool) {
+	c := &r.calls[id]
+	br := &r.breakers[c.layer]
+	if ok {
+		br.failures = 0
+		r.end(id, t, true, false)
+		return
+	}
+	if n := r.chain[c.layer].BreakerFailures; n > 0 {
+		if br.failures++; br.failures >= n {
+			br.openUntil, br.failures = t+cmpOr(r.chain[c.layer].BreakerOpen, 10*time.Second), 0
+		}
+	}
+	r.failed(id, t, retryable)
+}
+
+// failed decides on the failure at t of call id's attempt in flight: a
+// retry at its due time, or the call given up.
+func (r *layersRun) failed(id int32, t time.Duration, retryable bool) {
+	c := &r.calls[id]
+	layer := r.chain[c.layer]
+	if !retryable && layer.OnlyRetryable {
+		r.giveUp(id, t, c.attempt == 1)
+		return
+	}
+	if c.history == nil {
+		c.history = retrypolicy.NewHistory(r.policies[c.layer])
+	}
+	at := simStart.Add(t)
+	if c.history.Record(at, t-c.started) != nil {
+		r.giveUp(id, t, false)
+		return
+	}
+	d, _ := c.history.Decide(jobSeed(r.l.Seed, int(id)<<8|int(c.layer)), at)
+	r.r.Decisions++
+	b := r.budgets[c.layer]
+	if d.Action == retrypolicy.Fatal || b != nil && !b.Withdraw() {
+		r.giveUp(id, t, c.attempt == 1)
+		return
+	}
+	c.waiting = true
+	r.schedule(levent{at: t + d.Delay + d.Jitter, call: id, gen: c.gen, attempt: c.attempt + 1})
+}
+
+// giveUp ends call id at t in failure, retryable or not as seen above.
+func (r *layersRun) giveUp(id int32, t time.Duration, retryable bool) {
+	r.end(id, t, false, retryable)
+}
+
+// end ends call id at t, and tells the call above, or the request.
+func (r *layersRun) end(id int32, t time.Duration, ok, retryable bool) {
+	c := &r.calls[id]
+	c.done = true
+	c.history = nil
+	parent, pgen, pat, arrived := c.parent, c.pgen, c.pat, c.arrived
+	r.free = append(r.free, id)
+	if parent < 0 {
+		r.requestEnded(t, arrived, ok)
+		return
+	}
+	p := &r.calls[parent]
+	if p.gen != pgen || p.done || p.attempt != pat || p.waiting {
+		return // the caller timed out of this attempt, or ended
+	}
+	r.answer(parent, t, ok, retryable)
+}
+
+// requestEnded counts a request that ended at t.
+func (r *layersRun) requestEnded(t, arrived time.Duration, ok bool) {
+	if !ok {
+		r.r.Failed++
+		return
+	}
+	r.r.Succeeded++
+	sec := int(t / time.Second)
+	r.r.Served = grow(r.r.Served, sec)
+	r.r.Served[sec]++
+	r.latencies = append(r.latencies, t-arrived)
+}
+
+// result returns the figures, their derived ones computed.
+func (r *layersRun) result() LayersResult {
+	res := r.r
+	if res.Requests > 0 {
+		res.Amplification = float64(res.BottomCalls) / float64(res.Requests)
+	}
+	if r.l.Capacity > 0 {
+		for _, n := range res.Load {
+			res.PeakLoad = max(res.PeakLoad, float64(n)/float64(r.l.Capacity))
+		}
+	}
+	res.Latency = percentiles(slices.Clone(r.latencies))
+	res.Recovery, res.Metastable = r.recovery()
+	return res
+}
+
+// recovery is how long after the outage the first second came whose load
+// was within capacity and that served a request, or -1 and true.
+func (r *layersRun) recovery() (time.Duration, bool) {
+	from := int((r.l.Down + time.Second - 1) / time.Second)
+	for s := from; s < len(r.r.Served); s++ {
+		load := 0
+		if s < len(r.r.Load) {
+			load = r.r.Load[s]
+		}
+		if r.r.Served[s] > 0 && (r.l.Capacity == 0 || load <= r.l.Capacity) {
+			return max(time.Duration(s)*time.Second-r.l.Down, 0), false
+		}
+	}
+	return -1, true
+}
+
+// eventQueue is a 4-ary min-heap of events by time, then by order queued.
+type eventQueue []levent
+
+func (q eventQueue) less(i, j int) bool {
+	return q[i].at < q[j].at || q[i].at == q[j].at && q[i].seq < q[j].seq
+}
+
+func (q *eventQueue) push(e levent) {
+	*q = append(*q, e)
+	h := *q
+	for i := len(h) - 1; i > 0; {
+		p := (i - 1) / 4
+		if !h.less(i, p) {
+			break
+		}
+		h[i], h[p] = h[p], h[i]
+		i = p
+	}
+}
+
+func (q *eventQueue) pop() levent {
+	h := *q
+	top := h[0]
+	last := len(h) - 1
+	h[0] = h[last]
+	*q = h[:last]
+	h = *q
+	for i := 0; ; {
+		least := i
+		for c := 4*i + 1; c <= 4*i+4 && c < len(h); c++ {
+			if h.less(c, least) {
+				least = c
+			}
+		}
+		if least == i {
+			return top
+		}
+		h[i], h[least] = h[least], h[i]
+		i = least
+	}
+}
+
+// Chain is a named call chain, one way of retrying across layers.
+type Chain struct {
+	Name   string
+	Layers []Layer
+}
+
+// SeedChains are the retries document's four ways through the seed's chain
+// of four layers (DefaultLayers): every layer retrying 3 times; only the
+// client retrying; every layer retrying within a budget of 10% (burst 10);
+// and only the client retrying, behind a circuit breaker that opens for
+// 10 s after 5 failures in a row.
+func SeedChains() []Chain {
+	every := DefaultLayers(3)
+	client := DefaultLayers(3)
+	for i := 1; i < len(client); i++ {
+		client[i].Strategy = retrypolicy.Strategy{Kind: retrypolicy.None}
+	}
+	budget := DefaultLayers(3)
+	for i := range budget {
+		budget[i].BudgetRatio, budget[i].BudgetBurst = 0.1, 10
+	}
+	breaker := slices.Clone(client)
+	breaker[0].BreakerFailures, breaker[0].BreakerOpen = 5, 10*time.Second
+	return []Chain{{"every-layer", every}, {"client-only", client}, {"budget-10pct", budget}, {"client-breaker", breaker}}
+}
