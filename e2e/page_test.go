@@ -184,6 +184,7 @@ func TestPageShowsErrorsInPlaceAndWhatAStrategyDoes(t *testing.T) {
 	if a, b := lastTick("plan-chart"), lastTick("plan-chart-b"); a == "" || a != b {
 		t.Errorf("the plans' axes end at %q and %q, not on one axis", a, b)
 	}
+	wait("layers-summary", "client only: ")
 	checkOneDurationFormat(t, ctx)
 
 	flags, err := chromedp.Run(ctx, chromedp.Value(chromedp.ID("flags")))

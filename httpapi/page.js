@@ -185,6 +185,8 @@ async function show(canonical, mine) {
   const lintB = theirs ? await post("v1/lint", theirs) : lintA;
   const simSVG = await post(sim, canonical, "image/svg+xml");
   const simRes = await post(sim, canonical);
+  const layersSVG = await post("v1/simulate?scenario=layers&duration=2m", canonical, "image/svg+xml");
+  const layersRes = await post("v1/simulate?scenario=layers&duration=2m", canonical);
   if (mine !== generation) return;
   clearErrors(["uptime", "failures", "jobs", "outage", "tick"]);
   $("compare-canonical").textContent = theirs || "";
@@ -193,6 +195,15 @@ async function show(canonical, mine) {
   if (lintA.ok) $("lint").innerHTML = lintHTML(JSON.parse(lintA.text));
   if (lintB.ok) $("lint-b").innerHTML = lintHTML(JSON.parse(lintB.text));
   showFleet(simRes, simSVG, other);
+  showLayers(layersRes, layersSVG);
+}
+
+// showLayers shows the chain's chart, and the calls a request each way.
+function showLayers(res, svg) {
+  $("layers-chart").innerHTML = svg.ok ? svg.text : "";
+  if (!res.ok) { $("layers-summary").textContent = ""; return; }
+  $("layers-summary").textContent = JSON.parse(res.text).map((c) => c.chain + ": " + c.amplification + " calls at the bottom a request, " +
+    c.succeeded + " of " + c.requests + " requests succeeded" + (c.metastable ? ", never back within capacity" : ", back within capacity " + dur(c.recovery_secs) + " after the outage")).join("; ") + ".";
 }
 
 // showPlans shows the two plans side by side in one table, and their

@@ -37,10 +37,10 @@ type Layer struct {
 	BudgetRatio float64
 	BudgetBurst int
 	// OnlyRetryable makes the layer retry only the failures the layer
-	// below reports as retryable: the bottom's, and those of a layer that
-	// gave up after a single attempt. A layer that retried and gave up
-	// reports its failure as not retryable, so that a chain of such layers
-	// retries at one layer.
+	// below reports as retryable: the bottom's are; a layer that retried
+	// and gave up reports its failure as not retryable, and one that made
+	// a single attempt passes on what it was told. So a chain of such
+	// layers retries at one layer, the lowest that retries.
 	OnlyRetryable bool
 	// BreakerFailures, when not zero, puts a circuit breaker before the
 	// layer's calls below: after that many failures in a row it opens for
@@ -89,6 +89,10 @@ type Layers struct {
 	// MaxCalls is the most calls followed in all, from 1 to 1e9; zero is
 	// DefaultMaxCalls.
 	MaxCalls int
+
+	// onDecide, when set, sees each decision: the call (its slot and
+	// generation), its layer, the failure and the attempt's uptime.
+	onDecide func(call uint64, layer int, failure time.Time, uptime time.Duration)
 }
 
 // DefaultLayers is the seed's chain of four, a client, a gateway, a
@@ -442,7 +446,7 @@ func (r *layersRun) failed(id int32, t time.Duration, retryable bool) {
 	c := &r.calls[id]
 	layer := r.chain[c.layer]
 	if !retryable && layer.OnlyRetryable {
-		r.giveUp(id, t, c.attempt == 1)
+		r.giveUp(id, t, false)
 		return
 	}
 	if c.history == nil {
@@ -455,9 +459,12 @@ func (r *layersRun) failed(id int32, t time.Duration, retryable bool) {
 	}
 	d, _ := c.history.Decide(jobSeed(r.l.Seed, int(id)<<8|int(c.layer)), at)
 	r.r.Decisions++
+	if r.l.onDecide != nil {
+		r.l.onDecide(uint64(id)<<32|uint64(c.gen), int(c.layer), at, t-c.started)
+	}
 	b := r.budgets[c.layer]
 	if d.Action == retrypolicy.Fatal || b != nil && !b.Withdraw() {
-		r.giveUp(id, t, c.attempt == 1)
+		r.giveUp(id, t, retryable && c.attempt == 1) // a layer that retried says so
 		return
 	}
 	c.waiting = true

@@ -54,6 +54,26 @@ func TestAmplificationClosedForms(t *testing.T) {
 	} {
 		r, err := alwaysDown(chain(c.ks...), 50).Run(context.Background())
 		require.NoError(t, err, c.name)
+		assert.Equal(t, 50*c.want, r.BottomCalls, c.name)
+
+		// Every layer retrying only what the layer below reports as
+		// retryable: the lowest layer that retries is the only one.
+		only := chain(c.ks...)
+		for i := range only {
+			only[i].OnlyRetryable = true
+		}
+		r, err = alwaysDown(only, 50).Run(context.Background())
+		require.NoError(t, err, c.name)
+		lowest := 1
+		for _, k := range c.ks {
+			if k > 1 {
+				lowest = k
+			}
+		}
+		assert.Equal(t, 50*lowest, r.BottomCalls, "%s, only retryable", c.name)
+
+		r, err = alwaysDown(chain(c.ks...), 50).Run(context.Background())
+		require.NoError(t, err, c.name)
 		assert.Equal(t, 50, r.Requests, c.name)
 		assert.Equal(t, 50, r.Failed, c.name)
 		assert.Equal(t, 50*c.want, r.BottomCalls, c.name)
