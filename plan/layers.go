@@ -181,7 +181,9 @@ type layersRun struct {
 	breakers  []breaker
 	calls     []lcall
 	free      []int32
-	events    eventQueue
+	events    eventQueue // the retries, whose delays vary
+	hops      []fifo     // each layer's hops, a fixed latency after their attempts
+	timeouts  []fifo     // each layer's timeouts
 	seq       uint64
 	rng       *rand.Rand
 	latency   []time.Duration
@@ -233,6 +235,7 @@ func newLayersRun(l *Layers) (*layersRun, error) {
 		r.latency = append(r.latency, max(layer.Latency, 0))
 	}
 	r.breakers = make([]breaker, len(l.Layers))
+	r.hops, r.timeouts = make([]fifo, len(l.Layers)), make([]fifo, len(l.Layers))
 	r.r.Attempts = make([]int, len(l.Layers))
 	return r, nil
 }
@@ -288,15 +291,17 @@ func (r *layersRun) run(ctx context.Context) error {
 			r.r.Truncated = true
 			return nil
 		}
-		if next < r.l.Duration && (len(r.events) == 0 || next <= r.events[0].at) {
+		q, pending := r.earliest()
+		e := r.head(q, pending)
+		if next < r.l.Duration && (!pending || next <= e.at) {
 			r.request(next)
 			next = r.arrival(next)
 			continue
 		}
-		if len(r.events) == 0 || r.events[0].at > end {
+		if !pending || e.at > end {
 			return nil
 		}
-		r.step(r.events.pop())
+		r.step(r.take(q))
 	}
 }
 
@@ -381,22 +386,89 @@ func (r *layersRun) attempt(id int32, t time.Duration) {
 	}
 	at := t + r.latency[layer]
 	if int(layer) == len(r.chain)-1 {
-		r.schedule(levent{at: at, call: id, gen: c.gen, attempt: c.attempt, kind: reachBottom})
+		r.queue(&r.hops[layer], levent{at: at, call: id, gen: c.gen, attempt: c.attempt, kind: reachBottom})
 	} else {
 		child := r.newCall(layer+1, id, c.gen, c.attempt, at)
-		r.schedule(levent{at: at, call: child, gen: r.calls[child].gen, attempt: 1})
+		r.queue(&r.hops[layer], levent{at: at, call: child, gen: r.calls[child].gen, attempt: 1})
 	}
 	c = &r.calls[id] // newCall may have moved the slice
 	if timeout := r.chain[layer].Timeout; timeout > 0 && !c.done {
-		r.schedule(levent{at: t + timeout, call: id, gen: c.gen, attempt: c.attempt, kind: fireTimeout})
+		r.queue(&r.timeouts[layer], levent{at: t + timeout, call: id, gen: c.gen, attempt: c.attempt, kind: fireTimeout})
 	}
 }
 
-// schedule queues an event in time order, ties in the order queued.
+// schedule queues a retry, in time order, ties in the order queued.
 func (r *layersRun) schedule(e levent) {
 	r.seq++
 	e.seq = r.seq
 	r.events.push(e)
+}
+
+// queue queues an event that comes a fixed time after now (a layer's hop,
+// or its timeout) on q: such events come in time order, so q is a queue,
+// not a heap, and the run takes the earliest of the queues' heads and the
+// heap's top, ties in the order queued, as one heap would.
+func (r *layersRun) queue(q *fifo, e levent) {
+	r.seq++
+	e.seq = r.seq
+	q.buf = append(q.buf, e)
+}
+
+// head returns the event at the head of q (nil: the heap's top), if ok.
+func (r *layersRun) head(q *fifo, ok bool) levent {
+	switch {
+	case !ok:
+		return levent{}
+	case q == nil:
+		return r.events[0]
+	}
+	return q.buf[q.head]
+}
+
+// take removes the event at the head of q (nil: the heap's top), and
+// returns it.
+func (r *layersRun) take(q *fifo) levent {
+	if q == nil {
+		return r.events.pop()
+	}
+	e := q.buf[q.head]
+	q.head++
+	if q.head == len(q.buf) {
+		q.buf, q.head = q.buf[:0], 0
+	} else if q.head > 1024 && q.head > len(q.buf)/2 {
+		q.buf = q.buf[:copy(q.buf, q.buf[q.head:])]
+		q.head = 0
+	}
+	return e
+}
+
+// earliest returns the queue whose head is the earliest event, nil for
+// the heap, and false when nothing is pending.
+func (r *layersRun) earliest() (*fifo, bool) {
+	var best *fifo
+	var at levent
+	found := len(r.events) > 0
+	if found {
+		at = r.events[0]
+	}
+	for _, qs := range [2][]fifo{r.hops, r.timeouts} {
+		for i := range qs {
+			q := &qs[i]
+			if q.head < len(q.buf) && (!found || before(q.buf[q.head], at)) {
+				best, at, found = q, q.buf[q.head], true
+			}
+		}
+	}
+	return best, found
+}
+
+// before orders events by time, then by the order they were queued.
+func before(a, b levent) bool { return a.at < b.at || a.at == b.at && a.seq < b.seq }
+
+// fifo is a queue of events in time order.
+type fifo struct {
+	buf  []levent
+	head int
 }
 
 // bottom is the bottom's answer to the last layer's attempt that reaches
@@ -542,9 +614,7 @@ func (r *layersRun) recovery() (time.Duration, bool) {
 // eventQueue is a 4-ary min-heap of events by time, then by order queued.
 type eventQueue []levent
 
-func (q eventQueue) less(i, j int) bool {
-	return q[i].at < q[j].at || q[i].at == q[j].at && q[i].seq < q[j].seq
-}
+func (q eventQueue) less(i, j int) bool { return before(q[i], q[j]) }
 
 func (q *eventQueue) push(e levent) {
 	*q = append(*q, e)
