@@ -131,12 +131,16 @@ func TestHeavyRequestsStopAtTheirBounds(t *testing.T) {
 	require.Equal(t, 200, a.status, a.body)
 	assert.Contains(t, a.body, `"truncated":true`)
 
+	a = send(t, h, post("/v1/simulate?scenario=layers&rate=100000&duration=24h&outage=24h", zeroDelay))
+	require.Equal(t, 200, a.status, a.body)
+	assert.Contains(t, a.body, `"truncated":true`, "the chain stops at MaxRuns calls")
+
 	a = send(t, h, post("/v1/simulate?max-runs=50001", "null"))
 	decodeError(t, a, 400, "INVALID_PARAMETER")
 	assert.Contains(t, a.body, "max-runs: must be between 1 and 50000")
 
 	spent := New(Options{Budget: time.Nanosecond})
-	for _, target := range []string{"/v1/simulate?jobs=100000&outage=720h", "/v1/simulate?scenario=contention&clients=1000&runs=1000", "/v1/lint", "/v1/plan"} {
+	for _, target := range []string{"/v1/simulate?jobs=100000&outage=720h", "/v1/simulate?scenario=contention&clients=1000&runs=1000", "/v1/simulate?scenario=layers&rate=100000", "/v1/lint", "/v1/plan"} {
 		e := decodeError(t, send(t, spent, post(target, zeroDelay)), 503, "TIME_BUDGET_SPENT")
 		assert.Contains(t, e.Message, "1ns", target)
 	}
@@ -305,7 +309,7 @@ func FuzzWhatIf(f *testing.F) {
 	paths := []string{"/v1/plan", "/v1/lint", "/v1/simulate"}
 	for i, seed := range []struct{ query, body string }{
 		{"", "null"}, {"failures=1000&uptime=5", zeroDelay}, {"tick=0", zeroDelay}, {"jobs=100000&outage=720h", "null"},
-		{"scenario=contention&clients=1000&runs=1000", zeroDelay}, {"%zz", "{"}, {"tick=1ns&spread=1h", `{"strategy":"bounded","max_attempts":1000000}`},
+		{"scenario=contention&clients=1000&runs=1000", zeroDelay}, {"scenario=layers&rate=100000&duration=24h", zeroDelay}, {"%zz", "{"}, {"tick=1ns&spread=1h", `{"strategy":"bounded","max_attempts":1000000}`},
 	} {
 		f.Add(uint8(i), seed.query, []byte(seed.body))
 	}
