@@ -364,14 +364,19 @@ func (h *Handler) layers(ctx context.Context, w http.ResponseWriter, r *http.Req
 	if wantsSVG(r) {
 		return writeSVG(w, report.LayersChart(l, chains, results))
 	}
+	return writeJSON(w, jsonArray(len(results), func(i int) []byte { return report.LayersJSON(chains[i].Name, results[i]) }))
+}
+
+// jsonArray joins n JSON values, item(0) to item(n-1), into an array.
+func jsonArray(n int, item func(i int) []byte) []byte {
 	b := []byte{'['}
-	for i, res := range results {
+	for i := range n {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, report.LayersJSON(chains[i].Name, res)...)
+		b = append(b, item(i)...)
 	}
-	return writeJSON(w, append(b, ']'))
+	return append(b, ']')
 }
 
 // compared returns the seed strategy named to compare with, or the
@@ -409,14 +414,7 @@ func (h *Handler) outage(ctx context.Context, w http.ResponseWriter, r *http.Req
 	if !compared {
 		return writeJSON(w, report.OutageJSON("posted", results[0]))
 	}
-	b := []byte{'['}
-	for i, res := range results {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, report.OutageJSON(strategies[i].Name, res)...)
-	}
-	return writeJSON(w, append(b, ']'))
+	return writeJSON(w, jsonArray(len(results), func(i int) []byte { return report.OutageJSON(strategies[i].Name, results[i]) }))
 }
 
 // failed answers the error of work done under ctx: ctx done before the
