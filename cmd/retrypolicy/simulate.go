@@ -130,7 +130,7 @@ func writeLayers(w io.Writer, l plan.Layers, chains []plan.Chain, results []plan
 	tw.Flush()
 	for i, r := range results {
 		if r.Truncated {
-			fmt.Fprintf(w, "%s: truncated after %d calls: its counts are lower bounds\n", chains[i].Name, r.BottomCalls)
+			fmt.Fprintf(w, "%s: truncated at --max-runs calls, all layers counted: its counts are lower bounds\n", chains[i].Name)
 		}
 	}
 }

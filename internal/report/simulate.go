@@ -74,7 +74,7 @@ var scenarioOptions = map[string]struct {
 	"fail-after": {[]string{"outage"}, nil},
 	"spread":     {[]string{"outage"}, nil},
 	"tick":       {[]string{"outage"}, nil},
-	"max-runs":   {[]string{"outage"}, nil},
+	"max-runs":   {[]string{"outage", "layers"}, nil},
 	"runs":       {[]string{"contention"}, nil},
 	"duration":   {[]string{"layers"}, nil},
 }
@@ -126,7 +126,7 @@ func (o *SimulateOptions) Define(fs *flag.FlagSet) {
 	fs.Var(&o.Spread, "spread", "outage: the jobs' first runs spread over this `DURATION` (0: all at t = 0)")
 	fs.Var(&o.Capacity, "capacity", "outage: the most runs a second the provider serves once up, `C` (0: no limit)")
 	fs.Var(&o.Tick, "tick", "outage: the controller's check, a `DURATION`; 0 retries exactly when due (the in-process loop)")
-	fs.Var(&o.MaxRuns, "max-runs", "outage: the most runs followed in all, `N`; the simulation stops there and says it was truncated")
+	fs.Var(&o.MaxRuns, "max-runs", "outage and layers: the most runs (layers: calls) followed in all, `N`; the simulation stops there and says it was truncated")
 	fs.Var(&o.Runs, "runs", "contention: how many runs to average, `R` from 1 to 100000")
 	o.Rate, o.Span = 100, Duration(5*time.Minute)
 	fs.Var(&o.Rate, "rate", "layers: how many requests a second arrive at the top, `R` from 1 to 100000")
