@@ -328,7 +328,7 @@ func (c *retryConfig) decide(ctx context.Context, h *History, failures int, err 
 		return giveUp(ContextDone, errors.Join(context.Cause(ctx), unwrapMarks(err)))
 	case errors.As(err, &pe):
 		return giveUp(NotRetryable, pe.err)
-	case errors.Is(err, context.Canceled), c.permanent != nil && c.permanent(err):
+	case errors.Is(err, context.Canceled), c.permanent != nil && c.permanent(err), IsPermanent(err):
 		return giveUp(NotRetryable, unwrapMarks(err))
 	}
 	if rerr := h.Record(failedAt, uptime); rerr != nil {

@@ -595,3 +595,19 @@ func TestWithEndSaysHowRetryEnded(t *testing.T) {
 		assert.Equal(t, ContextDone, ends[0].GaveUp.Reason)
 	})
 }
+
+// TestRetryAroundRetryStopsOnAPermanentGiveUp: a Retry whose op is a Retry
+// that met a permanent error gives up at once too, as IsPermanent says.
+func TestRetryAroundRetryStopsOnAPermanentGiveUp(t *testing.T) {
+	outer := 0
+	_, err := Retry(context.Background(), Strategy{Kind: Bounded, MaxAttempts: 5}, func(ctx context.Context) (int, error) {
+		outer++
+		return Retry(ctx, Strategy{Kind: Bounded, MaxAttempts: 5}, func(context.Context) (int, error) {
+			return 0, Permanent(errors.New("404"))
+		})
+	})
+	var gu *GiveUpError
+	require.ErrorAs(t, err, &gu)
+	assert.Equal(t, NotRetryable, gu.Reason)
+	assert.Equal(t, 1, outer, "the outer loop does not call again")
+}
