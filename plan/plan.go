@@ -2,8 +2,9 @@
 // the timeline of a job that keeps failing ([Timeline]), what the strategy
 // really does when every run crashes, with the traps in it ([Lint]), and
 // what it does to a fleet: many jobs through a provider's outage
-// ([Outage]), or clients contending for one row ([Contention]), the model
-// of AWS's "Exponential Backoff And Jitter".
+// ([Outage]), clients contending for one row ([Contention]), the model of
+// AWS's "Exponential Backoff And Jitter", or requests down a chain of
+// layers that each retry, through an outage of the bottom ([Layers]).
 //
 //	report, err := plan.Lint(ctx, strategy)
 //	if err != nil {
@@ -24,8 +25,9 @@
 // Every run is bounded in time and memory whatever the strategy: a crash
 // loop follows at most MaxFailures failures, an Outage at most its MaxRuns
 // runs and a job's MaxJobFailures failures, a Contention at most its
-// MaxMessages messages; a run cut there says so (Truncated), and Lint and
-// the simulations stop when their context is done.
+// MaxMessages messages, Layers at most its MaxCalls calls; a run cut there
+// says so (Truncated), and Lint and the simulations stop when their
+// context is done.
 package plan
 
 import (
