@@ -182,8 +182,9 @@ type layersRun struct {
 	calls     []lcall
 	free      []int32
 	events    eventQueue // the retries, whose delays vary
-	hops      []fifo     // each layer's hops, a fixed latency after their attempts
-	timeouts  []fifo     // each layer's timeouts
+	queues    []fifo     // hops and timeouts, one queue for each fixed delay after their cause
+	hopQ      []int      // the queue of each layer's hops
+	timeoutQ  []int      // the queue of each layer's timeouts
 	seq       uint64
 	rng       *rand.Rand
 	latency   []time.Duration
@@ -235,7 +236,8 @@ func newLayersRun(l *Layers) (*layersRun, error) {
 		r.latency = append(r.latency, max(layer.Latency, 0))
 	}
 	r.breakers = make([]breaker, len(l.Layers))
-	r.hops, r.timeouts = make([]fifo, len(l.Layers)), make([]fifo, len(l.Layers))
+	r.hopQ = r.queuesFor(func(l Layer) (time.Duration, bool) { return max(l.Latency, 0), true })
+	r.timeoutQ = r.queuesFor(func(l Layer) (time.Duration, bool) { return l.Timeout, l.Timeout > 0 })
 	r.r.Attempts = make([]int, len(l.Layers))
 	return r, nil
 }
@@ -386,14 +388,14 @@ func (r *layersRun) attempt(id int32, t time.Duration) {
 	}
 	at := t + r.latency[layer]
 	if int(layer) == len(r.chain)-1 {
-		r.queue(&r.hops[layer], levent{at: at, call: id, gen: c.gen, attempt: c.attempt, kind: reachBottom})
+		r.queue(&r.queues[r.hopQ[layer]], levent{at: at, call: id, gen: c.gen, attempt: c.attempt, kind: reachBottom})
 	} else {
 		child := r.newCall(layer+1, id, c.gen, c.attempt, at)
-		r.queue(&r.hops[layer], levent{at: at, call: child, gen: r.calls[child].gen, attempt: 1})
+		r.queue(&r.queues[r.hopQ[layer]], levent{at: at, call: child, gen: r.calls[child].gen, attempt: 1})
 	}
 	c = &r.calls[id] // newCall may have moved the slice
 	if timeout := r.chain[layer].Timeout; timeout > 0 && !c.done {
-		r.queue(&r.timeouts[layer], levent{at: t + timeout, call: id, gen: c.gen, attempt: c.attempt, kind: fireTimeout})
+		r.queue(&r.queues[r.timeoutQ[layer]], levent{at: t + timeout, call: id, gen: c.gen, attempt: c.attempt, kind: fireTimeout})
 	}
 }
 
@@ -451,15 +453,37 @@ func (r *layersRun) earliest() (*fifo, bool) {
 	if found {
 		at = r.events[0]
 	}
-	for _, qs := range [2][]fifo{r.hops, r.timeouts} {
-		for i := range qs {
-			q := &qs[i]
-			if q.head < len(q.buf) && (!found || before(q.buf[q.head], at)) {
-				best, at, found = q, q.buf[q.head], true
-			}
+	for i := range r.queues {
+		q := &r.queues[i]
+		if q.head < len(q.buf) && (!found || before(q.buf[q.head], at)) {
+			best, at, found = q, q.buf[q.head], true
 		}
 	}
 	return best, found
+}
+
+// queuesFor gives the layers' events that come delay(layer) after their
+// cause a queue for each delay: events a fixed time apart from now come in
+// time order whichever layer queued them. It returns each layer's queue,
+// -1 for a layer that has no such events (delay's false).
+func (r *layersRun) queuesFor(delay func(Layer) (time.Duration, bool)) []int {
+	byDelay := map[time.Duration]int{}
+	of := make([]int, len(r.chain))
+	for i, l := range r.chain {
+		d, ok := delay(l)
+		if !ok {
+			of[i] = -1
+			continue
+		}
+		q, seen := byDelay[d]
+		if !seen {
+			q = len(r.queues)
+			r.queues = append(r.queues, fifo{})
+			byDelay[d] = q
+		}
+		of[i] = q
+	}
+	return of
 }
 
 // before orders events by time, then by the order they were queued.
