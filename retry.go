@@ -179,28 +179,25 @@ func WithFullJitter() RetryOption {
 // Retry itself never logs. Given more than once, each observer is called,
 // in the order given.
 func WithObserver(observe func(RetryEvent)) RetryOption {
-	return RetryOption{func(c retryConfig) retryConfig {
-		if prev := c.observe; prev != nil && observe != nil {
-			c.observe = func(e RetryEvent) { prev(e); observe(e) }
-		} else if observe != nil {
-			c.observe = observe
-		}
-		return c
-	}}
+	return RetryOption{func(c retryConfig) retryConfig { c.observe = both(c.observe, observe); return c }}
 }
 
 // WithEnd calls end once, as Retry returns, with how the call ended: to
 // count the attempts an operation took, or why it gave up. Given more than
 // once, each is called, in the order given.
 func WithEnd(end func(RetryEnd)) RetryOption {
-	return RetryOption{func(c retryConfig) retryConfig {
-		if prev := c.end; prev != nil && end != nil {
-			c.end = func(e RetryEnd) { prev(e); end(e) }
-		} else if end != nil {
-			c.end = end
-		}
-		return c
-	}}
+	return RetryOption{func(c retryConfig) retryConfig { c.end = both(c.end, end); return c }}
+}
+
+// both returns a hook that calls first, then then; either may be nil.
+func both[E any](first, then func(E)) func(E) {
+	switch {
+	case first == nil:
+		return then
+	case then == nil:
+		return first
+	}
+	return func(e E) { first(e); then(e) }
 }
 
 // RetryEnd is how a call of Retry ended.

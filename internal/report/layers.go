@@ -14,14 +14,13 @@ import (
 // ChainOf is the seed's chain of four layers, each retrying under the
 // strategy of its own in strategies (top first), as given one a layer.
 func ChainOf(name string, strategies []retrypolicy.Strategy) plan.Chain {
-	layers := plan.DefaultLayers(3)[:0]
-	names := []string{"client", "gateway", "service", "driver"}
+	layers := make([]plan.Layer, len(strategies))
+	seed := plan.DefaultLayers(3) // the seed's names and hop
 	for i, s := range strategies {
-		name := "layer " + strconv.Itoa(i+1)
-		if len(strategies) == len(names) {
-			name = names[i]
+		layers[i] = plan.Layer{Name: "layer " + strconv.Itoa(i+1), Strategy: s, Latency: seed[0].Latency}
+		if len(strategies) == len(seed) {
+			layers[i].Name = seed[i].Name
 		}
-		layers = append(layers, plan.Layer{Name: name, Strategy: s, Latency: 5 * time.Millisecond})
 	}
 	return plan.Chain{Name: name, Layers: layers}
 }
