@@ -15,6 +15,15 @@ import (
 // per-second counts stay a few hundred KB.
 const maxLayersSpan = 24 * time.Hour
 
+// The most a Layers run holds at once, whatever its MaxCalls: calls in
+// flight (each with its History, a few hundred bytes), and latencies kept
+// for the percentiles (past it, a uniform sample of them). Variables only
+// so that a test can lower them.
+var (
+	maxLiveCalls = 1_000_000
+	maxLatencies = 1_000_000
+)
+
 // DefaultMaxCalls is the most calls a [Layers] run follows, at every layer
 // and the bottom together, when its MaxCalls is zero: a few seconds of
 // work.
@@ -127,14 +136,16 @@ type LayersResult struct {
 	// PeakLoad is the busiest second's calls over Capacity (0 without a
 	// capacity).
 	PeakLoad float64
-	// Latency is the successful requests' latency, from arrival to success.
+	// Latency is the successful requests' latency, from arrival to success:
+	// over a uniform sample of a million of them when more succeeded.
 	Latency Percentiles
 	// Recovery is how long after the outage the first second came whose
 	// load was within capacity and that served requests; Metastable when
 	// none did before the horizon.
 	Recovery   time.Duration
 	Metastable bool
-	// Truncated reports that the run stopped at MaxCalls or its context:
+	// Truncated reports that the run stopped at MaxCalls, at a million
+	// calls in flight at once, or at its context:
 	// its counts are lower bounds.
 	Truncated bool
 }
@@ -191,7 +202,8 @@ type layersRun struct {
 	r         LayersResult
 	followed  int
 	most      int
-	latencies []time.Duration
+	latencies []time.Duration // the successes' latencies, or a sample (keepLatency)
+	sample    *rand.Rand
 }
 
 // breaker is a layer's circuit breaker.
@@ -289,7 +301,7 @@ func (r *layersRun) run(ctx context.Context) error {
 			r.r.Truncated = true
 			return fmt.Errorf("plan: Layers: stopped after %d calls: %w", r.followed, ctx.Err())
 		}
-		if r.followed >= r.most {
+		if r.followed >= r.most || len(r.calls)-len(r.free) >= maxLiveCalls {
 			r.r.Truncated = true
 			return nil
 		}
@@ -600,7 +612,24 @@ func (r *layersRun) requestEnded(t, arrived time.Duration, ok bool) {
 	sec := int(t / time.Second)
 	r.r.Served = grow(r.r.Served, sec)
 	r.r.Served[sec]++
-	r.latencies = append(r.latencies, t-arrived)
+	r.keepLatency(t - arrived)
+}
+
+// keepLatency keeps a successful request's latency: all of the first
+// maxLatencies, then a uniform sample of that many (reservoir sampling,
+// drawn from a stream of its own so that the run's other draws do not
+// change).
+func (r *layersRun) keepLatency(d time.Duration) {
+	if len(r.latencies) < maxLatencies {
+		r.latencies = append(r.latencies, d)
+		return
+	}
+	if r.sample == nil {
+		r.sample = rand.New(rand.NewPCG(r.l.Seed, 0x6c6174))
+	}
+	if i := r.sample.IntN(r.r.Succeeded); i < maxLatencies {
+		r.latencies[i] = d
+	}
 }
 
 // result returns the figures, their derived ones computed.

@@ -200,3 +200,25 @@ func TestLayersRecoveryAndBounds(t *testing.T) {
 		assert.Error(t, err, "%+v", bad)
 	}
 }
+
+// TestLayersMemoryIsBounded: whatever MaxCalls allows, a run stops when
+// its calls in flight reach their bound (here lowered to 1,000), and keeps
+// at most a bound of latencies (here 100), a sample of them past it.
+func TestLayersMemoryIsBounded(t *testing.T) {
+	live, kept := maxLiveCalls, maxLatencies
+	defer func() { maxLiveCalls, maxLatencies = live, kept }()
+	maxLiveCalls, maxLatencies = 1_000, 100
+	slow := []Layer{{Strategy: retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped, Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: time.Hour}}}}
+	r, err := Layers{Layers: slow, Rate: 1000, Duration: time.Hour, Down: 2 * time.Hour}.Run(context.Background())
+	require.NoError(t, err)
+	assert.True(t, r.Truncated, "a thousand requests wait an hour each")
+	assert.LessOrEqual(t, r.Requests, 1_001)
+
+	run, err := newLayersRun(&Layers{Layers: chain(1), Rate: 500, Duration: time.Second})
+	require.NoError(t, err)
+	require.NoError(t, run.run(context.Background()))
+	res := run.result()
+	assert.Equal(t, 500, res.Succeeded)
+	assert.Len(t, run.latencies, 100, "a sample of the 500")
+	assert.Equal(t, time.Millisecond, res.Latency.P50, "every request takes its 1 ms hop")
+}
