@@ -86,6 +86,8 @@ type ContentionResult struct {
 	// context: the means are over the runs finished and the one cut short
 	// (whose figures are lower bounds).
 	Truncated bool
+	// TruncatedBy names the bound that stopped them, when Truncated.
+	TruncatedBy Bound
 }
 
 // A client's steps, in order: each message it sends arrives, or its
@@ -130,7 +132,7 @@ func (c Contention) Run(ctx context.Context, who Contender) (ContentionResult, e
 	var err error
 	for round := range c.Runs {
 		if left == 0 {
-			r.Truncated = true
+			r.TruncatedBy = BoundMaxMessages
 			break
 		}
 		var o outcome
@@ -140,11 +142,12 @@ func (c Contention) Run(ctx context.Context, who Contender) (ContentionResult, e
 		r.Calls += float64(o.calls)
 		r.CompletionMs += float64(o.completion) / float64(time.Millisecond)
 		r.GaveUp += float64(o.gaveUp)
-		if o.cut {
-			r.Truncated = true
+		if o.cut != "" {
+			r.TruncatedBy = o.cut
 			break
 		}
 	}
+	r.Truncated = r.TruncatedBy != ""
 	n := float64(r.Runs)
 	r.Calls, r.CompletionMs, r.GaveUp = r.Calls/n, r.CompletionMs/n, r.GaveUp/n
 	return r, err
@@ -171,7 +174,7 @@ type outcome struct {
 	completion time.Duration
 	gaveUp     int
 	messages   int
-	cut        bool
+	cut        Bound
 }
 
 // once is one run, following at most most messages.
@@ -182,27 +185,22 @@ func (c Contention) once(ctx context.Context, p *retrypolicy.Policy, who Contend
 	}
 	histories := make([]*retrypolicy.History, c.Clients)
 	clients := make([]client, c.Clients)
-	q := make(runQueue, 0, c.Clients)
-	for i := range c.Clients {
+	q := newEngine[int32](most, BoundMaxMessages) // each message's client
+	q.heap = make([]entry[int32], 0, c.Clients)
+	q.seed(c.Clients, func(i int) (time.Duration, int32) {
 		if p != nil {
 			histories[i] = retrypolicy.NewHistory(p)
 		}
-		q = append(q, run{at: latency(), job: int32(i)})
-	}
-	q.init()
+		return latency(), int32(i)
+	})
 	var version int64
 	var o outcome
-	for len(q) > 0 {
-		if o.messages == most {
-			o.cut = true
-			return o, nil
+	for {
+		en, ok := q.next(ctx)
+		if !ok {
+			break
 		}
-		if o.messages%checkEvery == 0 && ctx.Err() != nil {
-			o.cut = true
-			return o, fmt.Errorf("plan: Contention: stopped after %d messages: %w", o.messages, ctx.Err())
-		}
-		o.messages++
-		e := q.pop()
+		e := run{at: en.at, job: en.ev}
 		cl := &clients[e.job]
 		switch cl.step {
 		case readArrives:
@@ -214,41 +212,45 @@ func (c Contention) once(ctx context.Context, p *retrypolicy.Policy, who Contend
 				version++
 			}
 		case writeReplied:
-			c.replied(cl, e, histories[e.job], who, rng, &q, &o)
+			c.replied(cl, e, histories[e.job], who, rng, q, &o)
 			continue
 		case woke:
 			cl.step = readArrives - 1
 		}
 		cl.step++
-		q.push(run{at: e.at + latency(), job: e.job}) // the next message on its way
+		q.schedule(e.at+latency(), e.job) // the next message on its way
+	}
+	o.messages, o.cut = q.handled, q.stop
+	if q.err != nil {
+		return o, fmt.Errorf("plan: Contention: %w", q.err)
 	}
 	return o, nil
 }
 
 // replied ends a client's write whose reply arrives as e: a success ends
 // the client; a failure waits its backoff and wakes, or gives up.
-func (c Contention) replied(cl *client, e run, h *retrypolicy.History, who Contender, rng *rand.Rand, q *runQueue, o *outcome) {
+func (c Contention) replied(cl *client, e run, h *retrypolicy.History, who Contender, rng *rand.Rand, q *engine[int32], o *outcome) {
 	if cl.ok {
 		o.completion = max(o.completion, e.at)
 		return
 	}
-	wait, ok := c.backoff(h, who, e, rng)
+	wait, ok := c.backoff(h, who, e, rng, q)
 	if !ok || wait > math.MaxInt64-e.at-time.Second { // past it the clock would overflow
 		o.gaveUp++
 		return
 	}
 	cl.step = woke
-	q.push(run{at: e.at + wait, job: e.job})
+	q.schedule(e.at+wait, e.job)
 }
 
 // backoff returns how long a client waits after the failed write whose
 // reply arrives as e, or false when its strategy gives up.
-func (c Contention) backoff(h *retrypolicy.History, who Contender, e run, rng *rand.Rand) (time.Duration, bool) {
+func (c Contention) backoff(h *retrypolicy.History, who Contender, e run, rng *rand.Rand, q *engine[int32]) (time.Duration, bool) {
 	if who.NoWait {
 		return 0, true
 	}
 	at := simStart.Add(e.at)
-	if h.Record(at, 0) != nil {
+	if !q.record(h, at, 0) {
 		return 0, false // waits of centuries: past what a History holds, the client gives up
 	}
 	d, _ := h.Decide(jobSeed(c.Seed, int(e.job)), at)

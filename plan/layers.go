@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -144,43 +145,45 @@ type LayersResult struct {
 	// none did before the horizon.
 	Recovery   time.Duration
 	Metastable bool
-	// Truncated reports that the run stopped at MaxCalls, at a million
-	// calls in flight at once, or at its context:
-	// its counts are lower bounds.
-	Truncated bool
+	// Truncated reports that the run stopped at a bound (MaxCalls, its
+	// events, a million calls in flight at once, or its context): its
+	// counts are lower bounds. TruncatedBy names the bound.
+	Truncated   bool
+	TruncatedBy Bound
 }
 
-// A call is one call into a layer (its retry loop), or into the bottom.
-type lcall struct {
-	layer   int32 // len(chain) for the bottom
-	parent  int32 // the call above, or -1 for a request
-	pgen    uint32
-	pat     int32 // the parent's attempt that made this call
-	gen     uint32
-	attempt int32 // the last attempt started, from 1
-	waiting bool  // that attempt has ended, and the next is due
-	done    bool
-	arrived time.Duration // the request's arrival, for the top's calls
-	started time.Duration // the attempt in flight's start
-	history *retrypolicy.History
+// A layerCall is one call into a layer (its retry loop), or into the
+// bottom.
+type layerCall struct {
+	layer         int32 // len(chain) for the bottom
+	parent        int32 // the call above, or -1 for a request
+	parentGen     uint32
+	parentAttempt int32 // the parent's attempt that made this call
+	gen           uint32
+	attempt       int32 // the last attempt started, from 1
+	waiting       bool  // that attempt has ended, and the next is due
+	done          bool
+	arrived       time.Duration // the request's arrival, for the top's calls
+	started       time.Duration // the attempt in flight's start
+	history       *retrypolicy.History
 }
 
-// levent is a scheduled step: an attempt to start, a timeout to fire, or
-// the last layer's attempt reaching the bottom.
-type levent struct {
-	at      time.Duration
-	seq     uint64
+// layerEvent is a scheduled step: a request's arrival, an attempt to
+// start, a timeout to fire, or the last layer's attempt reaching the
+// bottom.
+type layerEvent struct {
 	call    int32
 	gen     uint32
 	attempt int32
 	kind    uint8
 }
 
-// The kinds of levent.
+// The kinds of layerEvent.
 const (
 	startAttempt uint8 = iota
 	fireTimeout
 	reachBottom
+	arrive
 )
 
 // layersRun is a Layers run in progress.
@@ -190,18 +193,15 @@ type layersRun struct {
 	policies  []*retrypolicy.Policy
 	budgets   []*retrypolicy.Budget
 	breakers  []breaker
-	calls     []lcall
+	calls     []layerCall
 	free      []int32
-	events    eventQueue // the retries, whose delays vary
-	queues    []fifo     // hops and timeouts, one queue for each fixed delay after their cause
-	hopQ      []int      // the queue of each layer's hops
-	timeoutQ  []int      // the queue of each layer's timeouts
-	seq       uint64
+	eng       *engine[layerEvent]
+	hopQ      []int // the engine's queue of each layer's hops
+	timeoutQ  []int // the engine's queue of each layer's timeouts, -1 for none
 	rng       *rand.Rand
 	latency   []time.Duration
 	r         LayersResult
 	followed  int
-	most      int
 	latencies []time.Duration // the successes' latencies, or a sample (keepLatency)
 	sample    *rand.Rand
 }
@@ -231,7 +231,9 @@ func newLayersRun(l *Layers) (*layersRun, error) {
 	if err := l.check(); err != nil {
 		return nil, err
 	}
-	r := &layersRun{l: l, chain: l.Layers, rng: rand.New(rand.NewPCG(l.Seed, 0x6c617965)), most: l.MaxCalls}
+	r := &layersRun{l: l, chain: l.Layers, rng: rand.New(rand.NewPCG(l.Seed, 0x6c617965))}
+	r.eng = newEngine[layerEvent](EventsPerCall*l.MaxCalls, BoundEvents)
+	r.eng.fifoTies, r.eng.alive = true, r.pending
 	for i, layer := range l.Layers {
 		p, err := retrypolicy.Compile(layer.Strategy)
 		if err != nil {
@@ -245,10 +247,10 @@ func newLayersRun(l *Layers) (*layersRun, error) {
 			}
 		}
 		r.budgets = append(r.budgets, b)
-		r.latency = append(r.latency, max(layer.Latency, 0))
+		r.latency = append(r.latency, layer.Latency)
 	}
 	r.breakers = make([]breaker, len(l.Layers))
-	r.hopQ = r.queuesFor(func(l Layer) (time.Duration, bool) { return max(l.Latency, 0), true })
+	r.hopQ = r.queuesFor(func(l Layer) (time.Duration, bool) { return l.Latency, true })
 	r.timeoutQ = r.queuesFor(func(l Layer) (time.Duration, bool) { return l.Timeout, l.Timeout > 0 })
 	r.r.Attempts = make([]int, len(l.Layers))
 	return r, nil
@@ -270,6 +272,26 @@ func (l *Layers) check() error {
 	case l.Duration < 0 || l.Duration > maxLayersSpan || l.Horizon < 0 || l.Horizon > maxLayersSpan:
 		return fmt.Errorf("plan: Layers: Duration and Horizon from 0 to %v", maxLayersSpan)
 	}
+	for i, layer := range l.Layers {
+		if err := layer.check(); err != nil {
+			return fmt.Errorf("plan: Layers: layer %d (%s): %w", i+1, layer.Name, err)
+		}
+	}
+	return nil
+}
+
+// check returns the error of the layer's first field out of range: times
+// within a day (a breaker may open for longer: its end saturates), and no
+// negative count.
+func (l Layer) check() error {
+	switch {
+	case l.Latency < 0 || l.Latency > maxLayersSpan:
+		return fmt.Errorf("Latency must be from 0 to %v, got %v", maxLayersSpan, l.Latency)
+	case l.Timeout < 0 || l.Timeout > maxLayersSpan:
+		return fmt.Errorf("Timeout must be from 0 to %v, got %v", maxLayersSpan, l.Timeout)
+	case l.BreakerFailures < 0 || l.BreakerOpen < 0:
+		return fmt.Errorf("BreakerFailures and BreakerOpen must not be negative, got %d and %v", l.BreakerFailures, l.BreakerOpen)
+	}
 	return nil
 }
 
@@ -278,52 +300,47 @@ func (l *Layers) defaults() {
 	if l.Layers == nil {
 		l.Layers = DefaultLayers(3)
 	}
-	l.Rate = cmpOr(l.Rate, 100)
-	l.Duration = cmpOr(l.Duration, 10*time.Minute)
-	l.Horizon = cmpOr(l.Horizon, 10*time.Minute)
-	l.MaxCalls = cmpOr(l.MaxCalls, DefaultMaxCalls)
+	l.Rate = cmp.Or(l.Rate, 100)
+	l.Duration = cmp.Or(l.Duration, 10*time.Minute)
+	l.Horizon = cmp.Or(l.Horizon, 10*time.Minute)
+	l.MaxCalls = cmp.Or(l.MaxCalls, DefaultMaxCalls)
 }
 
-// cmpOr is v, or def when v is zero.
-func cmpOr[T int | float64 | time.Duration](v, def T) T {
-	if v == 0 {
-		return def
-	}
-	return v
-}
-
-// run follows the arrivals and every call they make, in time order.
+// run follows the arrivals and every call they make, in time order, until
+// the horizon or a bound.
 func (r *layersRun) run(ctx context.Context) error {
-	end := r.l.Duration + r.l.Horizon
-	next := r.arrival(0)
-	for steps := 0; ; steps++ {
-		if steps%checkEvery == 0 && ctx.Err() != nil {
-			r.r.Truncated = true
-			return fmt.Errorf("plan: Layers: stopped after %d calls: %w", r.followed, ctx.Err())
+	r.scheduleArrival(r.arrival(0))
+	for {
+		switch {
+		case r.followed >= r.l.MaxCalls:
+			r.eng.truncate(BoundMaxCalls)
+		case len(r.calls)-len(r.free) >= maxLiveCalls:
+			r.eng.truncate(BoundCallsInFlight)
 		}
-		if r.followed >= r.most || len(r.calls)-len(r.free) >= maxLiveCalls {
-			r.r.Truncated = true
-			return nil
+		e, ok := r.eng.nextBy(ctx, r.l.Duration+r.l.Horizon)
+		if !ok {
+			break
 		}
-		q, pending := r.earliest()
-		e := r.head(q, pending)
-		if next < r.l.Duration && (!pending || next <= e.at) {
-			r.request(next)
-			next = r.arrival(next)
-			continue
-		}
-		if !pending || e.at > end {
-			return nil
-		}
-		r.step(r.take(q))
+		r.step(e.at, e.ev)
 	}
+	r.r.TruncatedBy = r.eng.stop
+	r.r.Truncated = r.eng.stop != ""
+	if r.eng.err != nil {
+		return fmt.Errorf("plan: Layers: %w", r.eng.err)
+	}
+	return nil
 }
 
-// step runs an event: an attempt that is due, or a timeout that fires,
-// unless its call has ended or moved on.
-func (r *layersRun) step(e levent) {
-	if e.kind == reachBottom {
-		r.bottom(e)
+// step runs an event at t: an arrival, an attempt that is due, or a
+// timeout that fires, unless its call has ended or moved on.
+func (r *layersRun) step(t time.Duration, e layerEvent) {
+	switch e.kind {
+	case arrive:
+		r.request(t)
+		r.scheduleArrival(r.arrival(t))
+		return
+	case reachBottom:
+		r.bottom(t, e)
 		return
 	}
 	c := &r.calls[e.call]
@@ -331,13 +348,32 @@ func (r *layersRun) step(e levent) {
 	case c.gen != e.gen || c.done:
 		// the call ended
 	case e.kind == fireTimeout && c.attempt == e.attempt && !c.waiting:
-		r.failed(e.call, e.at, true)
+		r.failed(e.call, t, true)
 	case e.kind == startAttempt && c.attempt == e.attempt-1:
-		r.attempt(e.call, e.at)
+		r.attempt(e.call, t)
 	}
 }
 
-// arrival returns when the request after one at t arrives.
+// pending reports whether a queued event still has a cause: a timeout
+// whose attempt has ended has not.
+func (r *layersRun) pending(e layerEvent) bool {
+	if e.kind != fireTimeout {
+		return true
+	}
+	c := &r.calls[e.call]
+	return c.gen == e.gen && !c.done && c.attempt == e.attempt && !c.waiting
+}
+
+// scheduleArrival schedules the next request's arrival at t, when t is
+// within the run's Duration.
+func (r *layersRun) scheduleArrival(t time.Duration) {
+	if t < r.l.Duration {
+		r.eng.scheduleFirst(t, layerEvent{kind: arrive})
+	}
+}
+
+// arrival returns when the request after one at t arrives: past every
+// Duration (a day) when the gap is longer than that, as at a tiny Rate.
 func (r *layersRun) arrival(t time.Duration) time.Duration {
 	gap := 1 / r.l.Rate
 	if r.l.Poisson {
@@ -346,7 +382,11 @@ func (r *layersRun) arrival(t time.Duration) time.Duration {
 	if r.r.Requests == 0 && !r.l.Poisson {
 		return t // the first at t = 0
 	}
-	return t + time.Duration(gap*float64(time.Second))
+	ns := gap * float64(time.Second)
+	if !(ns < float64(maxLayersSpan)) {
+		return maxDuration
+	}
+	return t + time.Duration(ns)
 }
 
 // request starts a request at the top at t.
@@ -357,19 +397,19 @@ func (r *layersRun) request(t time.Duration) {
 	r.attempt(id, t)
 }
 
-// newCall makes a call into layer, by the parent's attempt pat, whose
-// first attempt starts at t; the caller starts it.
-func (r *layersRun) newCall(layer, parent int32, pgen uint32, pat int32, t time.Duration) int32 {
+// newCall makes a call into layer, by the parent's attempt, whose first
+// attempt starts at t; the caller starts it.
+func (r *layersRun) newCall(layer, parent int32, parentGen uint32, parentAttempt int32, t time.Duration) int32 {
 	r.followed++
 	var id int32
 	if n := len(r.free); n > 0 {
 		id, r.free = r.free[n-1], r.free[:n-1]
 	} else {
-		r.calls = append(r.calls, lcall{})
+		r.calls = append(r.calls, layerCall{})
 		id = int32(len(r.calls) - 1)
 	}
 	c := &r.calls[id]
-	*c = lcall{layer: layer, parent: parent, pgen: pgen, pat: pat, gen: c.gen + 1, started: t}
+	*c = layerCall{layer: layer, parent: parent, parentGen: parentGen, parentAttempt: parentAttempt, gen: c.gen + 1, started: t}
 	if b := r.budgetOf(layer); b != nil {
 		b.Deposit()
 	}
@@ -400,84 +440,21 @@ func (r *layersRun) attempt(id int32, t time.Duration) {
 	}
 	at := t + r.latency[layer]
 	if int(layer) == len(r.chain)-1 {
-		r.queue(&r.queues[r.hopQ[layer]], levent{at: at, call: id, gen: c.gen, attempt: c.attempt, kind: reachBottom})
+		r.eng.queue(r.hopQ[layer], at, layerEvent{call: id, gen: c.gen, attempt: c.attempt, kind: reachBottom})
 	} else {
 		child := r.newCall(layer+1, id, c.gen, c.attempt, at)
-		r.queue(&r.queues[r.hopQ[layer]], levent{at: at, call: child, gen: r.calls[child].gen, attempt: 1})
+		r.eng.queue(r.hopQ[layer], at, layerEvent{call: child, gen: r.calls[child].gen, attempt: 1})
 	}
 	c = &r.calls[id] // newCall may have moved the slice
 	if timeout := r.chain[layer].Timeout; timeout > 0 && !c.done {
-		r.queue(&r.queues[r.timeoutQ[layer]], levent{at: t + timeout, call: id, gen: c.gen, attempt: c.attempt, kind: fireTimeout})
+		r.eng.queue(r.timeoutQ[layer], t+timeout, layerEvent{call: id, gen: c.gen, attempt: c.attempt, kind: fireTimeout})
 	}
-}
-
-// schedule queues a retry, in time order, ties in the order queued.
-func (r *layersRun) schedule(e levent) {
-	r.seq++
-	e.seq = r.seq
-	r.events.push(e)
-}
-
-// queue queues an event that comes a fixed time after now (a layer's hop,
-// or its timeout) on q: such events come in time order, so q is a queue,
-// not a heap, and the run takes the earliest of the queues' heads and the
-// heap's top, ties in the order queued, as one heap would.
-func (r *layersRun) queue(q *fifo, e levent) {
-	r.seq++
-	e.seq = r.seq
-	q.buf = append(q.buf, e)
-}
-
-// head returns the event at the head of q (nil: the heap's top), if ok.
-func (r *layersRun) head(q *fifo, ok bool) levent {
-	switch {
-	case !ok:
-		return levent{}
-	case q == nil:
-		return r.events[0]
-	}
-	return q.buf[q.head]
-}
-
-// take removes the event at the head of q (nil: the heap's top), and
-// returns it.
-func (r *layersRun) take(q *fifo) levent {
-	if q == nil {
-		return r.events.pop()
-	}
-	e := q.buf[q.head]
-	q.head++
-	if q.head == len(q.buf) {
-		q.buf, q.head = q.buf[:0], 0
-	} else if q.head > 1024 && q.head > len(q.buf)/2 {
-		q.buf = q.buf[:copy(q.buf, q.buf[q.head:])]
-		q.head = 0
-	}
-	return e
-}
-
-// earliest returns the queue whose head is the earliest event, nil for
-// the heap, and false when nothing is pending.
-func (r *layersRun) earliest() (*fifo, bool) {
-	var best *fifo
-	var at levent
-	found := len(r.events) > 0
-	if found {
-		at = r.events[0]
-	}
-	for i := range r.queues {
-		q := &r.queues[i]
-		if q.head < len(q.buf) && (!found || before(q.buf[q.head], at)) {
-			best, at, found = q, q.buf[q.head], true
-		}
-	}
-	return best, found
 }
 
 // queuesFor gives the layers' events that come delay(layer) after their
-// cause a queue for each delay: events a fixed time apart from now come in
-// time order whichever layer queued them. It returns each layer's queue,
-// -1 for a layer that has no such events (delay's false).
+// cause an engine queue for each delay: events a fixed time apart from
+// now come in time order whichever layer queued them. It returns each
+// layer's queue, -1 for a layer that has no such events (delay's false).
 func (r *layersRun) queuesFor(delay func(Layer) (time.Duration, bool)) []int {
 	byDelay := map[time.Duration]int{}
 	of := make([]int, len(r.chain))
@@ -489,8 +466,7 @@ func (r *layersRun) queuesFor(delay func(Layer) (time.Duration, bool)) []int {
 		}
 		q, seen := byDelay[d]
 		if !seen {
-			q = len(r.queues)
-			r.queues = append(r.queues, fifo{})
+			q = r.eng.newQueue()
 			byDelay[d] = q
 		}
 		of[i] = q
@@ -498,21 +474,11 @@ func (r *layersRun) queuesFor(delay func(Layer) (time.Duration, bool)) []int {
 	return of
 }
 
-// before orders events by time, then by the order they were queued.
-func before(a, b levent) bool { return a.at < b.at || a.at == b.at && a.seq < b.seq }
-
-// fifo is a queue of events in time order.
-type fifo struct {
-	buf  []levent
-	head int
-}
-
 // bottom is the bottom's answer to the last layer's attempt that reaches
 // it as e: counted whether or not its caller still waits for it.
-func (r *layersRun) bottom(e levent) {
+func (r *layersRun) bottom(t time.Duration, e layerEvent) {
 	r.followed++
 	r.r.BottomCalls++
-	t := e.at
 	sec := int(t / time.Second)
 	r.r.Load = grow(r.r.Load, sec)
 	r.r.Load[sec]++
@@ -534,6 +500,9 @@ func grow(s []int, i int) []int {
 // failure the layer below reports as retryable or not.
 func (r *layersRun) answer(id int32, t time.Duration, ok, retryable bool) {
 	c := &r.calls[id]
+	if q := r.timeoutQ[c.layer]; q >= 0 {
+		r.eng.cancel(q) // the attempt's timeout has nothing left to fire on
+	}
 	br := &r.breakers[c.layer]
 	if ok {
 		br.failures = 0
@@ -542,7 +511,7 @@ func (r *layersRun) answer(id int32, t time.Duration, ok, retryable bool) {
 	}
 	if n := r.chain[c.layer].BreakerFailures; n > 0 {
 		if br.failures++; br.failures >= n {
-			br.openUntil, br.failures = t+cmpOr(r.chain[c.layer].BreakerOpen, 10*time.Second), 0
+			br.openUntil, br.failures = saturatingAdd(t, cmp.Or(r.chain[c.layer].BreakerOpen, 10*time.Second)), 0
 		}
 	}
 	r.failed(id, t, retryable)
@@ -561,7 +530,7 @@ func (r *layersRun) failed(id int32, t time.Duration, retryable bool) {
 		c.history = retrypolicy.NewHistory(r.policies[c.layer])
 	}
 	at := simStart.Add(t)
-	if c.history.Record(at, t-c.started) != nil {
+	if !r.eng.record(c.history, at, t-c.started) {
 		r.giveUp(id, t, false)
 		return
 	}
@@ -576,7 +545,7 @@ func (r *layersRun) failed(id int32, t time.Duration, retryable bool) {
 		return
 	}
 	c.waiting = true
-	r.schedule(levent{at: t + d.Delay + d.Jitter, call: id, gen: c.gen, attempt: c.attempt + 1})
+	r.eng.schedule(t+d.Delay+d.Jitter, layerEvent{call: id, gen: c.gen, attempt: c.attempt + 1})
 }
 
 // giveUp ends call id at t in failure, retryable or not as seen above.
@@ -588,15 +557,18 @@ func (r *layersRun) giveUp(id int32, t time.Duration, retryable bool) {
 func (r *layersRun) end(id int32, t time.Duration, ok, retryable bool) {
 	c := &r.calls[id]
 	c.done = true
-	c.history = nil
-	parent, pgen, pat, arrived := c.parent, c.pgen, c.pat, c.arrived
+	if c.history != nil {
+		r.eng.forget(c.history)
+		c.history = nil
+	}
+	parent, parentGen, parentAttempt, arrived := c.parent, c.parentGen, c.parentAttempt, c.arrived
 	r.free = append(r.free, id)
 	if parent < 0 {
 		r.requestEnded(t, arrived, ok)
 		return
 	}
 	p := &r.calls[parent]
-	if p.gen != pgen || p.done || p.attempt != pat || p.waiting {
+	if p.gen != parentGen || p.done || p.attempt != parentAttempt || p.waiting {
 		return // the caller timed out of this attempt, or ended
 	}
 	r.answer(parent, t, ok, retryable)
@@ -662,46 +634,6 @@ func (r *layersRun) recovery() (time.Duration, bool) {
 		}
 	}
 	return -1, true
-}
-
-// eventQueue is a 4-ary min-heap of events by time, then by order queued.
-type eventQueue []levent
-
-func (q eventQueue) less(i, j int) bool { return before(q[i], q[j]) }
-
-func (q *eventQueue) push(e levent) {
-	*q = append(*q, e)
-	h := *q
-	for i := len(h) - 1; i > 0; {
-		p := (i - 1) / 4
-		if !h.less(i, p) {
-			break
-		}
-		h[i], h[p] = h[p], h[i]
-		i = p
-	}
-}
-
-func (q *eventQueue) pop() levent {
-	h := *q
-	top := h[0]
-	last := len(h) - 1
-	h[0] = h[last]
-	*q = h[:last]
-	h = *q
-	for i := 0; ; {
-		least := i
-		for c := 4*i + 1; c <= 4*i+4 && c < len(h); c++ {
-			if h.less(c, least) {
-				least = c
-			}
-		}
-		if least == i {
-			return top
-		}
-		h[i], h[least] = h[least], h[i]
-		i = least
-	}
 }
 
 // Chain is a named call chain, one way of retrying across layers.

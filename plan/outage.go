@@ -25,11 +25,6 @@ const (
 	MaxJobFailures = 100_000
 )
 
-// checkEvery is how many events a simulation runs between looks at its
-// context: often enough to stop within a millisecond or two, rarely enough
-// to cost nothing.
-const checkEvery = 4096
-
 // Outage is a fleet of jobs that share one provider, which is down from
 // t = 0 for Down. A run that starts while it is down fails FailAfter later;
 // a run that starts after succeeds, unless Capacity is set and the provider
@@ -102,6 +97,8 @@ type OutageResult struct {
 	// horizon: its counts are then lower bounds, and its other figures
 	// those of the part it ran.
 	Truncated bool
+	// TruncatedBy names the bound that stopped it, when Truncated.
+	TruncatedBy Bound
 }
 
 // withDefaults returns o with its zero fields filled.
@@ -128,6 +125,8 @@ func (o Outage) check() error {
 		return errors.New("plan: Outage.Jobs: must be between 1 and 1000000")
 	case o.Down < 0 || o.FailAfter < 0 || o.Spread < 0 || o.Tick < 0 || o.Horizon < 0:
 		return errors.New("plan: Outage: durations must not be negative")
+	case o.Tick > MaxTick:
+		return fmt.Errorf("plan: Outage.Tick: must be at most %v, got %v", MaxTick, o.Tick)
 	case o.Down > 30*24*time.Hour || o.Horizon > 30*24*time.Hour || o.Spread > 30*24*time.Hour || o.FailAfter > 24*time.Hour:
 		return errors.New("plan: Outage: Down, Horizon and Spread must be at most 30 days, FailAfter at most a day")
 	case o.Capacity < 0:
@@ -157,12 +156,12 @@ func (o Outage) Run(ctx context.Context, s retrypolicy.Strategy) (OutageResult, 
 	return f.result(), err
 }
 
-// fleet is an Outage under way.
+// fleet is an Outage under way: its events are the jobs' runs.
 type fleet struct {
 	o         Outage
 	r         OutageResult
 	histories []*retrypolicy.History // all under the one Policy
-	q         runQueue
+	eng       *engine[int32]         // each run's job
 	recovered []time.Duration
 	second    time.Duration // the second whose runs inSecond counts
 	inSecond  int
@@ -174,42 +173,41 @@ func newFleet(o Outage, p *retrypolicy.Policy) *fleet {
 	for i := range f.histories {
 		f.histories[i] = retrypolicy.NewHistory(p)
 	}
-	f.q = make(runQueue, 0, o.Jobs)
+	f.eng = newEngine[int32](o.MaxRuns, BoundMaxRuns)
+	f.eng.heap = make([]entry[int32], 0, o.Jobs)
 	rng := o.Seed
-	for i := range o.Jobs {
+	f.eng.seed(o.Jobs, func(i int) (time.Duration, int32) {
 		var at time.Duration
 		if o.Spread > 0 {
-			hi, _ := bits.Mul64(next(&rng), uint64(o.Spread))
+			hi, _ := bits.Mul64(splitMix(&rng), uint64(o.Spread))
 			at = time.Duration(hi)
 		}
-		f.q = append(f.q, run{at: at, job: int32(i)})
-	}
-	f.q.init()
+		return at, int32(i)
+	})
 	return f
 }
 
 // run follows the runs until the horizon or a bound.
 func (f *fleet) run(ctx context.Context) error {
 	end := f.o.Down + f.o.Horizon
-	for len(f.q) > 0 && f.q[0].at <= end {
-		if f.r.Runs == f.o.MaxRuns {
-			f.r.Truncated = true
-			return nil
+	for {
+		e, ok := f.eng.nextBy(ctx, end)
+		if !ok {
+			break
 		}
-		if f.r.Runs%checkEvery == 0 && ctx.Err() != nil {
-			f.r.Truncated = true
-			return fmt.Errorf("plan: Outage: stopped after %d runs: %w", f.r.Runs, ctx.Err())
-		}
-		if !f.step(f.q.pop()) {
-			f.r.Truncated = true
-			return nil
-		}
+		f.step(e.at, e.ev)
+	}
+	f.r.TruncatedBy = f.eng.stop
+	f.r.Truncated = f.eng.stop != ""
+	if f.eng.err != nil {
+		return fmt.Errorf("plan: Outage: %w", f.eng.err)
 	}
 	return nil
 }
 
-// step runs e; it reports false when the job's History is full.
-func (f *fleet) step(e run) bool {
+// step runs job's run that starts at at.
+func (f *fleet) step(at time.Duration, job int32) {
+	e := run{at: at, job: job}
 	o := &f.o
 	f.r.Runs++
 	f.r.Load = bump(f.r.Load, e.at)
@@ -223,30 +221,29 @@ func (f *fleet) step(e run) bool {
 	}
 	if !fails {
 		f.recovered = append(f.recovered, e.at-o.Down)
-		return true
+		return
 	}
 	h := f.histories[e.job]
-	at := simStart.Add(failure)
+	failedAt := simStart.Add(failure)
 	uptime := failure - e.at
-	_ = h.Record(at, uptime) // within a History's range: at most 61 days from 2026
-	d, _ := h.Decide(jobSeed(o.Seed, int(e.job)), at)
+	f.eng.record(h, failedAt, uptime) // within a History's range: at most 61 days from 2026
+	d, _ := h.Decide(jobSeed(o.Seed, int(e.job)), failedAt)
 	f.r.Decisions++
 	if o.onDecide != nil {
-		o.onDecide(int(e.job), simStart.Add(e.at), at, uptime, d)
+		o.onDecide(int(e.job), simStart.Add(e.at), failedAt, uptime, d)
 	}
 	if d.Action == retrypolicy.Fatal {
 		f.r.Fatal++
 		f.r.FatalAt = bump(f.r.FatalAt, failure)
-		return true
+		return
 	}
-	f.q.push(run{at: retryAt(d.Due.Sub(simStart), failure, o.Tick), job: e.job})
-	return d.InWindow < MaxJobFailures // a History holds just the failures in its window
+	f.eng.schedule(retryAt(d.Due.Sub(simStart), failure, o.Tick), e.job)
 }
 
 // result is the figures of the runs followed.
 func (f *fleet) result() OutageResult {
 	r := f.r
-	r.Unfinished, r.Succeeded = len(f.q), len(f.recovered)
+	r.Unfinished, r.Succeeded = f.eng.waiting(), len(f.recovered)
 	for _, n := range r.Load {
 		r.Peak = max(r.Peak, n)
 	}
@@ -265,6 +262,9 @@ func retryAt(due, failure, tick time.Duration) time.Duration {
 	at := max(due, failure+1)
 	if at%tick == 0 {
 		return at
+	}
+	if at > maxDuration-tick {
+		return maxDuration // past every horizon: it saturates rather than wraps
 	}
 	return at - at%tick + tick
 }
@@ -293,11 +293,11 @@ func percentiles(ds []time.Duration) Percentiles {
 // jobSeed returns job i's jitter seed in a simulation drawn from seed.
 func jobSeed(seed uint64, i int) uint64 {
 	x := seed ^ uint64(i)*0x9e3779b97f4a7c15
-	return next(&x)
+	return splitMix(&x)
 }
 
-// next advances a SplitMix64 state and returns its next output.
-func next(state *uint64) uint64 {
+// splitMix advances a SplitMix64 state and returns its next output.
+func splitMix(state *uint64) uint64 {
 	*state += 0x9e3779b97f4a7c15
 	z := *state
 	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
@@ -305,68 +305,8 @@ func next(state *uint64) uint64 {
 	return z ^ z>>31
 }
 
-// run is what a job or client does next, and when.
+// run is a job's run, and when it starts.
 type run struct {
 	at  time.Duration // from t = 0
 	job int32
-}
-
-// runQueue is a 4-ary min-heap of runs by time: a shallow heap, whose four
-// children of a node share a cache line or two. Runs at the same time
-// leave it in an order fixed by the pushes and pops, the same on every
-// machine.
-type runQueue []run
-
-func (q runQueue) init() {
-	for i := (len(q) - 2) / 4; i >= 0; i-- {
-		q.down(i)
-	}
-}
-
-func (q *runQueue) push(r run) {
-	*q = append(*q, r)
-	h := *q
-	i := len(h) - 1
-	for i > 0 {
-		parent := (i - 1) / 4
-		if h[parent].at <= r.at {
-			break
-		}
-		h[i] = h[parent]
-		i = parent
-	}
-	h[i] = r
-}
-
-func (q *runQueue) pop() run {
-	h := *q
-	top, last := h[0], len(h)-1
-	*q = h[:last]
-	if last > 0 {
-		h[0] = h[last]
-		q.down(0)
-	}
-	return top
-}
-
-func (q runQueue) down(i int) {
-	r := q[i]
-	for {
-		first := 4*i + 1
-		if first >= len(q) {
-			break
-		}
-		small := first
-		for c := first + 1; c < min(first+4, len(q)); c++ {
-			if q[c].at < q[small].at {
-				small = c
-			}
-		}
-		if q[small].at >= r.at {
-			break
-		}
-		q[i] = q[small]
-		i = small
-	}
-	q[i] = r
 }
