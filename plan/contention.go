@@ -175,6 +175,8 @@ type outcome struct {
 	gaveUp     int
 	messages   int
 	cut        Bound
+	// The most events that waited and failures held at once.
+	peakPending, peakHeld int
 }
 
 // once is one run, following at most most messages.
@@ -221,6 +223,7 @@ func (c Contention) once(ctx context.Context, p *retrypolicy.Policy, who Contend
 		q.schedule(e.at+latency(), e.job) // the next message on its way
 	}
 	o.messages, o.cut = q.handled, q.stop
+	o.peakPending, o.peakHeld = q.peakPending, q.peakHeld
 	if q.err != nil {
 		return o, fmt.Errorf("plan: Contention: %w", q.err)
 	}

@@ -86,6 +86,10 @@ type engine[E any] struct {
 	onBudget Bound
 	held     int // failures in the simulation's Histories
 	stop     Bound
+	// The caps on what waits and what is held, and the most of each the
+	// run has had at once.
+	maxPending, maxHeld   int
+	peakPending, peakHeld int
 	err      error
 	// alive, when set, tells a cancelled entry of a queue from a live one,
 	// so that cancelled entries can be dropped before they are due.
@@ -110,7 +114,7 @@ type fifo[E any] struct {
 // newEngine returns an engine that hands out at most budget events, then
 // stops the run at the bound named onBudget.
 func newEngine[E any](budget int, onBudget Bound) *engine[E] {
-	return &engine[E]{budget: budget, onBudget: onBudget}
+	return &engine[E]{budget: budget, onBudget: onBudget, maxPending: MaxPendingEvents, maxHeld: MaxHeldFailures}
 }
 
 // less orders entries by time, then by the order they were scheduled.
@@ -128,11 +132,12 @@ func (e *engine[E]) truncate(b Bound) {
 // room reports whether one more event may wait, and stops the run when it
 // may not: the event is then dropped.
 func (e *engine[E]) room() bool {
-	if e.pending >= MaxPendingEvents {
+	if e.pending >= e.maxPending {
 		e.truncate(BoundPendingEvents)
 		return false
 	}
 	e.pending++
+	e.peakPending = max(e.peakPending, e.pending)
 	return true
 }
 
@@ -350,10 +355,11 @@ func (e *engine[E]) record(h *retrypolicy.History, at time.Time, uptime time.Dur
 	}
 	n := h.Len()
 	e.held += n - before
+	e.peakHeld = max(e.peakHeld, e.held)
 	switch {
 	case n >= MaxJobFailures:
 		e.truncate(BoundJobFailures)
-	case e.held >= MaxHeldFailures:
+	case e.held >= e.maxHeld:
 		e.truncate(BoundHeldFailures)
 	}
 	return true
