@@ -90,7 +90,7 @@ type engine[E any] struct {
 	// run has had at once.
 	maxPending, maxHeld   int
 	peakPending, peakHeld int
-	err      error
+	err                   error
 	// alive, when set, tells a cancelled entry of a queue from a live one,
 	// so that cancelled entries can be dropped before they are due.
 	alive func(E) bool
