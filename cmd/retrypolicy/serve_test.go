@@ -313,7 +313,7 @@ func TestZeroDelaySimulationEnds(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, []byte(`{"strategy":"unless_stopped","backoff":{"kind":"exponential","base_delay_secs":1,"multiplier":1e-300}}`), 0o644))
 	var stdout, stderr bytes.Buffer
 	require.Equal(t, 0, run([]string{"simulate", "--tick", "0", "--jobs", "10", path}, nil, &stdout, &stderr), stderr.String())
-	assert.Contains(t, stdout.String(), "zero: truncated after ")
+	assert.Contains(t, stdout.String(), "zero: truncated at a job with 100000 failures in its window: after ")
 	stdout.Reset()
 	require.Equal(t, 0, run([]string{"simulate", "--json", "--jobs", "10", path}, nil, &stdout, &stderr), stderr.String())
 	assert.Contains(t, stdout.String(), `"runs":310,`, "a run each minute of the outage, and the one that succeeds")

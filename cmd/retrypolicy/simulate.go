@@ -130,7 +130,7 @@ func writeLayers(w io.Writer, l plan.Layers, chains []plan.Chain, results []plan
 	tw.Flush()
 	for i, r := range results {
 		if r.Truncated {
-			fmt.Fprintf(w, "%s: truncated at --max-runs calls, all layers counted: its counts are lower bounds\n", chains[i].Name)
+			fmt.Fprint(w, report.Truncated(chains[i].Name, r.TruncatedBy, "its counts are lower bounds"))
 		}
 	}
 }
@@ -209,8 +209,7 @@ func simulateOutage(o plan.Outage, strategies []report.Named, asJSON bool, svgPa
 		tw.Flush()
 		for i, r := range results {
 			if r.Truncated {
-				fmt.Fprintf(stdout, "%s: truncated after %d runs (--max-runs, or a job with %d failures in its window): its counts are lower bounds\n",
-					strategies[i].Name, r.Runs, plan.MaxJobFailures)
+				fmt.Fprint(stdout, report.Truncated(strategies[i].Name, r.TruncatedBy, fmt.Sprintf("after %d runs, its counts are lower bounds", r.Runs)))
 			}
 		}
 	}
@@ -248,7 +247,7 @@ func simulateContention(c plan.Contention, contenders []plan.Contender, asJSON b
 	tw.Flush()
 	for _, r := range results {
 		if r.Truncated {
-			fmt.Fprintf(stdout, "%s: truncated after %d messages, within run %d: its means are over the runs begun\n", r.Name, plan.DefaultMaxMessages, r.Runs)
+			fmt.Fprint(stdout, report.Truncated(r.Name, r.TruncatedBy, fmt.Sprintf("within run %d, its means are over the runs begun", r.Runs)))
 		}
 	}
 	return exitOK

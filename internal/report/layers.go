@@ -29,8 +29,9 @@ func ChainOf(name string, strategies []retrypolicy.Strategy) plan.Chain {
 func LayersJSON(name string, r plan.LayersResult) []byte {
 	b := []byte(`{"chain":`)
 	b = strconv.AppendQuote(b, name)
-	b = fmt.Appendf(b, `,"requests":%d,"succeeded":%d,"failed":%d,"bottom_calls":%d,"amplification":%s,"decisions":%d,"peak_load":%s,"metastable":%t,"truncated":%t`,
-		r.Requests, r.Succeeded, r.Failed, r.BottomCalls, number(r.Amplification), r.Decisions, number(r.PeakLoad), r.Metastable, r.Truncated)
+	b = fmt.Appendf(b, `,"requests":%d,"succeeded":%d,"failed":%d,"bottom_calls":%d,"amplification":%s,"decisions":%d,"peak_load":%s,"metastable":%t`,
+		r.Requests, r.Succeeded, r.Failed, r.BottomCalls, number(r.Amplification), r.Decisions, number(r.PeakLoad), r.Metastable)
+	b = appendTruncated(b, r.Truncated, r.TruncatedBy)
 	b = appendInts(append(b, `,"attempts":`...), r.Attempts)
 	b = append(b, `,"recovery_secs":`...)
 	if r.Metastable {

@@ -247,8 +247,9 @@ func OutageJSON(name string, r plan.OutageResult) []byte {
 	canonical, _ := r.Strategy.MarshalJSON()
 	b = append(b, `,"descriptor":`...)
 	b = append(b, canonical...)
-	b = fmt.Appendf(b, `,"runs":%d,"decisions":%d,"peak_runs_per_min":%d,"fatal":%d,"succeeded":%d,"unfinished":%d,"truncated":%t,"recovery_secs":`,
-		r.Runs, r.Decisions, r.Peak, r.Fatal, r.Succeeded, r.Unfinished, r.Truncated)
+	b = fmt.Appendf(b, `,"runs":%d,"decisions":%d,"peak_runs_per_min":%d,"fatal":%d,"succeeded":%d,"unfinished":%d`,
+		r.Runs, r.Decisions, r.Peak, r.Fatal, r.Succeeded, r.Unfinished)
+	b = append(appendTruncated(b, r.Truncated, r.TruncatedBy), `,"recovery_secs":`...)
 	if r.Succeeded == 0 {
 		b = append(b, "null"...)
 	} else {
@@ -281,8 +282,9 @@ func appendInts(b []byte, ns []int) []byte {
 func ContentionJSON(r plan.ContentionResult) []byte {
 	b := []byte(`{"strategy":`)
 	b = strconv.AppendQuote(b, r.Name)
-	return fmt.Appendf(b, `,"calls":%s,"completion_ms":%s,"gave_up":%s,"runs":%d,"truncated":%t}`,
-		number(r.Calls), number(r.CompletionMs), number(r.GaveUp), r.Runs, r.Truncated)
+	b = fmt.Appendf(b, `,"calls":%s,"completion_ms":%s,"gave_up":%s,"runs":%d`,
+		number(r.Calls), number(r.CompletionMs), number(r.GaveUp), r.Runs)
+	return append(appendTruncated(b, r.Truncated, r.TruncatedBy), '}')
 }
 
 // number writes a mean with one decimal, as JSON.

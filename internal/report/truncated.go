@@ -1,0 +1,43 @@
+package report
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/retrypolicy/retrypolicy/plan"
+)
+
+// boundWords say a bound as the command's user knows it.
+var boundWords = map[plan.Bound]string{
+	plan.BoundMaxRuns:       "--max-runs runs",
+	plan.BoundMaxCalls:      "--max-runs calls, all layers counted",
+	plan.BoundMaxMessages:   "its messages in all",
+	plan.BoundEvents:        fmt.Sprintf("its events (attempts, hops, timeouts and arrivals: %d for each of --max-runs calls)", plan.EventsPerCall),
+	plan.BoundPendingEvents: fmt.Sprintf("%d events waiting at once", plan.MaxPendingEvents),
+	plan.BoundJobFailures:   fmt.Sprintf("a job with %d failures in its window", plan.MaxJobFailures),
+	plan.BoundHeldFailures:  fmt.Sprintf("%d failures held in all", plan.MaxHeldFailures),
+	plan.BoundCallsInFlight: "a million calls in flight at once",
+	plan.BoundContext:       "its time budget",
+}
+
+// Truncated is the line that says a run named name stopped at bound b,
+// and what its figures then are.
+func Truncated(name string, b plan.Bound, figures string) string {
+	words, ok := boundWords[b]
+	if !ok {
+		words = string(b)
+	}
+	return fmt.Sprintf("%s: truncated at %s: %s\n", name, words, figures)
+}
+
+// appendTruncated appends the JSON fields that say whether a run was cut:
+// "truncated", and "truncated_by" (the bound's name) when it was.
+func appendTruncated(b []byte, truncated bool, by plan.Bound) []byte {
+	b = append(b, `,"truncated":`...)
+	b = strconv.AppendBool(b, truncated)
+	if truncated {
+		b = append(b, `,"truncated_by":`...)
+		b = strconv.AppendQuote(b, string(by))
+	}
+	return b
+}
