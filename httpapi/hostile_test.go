@@ -13,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/retrypolicy/retrypolicy/internal/report"
 )
 
 // zeroDelay owes 1 s after the first failure and 0 ns after every later
@@ -329,4 +331,30 @@ func FuzzWhatIf(f *testing.F) {
 			t.Fatalf("%d for %q %q: %s", a.status, query, body, a.body)
 		}
 	})
+}
+
+// TestChartsAreBounded: a 40-byte request for the layers scenario through
+// a 30-day outage had drawn a point a second (62 MB); a chart now draws at
+// most MaxChartPoints points a line, whatever the run's length, and so do
+// the outage's through the same 30 days (with its day of horizon, 44,640 minutes).
+func TestChartsAreBounded(t *testing.T) {
+	h := New(Options{})
+	for _, target := range []string{"/v1/simulate?scenario=layers&outage=720h&duration=10s", "/v1/simulate?outage=720h&jobs=10"} {
+		req := post(target, "null")
+		req.Header.Set("Accept", "image/svg+xml")
+		a := send(t, h, req)
+		require.Equal(t, 200, a.status, a.body)
+		assert.Less(t, len(a.body), 400_000, target)
+		polylines := 0
+		for _, line := range strings.Split(a.body, "\n") {
+			if i := strings.Index(line, `points="`); i >= 0 {
+				polylines++
+				points := strings.Fields(line[i+len(`points="`) : strings.LastIndex(line, `"`)])
+				assert.LessOrEqual(t, len(points), report.MaxChartPoints, target)
+				assert.Greater(t, len(points), report.MaxChartPoints/2, "the whole span is drawn: %s", target)
+			}
+		}
+		assert.Positive(t, polylines, target)
+		assert.Contains(t, a.body, "each point: the busiest", target)
+	}
 }

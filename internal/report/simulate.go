@@ -337,18 +337,35 @@ func LoadChart(o plan.Outage, strategies []Named, results []plan.OutageResult) [
 	return b.Bytes()
 }
 
+// MaxChartPoints is the most points a load chart draws for a line,
+// whatever the run's length: a longer run's units are taken in buckets,
+// each drawn as its busiest unit, so that a chart stays a few hundred KB.
+const MaxChartPoints = 2000
+
 // loadChart is a load chart being drawn: its scales, over units of unit
-// (minutes, seconds).
+// (minutes, seconds), drawn per units a point.
 type loadChart struct {
 	units        int
 	unit         time.Duration
+	per          int
 	plotW, plotH float64
 	decades      float64
 }
 
 func newLoadChart(units int, unit time.Duration, peak int) *loadChart {
-	return &loadChart{units: max(units, 1), unit: unit, plotW: chartWidth - chartLeft - chartRight, plotH: chartHeight - chartTop - chartBottom,
+	units = max(units, 1)
+	return &loadChart{units: units, unit: unit, per: (units + MaxChartPoints - 1) / MaxChartPoints,
+		plotW: chartWidth - chartLeft - chartRight, plotH: chartHeight - chartTop - chartBottom,
 		decades: math.Ceil(math.Log10(float64(max(peak, 1))))}
+}
+
+// bucket returns the busiest and the sum of counts over the units of
+// point p.
+func (c *loadChart) bucket(counts []int, p int) (most, sum int) {
+	for u := p * c.per; u < min((p+1)*c.per, len(counts)); u++ {
+		most, sum = max(most, counts[u]), sum+counts[u]
+	}
+	return most, sum
 }
 
 // start writes the picture's head: its title, the outage shaded, and the
@@ -362,12 +379,19 @@ func (c *loadChart) start(b *bytes.Buffer, title string, down time.Duration, dow
 	fmt.Fprintf(b, `<rect class="outage" x="%.1f" y="%.0f" width="%.1f" height="%.0f" fill="#d62728" fill-opacity=".12"/>`+"\n",
 		c.x(0), chartTop, c.x(downTo)-c.x(0), c.plotH)
 	fmt.Fprintf(b, `<text x="%.1f" y="%.0f" fill="#a02020">%s</text>`+"\n", c.x(0)+6, chartTop+c.plotH-22, esc(downLabel))
+	if c.per > 1 {
+		fmt.Fprintf(b, `<text class="bucket" x="%.0f" y="%.0f" text-anchor="end" font-size="11" fill="#555">each point: the busiest %s of %s</text>`+"\n",
+			chartLeft+c.plotW, chartTop-6, Brief(c.unit), Brief(time.Duration(c.per)*c.unit))
+	}
 	c.axes(b)
 }
 
 // x is where a unit is; y is where n runs are: 1 a step above the row of
 // 0, which is the plot's floor.
 func (c *loadChart) x(u float64) float64 { return chartLeft + c.plotW*u/float64(c.units) }
+
+// mid is where point p is: the middle of its units.
+func (c *loadChart) mid(p int) float64 { return c.x(float64(p*c.per) + float64(c.per)/2) }
 func (c *loadChart) y(n int) float64 {
 	if n <= 0 {
 		return chartTop + c.plotH
@@ -394,19 +418,18 @@ func (c *loadChart) axes(b *bytes.Buffer) {
 // which jobs went FATAL, if any.
 func (c *loadChart) line(b *bytes.Buffer, i int, load, fatalAt []int) {
 	color, dash := chartColors[i%len(chartColors)], chartDashes[i%len(chartDashes)]
-	points := make([]string, 0, c.units)
-	for u := range c.units {
-		n := 0
-		if u < len(load) {
-			n = load[u]
-		}
-		points = append(points, fmt.Sprintf("%.1f,%.1f", c.x(float64(u)+0.5), c.y(n)))
+	n := (c.units + c.per - 1) / c.per
+	points := make([]string, 0, n)
+	for p := range n {
+		most, _ := c.bucket(load, p)
+		points = append(points, fmt.Sprintf("%.1f,%.1f", c.mid(p), c.y(most)))
 	}
 	fmt.Fprintf(b, `<polyline class="load" fill="none" stroke="%s" stroke-width="2"%s points="%s"/>`+"\n", color, dashAttr(dash), strings.Join(points, " "))
-	for u, n := range fatalAt {
-		if n > 0 {
-			cx, cy := c.x(float64(u)+0.5), c.y(load[u])
-			fmt.Fprintf(b, `<path class="fatal" stroke="%s" stroke-width="3" d="M%.1f %.1fl8 8m0-8l-8 8"><title>%d FATAL</title></path>`+"\n", color, cx-4, cy-4, n)
+	for p := range (len(fatalAt) + c.per - 1) / c.per {
+		if _, fatal := c.bucket(fatalAt, p); fatal > 0 {
+			most, _ := c.bucket(load, p)
+			cx, cy := c.mid(p), c.y(most)
+			fmt.Fprintf(b, `<path class="fatal" stroke="%s" stroke-width="3" d="M%.1f %.1fl8 8m0-8l-8 8"><title>%d FATAL</title></path>`+"\n", color, cx-4, cy-4, fatal)
 		}
 	}
 }
