@@ -355,6 +355,6 @@ func TestChartsAreBounded(t *testing.T) {
 			}
 		}
 		assert.Positive(t, polylines, target)
-		assert.Contains(t, a.body, "each point: the busiest", target)
+		assert.True(t, strings.Contains(a.body, "each point: the busiest"), "the chart says a point is a bucket: %s", target)
 	}
 }
