@@ -27,9 +27,12 @@
 // # Bounds
 //
 // Every request is bounded whatever it holds. Bodies are at most MaxBody
-// bytes; at most MaxInFlight requests are read and answered at once, and
-// at most MaxExpensive plans, lints and simulations run at once: a request
-// beyond either is answered 503 BUSY with Retry-After at once, never
+// bytes (a longer declared length is refused at once, 413), and each is
+// read within BodyTimeout by one of MaxBodyReaders readers before its
+// request takes one of the MaxInFlight slots that answer: clients that
+// send their bodies a byte at a time hold readers, not the server. At most
+// MaxExpensive plans, lints and simulations run at once. A request beyond
+// any of these is answered 503 BUSY with Retry-After at once, never
 // queued. A plan, lint or simulation stops when its Budget is spent
 // (503 TIME_BUDGET_SPENT) or its request's context is done, and a
 // simulation follows at most MaxRuns runs (an outage) or MaxMessages
@@ -59,6 +62,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -80,11 +84,23 @@ type Options struct {
 	// zero is one less than GOMAXPROCS, and at least 1, so that a core
 	// stays free for validate, flags and decide.
 	MaxExpensive int
-	// MaxInFlight is how many requests of every kind are read and answered
-	// at once; zero is 64, which with 1 MiB bodies holds under 100 MB.
+	// MaxInFlight is how many requests of every kind are answered at once,
+	// their bodies read; zero is 64, which with 1 MiB bodies holds under
+	// 100 MB.
 	MaxInFlight int
 	// MaxBody is the largest request body read, in bytes; zero is 1 MiB.
+	// A request that declares a longer one is refused at once (413).
 	MaxBody int64
+	// MaxBodyReaders is how many request bodies are read at once, each
+	// before its request takes an in-flight slot, so that clients that
+	// send their bodies slowly hold readers, not the slots that answer;
+	// zero is twice MaxInFlight. The bodies being read hold at most
+	// MaxBodyReaders × MaxBody bytes.
+	MaxBodyReaders int
+	// BodyTimeout is how long a request's body may take to arrive once its
+	// headers have; zero is 2 seconds. A body later than that is answered
+	// 408 BODY_TIMEOUT.
+	BodyTimeout time.Duration
 	// MaxBatch is the most requests one /v1/decide array holds; zero is
 	// 1,000.
 	MaxBatch int
@@ -115,6 +131,10 @@ func (o Options) withDefaults() Options {
 	}
 	set(&o.MaxExpensive, max(1, runtime.GOMAXPROCS(0)-1))
 	set(&o.MaxInFlight, 64)
+	set(&o.MaxBodyReaders, 2*o.MaxInFlight)
+	if o.BodyTimeout <= 0 {
+		o.BodyTimeout = 2 * time.Second
+	}
 	if o.MaxBody <= 0 {
 		o.MaxBody = 1 << 20
 	}
@@ -132,6 +152,7 @@ type Handler struct {
 	o         Options
 	hosts     map[string]bool // Options.Hosts, without ports, lower case
 	cop       *http.CrossOriginProtection
+	readers   chan struct{} // a token per body being read
 	inFlight  chan struct{} // a token per request being answered
 	expensive chan struct{} // a token per plan, lint or simulation running
 	deciders  sync.Pool
@@ -151,6 +172,7 @@ func New(o Options) *Handler {
 	for _, name := range o.Hosts {
 		h.hosts[hostname(name)] = true
 	}
+	h.readers = make(chan struct{}, h.o.MaxBodyReaders)
 	h.inFlight = make(chan struct{}, h.o.MaxInFlight)
 	h.expensive = make(chan struct{}, h.o.MaxExpensive)
 	h.deciders.New = func() any { return report.NewDecider() }
@@ -216,15 +238,15 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) *apiError {
 		w.Header().Set("Allow", rt.method)
 		return &apiError{status: http.StatusMethodNotAllowed, code: "METHOD_NOT_ALLOWED", message: r.URL.Path + " takes " + rt.method}
 	}
+	body, aerr := h.readBody(w, r)
+	if aerr != nil {
+		return aerr
+	}
 	release, aerr := take(w, h.inFlight, "requests")
 	if aerr != nil {
 		return aerr
 	}
 	defer release()
-	body, aerr := h.readBody(w, r)
-	if aerr != nil {
-		return aerr
-	}
 	if rt.expensive {
 		release, aerr := take(w, h.expensive, "plans, lints and simulations")
 		if aerr != nil {
@@ -249,18 +271,36 @@ func take(w http.ResponseWriter, tokens chan struct{}, what string) (func(), *ap
 }
 
 // readBody reads a POST's body, at most MaxBody bytes, into a buffer of
-// the size the request announces.
+// the size the request announces: in one of the body readers, within
+// BodyTimeout. A declared length over MaxBody is refused before anything
+// is read.
 func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiError) {
 	if r.Method != http.MethodPost {
 		return nil, nil
 	}
 	limit := h.o.MaxBody
+	tooLarge := &apiError{status: http.StatusRequestEntityTooLarge, code: "PAYLOAD_TOO_LARGE", message: fmt.Sprintf("the body must be at most %d bytes", limit)}
+	if r.ContentLength > limit {
+		w.Header().Set("Connection", "close") // the body is left unread: the connection cannot carry another request
+		return nil, tooLarge
+	}
+	release, aerr := take(w, h.readers, "bodies being read")
+	if aerr != nil {
+		w.Header().Set("Connection", "close")
+		return nil, aerr
+	}
+	defer release()
+	// Where the writer cannot set a deadline (a handler under test), the
+	// server's own read timeout is the only one.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(h.o.BodyTimeout))
 	buf := bytes.NewBuffer(make([]byte, 0, min(max(r.ContentLength, 0), limit)+bytes.MinRead))
 	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
-	var tooLarge *http.MaxBytesError
+	var over *http.MaxBytesError
 	switch {
-	case errors.As(err, &tooLarge):
-		return nil, &apiError{status: http.StatusRequestEntityTooLarge, code: "PAYLOAD_TOO_LARGE", message: fmt.Sprintf("the body must be at most %d bytes", limit)}
+	case errors.As(err, &over):
+		return nil, tooLarge
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return nil, &apiError{status: http.StatusRequestTimeout, code: "BODY_TIMEOUT", message: fmt.Sprintf("the body did not arrive within %v", h.o.BodyTimeout)}
 	case err != nil:
 		return nil, &apiError{status: http.StatusBadRequest, code: "INVALID_BODY", message: "reading the body: " + err.Error()}
 	}
