@@ -17,7 +17,7 @@
 //     [WithClassifier]).
 //   - Only safe requests are retried: an idempotent method (GET, HEAD,
 //     OPTIONS, TRACE, PUT, DELETE), or a request with an Idempotency-Key
-//     (or X-Idempotency-Key) header, whose body is empty or can be rewound
+//     (or X-Idempotency-Key) header that is not blank, whose body is empty or can be rewound
 //     through [http.Request.GetBody]. Sending a POST twice may do its work
 //     twice, and a body already read cannot be sent again; such a request
 //     is sent once, whatever its outcome. [http.NewRequest] sets GetBody
@@ -38,7 +38,9 @@
 // turning them into errors. Otherwise a *retrypolicy.GiveUpError with the
 // reason, which unwraps to the last attempt's error. The request's context
 // ends a wait at once, and a retry due after its deadline is not waited
-// for.
+// for; so does its Cancel channel, which an [http.Client] with a Timeout
+// closes on a timer of its own: once either is done no attempt is sent,
+// and the transport gives up as ContextDone.
 //
 // A strategy that never gives up (unless_stopped, the default) retries
 // until the request's context ends: give requests a deadline
@@ -51,6 +53,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -249,7 +252,23 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		opts = t.hosts.options(req.URL.Host)
 	}
 	c := call{t: t, req: req, resend: replayable(req)}
-	resp, err := retrypolicy.Retry(req.Context(), t.strategy, c.attempt, opts...)
+	ctx := req.Context()
+	if req.Cancel != nil {
+		// An http.Client with a Timeout cancels a request to a transport
+		// it does not know through req.Cancel as well as its context, each
+		// on a timer of its own: the loop ends on whichever comes first,
+		// before it calls for another attempt.
+		ctx, c.cancel = context.WithCancelCause(ctx)
+		defer c.cancel(nil)
+		go func() {
+			select {
+			case <-req.Cancel:
+				c.cancel(errRequestCanceled)
+			case <-ctx.Done():
+			}
+		}()
+	}
+	resp, err := retrypolicy.Retry(ctx, t.strategy, c.attempt, opts...)
 	if err == nil {
 		return resp, nil
 	}
@@ -308,11 +327,13 @@ func (e *StatusError) handOver() *http.Response {
 	return resp
 }
 
-// discard reads the response's body up to DrainLimit and closes it.
+// discard reads the response's body up to DrainLimit and closes it, and
+// stops its attempt's timer.
 func (e *StatusError) discard() {
 	if e.resp == nil {
 		return
 	}
+	e.timer.stop()
 	body := e.resp.Body
 	e.resp = nil
 	io.CopyN(io.Discard, body, DrainLimit)
@@ -323,8 +344,29 @@ func (e *StatusError) discard() {
 type call struct {
 	t      *Transport
 	req    *http.Request
-	resend bool // the request may be sent again
-	sent   int  // attempts sent
+	resend bool                    // the request may be sent again
+	sent   int                     // attempts sent
+	cancel context.CancelCauseFunc // ends the loop's context, when req has a Cancel channel
+}
+
+// errRequestCanceled is the cause of a loop that ended because its
+// request's Cancel channel closed.
+var errRequestCanceled = errors.New("retryhttp: the request was canceled")
+
+// canceled reports whether the request's Cancel channel has closed, and
+// then ends the loop's context, so that the loop gives up as ContextDone
+// rather than send another attempt.
+func (c *call) canceled() bool {
+	if c.cancel == nil {
+		return false
+	}
+	select {
+	case <-c.req.Cancel:
+		c.cancel(errRequestCanceled)
+		return true
+	default:
+		return false
+	}
 }
 
 // attempt sends the request once: the caller's request the first time, a
@@ -332,6 +374,9 @@ type call struct {
 // retried; a *StatusError (with Retry-After's wait) for one that may be;
 // the base transport's error, marked Permanent when it must not be.
 func (c *call) attempt(ctx context.Context) (*http.Response, error) {
+	if c.canceled() {
+		return nil, errRequestCanceled
+	}
 	req, err := c.next()
 	if err != nil {
 		return nil, retrypolicy.Permanent(err)
@@ -347,6 +392,9 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 		}
 		if timer != nil && timer.end() && ctx.Err() == nil {
 			err = &timeoutError{c.t.attemptTimeout, err}
+		}
+		if c.canceled() {
+			return nil, err
 		}
 		if !c.resend || !c.t.transient(nil, err) {
 			return nil, retrypolicy.Permanent(err)
@@ -469,9 +517,18 @@ func replayable(req *http.Request) bool {
 	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace, http.MethodPut, http.MethodDelete:
 		return true
 	}
-	_, key := req.Header["Idempotency-Key"]
-	_, xkey := req.Header["X-Idempotency-Key"]
-	return key || xkey
+	return hasValue(req.Header["Idempotency-Key"]) || hasValue(req.Header["X-Idempotency-Key"])
+}
+
+// hasValue reports whether a header's values hold one that is not blank:
+// a key set to "" is no key.
+func hasValue(values []string) bool {
+	for _, v := range values {
+		if strings.TrimSpace(v) != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // hostBudgets are WithHostBudgets' budgets, by host.

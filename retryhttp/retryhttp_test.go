@@ -209,7 +209,7 @@ func TestUptimeCredit(t *testing.T) {
 }
 
 // TestOnlySafeRequestsAreRetried: a POST is sent once, unless it carries
-// an idempotency key; a body that cannot be rewound is sent once; a
+// an idempotency key that is not blank; a body that cannot be rewound is sent once; a
 // rewound body is the same bytes on every attempt.
 func TestOnlySafeRequestsAreRetried(t *testing.T) {
 	for _, c := range []struct {
@@ -226,6 +226,21 @@ func TestOnlySafeRequestsAreRetried(t *testing.T) {
 			r.Header.Set("Idempotency-Key", "job-1")
 			return r
 		}, 3},
+		{"POST with an empty Idempotency-Key", func(url string) *http.Request {
+			r, _ := http.NewRequest(http.MethodPost, url, strings.NewReader("payload"))
+			r.Header.Set("Idempotency-Key", "")
+			return r
+		}, 1},
+		{"POST with a blank X-Idempotency-Key", func(url string) *http.Request {
+			r, _ := http.NewRequest(http.MethodPost, url, strings.NewReader("payload"))
+			r.Header.Set("X-Idempotency-Key", " \t")
+			return r
+		}, 1},
+		{"POST with an Idempotency-Key header of no value", func(url string) *http.Request {
+			r, _ := http.NewRequest(http.MethodPost, url, strings.NewReader("payload"))
+			r.Header["Idempotency-Key"] = []string{}
+			return r
+		}, 1},
 		{"PATCH with an X-Idempotency-Key", func(url string) *http.Request {
 			r, _ := http.NewRequest(http.MethodPatch, url, strings.NewReader("payload"))
 			r.Header.Set("X-Idempotency-Key", "job-1")
