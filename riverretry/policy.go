@@ -75,9 +75,12 @@ type Config struct {
 // kind; a nil one is not called. They are called from River's goroutines
 // at once, so they must be fast and safe for concurrent use.
 type Hooks struct {
-	// Decided is called with each decision the strategy makes on a job's
-	// failure: a retry now, a wait, or fatal with its reason (the job is
-	// then cancelled).
+	// Decided is called once for each failure of a job, with the decision
+	// the strategy makes on it: a retry now, a wait, or fatal with its
+	// reason (the job is then cancelled). A failure River reports outside
+	// a run (a run rescued after its process died, a failure before the
+	// middleware) is reported when River asks NextRetry for its retry, and
+	// not again when the run after it acts on that decision.
 	Decided func(ctx context.Context, kind string, d retrypolicy.Decision)
 	// Repaired is called for each job record the policy did not trust and
 	// read from River's errors instead.
@@ -209,8 +212,9 @@ func (p *Policy) Work(ctx context.Context, job *rivertype.JobRow, doInner func(c
 	if added > 0 {
 		sortNewestFirst(rec.failures)
 		newest := time.UnixMilli(rec.failures[0])
+		// NextRetry decided on these failures and reported it when River
+		// asked it for their retry: this acts on them, and reports nothing.
 		d := p.decide(job, pol, rec.failures, 0, newest)
-		p.logDecision(ctx, job, rec.failures, 0, d)
 		if d.Action == retrypolicy.Fatal {
 			rec.seen = job.Attempt
 			p.setRecord(ctx, pol, rec, d)

@@ -64,7 +64,7 @@ func TestRescuedRunCountsAsAFailure(t *testing.T) {
 		require.Len(t, recorded, 3, "the rescue is on record with the two failed runs")
 		assert.True(t, recorded[2].Equal(rescue.At.Truncate(time.Millisecond)), "at the time River gives it")
 		decisions := h.decisions(id)
-		require.NotEmpty(t, decisions)
+		require.Len(t, decisions, 3, "each failure decided and reported once: the rescue by NextRetry, not again by the run after it")
 		last := decisions[len(decisions)-1]
 		assert.Equal(t, retrypolicy.Fatal.String(), last.Decision.Action)
 		assert.Equal(t, retrypolicy.AttemptsExhausted.String(), last.Decision.Reason)
