@@ -337,55 +337,64 @@ func withinBounds[E any](t *rapid.T, e *engine[E], truncated bool, by Bound) {
 // having handled at most its budget of events and held at most its caps
 // of waiting events and failures.
 func TestEverySimulationEndsWithinItsBounds(t *testing.T) {
+	rapid.Check(t, simulationWithinBounds)
+}
+
+// FuzzFleetOptions is the property above as a fuzz target.
+func FuzzFleetOptions(f *testing.F) {
+	f.Fuzz(rapid.MakeFuzz(simulationWithinBounds))
+}
+
+// simulationWithinBounds runs one simulation of drawn options, and fails
+// unless it was refused or ended within its bounds.
+func simulationWithinBounds(t *rapid.T) {
 	ctx := context.Background()
-	rapid.Check(t, func(t *rapid.T) {
-		switch rapid.IntRange(0, 2).Draw(t, "simulation") {
-		case 0:
-			o := Outage{Jobs: rapid.SampledFrom([]int{0, 1, 2, 50, 1_000_001, -1}).Draw(t, "jobs"),
-				Down: rapid.SampledFrom(extremeDurations).Draw(t, "down"), FailAfter: rapid.SampledFrom(extremeDurations).Draw(t, "fail_after"),
-				Spread: rapid.SampledFrom(extremeDurations).Draw(t, "spread"), Capacity: rapid.SampledFrom(extremeInts).Draw(t, "capacity"),
-				Tick: rapid.SampledFrom(extremeDurations).Draw(t, "tick"), Horizon: rapid.SampledFrom(extremeDurations).Draw(t, "horizon"),
-				Seed: rapid.Uint64().Draw(t, "seed"), MaxRuns: rapid.SampledFrom([]int{1, 100, 5000, -1, 2_000_000_000}).Draw(t, "max_runs")}
-			o = o.withDefaults()
-			p, err := retrypolicy.Compile(drawStrategy(t, "s"))
-			if o.check() != nil || err != nil {
-				return
-			}
-			f := newFleet(o, p)
-			smallCaps(t, f.eng)
-			_ = f.run(ctx)
-			r := f.result()
-			withinBounds(t, f.eng, r.Truncated, r.TruncatedBy)
-		case 1:
-			c := Contention{Clients: rapid.IntRange(1, 50).Draw(t, "clients"), Runs: rapid.IntRange(1, 5).Draw(t, "runs"),
-				Seed: rapid.Uint64().Draw(t, "seed"), MaxMessages: rapid.IntRange(1, 5000).Draw(t, "max_messages")}
-			who := Contender{Strategy: drawStrategy(t, "s"), NoWait: rapid.Bool().Draw(t, "no_wait"), FullJitter: rapid.Bool().Draw(t, "full_jitter")}
-			r, err := c.Run(ctx, who)
-			if err != nil {
-				return
-			}
-			if r.Truncated != (r.TruncatedBy != "") || r.Runs < 1 || r.Runs > c.Runs {
-				t.Fatalf("truncated %v by %q over %d runs", r.Truncated, r.TruncatedBy, r.Runs)
-			}
-		case 2:
-			l := drawLayers(t)
-			r, err := newLayersRun(&l)
-			if err != nil {
-				return
-			}
-			smallCaps(t, r.eng)
-			_ = r.run(ctx)
-			res := r.result()
-			withinBounds(t, r.eng, res.Truncated, res.TruncatedBy)
-			attempts := 0
-			for _, n := range res.Attempts {
-				attempts += n
-			}
-			if attempts > r.eng.handled || res.Decisions > r.eng.handled || len(r.calls) > maxLiveCalls {
-				t.Fatalf("%d attempts and %d decisions from %d events, %d calls", attempts, res.Decisions, r.eng.handled, len(r.calls))
-			}
+	switch rapid.IntRange(0, 2).Draw(t, "simulation") {
+	case 0:
+		o := Outage{Jobs: rapid.SampledFrom([]int{0, 1, 2, 50, 1_000_001, -1}).Draw(t, "jobs"),
+			Down: rapid.SampledFrom(extremeDurations).Draw(t, "down"), FailAfter: rapid.SampledFrom(extremeDurations).Draw(t, "fail_after"),
+			Spread: rapid.SampledFrom(extremeDurations).Draw(t, "spread"), Capacity: rapid.SampledFrom(extremeInts).Draw(t, "capacity"),
+			Tick: rapid.SampledFrom(extremeDurations).Draw(t, "tick"), Horizon: rapid.SampledFrom(extremeDurations).Draw(t, "horizon"),
+			Seed: rapid.Uint64().Draw(t, "seed"), MaxRuns: rapid.SampledFrom([]int{1, 100, 5000, -1, 2_000_000_000}).Draw(t, "max_runs")}
+		o = o.withDefaults()
+		p, err := retrypolicy.Compile(drawStrategy(t, "s"))
+		if o.check() != nil || err != nil {
+			return
 		}
-	})
+		f := newFleet(o, p)
+		smallCaps(t, f.eng)
+		_ = f.run(ctx)
+		r := f.result()
+		withinBounds(t, f.eng, r.Truncated, r.TruncatedBy)
+	case 1:
+		c := Contention{Clients: rapid.IntRange(1, 50).Draw(t, "clients"), Runs: rapid.IntRange(1, 5).Draw(t, "runs"),
+			Seed: rapid.Uint64().Draw(t, "seed"), MaxMessages: rapid.IntRange(1, 5000).Draw(t, "max_messages")}
+		who := Contender{Strategy: drawStrategy(t, "s"), NoWait: rapid.Bool().Draw(t, "no_wait"), FullJitter: rapid.Bool().Draw(t, "full_jitter")}
+		r, err := c.Run(ctx, who)
+		if err != nil {
+			return
+		}
+		if r.Truncated != (r.TruncatedBy != "") || r.Runs < 1 || r.Runs > c.Runs {
+			t.Fatalf("truncated %v by %q over %d runs", r.Truncated, r.TruncatedBy, r.Runs)
+		}
+	case 2:
+		l := drawLayers(t)
+		r, err := newLayersRun(&l)
+		if err != nil {
+			return
+		}
+		smallCaps(t, r.eng)
+		_ = r.run(ctx)
+		res := r.result()
+		withinBounds(t, r.eng, res.Truncated, res.TruncatedBy)
+		attempts := 0
+		for _, n := range res.Attempts {
+			attempts += n
+		}
+		if attempts > r.eng.handled || res.Decisions > r.eng.handled || len(r.calls) > maxLiveCalls {
+			t.Fatalf("%d attempts and %d decisions from %d events, %d calls", attempts, res.Decisions, r.eng.handled, len(r.calls))
+		}
+	}
 }
 
 // TestContentionRoundsWithinBounds: each of a Contention's runs handles

@@ -623,7 +623,10 @@ func (r *layersRun) result() LayersResult {
 // recovery is how long after the outage the first second came whose load
 // was within capacity and that served a request, or -1 and true.
 func (r *layersRun) recovery() (time.Duration, bool) {
-	from := int((r.l.Down + time.Second - 1) / time.Second)
+	from := int(r.l.Down / time.Second)
+	if r.l.Down%time.Second != 0 {
+		from++ // the first whole second after the outage, without overflowing at the longest Down
+	}
 	for s := from; s < len(r.r.Served); s++ {
 		load := 0
 		if s < len(r.r.Load) {

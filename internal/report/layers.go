@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -56,7 +57,11 @@ func LayersJSON(name string, r plan.LayersResult) []byte {
 // chain, on a log scale, against its capacity (a dashed line), with the
 // outage shaded.
 func LayersChart(l plan.Layers, chains []plan.Chain, results []plan.LayersResult) []byte {
-	secs, peak := int((l.Duration+l.Down)/time.Second)+1, max(l.Capacity, 1)
+	span := l.Duration + l.Down
+	if span < l.Duration {
+		span = math.MaxInt64 // the longest Down: the sum saturates
+	}
+	secs, peak := int(span/time.Second)+1, max(l.Capacity, 1)
 	loads := make([][]int, len(results))
 	for i, r := range results {
 		secs, loads[i] = max(secs, len(r.Load)), r.Load

@@ -353,7 +353,7 @@ type loadChart struct {
 }
 
 func newLoadChart(units int, unit time.Duration, peak int) *loadChart {
-	units = max(units, 1)
+	units = min(max(units, 1), int(math.MaxInt64/int64(unit))) // their span fits a Duration: the axis's ticks stay few
 	return &loadChart{units: units, unit: unit, per: (units + MaxChartPoints - 1) / MaxChartPoints,
 		plotW: chartWidth - chartLeft - chartRight, plotH: chartHeight - chartTop - chartBottom,
 		decades: math.Ceil(math.Log10(float64(max(peak, 1))))}

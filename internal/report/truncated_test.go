@@ -2,7 +2,10 @@ package report
 
 import (
 	"encoding/json"
+	"math"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -39,4 +42,17 @@ func TestJSONSaysTheBound(t *testing.T) {
 	require.NoError(t, json.Unmarshal(ContentionJSON(plan.ContentionResult{Name: "c", Runs: 1}), &m))
 	assert.NotContains(t, m, "truncated_by")
 	assert.Equal(t, false, m["truncated"])
+}
+
+// TestLayersChartOfTheLongestOutage: a chart of a run whose bottom is down
+// for the longest Duration is drawn (its span saturates, not wraps), at
+// most MaxChartPoints points a line.
+func TestLayersChartOfTheLongestOutage(t *testing.T) {
+	l := plan.Layers{Duration: time.Minute, Down: math.MaxInt64}
+	svg := string(LayersChart(l, []plan.Chain{{Name: "c", Layers: plan.DefaultLayers(3)}}, []plan.LayersResult{{Load: []int{5, 5}}}))
+	i := strings.Index(svg, `points="`)
+	require.Positive(t, i)
+	points := strings.Fields(svg[i+len(`points="`) : i+strings.Index(svg[i:], `"/>`)])
+	assert.LessOrEqual(t, len(points), MaxChartPoints)
+	assert.GreaterOrEqual(t, len(points), MaxChartPoints/2)
 }
