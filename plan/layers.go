@@ -272,6 +272,12 @@ func (l *Layers) check() error {
 	case l.Duration < 0 || l.Duration > maxLayersSpan || l.Horizon < 0 || l.Horizon > maxLayersSpan:
 		return fmt.Errorf("plan: Layers: Duration and Horizon from 0 to %v", maxLayersSpan)
 	}
+	return l.checkLayers()
+}
+
+// checkLayers returns the error of the first layer out of range, naming
+// it.
+func (l *Layers) checkLayers() error {
 	for i, layer := range l.Layers {
 		if err := layer.check(); err != nil {
 			return fmt.Errorf("plan: Layers: layer %d (%s): %w", i+1, layer.Name, err)

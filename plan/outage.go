@@ -123,12 +123,10 @@ func (o Outage) check() error {
 	switch {
 	case o.Jobs < 1 || o.Jobs > 1_000_000:
 		return errors.New("plan: Outage.Jobs: must be between 1 and 1000000")
-	case o.Down < 0 || o.FailAfter < 0 || o.Spread < 0 || o.Tick < 0 || o.Horizon < 0:
-		return errors.New("plan: Outage: durations must not be negative")
-	case o.Tick > MaxTick:
-		return fmt.Errorf("plan: Outage.Tick: must be at most %v, got %v", MaxTick, o.Tick)
-	case o.Down > 30*24*time.Hour || o.Horizon > 30*24*time.Hour || o.Spread > 30*24*time.Hour || o.FailAfter > 24*time.Hour:
-		return errors.New("plan: Outage: Down, Horizon and Spread must be at most 30 days, FailAfter at most a day")
+	case !within(o.Down, month) || !within(o.Horizon, month) || !within(o.Spread, month) || !within(o.FailAfter, 24*time.Hour):
+		return errors.New("plan: Outage: Down, Horizon and Spread must be from 0 to 30 days, FailAfter from 0 to a day")
+	case !within(o.Tick, MaxTick):
+		return fmt.Errorf("plan: Outage.Tick: must be from 0 to %v, got %v", MaxTick, o.Tick)
 	case o.Capacity < 0:
 		return errors.New("plan: Outage.Capacity: must not be negative")
 	case o.MaxRuns < 1 || o.MaxRuns > 1_000_000_000:
@@ -136,6 +134,12 @@ func (o Outage) check() error {
 	}
 	return nil
 }
+
+// month is the longest Down, Horizon and Spread of an Outage.
+const month = 30 * 24 * time.Hour
+
+// within reports whether d is from 0 to most.
+func within(d, most time.Duration) bool { return d >= 0 && d <= most }
 
 // Run simulates the fleet under s. It returns a
 // *retrypolicy.ValidationError for an invalid s, and an error for an

@@ -387,19 +387,7 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	}
 	resp, err := c.t.base.RoundTrip(req)
 	if err != nil {
-		if resp != nil && resp.Body != nil {
-			resp.Body.Close()
-		}
-		if timer != nil && timer.end() && ctx.Err() == nil {
-			err = &timeoutError{c.t.attemptTimeout, err}
-		}
-		if c.canceled() {
-			return nil, err
-		}
-		if !c.resend || !c.t.transient(nil, err) {
-			return nil, retrypolicy.Permanent(err)
-		}
-		return nil, err
+		return nil, c.failed(ctx, resp, err, timer)
 	}
 	if timer != nil {
 		timer.closeWith(resp)
@@ -413,6 +401,25 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 		return nil, retrypolicy.RetryAfter(se, wait)
 	}
 	return nil, se
+}
+
+// failed returns what the loop is told of an attempt whose base transport
+// failed with err: err, a timeout when the attempt's own timer ended it,
+// marked Permanent when the request must not be sent again.
+func (c *call) failed(ctx context.Context, resp *http.Response, err error, timer *attemptTimer) error {
+	if resp != nil && resp.Body != nil {
+		resp.Body.Close()
+	}
+	if timer != nil && timer.end() && ctx.Err() == nil {
+		err = &timeoutError{c.t.attemptTimeout, err}
+	}
+	if c.canceled() {
+		return err // the loop's context is done: it gives up as ContextDone
+	}
+	if !c.resend || !c.t.transient(nil, err) {
+		return retrypolicy.Permanent(err)
+	}
+	return err
 }
 
 // next returns the request for the next attempt.
