@@ -22,12 +22,34 @@
 // are deterministic for it. Lint, Timeline and the simulations share
 // nothing mutable: each is safe to call from many goroutines at once.
 //
-// Every run is bounded in time and memory whatever the strategy: a crash
-// loop follows at most MaxFailures failures, an Outage at most its MaxRuns
-// runs and a job's MaxJobFailures failures, a Contention at most its
-// MaxMessages messages, Layers at most its MaxCalls calls; a run cut there
-// says so (Truncated), and Lint and the simulations stop when their
-// context is done.
+// # Bounds
+//
+// Every run is bounded in time and memory whatever the strategy and
+// options. A crash loop (Lint, Timeline) follows at most MaxFailures
+// failures. The simulations (Outage, Contention, Layers) all run on one
+// event engine, which holds them to the same bounds: it counts every event
+// it hands out, of whatever kind (a run, a message, an arrival, an
+// attempt, a hop, a timeout), against a budget derived from the run's own
+// option (an Outage's MaxRuns runs, a Contention's MaxMessages messages,
+// EventsPerCall times a Layers run's MaxCalls); it holds at most
+// MaxPendingEvents events waiting at once (a timeout whose attempt has
+// ended leaves with it) and MaxHeldFailures failures in all the run's
+// Histories, MaxJobFailures in one; and it looks at the context every few
+// thousand events. A Layers run also stops at its MaxCalls calls and at
+// MaxCallsInFlight calls in flight at once. A run that reaches a bound
+// stops there and says which (Truncated, TruncatedBy): its counts are then
+// lower bounds. Options that would overflow are refused, or saturate
+// where a bound is meant (a breaker open for the longest Duration, a Rate
+// so low that the next request never comes).
+//
+// So what a simulation holds is a function of the bounds alone, whatever
+// its rates, latencies and timeouts: at most, as slices grow by doubling,
+// twice 32 bytes a waiting event (24 for an Outage) and 8 bytes a held
+// failure, beside its jobs or calls in flight (a History of 48 bytes and
+// a slot of 64 each; at most 1,000,000 jobs, MaxCallsInFlight calls), a
+// count a minute or second of the run, and for Layers at most a million
+// latencies of 8 bytes: under 600 MB at the very worst, and a few MB for
+// the defaults.
 package plan
 
 import (
