@@ -179,89 +179,100 @@ type outcome struct {
 	peakPending, peakHeld int
 }
 
-// once is one run, following at most most messages.
-func (c Contention) once(ctx context.Context, p *retrypolicy.Policy, who Contender, round uint64, most int) (outcome, error) {
-	rng := rand.New(rand.NewPCG(c.Seed, round))
-	latency := func() time.Duration {
-		return time.Duration(math.Abs(10+2*rng.NormFloat64()) * float64(time.Millisecond))
-	}
-	histories := make([]*retrypolicy.History, c.Clients)
-	clients := make([]client, c.Clients)
-	q := newEngine[int32](most, BoundMaxMessages) // each message's client
-	q.heap = make([]entry[int32], 0, c.Clients)
-	q.seed(c.Clients, func(i int) (time.Duration, int32) {
-		if p != nil {
-			histories[i] = retrypolicy.NewHistory(p)
-		}
-		return latency(), int32(i)
-	})
-	var version int64
-	var o outcome
-	for {
-		en, ok := q.next(ctx)
-		if !ok {
-			break
-		}
-		e := run{at: en.at, job: en.ev}
-		cl := &clients[e.job]
-		switch cl.step {
-		case readArrives:
-			cl.version = version
-		case readReplied: // the write goes out with the version read
-		case writeArrives:
-			o.calls++
-			if cl.ok = cl.version == version; cl.ok {
-				version++
-			}
-		case writeReplied:
-			c.replied(cl, e, histories[e.job], who, rng, q, &o)
-			continue
-		case woke:
-			cl.step = readArrives - 1
-		}
-		cl.step++
-		q.schedule(e.at+latency(), e.job) // the next message on its way
-	}
-	o.messages, o.cut = q.handled, q.stop
-	o.peakPending, o.peakHeld = q.peakPending, q.peakHeld
-	if q.err != nil {
-		return o, fmt.Errorf("plan: Contention: %w", q.err)
-	}
-	return o, nil
+// round is one run of a Contention in progress.
+type round struct {
+	c         Contention
+	who       Contender
+	rng       *rand.Rand
+	histories []*retrypolicy.History
+	clients   []client
+	eng       *engine[int32] // each message's client
+	version   int64
+	o         outcome
 }
 
-// replied ends a client's write whose reply arrives as e: a success ends
+// once is one run, following at most most messages.
+func (c Contention) once(ctx context.Context, p *retrypolicy.Policy, who Contender, n uint64, most int) (outcome, error) {
+	r := &round{c: c, who: who, rng: rand.New(rand.NewPCG(c.Seed, n)),
+		histories: make([]*retrypolicy.History, c.Clients), clients: make([]client, c.Clients)}
+	r.eng = newEngine[int32](most, BoundMaxMessages)
+	r.eng.heap = make([]entry[int32], 0, c.Clients)
+	r.eng.seed(c.Clients, func(i int) (time.Duration, int32) {
+		if p != nil {
+			r.histories[i] = retrypolicy.NewHistory(p)
+		}
+		return r.latency(), int32(i)
+	})
+	var err error
+	r.o.cut, err = r.eng.run(ctx, maxDuration, r.step)
+	r.o.messages, r.o.peakPending, r.o.peakHeld = r.eng.handled, r.eng.peakPending, r.eng.peakHeld
+	if err != nil {
+		return r.o, fmt.Errorf("plan: Contention: %w", err)
+	}
+	return r.o, nil
+}
+
+// latency is a message's time on the way, |N(10, 2)| ms.
+func (r *round) latency() time.Duration {
+	return time.Duration(math.Abs(10+2*r.rng.NormFloat64()) * float64(time.Millisecond))
+}
+
+// step moves job's client on when its message arrives at at, or its
+// backoff ends.
+func (r *round) step(at time.Duration, job int32) {
+	cl := &r.clients[job]
+	switch cl.step {
+	case readArrives:
+		cl.version = r.version
+	case readReplied: // the write goes out with the version read
+	case writeArrives:
+		r.o.calls++
+		if cl.ok = cl.version == r.version; cl.ok {
+			r.version++
+		}
+	case writeReplied:
+		r.replied(cl, at, job)
+		return
+	case woke:
+		cl.step = readArrives - 1
+	}
+	cl.step++
+	r.eng.schedule(at+r.latency(), job) // the next message on its way
+}
+
+// replied ends a client's write whose reply arrives at at: a success ends
 // the client; a failure waits its backoff and wakes, or gives up.
-func (c Contention) replied(cl *client, e run, h *retrypolicy.History, who Contender, rng *rand.Rand, q *engine[int32], o *outcome) {
+func (r *round) replied(cl *client, at time.Duration, job int32) {
 	if cl.ok {
-		o.completion = max(o.completion, e.at)
+		r.o.completion = max(r.o.completion, at)
 		return
 	}
-	wait, ok := c.backoff(h, who, e, rng, q)
-	if !ok || wait > math.MaxInt64-e.at-time.Second { // past it the clock would overflow
-		o.gaveUp++
+	wait, ok := r.backoff(at, job)
+	if !ok || wait > math.MaxInt64-at-time.Second { // past it the clock would overflow
+		r.o.gaveUp++
 		return
 	}
 	cl.step = woke
-	q.schedule(e.at+wait, e.job)
+	r.eng.schedule(at+wait, job)
 }
 
-// backoff returns how long a client waits after the failed write whose
-// reply arrives as e, or false when its strategy gives up.
-func (c Contention) backoff(h *retrypolicy.History, who Contender, e run, rng *rand.Rand, q *engine[int32]) (time.Duration, bool) {
-	if who.NoWait {
+// backoff returns how long job's client waits after the failed write whose
+// reply arrives at at, or false when its strategy gives up.
+func (r *round) backoff(at time.Duration, job int32) (time.Duration, bool) {
+	if r.who.NoWait {
 		return 0, true
 	}
-	at := simStart.Add(e.at)
-	if !q.record(h, at, 0) {
+	failedAt := simStart.Add(at)
+	h := r.histories[job]
+	if !r.eng.record(h, failedAt, 0) {
 		return 0, false // waits of centuries: past what a History holds, the client gives up
 	}
-	d, _ := h.Decide(jobSeed(c.Seed, int(e.job)), at)
+	d, _ := h.Decide(jobSeed(r.c.Seed, int(job)), failedAt)
 	switch {
 	case d.Action == retrypolicy.Fatal:
 		return 0, false
-	case who.FullJitter:
-		return time.Duration(rng.Int64N(int64(d.Delay) + 1)), true
+	case r.who.FullJitter:
+		return time.Duration(r.rng.Int64N(int64(d.Delay) + 1)), true
 	}
 	return d.Delay + d.Jitter, true
 }

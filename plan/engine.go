@@ -215,15 +215,25 @@ func (e *engine[E]) cancel(q int) {
 	f.buf, f.head, f.dead = kept, 0, 0
 }
 
+// run hands each event due at or before end to step, in time order, until
+// none is left or a bound stops the run; it returns the bound (none when
+// the run ended), and an error when the context stopped it.
+func (e *engine[E]) run(ctx context.Context, end time.Duration, step func(at time.Duration, ev E)) (Bound, error) {
+	for {
+		en, ok := e.nextBy(ctx, end)
+		if !ok {
+			return e.stop, e.err
+		}
+		step(en.at, en.ev)
+	}
+}
+
 // waiting returns how many events wait.
 func (e *engine[E]) waiting() int { return e.pending }
 
-// next returns the earliest event due at or before end, and false when
-// none is, or when the run has stopped at a bound (truncated) or its
-// context is done (err).
-func (e *engine[E]) next(ctx context.Context) (entry[E], bool) { return e.nextBy(ctx, maxDuration) }
-
-// nextBy is next, for the events due at or before end.
+// nextBy returns the earliest event due at or before end, and false when
+// none is, or when the run has stopped at a bound (stop) or its context
+// is done (err).
 func (e *engine[E]) nextBy(ctx context.Context, end time.Duration) (entry[E], bool) {
 	q, ok := e.earliest()
 	switch {

@@ -19,7 +19,7 @@ import (
 func drain(e *engine[int32]) []time.Duration {
 	var out []time.Duration
 	for {
-		en, ok := e.next(context.Background())
+		en, ok := e.nextBy(context.Background(), maxDuration)
 		if !ok {
 			return out
 		}
@@ -42,7 +42,7 @@ func TestEngineOrdersByTimeThenBySchedule(t *testing.T) {
 	e.schedule(1, 6)
 	var got []int32
 	for {
-		en, ok := e.next(context.Background())
+		en, ok := e.nextBy(context.Background(), maxDuration)
 		if !ok {
 			break
 		}
@@ -97,7 +97,7 @@ func TestEngineContext(t *testing.T) {
 	cancel()
 	e := newEngine[int32](100, BoundEvents)
 	e.schedule(1, 0)
-	_, ok := e.next(ctx)
+	_, ok := e.nextBy(ctx, maxDuration)
 	assert.False(t, ok)
 	assert.Equal(t, BoundContext, e.stop)
 	assert.ErrorIs(t, e.err, context.Canceled)

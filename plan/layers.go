@@ -316,30 +316,29 @@ func (l *Layers) defaults() {
 // the horizon or a bound.
 func (r *layersRun) run(ctx context.Context) error {
 	r.scheduleArrival(r.arrival(0))
-	for {
-		switch {
-		case r.followed >= r.l.MaxCalls:
-			r.eng.truncate(BoundMaxCalls)
-		case len(r.calls)-len(r.free) >= maxLiveCalls:
-			r.eng.truncate(BoundCallsInFlight)
-		}
-		e, ok := r.eng.nextBy(ctx, r.l.Duration+r.l.Horizon)
-		if !ok {
-			break
-		}
-		r.step(e.at, e.ev)
-	}
-	r.r.TruncatedBy = r.eng.stop
-	r.r.Truncated = r.eng.stop != ""
-	if r.eng.err != nil {
-		return fmt.Errorf("plan: Layers: %w", r.eng.err)
+	var err error
+	r.r.TruncatedBy, err = r.eng.run(ctx, r.l.Duration+r.l.Horizon, r.step)
+	r.r.Truncated = r.r.TruncatedBy != ""
+	if err != nil {
+		return fmt.Errorf("plan: Layers: %w", err)
 	}
 	return nil
 }
 
-// step runs an event at t: an arrival, an attempt that is due, or a
-// timeout that fires, unless its call has ended or moved on.
+// step runs an event at t, then stops the run at its calls' bounds.
 func (r *layersRun) step(t time.Duration, e layerEvent) {
+	r.handle(t, e)
+	switch {
+	case r.followed >= r.l.MaxCalls:
+		r.eng.truncate(BoundMaxCalls)
+	case len(r.calls)-len(r.free) >= maxLiveCalls:
+		r.eng.truncate(BoundCallsInFlight)
+	}
+}
+
+// handle runs an event at t: an arrival, an attempt that is due, or a
+// timeout that fires, unless its call has ended or moved on.
+func (r *layersRun) handle(t time.Duration, e layerEvent) {
 	switch e.kind {
 	case arrive:
 		r.request(t)

@@ -193,55 +193,47 @@ func newFleet(o Outage, p *retrypolicy.Policy) *fleet {
 
 // run follows the runs until the horizon or a bound.
 func (f *fleet) run(ctx context.Context) error {
-	end := f.o.Down + f.o.Horizon
-	for {
-		e, ok := f.eng.nextBy(ctx, end)
-		if !ok {
-			break
-		}
-		f.step(e.at, e.ev)
-	}
-	f.r.TruncatedBy = f.eng.stop
-	f.r.Truncated = f.eng.stop != ""
-	if f.eng.err != nil {
-		return fmt.Errorf("plan: Outage: %w", f.eng.err)
+	var err error
+	f.r.TruncatedBy, err = f.eng.run(ctx, f.o.Down+f.o.Horizon, f.step)
+	f.r.Truncated = f.r.TruncatedBy != ""
+	if err != nil {
+		return fmt.Errorf("plan: Outage: %w", err)
 	}
 	return nil
 }
 
 // step runs job's run that starts at at.
 func (f *fleet) step(at time.Duration, job int32) {
-	e := run{at: at, job: job}
 	o := &f.o
 	f.r.Runs++
-	f.r.Load = bump(f.r.Load, e.at)
-	failure, fails := e.at+o.FailAfter, e.at < o.Down
+	f.r.Load = bump(f.r.Load, at)
+	failure, fails := at+o.FailAfter, at < o.Down
 	if !fails && o.Capacity > 0 {
-		if s := e.at / time.Second; s != f.second {
+		if s := at / time.Second; s != f.second {
 			f.second, f.inSecond = s, 0
 		}
 		f.inSecond++
-		failure, fails = e.at, f.inSecond > o.Capacity
+		failure, fails = at, f.inSecond > o.Capacity
 	}
 	if !fails {
-		f.recovered = append(f.recovered, e.at-o.Down)
+		f.recovered = append(f.recovered, at-o.Down)
 		return
 	}
-	h := f.histories[e.job]
+	h := f.histories[job]
 	failedAt := simStart.Add(failure)
-	uptime := failure - e.at
+	uptime := failure - at
 	f.eng.record(h, failedAt, uptime) // within a History's range: at most 61 days from 2026
-	d, _ := h.Decide(jobSeed(o.Seed, int(e.job)), failedAt)
+	d, _ := h.Decide(jobSeed(o.Seed, int(job)), failedAt)
 	f.r.Decisions++
 	if o.onDecide != nil {
-		o.onDecide(int(e.job), simStart.Add(e.at), failedAt, uptime, d)
+		o.onDecide(int(job), simStart.Add(at), failedAt, uptime, d)
 	}
 	if d.Action == retrypolicy.Fatal {
 		f.r.Fatal++
 		f.r.FatalAt = bump(f.r.FatalAt, failure)
 		return
 	}
-	f.eng.schedule(retryAt(d.Due.Sub(simStart), failure, o.Tick), e.job)
+	f.eng.schedule(retryAt(d.Due.Sub(simStart), failure, o.Tick), job)
 }
 
 // result is the figures of the runs followed.
@@ -307,10 +299,4 @@ func splitMix(state *uint64) uint64 {
 	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
 	z = (z ^ z>>27) * 0x94d049bb133111eb
 	return z ^ z>>31
-}
-
-// run is a job's run, and when it starts.
-type run struct {
-	at  time.Duration // from t = 0
-	job int32
 }
