@@ -184,7 +184,7 @@ type round struct {
 	c         Contention
 	who       Contender
 	rng       *rand.Rand
-	histories []*retrypolicy.History
+	histories []history
 	clients   []client
 	eng       *engine[int32] // each message's client
 	version   int64
@@ -194,12 +194,12 @@ type round struct {
 // once is one run, following at most most messages.
 func (c Contention) once(ctx context.Context, p *retrypolicy.Policy, who Contender, n uint64, most int) (outcome, error) {
 	r := &round{c: c, who: who, rng: rand.New(rand.NewPCG(c.Seed, n)),
-		histories: make([]*retrypolicy.History, c.Clients), clients: make([]client, c.Clients)}
+		histories: make([]history, c.Clients), clients: make([]client, c.Clients)}
 	r.eng = newEngine[int32](most, BoundMaxMessages)
 	r.eng.heap = make([]entry[int32], 0, c.Clients)
 	r.eng.seed(c.Clients, func(i int) (time.Duration, int32) {
 		if p != nil {
-			r.histories[i] = retrypolicy.NewHistory(p)
+			r.histories[i].History = retrypolicy.NewHistory(p)
 		}
 		return r.latency(), int32(i)
 	})
@@ -262,13 +262,10 @@ func (r *round) backoff(at time.Duration, job int32) (time.Duration, bool) {
 	if r.who.NoWait {
 		return 0, true
 	}
-	failedAt := simStart.Add(at)
-	h := r.histories[job]
-	if !r.eng.record(h, failedAt, 0) {
-		return 0, false // waits of centuries: past what a History holds, the client gives up
-	}
-	d, _ := h.Decide(jobSeed(r.c.Seed, int(job)), failedAt)
+	d, ok := r.eng.decide(&r.histories[job], simStart.Add(at), 0, jobSeed(r.c.Seed, int(job)))
 	switch {
+	case !ok:
+		return 0, false // waits of centuries: past what a History holds, the client gives up
 	case d.Action == retrypolicy.Fatal:
 		return 0, false
 	case r.who.FullJitter:

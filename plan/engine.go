@@ -354,30 +354,42 @@ func (e *engine[E]) down(i int) {
 	h[i] = en
 }
 
-// record records a failure in h, counting it among the failures held:
-// it reports false, recording nothing, for an instant a History cannot
-// hold. It stops the run once h holds MaxJobFailures failures or the
-// run's Histories MaxHeldFailures, after this failure.
-func (e *engine[E]) record(h *retrypolicy.History, at time.Time, uptime time.Duration) bool {
-	before := h.Len()
+// history is a job's or a call's History, decided through the engine: it
+// keeps the failures the History held at its last decision, so that the
+// engine counts what all of them hold without asking each again.
+type history struct {
+	*retrypolicy.History
+	held int
+}
+
+// decide records a failure at at of a run that lasted uptime in h, and
+// decides on it with the jitter seed: it reports false, recording nothing,
+// for an instant a History cannot hold. It stops the run once h holds
+// MaxJobFailures failures or the run's Histories MaxHeldFailures, after
+// this failure.
+func (e *engine[E]) decide(h *history, at time.Time, uptime time.Duration, seed uint64) (retrypolicy.Decision, bool) {
 	if h.Record(at, uptime) != nil {
-		return false
+		return retrypolicy.Decision{}, false
 	}
-	n := h.Len()
-	e.held += n - before
+	d, _ := h.Decide(seed, at) // it holds a failure; InWindow is all it holds
+	e.held += d.InWindow - h.held
+	h.held = d.InWindow
 	e.peakHeld = max(e.peakHeld, e.held)
 	switch {
-	case n >= MaxJobFailures:
+	case d.InWindow >= MaxJobFailures:
 		e.truncate(BoundJobFailures)
 	case e.held >= e.maxHeld:
 		e.truncate(BoundHeldFailures)
 	}
-	return true
+	return d, true
 }
 
-// forget says that h, whose failures were recorded through the engine, is
+// forget says that h, whose failures were decided through the engine, is
 // dropped.
-func (e *engine[E]) forget(h *retrypolicy.History) { e.held -= h.Len() }
+func (e *engine[E]) forget(h *history) {
+	e.held -= h.held
+	h.held = 0
+}
 
 // MaxTick is the longest controller tick a simulation takes: a day.
 const MaxTick = 24 * time.Hour

@@ -134,26 +134,36 @@ func TestEngineDropsCancelledEntries(t *testing.T) {
 	assert.Equal(t, 1001, live)
 }
 
-// TestEngineHeldFailures: the engine counts the failures a run's
-// Histories hold, stops the run at its cap, and forgets a dropped
-// History's.
+// TestEngineHeldFailures: the engine records and decides each failure,
+// counts the failures the run's Histories hold (a History's window lets
+// old ones go), stops the run at its cap, and forgets a dropped History's.
 func TestEngineHeldFailures(t *testing.T) {
-	p, err := retrypolicy.Compile(retrypolicy.Strategy{})
+	p, err := retrypolicy.Compile(retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 100, Window: 10 * time.Second})
 	require.NoError(t, err)
 	e := newEngine[int32](100, BoundEvents)
 	e.maxHeld = 5
-	a, b := retrypolicy.NewHistory(p), retrypolicy.NewHistory(p)
+	a, b := &history{History: retrypolicy.NewHistory(p)}, &history{History: retrypolicy.NewHistory(p)}
 	for i := range 3 {
-		require.True(t, e.record(a, simStart.Add(time.Duration(i)*time.Second), 0))
+		d, ok := e.decide(a, simStart.Add(time.Duration(i)*time.Second), 0, 1)
+		require.True(t, ok)
+		assert.Equal(t, i+1, d.InWindow)
 	}
+	assert.Equal(t, 3, e.held)
 	e.forget(a)
 	assert.Equal(t, 0, e.held)
-	for i := range 5 {
-		require.True(t, e.record(b, simStart.Add(time.Duration(i)*time.Second), 0))
+	_, ok := e.decide(b, simStart, 0, 1)
+	require.True(t, ok)
+	_, ok = e.decide(b, simStart.Add(time.Minute), 0, 1)
+	require.True(t, ok)
+	assert.Equal(t, 1, e.held, "the failure a minute back has left the 10 s window")
+	for i := range 4 {
+		_, ok = e.decide(b, simStart.Add(time.Minute+time.Duration(i+1)*time.Second), 0, 1)
+		require.True(t, ok)
 	}
 	assert.Equal(t, BoundHeldFailures, e.stop)
 	assert.Equal(t, 5, e.peakHeld)
-	assert.False(t, e.record(b, time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC), 0), "an instant no History holds")
+	_, ok = e.decide(b, time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC), 0, 1)
+	assert.False(t, ok, "an instant no History holds")
 }
 
 // TestRetryAtSaturates: a retry due near the longest Duration under a

@@ -165,7 +165,7 @@ type layerCall struct {
 	done          bool
 	arrived       time.Duration // the request's arrival, for the top's calls
 	started       time.Duration // the attempt in flight's start
-	history       *retrypolicy.History
+	history       history
 }
 
 // layerEvent is a scheduled step: a request's arrival, an attempt to
@@ -531,15 +531,15 @@ func (r *layersRun) failed(id int32, t time.Duration, retryable bool) {
 		r.giveUp(id, t, false)
 		return
 	}
-	if c.history == nil {
-		c.history = retrypolicy.NewHistory(r.policies[c.layer])
+	if c.history.History == nil {
+		c.history.History = retrypolicy.NewHistory(r.policies[c.layer])
 	}
 	at := simStart.Add(t)
-	if !r.eng.record(c.history, at, t-c.started) {
+	d, ok := r.eng.decide(&c.history, at, t-c.started, jobSeed(r.l.Seed, int(id)<<8|int(c.layer)))
+	if !ok {
 		r.giveUp(id, t, false)
 		return
 	}
-	d, _ := c.history.Decide(jobSeed(r.l.Seed, int(id)<<8|int(c.layer)), at)
 	r.r.Decisions++
 	if r.l.onDecide != nil {
 		r.l.onDecide(uint64(id)<<32|uint64(c.gen), int(c.layer), at, t-c.started)
@@ -562,9 +562,9 @@ func (r *layersRun) giveUp(id int32, t time.Duration, retryable bool) {
 func (r *layersRun) end(id int32, t time.Duration, ok, retryable bool) {
 	c := &r.calls[id]
 	c.done = true
-	if c.history != nil {
-		r.eng.forget(c.history)
-		c.history = nil
+	if c.history.History != nil {
+		r.eng.forget(&c.history)
+		c.history.History = nil
 	}
 	parent, parentGen, parentAttempt, arrived := c.parent, c.parentGen, c.parentAttempt, c.arrived
 	r.free = append(r.free, id)

@@ -164,7 +164,7 @@ func (o Outage) Run(ctx context.Context, s retrypolicy.Strategy) (OutageResult, 
 type fleet struct {
 	o         Outage
 	r         OutageResult
-	histories []*retrypolicy.History // all under the one Policy
+	histories []history // all under the one Policy
 	eng       *engine[int32]         // each run's job
 	recovered []time.Duration
 	second    time.Duration // the second whose runs inSecond counts
@@ -173,9 +173,9 @@ type fleet struct {
 
 func newFleet(o Outage, p *retrypolicy.Policy) *fleet {
 	f := &fleet{o: o, r: OutageResult{Strategy: p.Strategy()}, second: -1}
-	f.histories = make([]*retrypolicy.History, o.Jobs)
+	f.histories = make([]history, o.Jobs)
 	for i := range f.histories {
-		f.histories[i] = retrypolicy.NewHistory(p)
+		f.histories[i].History = retrypolicy.NewHistory(p)
 	}
 	f.eng = newEngine[int32](o.MaxRuns, BoundMaxRuns)
 	f.eng.heap = make([]entry[int32], 0, o.Jobs)
@@ -219,11 +219,9 @@ func (f *fleet) step(at time.Duration, job int32) {
 		f.recovered = append(f.recovered, at-o.Down)
 		return
 	}
-	h := f.histories[job]
 	failedAt := simStart.Add(failure)
 	uptime := failure - at
-	f.eng.record(h, failedAt, uptime) // within a History's range: at most 61 days from 2026
-	d, _ := h.Decide(jobSeed(o.Seed, int(job)), failedAt)
+	d, _ := f.eng.decide(&f.histories[job], failedAt, uptime, jobSeed(o.Seed, int(job))) // within a History's range: at most 61 days from 2026
 	f.r.Decisions++
 	if o.onDecide != nil {
 		o.onDecide(int(job), simStart.Add(at), failedAt, uptime, d)
