@@ -164,8 +164,8 @@ func (o Outage) Run(ctx context.Context, s retrypolicy.Strategy) (OutageResult, 
 type fleet struct {
 	o         Outage
 	r         OutageResult
-	histories []history // all under the one Policy
-	eng       *engine[int32]         // each run's job
+	histories []history      // all under the one Policy
+	eng       *engine[int32] // each run's job
 	recovered []time.Duration
 	second    time.Duration // the second whose runs inSecond counts
 	inSecond  int
