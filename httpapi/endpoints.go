@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/fleet"
 	"github.com/retrypolicy/retrypolicy/internal/echo"
 	"github.com/retrypolicy/retrypolicy/internal/jsonscan"
 	"github.com/retrypolicy/retrypolicy/internal/report"
@@ -336,7 +337,7 @@ func (h *Handler) simulate(w http.ResponseWriter, r *http.Request, body []byte) 
 		return h.layers(ctx, w, r, o.Layers(), st)
 	}
 	if o.Scenario == "contention" {
-		res, err := o.Contention().Run(ctx, plan.Contender{Name: "posted", Strategy: st})
+		res, err := o.Contention().Run(ctx, fleet.Contender{Name: "posted", Strategy: st})
 		if e := h.failed(ctx, err); e != nil {
 			return e
 		}
@@ -348,10 +349,10 @@ func (h *Handler) simulate(w http.ResponseWriter, r *http.Request, body []byte) 
 // layers runs the seed's chain of four layers with st at every layer, and
 // with st at the client alone, within the request's budget, and answers
 // a JSON array of both, or their chart.
-func (h *Handler) layers(ctx context.Context, w http.ResponseWriter, r *http.Request, l plan.Layers, st retrypolicy.Strategy) *apiError {
+func (h *Handler) layers(ctx context.Context, w http.ResponseWriter, r *http.Request, l fleet.Layers, st retrypolicy.Strategy) *apiError {
 	none := retrypolicy.Strategy{Kind: retrypolicy.None}
-	chains := []plan.Chain{report.ChainOf("every layer", []retrypolicy.Strategy{st, st, st, st}), report.ChainOf("client only", []retrypolicy.Strategy{st, none, none, none})}
-	results := make([]plan.LayersResult, len(chains))
+	chains := []fleet.Chain{report.ChainOf("every layer", []retrypolicy.Strategy{st, st, st, st}), report.ChainOf("client only", []retrypolicy.Strategy{st, none, none, none})}
+	results := make([]fleet.LayersResult, len(chains))
 	l.MaxCalls = h.o.MaxRuns
 	for i, c := range chains {
 		l.Layers = c.Layers
@@ -398,8 +399,8 @@ func compared(name, scenario string) ([]report.Named, []report.Option) {
 // outage runs the outage under each strategy, within the request's
 // budget, and answers the chart of all, or the JSON: one object, or an
 // array when compared.
-func (h *Handler) outage(ctx context.Context, w http.ResponseWriter, r *http.Request, out plan.Outage, strategies []report.Named, compared bool) *apiError {
-	results := make([]plan.OutageResult, len(strategies))
+func (h *Handler) outage(ctx context.Context, w http.ResponseWriter, r *http.Request, out fleet.Outage, strategies []report.Named, compared bool) *apiError {
+	results := make([]fleet.OutageResult, len(strategies))
 	for i, n := range strategies {
 		res, err := out.Run(ctx, n.Strategy)
 		if e := h.failed(ctx, err); e != nil {

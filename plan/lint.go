@@ -488,3 +488,7 @@ func show(d time.Duration) string {
 	}
 	return days + text
 }
+
+// checkEvery is how many failures a crash loop follows between looks at
+// its context.
+const checkEvery = 4096

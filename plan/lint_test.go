@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/internal/rapidgen"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
@@ -156,33 +157,6 @@ func TestLintRefusesAnInvalidStrategy(t *testing.T) {
 	assert.ErrorIs(t, err, retrypolicy.ErrInvalid)
 }
 
-// genLoopStrategy draws a valid strategy whose crash loop settles within a
-// few thousand failures: delays of at least a 200th of the window.
-func genLoopStrategy(t *rapid.T) retrypolicy.Strategy {
-	kind := rapid.SampledFrom([]retrypolicy.StrategyKind{retrypolicy.None, retrypolicy.Bounded, retrypolicy.UnlessStopped}).Draw(t, "strategy")
-	if kind == retrypolicy.None {
-		return retrypolicy.Strategy{Kind: kind}
-	}
-	window := time.Hour
-	s := retrypolicy.Strategy{Kind: kind}
-	if kind == retrypolicy.Bounded {
-		window = time.Duration(rapid.Int64Range(10, 7200).Draw(t, "window_secs")) * time.Second
-		s.Window, s.MaxAttempts = window, rapid.IntRange(1, 40).Draw(t, "max_attempts")
-	}
-	least := max(window/200, time.Second)
-	s.Backoff = retrypolicy.Backoff{
-		Kind:      rapid.SampledFrom([]retrypolicy.BackoffKind{retrypolicy.Fixed, retrypolicy.Exponential, retrypolicy.ExponentialWithJitter}).Draw(t, "backoff"),
-		BaseDelay: time.Duration(rapid.Int64Range(int64(least/time.Second), int64(least/time.Second)*20).Draw(t, "base_delay_secs")) * time.Second,
-	}
-	if s.Backoff.Kind != retrypolicy.Fixed {
-		s.Backoff.Multiplier = rapid.SampledFrom([]float64{1, 1.5, 2, 3}).Draw(t, "multiplier")
-		if rapid.Bool().Draw(t, "capped") {
-			s.Backoff.MaxDelay = s.Backoff.BaseDelay * time.Duration(rapid.Int64Range(1, 100).Draw(t, "cap_steps"))
-		}
-	}
-	return s
-}
-
 // reference is the crash loop worked with the library's plain Decide on
 // every failure so far, for n failures: each wait is the decision's
 // credited delay, without jitter.
@@ -222,7 +196,7 @@ func runReference(t require.TestingT, s retrypolicy.Strategy, n int) reference {
 // within ten windows.
 func TestLintSummaryIsTheCrashLoop(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		s := genLoopStrategy(t)
+		s := rapidgen.LoopStrategy(t)
 		r, err := Lint(context.Background(), s)
 		require.NoError(t, err)
 		sum := r.Summary
@@ -267,7 +241,7 @@ func TestLintSummaryIsTheCrashLoop(t *testing.T) {
 // waits the first step, and a nanosecond less does not.
 func TestFirstStepUptimeIsTheLeastThatPaysDown(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		s := genLoopStrategy(t)
+		s := rapidgen.LoopStrategy(t)
 		r, err := Lint(context.Background(), s)
 		require.NoError(t, err)
 		sum := r.Summary
@@ -296,7 +270,7 @@ func TestFirstStepUptimeIsTheLeastThatPaysDown(t *testing.T) {
 // starting when due without jitter; it stops at max or at the fatal one.
 func TestTimelineIsTheCrashLoop(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		s := genLoopStrategy(t)
+		s := rapidgen.LoopStrategy(t)
 		uptime := time.Duration(rapid.Int64Range(0, int64(time.Hour)).Draw(t, "uptime"))
 		max := rapid.IntRange(0, 60).Draw(t, "max")
 		steps, err := Timeline(s, loopStart, uptime, max)
@@ -387,4 +361,30 @@ func TestLintGoSpeaksGo(t *testing.T) {
 	r, err = LintGo(context.Background(), retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped, Backoff: retrypolicy.Backoff{BaseDelay: time.Second}})
 	require.NoError(t, err)
 	assert.Equal(t, "set Backoff.MaxDelay, for example time.Hour, if a cap was meant: a Backoff that sets other fields but not MaxDelay has none, while the zero Backoff stops at an hour", r.Findings[0].Fix)
+}
+
+// zeroDelay owes 1 s after the first failure and 0 ns after every later
+// one: 1e-300 floors every step past the first to nothing.
+var zeroDelay = retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped, Backoff: retrypolicy.Backoff{
+	Kind: retrypolicy.Exponential, BaseDelay: time.Second, Multiplier: 1e-300}}
+
+// TestTimelineIsBounded: however many failures are asked for, a timeline
+// holds at most MaxFailures, even of a strategy whose retries are all at
+// one instant.
+func TestTimelineIsBounded(t *testing.T) {
+	steps, err := Timeline(zeroDelay, loopStart, 0, 1<<40)
+	require.NoError(t, err)
+	assert.Len(t, steps, MaxFailures)
+	assert.True(t, steps[len(steps)-1].Failure.Equal(steps[1].Failure), "every failure after the first at one instant")
+}
+
+// TestLintStopsWhenTheContextIsDone: a done context stops the crash loop
+// before its first failure, with an error that wraps the context's.
+func TestLintStopsWhenTheContextIsDone(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	l, err := Lint(ctx, zeroDelay)
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.False(t, l.Summary.Settled)
+	assert.Zero(t, l.Summary.Failures)
 }

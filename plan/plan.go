@@ -1,10 +1,7 @@
-// Package plan runs a strategy's rules forward, for people choosing one:
-// the timeline of a job that keeps failing ([Timeline]), what the strategy
-// really does when every run crashes, with the traps in it ([Lint]), and
-// what it does to a fleet: many jobs through a provider's outage
-// ([Outage]), clients contending for one row ([Contention]), the model of
-// AWS's "Exponential Backoff And Jitter", or requests down a chain of
-// layers that each retry, through an outage of the bottom ([Layers]).
+// Package plan runs one strategy forward, for people choosing it.
+//
+// [Timeline] is the failures of a job that keeps failing, and [Lint] what
+// the strategy does when every run crashes, with the traps in it:
 //
 //	report, err := plan.Lint(ctx, strategy)
 //	if err != nil {
@@ -17,39 +14,11 @@
 // It adds no rule to the library's: every wait is a [retrypolicy.History]'s
 // decision. A job's crash loop starts with a failure at t = 0; each run
 // fails at once (or after the uptime a timeline is given) and each retry
-// starts exactly when due, with the jitter at its least: no extra. The
-// simulations draw the jitter from their seed, as a fleet's jobs would, and
-// are deterministic for it. Lint, Timeline and the simulations share
-// nothing mutable: each is safe to call from many goroutines at once.
-//
-// # Bounds
-//
-// Every run is bounded in time and memory whatever the strategy and
-// options. A crash loop (Lint, Timeline) follows at most MaxFailures
-// failures. The simulations (Outage, Contention, Layers) all run on one
-// event engine, which holds them to the same bounds: it counts every event
-// it hands out, of whatever kind (a run, a message, an arrival, an
-// attempt, a hop, a timeout), against a budget derived from the run's own
-// option (an Outage's MaxRuns runs, a Contention's MaxMessages messages,
-// EventsPerCall times a Layers run's MaxCalls); it holds at most
-// MaxPendingEvents events waiting at once (a timeout whose attempt has
-// ended leaves with it) and MaxHeldFailures failures in all the run's
-// Histories, MaxJobFailures in one; and it looks at the context every few
-// thousand events. A Layers run also stops at its MaxCalls calls and at
-// MaxCallsInFlight calls in flight at once. A run that reaches a bound
-// stops there and says which (Truncated, TruncatedBy): its counts are then
-// lower bounds. Options that would overflow are refused, or saturate
-// where a bound is meant (a breaker open for the longest Duration, a Rate
-// so low that the next request never comes).
-//
-// So what a simulation holds is a function of the bounds alone, whatever
-// its rates, latencies and timeouts: at most, as slices grow by doubling,
-// twice 32 bytes a waiting event (24 for an Outage) and 8 bytes a held
-// failure, beside its jobs or calls in flight (a History of 48 bytes and
-// a slot of 64 each; at most 1,000,000 jobs, MaxCallsInFlight calls), a
-// count a minute or second of the run, and for Layers at most a million
-// latencies of 8 bytes: under 600 MB at the very worst, and a few MB for
-// the defaults.
+// starts exactly when due, with the jitter at its least: no extra. A crash
+// loop follows at most MaxFailures failures, and Lint stops when its
+// context is done. Lint and Timeline share nothing mutable: each is safe
+// to call from many goroutines at once. What a strategy does to many jobs
+// at once is package fleet's.
 package plan
 
 import (

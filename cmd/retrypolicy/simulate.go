@@ -12,8 +12,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/fleet"
 	"github.com/retrypolicy/retrypolicy/internal/report"
-	"github.com/retrypolicy/retrypolicy/plan"
 )
 
 func runSimulate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -73,19 +73,19 @@ exponential_with_jitter.`, stderr)
 
 // chains are the layers scenario's chains: the seed's four ways, or one
 // chain with a strategy a layer, as given, top first.
-func chains(strategies []report.Named) []plan.Chain {
+func chains(strategies []report.Named) []fleet.Chain {
 	if len(strategies) == 0 {
-		return plan.SeedChains()
+		return fleet.SeedChains()
 	}
 	given := make([]retrypolicy.Strategy, len(strategies))
 	for i, n := range strategies {
 		given[i] = n.Strategy
 	}
-	return []plan.Chain{report.ChainOf("given", given)}
+	return []fleet.Chain{report.ChainOf("given", given)}
 }
 
-func simulateLayers(l plan.Layers, chains []plan.Chain, asJSON bool, svgPath string, stdout, stderr io.Writer) int {
-	results := make([]plan.LayersResult, len(chains))
+func simulateLayers(l fleet.Layers, chains []fleet.Chain, asJSON bool, svgPath string, stdout, stderr io.Writer) int {
+	results := make([]fleet.LayersResult, len(chains))
 	for i, c := range chains {
 		l.Layers = c.Layers
 		r, err := l.Run(context.Background()) // bounded by l.MaxCalls
@@ -112,7 +112,7 @@ func simulateLayers(l plan.Layers, chains []plan.Chain, asJSON bool, svgPath str
 }
 
 // writeLayers prints the layers scenario's table.
-func writeLayers(w io.Writer, l plan.Layers, chains []plan.Chain, results []plan.LayersResult) {
+func writeLayers(w io.Writer, l fleet.Layers, chains []fleet.Chain, results []fleet.LayersResult) {
 	fmt.Fprintf(w, "layers: %v requests a second for %s through %d layers; the bottom is down for %s from t = 0, then serves at most %d calls a second\n\n",
 		l.Rate, report.Brief(l.Duration), len(chains[0].Layers), report.Brief(l.Down), l.Capacity)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -137,13 +137,13 @@ func writeLayers(w io.Writer, l plan.Layers, chains []plan.Chain, results []plan
 
 // contenders are the contention's contenders: the published ones, or
 // the strategies given.
-func contenders(strategies []report.Named) []plan.Contender {
+func contenders(strategies []report.Named) []fleet.Contender {
 	if len(strategies) == 0 {
-		return plan.PublishedContenders()
+		return fleet.PublishedContenders()
 	}
-	var out []plan.Contender
+	var out []fleet.Contender
 	for _, n := range strategies {
-		out = append(out, plan.Contender{Name: n.Name, Strategy: n.Strategy})
+		out = append(out, fleet.Contender{Name: n.Name, Strategy: n.Strategy})
 	}
 	return out
 }
@@ -180,8 +180,8 @@ func readStrategies(paths []string, stdin io.Reader, stderr io.Writer, fs *flag.
 	return strategies, -1
 }
 
-func simulateOutage(o plan.Outage, strategies []report.Named, asJSON bool, svgPath string, stdout, stderr io.Writer) int {
-	results := make([]plan.OutageResult, len(strategies))
+func simulateOutage(o fleet.Outage, strategies []report.Named, asJSON bool, svgPath string, stdout, stderr io.Writer) int {
+	results := make([]fleet.OutageResult, len(strategies))
 	for i, n := range strategies {
 		r, err := o.Run(context.Background(), n.Strategy) // bounded by o.MaxRuns
 		if err != nil {
@@ -222,10 +222,10 @@ func simulateOutage(o plan.Outage, strategies []report.Named, asJSON bool, svgPa
 	return exitOK
 }
 
-func simulateContention(c plan.Contention, contenders []plan.Contender, asJSON bool, stdout, stderr io.Writer) int {
-	results := make([]plan.ContentionResult, len(contenders))
+func simulateContention(c fleet.Contention, contenders []fleet.Contender, asJSON bool, stdout, stderr io.Writer) int {
+	results := make([]fleet.ContentionResult, len(contenders))
 	for i, who := range contenders {
-		r, err := c.Run(context.Background(), who) // bounded by plan.DefaultMaxMessages
+		r, err := c.Run(context.Background(), who) // bounded by fleet.DefaultMaxMessages
 		if err != nil {
 			return printProblems(stderr, err)
 		}

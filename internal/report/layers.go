@@ -8,26 +8,26 @@ import (
 	"time"
 
 	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/fleet"
 	"github.com/retrypolicy/retrypolicy/internal/wire"
-	"github.com/retrypolicy/retrypolicy/plan"
 )
 
 // ChainOf is the seed's chain of four layers, each retrying under the
 // strategy of its own in strategies (top first), as given one a layer.
-func ChainOf(name string, strategies []retrypolicy.Strategy) plan.Chain {
-	layers := make([]plan.Layer, len(strategies))
-	seed := plan.DefaultLayers(3) // the seed's names and hop
+func ChainOf(name string, strategies []retrypolicy.Strategy) fleet.Chain {
+	layers := make([]fleet.Layer, len(strategies))
+	seed := fleet.DefaultLayers(3) // the seed's names and hop
 	for i, s := range strategies {
-		layers[i] = plan.Layer{Name: "layer " + strconv.Itoa(i+1), Strategy: s, Latency: seed[0].Latency}
+		layers[i] = fleet.Layer{Name: "layer " + strconv.Itoa(i+1), Strategy: s, Latency: seed[0].Latency}
 		if len(strategies) == len(seed) {
 			layers[i].Name = seed[i].Name
 		}
 	}
-	return plan.Chain{Name: name, Layers: layers}
+	return fleet.Chain{Name: name, Layers: layers}
 }
 
 // LayersJSON is one line of simulate --json for the layers scenario.
-func LayersJSON(name string, r plan.LayersResult) []byte {
+func LayersJSON(name string, r fleet.LayersResult) []byte {
 	b := []byte(`{"chain":`)
 	b = strconv.AppendQuote(b, name)
 	b = fmt.Appendf(b, `,"requests":%d,"succeeded":%d,"failed":%d,"bottom_calls":%d,"amplification":%s,"decisions":%d,"peak_load":%s,"metastable":%t`,
@@ -56,7 +56,7 @@ func LayersJSON(name string, r plan.LayersResult) []byte {
 // LayersChart draws the calls a second the bottom receives under each
 // chain, on a log scale, against its capacity (a dashed line), with the
 // outage shaded.
-func LayersChart(l plan.Layers, chains []plan.Chain, results []plan.LayersResult) []byte {
+func LayersChart(l fleet.Layers, chains []fleet.Chain, results []fleet.LayersResult) []byte {
 	span := l.Duration + l.Down
 	if span < l.Duration {
 		span = math.MaxInt64 // the longest Down: the sum saturates

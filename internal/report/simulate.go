@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/fleet"
 	"github.com/retrypolicy/retrypolicy/internal/echo"
 	"github.com/retrypolicy/retrypolicy/internal/wire"
-	"github.com/retrypolicy/retrypolicy/plan"
 )
 
 // Named is a strategy and what the output calls it.
@@ -117,7 +117,7 @@ var CommandLimits = Limits{Jobs: 1_000_000, Clients: 100_000, Runs: 100_000, Max
 func (o *SimulateOptions) Define(fs *flag.FlagSet) {
 	o.fs = fs
 	fs.StringVar(&o.Scenario, "scenario", "outage", "`outage`, contention or layers")
-	o.Jobs, o.Clients, o.Runs, o.MaxRuns = 1000, 100, 100, plan.DefaultMaxRuns
+	o.Jobs, o.Clients, o.Runs, o.MaxRuns = 1000, 100, 100, fleet.DefaultMaxRuns
 	o.Down, o.Tick = Duration(30*time.Minute), Duration(time.Minute)
 	fs.Var(&o.Jobs, "jobs", "outage: how many jobs, `N` from 1 to 1000000")
 	fs.Var(&o.Clients, "clients", "contention: how many clients, `N` from 1 to 100000")
@@ -196,16 +196,16 @@ func (o *SimulateOptions) otherScenario() []Option {
 }
 
 // Outage is the outage the options describe.
-func (o *SimulateOptions) Outage() plan.Outage {
-	return plan.Outage{Jobs: int(o.Jobs), Down: time.Duration(o.Down), FailAfter: time.Duration(o.FailAfter), Spread: time.Duration(o.Spread),
+func (o *SimulateOptions) Outage() fleet.Outage {
+	return fleet.Outage{Jobs: int(o.Jobs), Down: time.Duration(o.Down), FailAfter: time.Duration(o.FailAfter), Spread: time.Duration(o.Spread),
 		Capacity: int(o.Capacity), Tick: time.Duration(o.Tick), Seed: o.Seed, MaxRuns: int(o.MaxRuns)}
 }
 
 // Layers is the call chain through an outage the options describe, its
 // chain to be set: the outage and capacity are 30 s and 150 a second
 // unless given, the outage scenario's defaults suiting a fleet's.
-func (o *SimulateOptions) Layers() plan.Layers {
-	l := plan.Layers{Rate: float64(o.Rate), Duration: time.Duration(o.Span), Down: 30 * time.Second, Capacity: 150, Seed: o.Seed, MaxCalls: int(o.MaxRuns)}
+func (o *SimulateOptions) Layers() fleet.Layers {
+	l := fleet.Layers{Rate: float64(o.Rate), Duration: time.Duration(o.Span), Down: 30 * time.Second, Capacity: 150, Seed: o.Seed, MaxCalls: int(o.MaxRuns)}
 	if o.fs != nil {
 		o.fs.Visit(func(f *flag.Flag) {
 			switch f.Name {
@@ -220,8 +220,8 @@ func (o *SimulateOptions) Layers() plan.Layers {
 }
 
 // Contention is the contention the options describe.
-func (o *SimulateOptions) Contention() plan.Contention {
-	return plan.Contention{Clients: int(o.Clients), Runs: int(o.Runs), Seed: o.Seed, MaxMessages: o.MaxMessages}
+func (o *SimulateOptions) Contention() fleet.Contention {
+	return fleet.Contention{Clients: int(o.Clients), Runs: int(o.Runs), Seed: o.Seed, MaxMessages: o.MaxMessages}
 }
 
 // SpreadText says how the first runs are spread.
@@ -241,7 +241,7 @@ func TickText(d time.Duration) string {
 }
 
 // OutageJSON is one line of simulate --json for the outage.
-func OutageJSON(name string, r plan.OutageResult) []byte {
+func OutageJSON(name string, r fleet.OutageResult) []byte {
 	b := []byte(`{"strategy":`)
 	b = strconv.AppendQuote(b, name)
 	canonical, _ := r.Strategy.MarshalJSON()
@@ -279,7 +279,7 @@ func appendInts(b []byte, ns []int) []byte {
 }
 
 // ContentionJSON is one line of simulate --json for the contention.
-func ContentionJSON(r plan.ContentionResult) []byte {
+func ContentionJSON(r fleet.ContentionResult) []byte {
 	b := []byte(`{"strategy":`)
 	b = strconv.AppendQuote(b, r.Name)
 	b = fmt.Appendf(b, `,"calls":%s,"completion_ms":%s,"gave_up":%s,"runs":%d`,
@@ -313,7 +313,7 @@ var chartDashes = []string{"", "9 5", "3 4", "12 4 3 4", "6 3", "2 6", "15 5", "
 // minute in which jobs went FATAL marked with a cross on its strategy's
 // line. Each line has its own color and dash; a strategy whose line is
 // another's, minute for minute, says so in the legend.
-func LoadChart(o plan.Outage, strategies []Named, results []plan.OutageResult) []byte {
+func LoadChart(o fleet.Outage, strategies []Named, results []fleet.OutageResult) []byte {
 	minutes, peak := int(o.Down/time.Minute)+1, 1
 	loads := make([][]int, len(results))
 	for i, r := range results {

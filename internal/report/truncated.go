@@ -4,25 +4,25 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/retrypolicy/retrypolicy/plan"
+	"github.com/retrypolicy/retrypolicy/fleet"
 )
 
 // boundWords say a bound as the command's user knows it.
-var boundWords = map[plan.Bound]string{
-	plan.BoundMaxRuns:       "--max-runs runs",
-	plan.BoundMaxCalls:      "--max-runs calls, all layers counted",
-	plan.BoundMaxMessages:   "its messages in all",
-	plan.BoundEvents:        fmt.Sprintf("its events (attempts, hops, timeouts and arrivals: %d for each of --max-runs calls)", plan.EventsPerCall),
-	plan.BoundPendingEvents: fmt.Sprintf("%d events waiting at once", plan.MaxPendingEvents),
-	plan.BoundJobFailures:   fmt.Sprintf("a job with %d failures in its window", plan.MaxJobFailures),
-	plan.BoundHeldFailures:  fmt.Sprintf("%d failures held in all", plan.MaxHeldFailures),
-	plan.BoundCallsInFlight: "a million calls in flight at once",
-	plan.BoundContext:       "its time budget",
+var boundWords = map[fleet.Bound]string{
+	fleet.BoundMaxRuns:       "--max-runs runs",
+	fleet.BoundMaxCalls:      "--max-runs calls, all layers counted",
+	fleet.BoundMaxMessages:   "its messages in all",
+	fleet.BoundEvents:        fmt.Sprintf("its events (attempts, hops, timeouts and arrivals: %d for each of --max-runs calls)", fleet.EventsPerCall),
+	fleet.BoundPendingEvents: fmt.Sprintf("%d events waiting at once", fleet.MaxPendingEvents),
+	fleet.BoundJobFailures:   fmt.Sprintf("a job with %d failures in its window", fleet.MaxJobFailures),
+	fleet.BoundHeldFailures:  fmt.Sprintf("%d failures held in all", fleet.MaxHeldFailures),
+	fleet.BoundCallsInFlight: "a million calls in flight at once",
+	fleet.BoundContext:       "its time budget",
 }
 
 // Truncated is the line that says a run named name stopped at bound b,
 // and what its figures then are.
-func Truncated(name string, b plan.Bound, figures string) string {
+func Truncated(name string, b fleet.Bound, figures string) string {
 	words, ok := boundWords[b]
 	if !ok {
 		words = string(b)
@@ -32,7 +32,7 @@ func Truncated(name string, b plan.Bound, figures string) string {
 
 // appendTruncated appends the JSON fields that say whether a run was cut:
 // "truncated", and "truncated_by" (the bound's name) when it was.
-func appendTruncated(b []byte, truncated bool, by plan.Bound) []byte {
+func appendTruncated(b []byte, truncated bool, by fleet.Bound) []byte {
 	b = append(b, `,"truncated":`...)
 	b = strconv.AppendBool(b, truncated)
 	if truncated {

@@ -10,23 +10,23 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/retrypolicy/retrypolicy/plan"
+	"github.com/retrypolicy/retrypolicy/fleet"
 )
 
 // TestTruncatedNamesTheBound: the line for a cut run names the bound that
 // cut it as a user knows it; a layers run cut by its calls in flight does
 // not blame --max-runs.
 func TestTruncatedNamesTheBound(t *testing.T) {
-	for b, want := range map[plan.Bound]string{
-		plan.BoundMaxRuns:       "x: truncated at --max-runs runs: f\n",
-		plan.BoundMaxCalls:      "x: truncated at --max-runs calls, all layers counted: f\n",
-		plan.BoundCallsInFlight: "x: truncated at a million calls in flight at once: f\n",
-		plan.BoundEvents:        "x: truncated at its events (attempts, hops, timeouts and arrivals: 4 for each of --max-runs calls): f\n",
-		plan.BoundPendingEvents: "x: truncated at 2000000 events waiting at once: f\n",
-		plan.BoundHeldFailures:  "x: truncated at 10000000 failures held in all: f\n",
-		plan.BoundJobFailures:   "x: truncated at a job with 100000 failures in its window: f\n",
-		plan.BoundMaxMessages:   "x: truncated at its messages in all: f\n",
-		plan.BoundContext:       "x: truncated at its time budget: f\n",
+	for b, want := range map[fleet.Bound]string{
+		fleet.BoundMaxRuns:       "x: truncated at --max-runs runs: f\n",
+		fleet.BoundMaxCalls:      "x: truncated at --max-runs calls, all layers counted: f\n",
+		fleet.BoundCallsInFlight: "x: truncated at a million calls in flight at once: f\n",
+		fleet.BoundEvents:        "x: truncated at its events (attempts, hops, timeouts and arrivals: 4 for each of --max-runs calls): f\n",
+		fleet.BoundPendingEvents: "x: truncated at 2000000 events waiting at once: f\n",
+		fleet.BoundHeldFailures:  "x: truncated at 10000000 failures held in all: f\n",
+		fleet.BoundJobFailures:   "x: truncated at a job with 100000 failures in its window: f\n",
+		fleet.BoundMaxMessages:   "x: truncated at its messages in all: f\n",
+		fleet.BoundContext:       "x: truncated at its time budget: f\n",
 	} {
 		assert.Equal(t, want, Truncated("x", b, "f"))
 	}
@@ -36,10 +36,10 @@ func TestTruncatedNamesTheBound(t *testing.T) {
 // truncated_by; a run that was not cut has no such field.
 func TestJSONSaysTheBound(t *testing.T) {
 	var m map[string]any
-	require.NoError(t, json.Unmarshal(LayersJSON("c", plan.LayersResult{Truncated: true, TruncatedBy: plan.BoundCallsInFlight}), &m))
+	require.NoError(t, json.Unmarshal(LayersJSON("c", fleet.LayersResult{Truncated: true, TruncatedBy: fleet.BoundCallsInFlight}), &m))
 	assert.Equal(t, "calls in flight", m["truncated_by"])
 	m = nil
-	require.NoError(t, json.Unmarshal(ContentionJSON(plan.ContentionResult{Name: "c", Runs: 1}), &m))
+	require.NoError(t, json.Unmarshal(ContentionJSON(fleet.ContentionResult{Name: "c", Runs: 1}), &m))
 	assert.NotContains(t, m, "truncated_by")
 	assert.Equal(t, false, m["truncated"])
 }
@@ -48,8 +48,8 @@ func TestJSONSaysTheBound(t *testing.T) {
 // for the longest Duration is drawn (its span saturates, not wraps), at
 // most MaxChartPoints points a line.
 func TestLayersChartOfTheLongestOutage(t *testing.T) {
-	l := plan.Layers{Duration: time.Minute, Down: math.MaxInt64}
-	svg := string(LayersChart(l, []plan.Chain{{Name: "c", Layers: plan.DefaultLayers(3)}}, []plan.LayersResult{{Load: []int{5, 5}}}))
+	l := fleet.Layers{Duration: time.Minute, Down: math.MaxInt64}
+	svg := string(LayersChart(l, []fleet.Chain{{Name: "c", Layers: fleet.DefaultLayers(3)}}, []fleet.LayersResult{{Load: []int{5, 5}}}))
 	i := strings.Index(svg, `points="`)
 	require.Positive(t, i)
 	points := strings.Fields(svg[i+len(`points="`) : i+strings.Index(svg[i:], `"/>`)])
