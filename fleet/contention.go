@@ -115,10 +115,10 @@ type client struct {
 func (c Contention) Run(ctx context.Context, who Contender) (ContentionResult, error) {
 	c = c.withDefaults()
 	if c.Clients < 1 || c.Clients > 100_000 || c.Runs < 1 || c.Runs > 100_000 {
-		return ContentionResult{}, errors.New("plan: Contention: Clients and Runs must be between 1 and 100000")
+		return ContentionResult{}, errors.New("fleet: Contention: Clients and Runs must be between 1 and 100000")
 	}
 	if c.MaxMessages < 1 || c.MaxMessages > 1_000_000_000 {
-		return ContentionResult{}, errors.New("plan: Contention.MaxMessages: must be between 1 and 1000000000")
+		return ContentionResult{}, errors.New("fleet: Contention.MaxMessages: must be between 1 and 1000000000")
 	}
 	var p *retrypolicy.Policy
 	if !who.NoWait {
@@ -207,7 +207,7 @@ func (c Contention) once(ctx context.Context, p *retrypolicy.Policy, who Contend
 	r.o.cut, err = r.eng.run(ctx, maxDuration, r.step)
 	r.o.messages, r.o.peakPending, r.o.peakHeld = r.eng.handled, r.eng.peakPending, r.eng.peakHeld
 	if err != nil {
-		return r.o, fmt.Errorf("plan: Contention: %w", err)
+		return r.o, fmt.Errorf("fleet: Contention: %w", err)
 	}
 	return r.o, nil
 }

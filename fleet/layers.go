@@ -237,13 +237,13 @@ func newLayersRun(l *Layers) (*layersRun, error) {
 	for i, layer := range l.Layers {
 		p, err := retrypolicy.Compile(layer.Strategy)
 		if err != nil {
-			return nil, fmt.Errorf("plan: Layers: layer %d (%s): %w", i+1, layer.Name, err)
+			return nil, fmt.Errorf("fleet: Layers: layer %d (%s): %w", i+1, layer.Name, err)
 		}
 		r.policies = append(r.policies, p)
 		var b *retrypolicy.Budget
 		if layer.BudgetBurst != 0 {
 			if b, err = retrypolicy.NewBudget(layer.BudgetRatio, layer.BudgetBurst); err != nil {
-				return nil, fmt.Errorf("plan: Layers: layer %d (%s): %w", i+1, layer.Name, err)
+				return nil, fmt.Errorf("fleet: Layers: layer %d (%s): %w", i+1, layer.Name, err)
 			}
 		}
 		r.budgets = append(r.budgets, b)
@@ -262,15 +262,15 @@ func (l *Layers) check() error {
 	l.defaults()
 	switch {
 	case len(l.Layers) == 0 || len(l.Layers) > 16:
-		return errors.New("plan: Layers: from 1 to 16 layers")
+		return errors.New("fleet: Layers: from 1 to 16 layers")
 	case !(l.Rate > 0 && l.Rate <= 1e6):
-		return fmt.Errorf("plan: Layers: Rate must be above 0 and at most 1000000, got %v", l.Rate)
+		return fmt.Errorf("fleet: Layers: Rate must be above 0 and at most 1000000, got %v", l.Rate)
 	case !(l.FailRate >= 0 && l.FailRate < 1):
-		return fmt.Errorf("plan: Layers: FailRate must be in [0, 1), got %v", l.FailRate)
+		return fmt.Errorf("fleet: Layers: FailRate must be in [0, 1), got %v", l.FailRate)
 	case l.MaxCalls < 1 || l.MaxCalls > 1e9 || l.Capacity < 0 || l.Down < 0:
-		return errors.New("plan: Layers: MaxCalls from 1 to 1e9, and no negative Capacity or Down")
+		return errors.New("fleet: Layers: MaxCalls from 1 to 1e9, and no negative Capacity or Down")
 	case l.Duration < 0 || l.Duration > maxLayersSpan || l.Horizon < 0 || l.Horizon > maxLayersSpan:
-		return fmt.Errorf("plan: Layers: Duration and Horizon from 0 to %v", maxLayersSpan)
+		return fmt.Errorf("fleet: Layers: Duration and Horizon from 0 to %v", maxLayersSpan)
 	}
 	return l.checkLayers()
 }
@@ -279,24 +279,25 @@ func (l *Layers) check() error {
 // it.
 func (l *Layers) checkLayers() error {
 	for i, layer := range l.Layers {
-		if err := layer.check(); err != nil {
-			return fmt.Errorf("plan: Layers: layer %d (%s): %w", i+1, layer.Name, err)
+		if err := layer.check(i); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// check returns the error of the layer's first field out of range: times
-// within a day (a breaker may open for longer: its end saturates), and no
-// negative count.
-func (l Layer) check() error {
+// check returns the error of the layer's first field out of range, naming
+// it as the i-th layer: times within a day (a breaker may open for longer:
+// its end saturates), and no negative count.
+func (l Layer) check(i int) error {
+	at := fmt.Sprintf("fleet: Layers: layer %d (%s): ", i+1, l.Name)
 	switch {
 	case l.Latency < 0 || l.Latency > maxLayersSpan:
-		return fmt.Errorf("Latency must be from 0 to %v, got %v", maxLayersSpan, l.Latency)
+		return fmt.Errorf("%sLatency must be from 0 to %v, got %v", at, maxLayersSpan, l.Latency)
 	case l.Timeout < 0 || l.Timeout > maxLayersSpan:
-		return fmt.Errorf("Timeout must be from 0 to %v, got %v", maxLayersSpan, l.Timeout)
+		return fmt.Errorf("%sTimeout must be from 0 to %v, got %v", at, maxLayersSpan, l.Timeout)
 	case l.BreakerFailures < 0 || l.BreakerOpen < 0:
-		return fmt.Errorf("BreakerFailures and BreakerOpen must not be negative, got %d and %v", l.BreakerFailures, l.BreakerOpen)
+		return fmt.Errorf("%sBreakerFailures and BreakerOpen must not be negative, got %d and %v", at, l.BreakerFailures, l.BreakerOpen)
 	}
 	return nil
 }
@@ -320,7 +321,7 @@ func (r *layersRun) run(ctx context.Context) error {
 	r.r.TruncatedBy, err = r.eng.run(ctx, r.l.Duration+r.l.Horizon, r.step)
 	r.r.Truncated = r.r.TruncatedBy != ""
 	if err != nil {
-		return fmt.Errorf("plan: Layers: %w", err)
+		return fmt.Errorf("fleet: Layers: %w", err)
 	}
 	return nil
 }

@@ -122,15 +122,15 @@ func (o Outage) withDefaults() Outage {
 func (o Outage) check() error {
 	switch {
 	case o.Jobs < 1 || o.Jobs > 1_000_000:
-		return errors.New("plan: Outage.Jobs: must be between 1 and 1000000")
+		return errors.New("fleet: Outage.Jobs: must be between 1 and 1000000")
 	case !within(o.Down, month) || !within(o.Horizon, month) || !within(o.Spread, month) || !within(o.FailAfter, 24*time.Hour):
-		return errors.New("plan: Outage: Down, Horizon and Spread must be from 0 to 30 days, FailAfter from 0 to a day")
+		return errors.New("fleet: Outage: Down, Horizon and Spread must be from 0 to 30 days, FailAfter from 0 to a day")
 	case !within(o.Tick, MaxTick):
-		return fmt.Errorf("plan: Outage.Tick: must be from 0 to %v, got %v", MaxTick, o.Tick)
+		return fmt.Errorf("fleet: Outage.Tick: must be from 0 to %v, got %v", MaxTick, o.Tick)
 	case o.Capacity < 0:
-		return errors.New("plan: Outage.Capacity: must not be negative")
+		return errors.New("fleet: Outage.Capacity: must not be negative")
 	case o.MaxRuns < 1 || o.MaxRuns > 1_000_000_000:
-		return errors.New("plan: Outage.MaxRuns: must be between 1 and 1000000000")
+		return errors.New("fleet: Outage.MaxRuns: must be between 1 and 1000000000")
 	}
 	return nil
 }
@@ -197,7 +197,7 @@ func (f *fleet) run(ctx context.Context) error {
 	f.r.TruncatedBy, err = f.eng.run(ctx, f.o.Down+f.o.Horizon, f.step)
 	f.r.Truncated = f.r.TruncatedBy != ""
 	if err != nil {
-		return fmt.Errorf("plan: Outage: %w", err)
+		return fmt.Errorf("fleet: Outage: %w", err)
 	}
 	return nil
 }

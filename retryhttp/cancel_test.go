@@ -30,7 +30,8 @@ func TestCancelledRequestSendsNoMoreAttempts(t *testing.T) {
 				retryhttp.WithEnd(func(e retrypolicy.RetryEnd) { ends = append(ends, e) }))
 			require.NoError(t, err)
 			req := get(t, p.URL)
-			req.Cancel = cancel //nolint:staticcheck // what http.Client sets for a transport it does not know
+			//lint:ignore SA1019 what http.Client sets for a transport it does not know
+			req.Cancel = cancel
 			_, err = tr.RoundTrip(req)
 			var gu *retrypolicy.GiveUpError
 			require.ErrorAs(t, err, &gu)
@@ -50,7 +51,8 @@ func TestCancelledRequestSendsNoMoreAttempts(t *testing.T) {
 			cancel := make(chan struct{})
 			close(cancel)
 			req := get(t, p.URL)
-			req.Cancel = cancel //nolint:staticcheck // as above
+			//lint:ignore SA1019 as above
+			req.Cancel = cancel
 			_, err = tr.RoundTrip(req)
 			var gu *retrypolicy.GiveUpError
 			require.ErrorAs(t, err, &gu)

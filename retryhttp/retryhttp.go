@@ -253,6 +253,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	c := call{t: t, req: req, resend: replayable(req)}
 	ctx := req.Context()
+	//lint:ignore SA1019 an http.Client with a Timeout still sets it for a transport it does not know
 	if req.Cancel != nil {
 		// An http.Client with a Timeout cancels a request to a transport
 		// it does not know through req.Cancel as well as its context, each
@@ -262,6 +263,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		defer c.cancel(nil)
 		go func() {
 			select {
+			//lint:ignore SA1019 as above
 			case <-req.Cancel:
 				c.cancel(errRequestCanceled)
 			case <-ctx.Done():
@@ -361,6 +363,7 @@ func (c *call) canceled() bool {
 		return false
 	}
 	select {
+	//lint:ignore SA1019 as in RoundTrip
 	case <-c.req.Cancel:
 		c.cancel(errRequestCanceled)
 		return true

@@ -90,7 +90,7 @@ func simulateLayers(l fleet.Layers, chains []fleet.Chain, asJSON bool, svgPath s
 		l.Layers = c.Layers
 		r, err := l.Run(context.Background()) // bounded by l.MaxCalls
 		if err != nil {
-			fmt.Fprintln(stderr, "retrypolicy: simulate:", strings.TrimPrefix(err.Error(), "plan: "))
+			fmt.Fprintln(stderr, "retrypolicy: simulate:", strings.TrimPrefix(err.Error(), "fleet: "))
 			return exitInvalid
 		}
 		results[i] = r
@@ -185,7 +185,7 @@ func simulateOutage(o fleet.Outage, strategies []report.Named, asJSON bool, svgP
 	for i, n := range strategies {
 		r, err := o.Run(context.Background(), n.Strategy) // bounded by o.MaxRuns
 		if err != nil {
-			fmt.Fprintln(stderr, "retrypolicy: simulate:", strings.TrimPrefix(err.Error(), "plan: "))
+			fmt.Fprintln(stderr, "retrypolicy: simulate:", strings.TrimPrefix(err.Error(), "fleet: "))
 			return exitInvalid
 		}
 		results[i] = r
