@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/bits"
 	"time"
+
+	"github.com/retrypolicy/retrypolicy/internal/splitmix"
 )
 
 // BackoffKind names how the delay grows with the failures in the window:
@@ -282,18 +284,7 @@ func jitterUnit(seed uint64, last instant, n int) uint64 {
 	// The failure's three numbers are spread by odd multipliers and folded
 	// into one word; two finalizer rounds then mix it with the seed.
 	f := uint64(last.sec)*0x9e3779b97f4a7c15 ^ uint64(last.nsec)*0xc2b2ae3d27d4eb4f ^ uint64(n)*0x165667b19e3779f9
-	return mix64(seed^mix64(f)) >> 11
-}
-
-// mix64 is the SplitMix64 finalizer: a bijection on uint64 whose output bits
-// each depend on every input bit.
-func mix64(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
+	return splitmix.Mix(seed^splitmix.Mix(f)) >> 11
 }
 
 // jitterFor returns floor(u × credited / 4) for u = u53 / 2^53, computed

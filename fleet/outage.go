@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/internal/splitmix"
 )
 
 // simStart is the instant a simulation's t = 0 stands for.
@@ -183,7 +184,7 @@ func newFleet(o Outage, p *retrypolicy.Policy) *fleet {
 	f.eng.seed(o.Jobs, func(i int) (time.Duration, int32) {
 		var at time.Duration
 		if o.Spread > 0 {
-			hi, _ := bits.Mul64(splitMix(&rng), uint64(o.Spread))
+			hi, _ := bits.Mul64(splitmix.Next(&rng), uint64(o.Spread))
 			at = time.Duration(hi)
 		}
 		return at, int32(i)
@@ -287,14 +288,5 @@ func percentiles(ds []time.Duration) Percentiles {
 // jobSeed returns job i's jitter seed in a simulation drawn from seed.
 func jobSeed(seed uint64, i int) uint64 {
 	x := seed ^ uint64(i)*0x9e3779b97f4a7c15
-	return splitMix(&x)
-}
-
-// splitMix advances a SplitMix64 state and returns its next output.
-func splitMix(state *uint64) uint64 {
-	*state += 0x9e3779b97f4a7c15
-	z := *state
-	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
-	z = (z ^ z>>27) * 0x94d049bb133111eb
-	return z ^ z>>31
+	return splitmix.Next(&x)
 }
