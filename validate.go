@@ -312,10 +312,9 @@ func (p *problems) err() error {
 		return nil
 	}
 	slices.SortStableFunc(p.list, func(a, b problem) int { return a.order - b.order })
-	shown := p.list[:min(len(p.list), wire.MaxProblems)]
-	ve := &ValidationError{Errors: make([]FieldError, len(shown)), Omitted: len(p.list) - len(shown)}
-	for i, pr := range shown {
-		ve.Errors[i] = pr.err
+	var shown wire.Problems[FieldError]
+	for _, pr := range p.list {
+		shown.Add(pr.err)
 	}
-	return ve
+	return &ValidationError{Errors: shown.List, Omitted: shown.More}
 }

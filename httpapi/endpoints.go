@@ -75,31 +75,30 @@ func setQuery(fs *flag.FlagSet, r *http.Request) *apiError {
 	if e != nil {
 		return e
 	}
-	var probs []fieldProblem
-	more := 0
+	var probs wire.Problems[fieldProblem]
 	for _, name := range slices.Sorted(maps.Keys(q)) {
-		if len(probs) == wire.MaxProblems {
-			more++
+		if probs.Full() {
+			probs.More++ // the rest are counted, not read
 			continue
 		}
 		values := q[name]
 		field := echo.Text(name)
 		switch {
 		case fs.Lookup(name) == nil:
-			probs = append(probs, fieldProblem{field, field + ": unknown parameter" + suggestion(fs, name)})
+			probs.Add(fieldProblem{field, field + ": unknown parameter" + suggestion(fs, name)})
 		case len(values) > 1:
-			probs = append(probs, fieldProblem{field, field + ": given more than once"})
+			probs.Add(fieldProblem{field, field + ": given more than once"})
 		default:
 			if err := fs.Set(name, values[0]); err != nil {
-				probs = append(probs, fieldProblem{field, field + ": " + err.Error() + ", got " + echo.Quote(values[0])})
+				probs.Add(fieldProblem{field, field + ": " + err.Error() + ", got " + echo.Quote(values[0])})
 			}
 		}
 	}
-	if more > 0 {
-		probs = append(probs, fieldProblem{"$", fmt.Sprintf("and %d more", more)})
+	if probs.More > 0 {
+		probs.List = append(probs.List, fieldProblem{"$", wire.AndMore(probs.More)})
 	}
-	if probs != nil {
-		return invalid("INVALID_PARAMETER", probs)
+	if probs.List != nil {
+		return invalid("INVALID_PARAMETER", probs.List)
 	}
 	return nil
 }

@@ -72,6 +72,7 @@ import (
 	"github.com/retrypolicy/retrypolicy"
 	"github.com/retrypolicy/retrypolicy/internal/echo"
 	"github.com/retrypolicy/retrypolicy/internal/report"
+	"github.com/retrypolicy/retrypolicy/internal/wire"
 )
 
 // Options are the handler's limits. The zero Options are the safe
@@ -380,7 +381,7 @@ func strategyProblems(err error) []fieldProblem {
 		out = append(out, fieldProblem{fe.Field, fe.Error()})
 	}
 	if ve.Omitted > 0 {
-		out = append(out, fieldProblem{"$", fmt.Sprintf("and %d more", ve.Omitted)})
+		out = append(out, fieldProblem{"$", wire.AndMore(ve.Omitted)})
 	}
 	return out
 }

@@ -20,27 +20,18 @@ import (
 // MaxLine is the longest request decide reads, on a line or as a document.
 const MaxLine = 1 << 20
 
-// problems are what is wrong with one request, the first wire.MaxProblems of
-// them, each starting with its field's path ("$" for the document).
-type problems struct {
-	list []string
-	more int
-}
+// problems are what is wrong with one request, each starting with its
+// field's path ("$" for the document).
+type problems struct{ wire.Problems[string] }
 
-func (p *problems) add(line string) {
-	if len(p.list) < wire.MaxProblems {
-		p.list = append(p.list, line)
-	} else {
-		p.more++
-	}
-}
+func (p *problems) add(line string) { p.Add(line) }
 
 // lines returns the problems, the count of the omitted ones last.
 func (p *problems) lines() []string {
-	if p.more > 0 {
-		return append(p.list, "and "+strconv.Itoa(p.more)+" more")
+	if p.More > 0 {
+		return append(p.List, wire.AndMore(p.More))
 	}
-	return p.list
+	return p.List
 }
 
 // Decider reads decide's requests and decides on them:
@@ -106,7 +97,7 @@ func (d *Decider) Decide(doc, out []byte) ([]byte, []string) {
 
 // read reads doc into a request and d.failures, or records its problems.
 func (d *Decider) read(doc []byte) (req request, ok bool) {
-	d.probs = problems{list: d.probs.list[:0]}
+	d.probs.Reset()
 	d.failures = d.failures[:0]
 	doc, offset := wire.TrimBOM(doc)
 	s := &d.scan
@@ -122,7 +113,7 @@ func (d *Decider) read(doc []byte) (req request, ok bool) {
 	var seen [len(requestKeys)]bool
 	strays := d.members(s, &req, &seen)
 	if s.Bad() {
-		d.probs = problems{list: d.probs.list[:0]}
+		d.probs.Reset()
 		d.syntax(s, doc, offset)
 		return req, false
 	}
@@ -130,14 +121,14 @@ func (d *Decider) read(doc []byte) (req request, ok bool) {
 		d.probs.add("$: must hold one JSON object and nothing after it")
 	}
 	d.required(&seen)
-	for _, p := range strays.list {
+	for _, p := range strays.List {
 		d.probs.add(p)
 	}
-	d.probs.more += strays.more
+	d.probs.More += strays.More
 	if req.policy == nil && !d.hasProblemWith("retry_strategy") {
 		req.policy = d.standard
 	}
-	return req, len(d.probs.list) == 0
+	return req, len(d.probs.List) == 0
 }
 
 // members reads the object's members into req, marking the keys seen; it
@@ -210,7 +201,7 @@ func (d *Decider) syntax(s *jsonscan.Scanner, doc []byte, offset int) {
 
 // hasProblemWith reports whether a problem with field was recorded.
 func (d *Decider) hasProblemWith(field string) bool {
-	for _, p := range d.probs.list {
+	for _, p := range d.probs.List {
 		if len(p) > len(field) && p[:len(field)] == field && (p[len(field)] == ':' || p[len(field)] == '.' || p[len(field)] == '[') {
 			return true
 		}
@@ -364,7 +355,7 @@ func (d *Decider) policy(v []byte) *retrypolicy.Policy {
 			}
 			d.probs.add(fe.Error())
 		}
-		d.probs.more += ve.Omitted
+		d.probs.More += ve.Omitted
 		return nil
 	}
 	p, err := retrypolicy.Compile(s)

@@ -11,6 +11,32 @@ import (
 // MaxProblems is the most problems an error about one document lists.
 const MaxProblems = 20
 
+// Problems are what is wrong with one document: the first MaxProblems, and
+// a count of the rest.
+type Problems[T any] struct {
+	List []T
+	More int
+}
+
+// Add keeps p, or counts it once MaxProblems are kept.
+func (ps *Problems[T]) Add(p T) {
+	if ps.Full() {
+		ps.More++
+		return
+	}
+	ps.List = append(ps.List, p)
+}
+
+// Full reports whether MaxProblems are kept: what comes now is only
+// counted.
+func (ps *Problems[T]) Full() bool { return len(ps.List) >= MaxProblems }
+
+// Reset empties ps, keeping its List's room.
+func (ps *Problems[T]) Reset() { ps.List, ps.More = ps.List[:0], 0 }
+
+// AndMore says how many problems were left out: "and 3 more".
+func AndMore(n int) string { return "and " + strconv.Itoa(n) + " more" }
+
 // utf8BOM is the byte-order mark some editors write at the start of a file.
 var utf8BOM = []byte("\xef\xbb\xbf")
 

@@ -55,3 +55,23 @@ func TestAppendSecondsIsExact(t *testing.T) {
 		assert.Equal(t, int64(d), ns.Num().Int64(), text)
 	})
 }
+
+// TestProblemsKeepTheFirstTwenty: a document's problems are its first 20,
+// then a count of the rest, said as "and N more"; a reset keeps the room.
+func TestProblemsKeepTheFirstTwenty(t *testing.T) {
+	var ps Problems[int]
+	for i := range 25 {
+		ps.Add(i)
+	}
+	if len(ps.List) != 20 || ps.List[19] != 19 || ps.More != 5 || !ps.Full() {
+		t.Fatalf("kept %v, %d more", ps.List, ps.More)
+	}
+	if got := AndMore(ps.More); got != "and 5 more" {
+		t.Fatalf("AndMore(5) = %q", got)
+	}
+	room := cap(ps.List)
+	ps.Reset()
+	if len(ps.List) != 0 || ps.More != 0 || cap(ps.List) != room || ps.Full() {
+		t.Fatalf("after Reset: %v, %d more, room %d of %d", ps.List, ps.More, cap(ps.List), room)
+	}
+}
