@@ -59,16 +59,50 @@ exponential_with_jitter.`, stderr)
 	if code >= 0 {
 		return code
 	}
+	out := output{asJSON: *asJSON, svgPath: *svgPath, stdout: stdout, stderr: stderr}
 	switch o.Scenario {
 	case "contention":
-		return simulateContention(o.Contention(), contenders(strategies), *asJSON, stdout, stderr)
+		return out.contention(o.Contention(), contenders(strategies))
 	case "layers":
-		return simulateLayers(o.Layers(), chains(strategies), *asJSON, *svgPath, stdout, stderr)
+		return out.layers(o.Layers(), chains(strategies))
 	}
 	if len(strategies) == 0 {
 		strategies = report.SeedStrategies()
 	}
-	return simulateOutage(o.Outage(), strategies, *asJSON, *svgPath, stdout, stderr)
+	return out.outage(o.Outage(), strategies)
+}
+
+// output is where simulate writes, and how: a JSON line a run, or a table;
+// and the chart, when --svg names a file.
+type output struct {
+	asJSON         bool
+	svgPath        string
+	stdout, stderr io.Writer
+}
+
+// emit writes n runs' results: line(i) for each with --json, else the
+// table; then chart's picture, when there is one and --svg asks for it.
+func (out output) emit(n int, line func(i int) []byte, table func(w io.Writer), chart func() []byte) int {
+	if out.asJSON {
+		for i := range n {
+			fmt.Fprintf(out.stdout, "%s\n", line(i))
+		}
+	} else {
+		table(out.stdout)
+	}
+	if chart != nil && out.svgPath != "" {
+		if err := os.WriteFile(out.svgPath, chart(), 0o644); err != nil {
+			fmt.Fprintln(out.stderr, "retrypolicy:", err)
+			return exitIO
+		}
+	}
+	return exitOK
+}
+
+// refused says why a simulation would not run.
+func (out output) refused(err error) int {
+	fmt.Fprintln(out.stderr, "retrypolicy: simulate:", strings.TrimPrefix(err.Error(), "fleet: "))
+	return exitInvalid
 }
 
 // chains are the layers scenario's chains: the seed's four ways, or one
@@ -84,31 +118,20 @@ func chains(strategies []report.Named) []fleet.Chain {
 	return []fleet.Chain{report.ChainOf("given", given)}
 }
 
-func simulateLayers(l fleet.Layers, chains []fleet.Chain, asJSON bool, svgPath string, stdout, stderr io.Writer) int {
+// layers runs the layers scenario for each chain.
+func (out output) layers(l fleet.Layers, chains []fleet.Chain) int {
 	results := make([]fleet.LayersResult, len(chains))
 	for i, c := range chains {
 		l.Layers = c.Layers
 		r, err := l.Run(context.Background()) // bounded by l.MaxCalls
 		if err != nil {
-			fmt.Fprintln(stderr, "retrypolicy: simulate:", strings.TrimPrefix(err.Error(), "fleet: "))
-			return exitInvalid
+			return out.refused(err)
 		}
 		results[i] = r
 	}
-	if asJSON {
-		for i, r := range results {
-			fmt.Fprintf(stdout, "%s\n", report.LayersJSON(chains[i].Name, r))
-		}
-	} else {
-		writeLayers(stdout, l, chains, results)
-	}
-	if svgPath != "" {
-		if err := os.WriteFile(svgPath, report.LayersChart(l, chains, results), 0o644); err != nil {
-			fmt.Fprintln(stderr, "retrypolicy:", err)
-			return exitIO
-		}
-	}
-	return exitOK
+	return out.emit(len(results), func(i int) []byte { return report.LayersJSON(chains[i].Name, results[i]) },
+		func(w io.Writer) { writeLayers(w, l, chains, results) },
+		func() []byte { return report.LayersChart(l, chains, results) })
 }
 
 // writeLayers prints the layers scenario's table.
@@ -180,66 +203,60 @@ func readStrategies(paths []string, stdin io.Reader, stderr io.Writer, fs *flag.
 	return strategies, -1
 }
 
-func simulateOutage(o fleet.Outage, strategies []report.Named, asJSON bool, svgPath string, stdout, stderr io.Writer) int {
+// outage runs the outage scenario for each strategy.
+func (out output) outage(o fleet.Outage, strategies []report.Named) int {
 	results := make([]fleet.OutageResult, len(strategies))
 	for i, n := range strategies {
 		r, err := o.Run(context.Background(), n.Strategy) // bounded by o.MaxRuns
 		if err != nil {
-			fmt.Fprintln(stderr, "retrypolicy: simulate:", strings.TrimPrefix(err.Error(), "fleet: "))
-			return exitInvalid
+			return out.refused(err)
 		}
 		results[i] = r
 	}
-	if asJSON {
-		for i, r := range results {
-			fmt.Fprintf(stdout, "%s\n", report.OutageJSON(strategies[i].Name, r))
-		}
-	} else {
-		fmt.Fprintf(stdout, "outage: %d jobs; the provider is down for %s from t = 0; runs fail after %s; first runs %s; %s\n\n",
-			o.Jobs, report.Brief(o.Down), report.Brief(o.FailAfter), report.SpreadText(o.Spread), report.TickText(o.Tick))
-		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "strategy\truns\tpeak/min\tFATAL\tunfinished\trecovery p50\tp99\tmax\t")
-		for i, r := range results {
-			rec := []string{"-", "-", "-"}
-			if r.Succeeded > 0 {
-				rec = []string{report.Brief(r.Recovery.P50), report.Brief(r.Recovery.P99), report.Brief(r.Recovery.Max)}
-			}
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t\n", strategies[i].Name, r.Runs, r.Peak, r.Fatal, r.Unfinished, strings.Join(rec, "\t"))
-		}
-		tw.Flush()
-		for i, r := range results {
-			if r.Truncated {
-				fmt.Fprint(stdout, report.Truncated(strategies[i].Name, r.TruncatedBy, fmt.Sprintf("after %d runs, its counts are lower bounds", r.Runs)))
-			}
-		}
-	}
-	if svgPath != "" {
-		if err := os.WriteFile(svgPath, report.LoadChart(o, strategies, results), 0o644); err != nil {
-			fmt.Fprintln(stderr, "retrypolicy:", err)
-			return exitIO
-		}
-	}
-	return exitOK
+	return out.emit(len(results), func(i int) []byte { return report.OutageJSON(strategies[i].Name, results[i]) },
+		func(w io.Writer) { writeOutage(w, o, strategies, results) },
+		func() []byte { return report.LoadChart(o, strategies, results) })
 }
 
-func simulateContention(c fleet.Contention, contenders []fleet.Contender, asJSON bool, stdout, stderr io.Writer) int {
+// writeOutage prints the outage scenario's table.
+func writeOutage(w io.Writer, o fleet.Outage, strategies []report.Named, results []fleet.OutageResult) {
+	fmt.Fprintf(w, "outage: %d jobs; the provider is down for %s from t = 0; runs fail after %s; first runs %s; %s\n\n",
+		o.Jobs, report.Brief(o.Down), report.Brief(o.FailAfter), report.SpreadText(o.Spread), report.TickText(o.Tick))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "strategy\truns\tpeak/min\tFATAL\tunfinished\trecovery p50\tp99\tmax\t")
+	for i, r := range results {
+		rec := []string{"-", "-", "-"}
+		if r.Succeeded > 0 {
+			rec = []string{report.Brief(r.Recovery.P50), report.Brief(r.Recovery.P99), report.Brief(r.Recovery.Max)}
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t\n", strategies[i].Name, r.Runs, r.Peak, r.Fatal, r.Unfinished, strings.Join(rec, "\t"))
+	}
+	tw.Flush()
+	for i, r := range results {
+		if r.Truncated {
+			fmt.Fprint(w, report.Truncated(strategies[i].Name, r.TruncatedBy, fmt.Sprintf("after %d runs, its counts are lower bounds", r.Runs)))
+		}
+	}
+}
+
+// contention runs the contention scenario for each contender.
+func (out output) contention(c fleet.Contention, contenders []fleet.Contender) int {
 	results := make([]fleet.ContentionResult, len(contenders))
 	for i, who := range contenders {
-		r, err := c.Run(context.Background(), who) // bounded by fleet.DefaultMaxMessages
+		r, err := c.Run(context.Background(), who) // bounded by its MaxMessages
 		if err != nil {
-			return printProblems(stderr, err)
+			return printProblems(out.stderr, err)
 		}
 		results[i] = r
 	}
-	if asJSON {
-		for _, r := range results {
-			fmt.Fprintf(stdout, "%s\n", report.ContentionJSON(r))
-		}
-		return exitOK
-	}
-	clients, runs := c.Clients, c.Runs
-	fmt.Fprintf(stdout, "contention: %d clients, means over %d runs\n\n", clients, runs)
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	return out.emit(len(results), func(i int) []byte { return report.ContentionJSON(results[i]) },
+		func(w io.Writer) { writeContention(w, c, results) }, nil)
+}
+
+// writeContention prints the contention scenario's table.
+func writeContention(w io.Writer, c fleet.Contention, results []fleet.ContentionResult) {
+	fmt.Fprintf(w, "contention: %d clients, means over %d runs\n\n", c.Clients, c.Runs)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "strategy\tcalls\tcompletion_ms\tgave up\t")
 	for _, r := range results {
 		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t\n", r.Name, r.Calls, r.CompletionMs, r.GaveUp)
@@ -247,8 +264,7 @@ func simulateContention(c fleet.Contention, contenders []fleet.Contender, asJSON
 	tw.Flush()
 	for _, r := range results {
 		if r.Truncated {
-			fmt.Fprint(stdout, report.Truncated(r.Name, r.TruncatedBy, fmt.Sprintf("within run %d, its means are over the runs begun", r.Runs)))
+			fmt.Fprint(w, report.Truncated(r.Name, r.TruncatedBy, fmt.Sprintf("within run %d, its means are over the runs begun", r.Runs)))
 		}
 	}
-	return exitOK
 }
