@@ -139,16 +139,24 @@ func (p *Policy) Decide(failures []time.Time, uptime time.Duration, seed uint64,
 // decideOn completes d for failures, at least one.
 func (p *Policy) decideOn(d *Decision, failures []time.Time, uptime time.Duration, seed uint64, now time.Time) {
 	if len(failures) == 1 { // the first failure: nothing to count
-		p.decideCounted(d, 1, instantOf(failures[0]), failures[0].Location(), uptime, seed, now)
+		p.decideCounted(d, counted{1, instantOf(failures[0]), failures[0].Location()}, uptime, seed, now)
 		return
 	}
 	newest, at, n := countWindow(failures, p.window)
-	p.decideCounted(d, n, at, failures[newest].Location(), uptime, seed, now)
+	p.decideCounted(d, counted{n, at, failures[newest].Location()}, uptime, seed, now)
 }
 
-// decideCounted completes d for n failures in the window, the newest at
-// the instant at in location loc.
-func (p *Policy) decideCounted(d *Decision, n int, at instant, loc *time.Location, uptime time.Duration, seed uint64, now time.Time) {
+// counted is a window counted: n failures, the newest at an instant, in a
+// location that its due time keeps.
+type counted struct {
+	n      int
+	newest instant
+	loc    *time.Location
+}
+
+// decideCounted completes d for the counted window w.
+func (p *Policy) decideCounted(d *Decision, w counted, uptime time.Duration, seed uint64, now time.Time) {
+	n, at, loc := w.n, w.newest, w.loc
 	d.InWindow = n
 	switch {
 	case p.s.Kind == None:

@@ -143,7 +143,7 @@ func readDocument(data []byte, offset int, d *draft, p *problems) bool {
 		p.addAt(orderDoc, "$", "must be a JSON object", v.shown())
 		return false
 	}
-	if err := readObject(dec, d, p, topFields, "", orderTop, 1); err != nil {
+	if err := readObject(dec, d, p, topObject, 1); err != nil {
 		return docError(p, data, err, offset)
 	}
 	if _, err := dec.Token(); err != io.EOF {
@@ -164,11 +164,25 @@ func docError(p *problems, data []byte, err error, offset int) bool {
 	return false
 }
 
-// readObject reads the members of an object whose '{' has been read, up to
-// and including its '}'. fields maps the keys it knows; prefix is the
-// object's path ("" or "backoff."); unknownOrder places unknown keys; depth
-// is the object's nesting level.
-func readObject(dec *json.Decoder, d *draft, p *problems, fields map[string]field, prefix string, unknownOrder, depth int) error {
+// objectKind is one of the descriptor's objects: the keys it knows, its
+// path ("" or "backoff."), and where its unknown keys place among the
+// problems.
+type objectKind struct {
+	fields       map[string]field
+	prefix       string
+	unknownOrder int
+}
+
+// The descriptor's two objects.
+var (
+	topObject     = objectKind{topFields, "", orderTop}
+	backoffObject = objectKind{backoffFields, "backoff.", orderBackoff}
+)
+
+// readObject reads the members of an object of kind obj whose '{' has been
+// read, up to and including its '}'; depth is its nesting level.
+func readObject(dec *json.Decoder, d *draft, p *problems, obj objectKind, depth int) error {
+	fields := obj.fields
 	var seen [numFields]bool
 	for dec.More() {
 		tok, err := dec.Token()
@@ -186,7 +200,7 @@ func readObject(dec *json.Decoder, d *draft, p *problems, fields map[string]fiel
 			}
 			seen[f] = true
 			d.v[f] = rawValue{kind: rawObject}
-			if err := readObject(dec, d, p, backoffFields, "backoff.", orderBackoff, depth+1); err != nil {
+			if err := readObject(dec, d, p, backoffObject, depth+1); err != nil {
 				return err
 			}
 			continue
@@ -197,7 +211,7 @@ func readObject(dec *json.Decoder, d *draft, p *problems, fields map[string]fiel
 		}
 		switch {
 		case !known:
-			p.addAt(unknownOrder, prefix+echo.Text(key), "unknown field"+echo.Suggest(key, fields), "")
+			p.addAt(obj.unknownOrder, obj.prefix+echo.Text(key), "unknown field"+echo.Suggest(key, fields), "")
 		case seen[f]:
 			p.add(f, "duplicate key", "")
 		default:

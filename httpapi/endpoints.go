@@ -342,7 +342,7 @@ func (h *Handler) simulate(w http.ResponseWriter, r *http.Request, body []byte) 
 		}
 		return writeJSON(w, report.ContentionJSON(res))
 	}
-	return h.outage(ctx, w, r, o.Outage(), strategies, *compare != "")
+	return h.outage(ctx, w, r, o.Outage(), strategies)
 }
 
 // layers runs the seed's chain of four layers with st at every layer, and
@@ -396,9 +396,9 @@ func compared(name, scenario string) ([]report.Named, []report.Option) {
 }
 
 // outage runs the outage under each strategy, within the request's
-// budget, and answers the chart of all, or the JSON: one object, or an
-// array when compared.
-func (h *Handler) outage(ctx context.Context, w http.ResponseWriter, r *http.Request, out fleet.Outage, strategies []report.Named, compared bool) *apiError {
+// budget, and answers the chart of all, or the JSON: one object for the
+// posted strategy alone, or an array when another is compared with it.
+func (h *Handler) outage(ctx context.Context, w http.ResponseWriter, r *http.Request, out fleet.Outage, strategies []report.Named) *apiError {
 	results := make([]fleet.OutageResult, len(strategies))
 	for i, n := range strategies {
 		res, err := out.Run(ctx, n.Strategy)
@@ -411,7 +411,7 @@ func (h *Handler) outage(ctx context.Context, w http.ResponseWriter, r *http.Req
 		strategies[0].Name = "this strategy"
 		return writeSVG(w, report.LoadChart(out, strategies, results))
 	}
-	if !compared {
+	if len(results) == 1 {
 		return writeJSON(w, report.OutageJSON("posted", results[0]))
 	}
 	return writeJSON(w, jsonArray(len(results), func(i int) []byte { return report.OutageJSON(strategies[i].Name, results[i]) }))
