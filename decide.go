@@ -2,6 +2,7 @@ package retrypolicy
 
 import (
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/retrypolicy/retrypolicy/internal/wire"
@@ -192,4 +193,24 @@ func SeedFromString(id string) uint64 {
 		h.Add(id[i])
 	}
 	return uint64(h)
+}
+
+// LogValue implements slog.LogValuer with the names and values of the JSON
+// form, so that a scheduler logs a whole decision as one attribute.
+func (d Decision) LogValue() slog.Value {
+	attrs := make([]slog.Attr, 0, 7)
+	attrs = append(attrs, slog.String("action", d.Action.String()))
+	if d.Action == Fatal {
+		attrs = append(attrs, slog.String("reason", d.Reason.String()))
+	}
+	attrs = append(attrs, slog.Int("failures_in_window", d.InWindow))
+	if d.Action != Fatal {
+		attrs = append(attrs,
+			slog.Any("owed_secs", seconds(d.Owed)),
+			slog.Any("credited_secs", seconds(d.Delay)),
+			slog.Any("jitter_secs", seconds(d.Jitter)),
+			slog.String("due", string(appendDue(nil, d.Due))),
+		)
+	}
+	return slog.GroupValue(attrs...)
 }

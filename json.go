@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"log/slog"
 	"math"
 	"slices"
 	"strconv"
@@ -295,26 +294,6 @@ func appendDue(b []byte, t time.Time) []byte {
 		t = lastRFC3339
 	}
 	return t.UTC().AppendFormat(b, dueLayout)
-}
-
-// LogValue implements slog.LogValuer with the names and values of the JSON
-// form, so that a scheduler logs a whole decision as one attribute.
-func (d Decision) LogValue() slog.Value {
-	attrs := make([]slog.Attr, 0, 7)
-	attrs = append(attrs, slog.String("action", d.Action.String()))
-	if d.Action == Fatal {
-		attrs = append(attrs, slog.String("reason", d.Reason.String()))
-	}
-	attrs = append(attrs, slog.Int("failures_in_window", d.InWindow))
-	if d.Action != Fatal {
-		attrs = append(attrs,
-			slog.Any("owed_secs", seconds(d.Owed)),
-			slog.Any("credited_secs", seconds(d.Delay)),
-			slog.Any("jitter_secs", seconds(d.Jitter)),
-			slog.String("due", string(appendDue(nil, d.Due))),
-		)
-	}
-	return slog.GroupValue(attrs...)
 }
 
 // MarshalJSON writes d as the command prints it: action, reason (when

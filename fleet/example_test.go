@@ -12,7 +12,7 @@ import (
 // send 81 calls a request to a bottom that is down; the client alone
 // retrying sends 3.
 func ExampleLayers() {
-	for _, c := range fleet.SeedChains()[:2] {
+	for _, c := range fleet.DocumentedChains()[:2] {
 		l := fleet.Layers{Layers: c.Layers, Rate: 10, Duration: 10 * time.Second, Down: time.Hour, Horizon: time.Minute}
 		r, err := l.Run(context.Background())
 		if err != nil {

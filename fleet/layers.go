@@ -105,9 +105,9 @@ type Layers struct {
 	onDecide func(call uint64, layer int, failure time.Time, uptime time.Duration)
 }
 
-// DefaultLayers is the seed's chain of four, a client, a gateway, a
-// service and a database driver, each making up to k attempts a call (5 ms
-// × 2 between them) with a 5 ms hop to the layer below.
+// DefaultLayers is the retries document's chain of four, a client, a
+// gateway, a service and a database driver, each making up to k attempts
+// a call (5 ms × 2 between them) with a 5 ms hop to the layer below.
 func DefaultLayers(k int) []Layer {
 	s := retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: k, Window: time.Hour,
 		Backoff: retrypolicy.Backoff{Kind: retrypolicy.Exponential, BaseDelay: 5 * time.Millisecond, Multiplier: 2}}
@@ -651,12 +651,12 @@ type Chain struct {
 	Layers []Layer
 }
 
-// SeedChains are the retries document's four ways through the seed's chain
+// DocumentedChains are the retries document's four ways through its chain
 // of four layers (DefaultLayers): every layer retrying 3 times; only the
 // client retrying; every layer retrying within a budget of 10% (burst 10);
 // and only the client retrying, behind a circuit breaker that opens for
 // 10 s after 5 failures in a row.
-func SeedChains() []Chain {
+func DocumentedChains() []Chain {
 	every := DefaultLayers(3)
 	client := DefaultLayers(3)
 	for i := 1; i < len(client); i++ {

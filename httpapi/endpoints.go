@@ -386,7 +386,7 @@ func compared(name, scenario string) ([]report.Named, []report.Option) {
 		return nil, []report.Option{{Name: "compare", Rule: "only the outage scenario compares"}}
 	}
 	var names []string
-	for _, n := range report.SeedStrategies() {
+	for _, n := range report.DocumentedStrategies() {
 		if n.Name == name {
 			return []report.Named{n}, nil
 		}

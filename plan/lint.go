@@ -120,43 +120,43 @@ func (r Report) Warnings() int {
 // few thousand failures and returns the report so far (not Settled) with
 // an error that wraps ctx's.
 func Lint(ctx context.Context, s retrypolicy.Strategy) (Report, error) {
-	return lint(ctx, s, &descriptorTerms)
+	return lint(ctx, s, &descriptorNames)
 }
 
 // LintGo is Lint for a strategy built in Go: its findings name the
 // Strategy's fields and Go's units (Backoff.BaseDelay, time.Hour), not the
 // descriptor's (base_delay_secs, 3600).
 func LintGo(ctx context.Context, s retrypolicy.Strategy) (Report, error) {
-	return lint(ctx, s, &goTerms)
+	return lint(ctx, s, &goNames)
 }
 
-// terms are the names a finding gives the strategy's fields.
-type terms struct {
+// fieldNames are the names a finding gives the strategy's fields.
+type fieldNames struct {
 	maxAttempts, window, base, maxDelay string
 	capExample                          string // maxDelay set to an hour
 	windowOf                            func(secs int64) string
 	noCapIsOften                        string // why a backoff without a cap may not be meant
 }
 
-// descriptorTerms name the descriptor's fields, as JSON and the flags
+// descriptorNames name the descriptor's fields, as JSON and the flags
 // have them.
-var descriptorTerms = terms{
+var descriptorNames = fieldNames{
 	maxAttempts: "max_attempts", window: "window_secs", base: "base_delay_secs", maxDelay: "max_delay_secs",
 	capExample:   "max_delay_secs, for example 3600 (an hour)",
 	windowOf:     func(secs int64) string { return fmt.Sprintf("window_secs %d", secs) },
 	noCapIsOften: "a backoff given without max_delay_secs (or --retry-strategy without --retry-max-delay-secs) has none, while an omitted backoff stops at an hour",
 }
 
-// goTerms name a Strategy's Go fields.
-var goTerms = terms{
+// goNames name a Strategy's Go fields.
+var goNames = fieldNames{
 	maxAttempts: "MaxAttempts", window: "Window", base: "Backoff.BaseDelay", maxDelay: "Backoff.MaxDelay",
 	capExample:   "Backoff.MaxDelay, for example time.Hour",
 	windowOf:     func(secs int64) string { return fmt.Sprintf("Window: %d * time.Second", secs) },
 	noCapIsOften: "a Backoff that sets other fields but not MaxDelay has none, while the zero Backoff stops at an hour",
 }
 
-// lint is Lint with the findings in t's terms.
-func lint(ctx context.Context, s retrypolicy.Strategy, t *terms) (Report, error) {
+// lint is Lint with the findings naming fields by t.
+func lint(ctx context.Context, s retrypolicy.Strategy, t *fieldNames) (Report, error) {
 	p, s, err := unjittered(s)
 	if err != nil {
 		return Report{}, err
@@ -190,7 +190,7 @@ type loopFacts struct {
 func follow(ctx context.Context, p *retrypolicy.Policy) (loopFacts, error) {
 	var f loopFacts
 	var window []time.Duration // the failures in the window, ascending
-	var cycle brent
+	var cycle cycleFinder
 	prevOwed := time.Duration(-1)
 	for st := range crashLoop(p, loopStart, 0) {
 		if f.Failures%checkEvery == 0 && ctx.Err() != nil {
@@ -238,10 +238,10 @@ func (f *loopFacts) note(d retrypolicy.Decision, at, prevOwed time.Duration) {
 	}
 }
 
-// brent is Brent's cycle detection over the window's states: it saves a
+// cycleFinder is Brent's cycle detection over the window's states: it saves a
 // state at each power of two steps and reports a cycle once a later state
 // equals the saved one.
-type brent struct {
+type cycleFinder struct {
 	saved      []time.Duration // a state to meet again, newest first
 	power, lam int
 	cycled     bool
@@ -249,7 +249,7 @@ type brent struct {
 
 // repeats reports whether the loop has come back to a state it was in,
 // the window being the current state.
-func (b *brent) repeats(window []time.Duration) bool {
+func (b *cycleFinder) repeats(window []time.Duration) bool {
 	if b.cycled {
 		return true
 	}
@@ -341,8 +341,8 @@ func climb(p *retrypolicy.Policy, n int) (time.Duration, bool) {
 }
 
 // find returns the findings of s, whose crash loop under p showed f, in
-// t's terms.
-func find(p *retrypolicy.Policy, s retrypolicy.Strategy, f *loopFacts, t *terms) []Finding {
+// t's fieldNames.
+func find(p *retrypolicy.Policy, s retrypolicy.Strategy, f *loopFacts, t *fieldNames) []Finding {
 	var out []Finding
 	add := func(code string, sev Severity, fix string, format string, args ...any) {
 		out = append(out, Finding{Code: code, Severity: sev, Message: fmt.Sprintf(format, args...), Fix: fix})
@@ -371,7 +371,7 @@ func find(p *retrypolicy.Policy, s retrypolicy.Strategy, f *loopFacts, t *terms)
 
 // boundedFindings records the traps of a bounded strategy: it never gives
 // up, or gives up within a minute.
-func boundedFindings(add adder, p *retrypolicy.Policy, s retrypolicy.Strategy, f *loopFacts, t *terms) {
+func boundedFindings(add recordFinding, p *retrypolicy.Policy, s retrypolicy.Strategy, f *loopFacts, t *fieldNames) {
 	if f.Settled && !f.Fatal {
 		add("never-fatal", Warning, neverFatalFix(p, s, f.MostInWindow, t),
 			"bounded never gives up when every run crashes: its %s window holds at most %d failures, short of %s %d, so it retries forever as unless_stopped does",
@@ -385,7 +385,7 @@ func boundedFindings(add adder, p *retrypolicy.Policy, s retrypolicy.Strategy, f
 
 // exponentialFindings records the traps of an exponential backoff: delays
 // that shrink, no cap, a window that forgets before the cap.
-func exponentialFindings(add adder, p *retrypolicy.Policy, s retrypolicy.Strategy, f *loopFacts, t *terms) {
+func exponentialFindings(add recordFinding, p *retrypolicy.Policy, s retrypolicy.Strategy, f *loopFacts, t *fieldNames) {
 	b := s.Backoff
 	if b.Multiplier < 1 {
 		add("shrinking-delays", Warning, "use a multiplier of at least 1 (2 doubles each delay), or a fixed backoff",
@@ -402,13 +402,14 @@ func exponentialFindings(add adder, p *retrypolicy.Policy, s retrypolicy.Strateg
 	}
 }
 
-// adder records a finding.
-type adder func(code string, sev Severity, fix string, format string, args ...any)
+// recordFinding records a finding: its code, severity and fix, and its
+// message as format and args.
+type recordFinding func(code string, sev Severity, fix string, format string, args ...any)
 
 // noCap records that an exponential backoff has no cap: a warning when its
 // waits pass a day, else an info, since a backoff without max_delay_secs
 // is often the flags' default rather than a choice.
-func noCap(add adder, f *loopFacts, t *terms) {
+func noCap(add recordFinding, f *loopFacts, t *fieldNames) {
 	fix := "set " + t.capExample
 	if f.LongestWait > 24*time.Hour {
 		add("no-cap", Warning, fix, "no %s: when every run crashes the waits grow to %s (failure %d)", t.maxDelay, show(f.LongestWait), f.LongestAt)
@@ -421,7 +422,7 @@ func noCap(add adder, f *loopFacts, t *terms) {
 // windowForgets records that a loop that never gives up settles below the
 // delay's limit: the window forgets failures before the delay reaches it,
 // so the waits cycle, or stay on a plateau (SEMANTICS section 5).
-func windowForgets(add adder, s retrypolicy.Strategy, f *loopFacts, t *terms) {
+func windowForgets(add recordFinding, s retrypolicy.Strategy, f *loopFacts, t *fieldNames) {
 	limit, limitText := 100*365*24*time.Hour, "the 100-year ceiling"
 	if s.Backoff.MaxDelay > 0 {
 		limit, limitText = s.Backoff.MaxDelay, "its cap of "+show(s.Backoff.MaxDelay)
@@ -441,7 +442,7 @@ func windowForgets(add adder, s retrypolicy.Strategy, f *loopFacts, t *terms) {
 
 // neverFatalFix says which window, or which max_attempts, would make a
 // never-fatal strategy give up.
-func neverFatalFix(p *retrypolicy.Policy, s retrypolicy.Strategy, most int, t *terms) string {
+func neverFatalFix(p *retrypolicy.Policy, s retrypolicy.Strategy, most int, t *fieldNames) string {
 	fix := fmt.Sprintf("set %s to at most %d, or shorten the delays", t.maxAttempts, most)
 	if need, ok := climb(p, s.MaxAttempts); ok {
 		secs := int64((need + time.Second - 1) / time.Second)

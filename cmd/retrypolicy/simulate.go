@@ -67,7 +67,7 @@ exponential_with_jitter.`, stderr)
 		return out.layers(o.Layers(), chains(strategies))
 	}
 	if len(strategies) == 0 {
-		strategies = report.SeedStrategies()
+		strategies = report.DocumentedStrategies()
 	}
 	return out.outage(o.Outage(), strategies)
 }
@@ -109,7 +109,7 @@ func (out output) refused(err error) int {
 // chain with a strategy a layer, as given, top first.
 func chains(strategies []report.Named) []fleet.Chain {
 	if len(strategies) == 0 {
-		return fleet.SeedChains()
+		return fleet.DocumentedChains()
 	}
 	given := make([]retrypolicy.Strategy, len(strategies))
 	for i, n := range strategies {

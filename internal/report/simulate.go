@@ -89,10 +89,10 @@ var seedStrategies = []struct{ name, doc string }{
 	{"none", `{"strategy":"none"}`},
 }
 
-// SeedStrategies returns the strategies simulate compares when given none,
-// and the server's page offers to compare with: the default strategy and
-// the retries document's four examples, by name.
-func SeedStrategies() []Named {
+// DocumentedStrategies returns the strategies simulate compares when given
+// none, and the server's page offers to compare with: the default strategy
+// and the retries document's four examples, by name.
+func DocumentedStrategies() []Named {
 	out := make([]Named, len(seedStrategies))
 	for i, d := range seedStrategies {
 		s, err := retrypolicy.Parse([]byte(d.doc))
