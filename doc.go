@@ -1,6 +1,7 @@
-// Package retrypolicy decides what a job scheduler does with a job that
-// failed with an error a retry may fix: retry it now, wait until a given
-// time, or give up (fatal).
+// Package retrypolicy decides what a scheduler does with a failed job.
+//
+// Each decision is one of three: retry it now, wait until a given time, or
+// give up (fatal).
 //
 // A scheduler compiles each strategy once and decides on every failed job:
 //

@@ -1,7 +1,8 @@
-// Package httpapi serves the library over HTTP, for schedulers written in
-// any language and for people choosing a strategy: it is what
-// `retrypolicy serve` runs, as a handler a Go program mounts on its own
-// mux.
+// Package httpapi serves the library over HTTP, as an http.Handler.
+//
+// It is for schedulers written in any language and for people choosing a
+// strategy: what `retrypolicy serve` runs, as a handler a Go program mounts
+// on its own mux.
 //
 //	mux := http.NewServeMux()
 //	mux.Handle("/retrypolicy/", http.StripPrefix("/retrypolicy", httpapi.New(httpapi.Options{})))

@@ -1,7 +1,8 @@
-// Package lifecycle is a job's life as a scheduler that retries with
-// [retrypolicy] sees it: the ten statuses, the twelve events that move a job
-// between them, the table of legal moves, the controller's step for a job in
-// ERROR, and a deployment's status from its children's.
+// Package lifecycle is a job's life as a scheduler that retries sees it.
+//
+// It holds the ten statuses, the twelve events that move a job between
+// them, the table of legal moves, the controller's step for a job in ERROR
+// under [retrypolicy], and a deployment's status from its children's.
 //
 // A scheduler keeps one status per job and moves it only with [Next] (or
 // [Step] for a failed job), which refuses every move the table does not

@@ -1,7 +1,9 @@
-// Package otelretry records OpenTelemetry metrics and traces of every
-// place retrypolicy decides a retry: a [retrypolicy.Retry] call, a
-// [retryhttp.Transport]'s requests, a River client's jobs (package
-// otelretry/otelriver) and a scheduler's own controller tick.
+// Package otelretry records OpenTelemetry metrics and traces of every retry
+// retrypolicy decides.
+//
+// It instruments a [retrypolicy.Retry] call, a [retryhttp.Transport]'s
+// requests, a River client's jobs (package otelretry/otelriver) and a
+// scheduler's own controller tick.
 //
 //	in, err := otelretry.New() // the global providers; WithMeterProvider, WithTracerProvider
 //	body, err := otelretry.Retry(ctx, in, "fetch-report", strategy, fetch)

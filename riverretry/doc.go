@@ -1,7 +1,10 @@
 // Package riverretry applies retrypolicy strategies to the jobs of a River
-// queue (github.com/riverqueue/river): bounded attempts within a sliding
-// window, backoff with uptime credit and jitter, and a fatal end, in place
-// of River's fixed attempt^4 schedule and attempt counter.
+// queue.
+//
+// A River (github.com/riverqueue/river) job then has bounded attempts
+// within a sliding window, backoff with uptime credit and jitter, and a
+// fatal end, in place of River's fixed attempt^4 schedule and attempt
+// counter.
 //
 // # Installing
 //

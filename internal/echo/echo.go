@@ -1,6 +1,7 @@
-// Package echo writes a piece of untrusted input into an error message
-// safely: quoted, with everything that could forge a second line or drive
-// a terminal escaped, and cut to a bounded length.
+// Package echo writes untrusted input into an error message safely.
+//
+// The input is quoted, with everything that could forge a second line or
+// drive a terminal escaped, and cut to a bounded length.
 package echo
 
 import (

@@ -1,6 +1,8 @@
-// Package jsondoc words what is wrong with a JSON document as a whole, the
-// same way for the library and the command: a syntax error at the byte the
-// user can find it, input that ends too soon, or no document at all.
+// Package jsondoc words what is wrong with a JSON document as a whole.
+//
+// The library and the command say it the same way: a syntax error at the
+// byte the user can find it, input that ends too soon, or no document at
+// all.
 package jsondoc
 
 import (

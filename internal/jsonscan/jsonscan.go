@@ -1,7 +1,8 @@
-// Package jsonscan reads JSON documents held in memory value by value,
-// without the generic token stream and without allocating: the request
-// reader of the command and the job-metadata reader of the River adapter
-// are built on it. It accepts exactly the documents encoding/json accepts
+// Package jsonscan reads JSON documents held in memory, value by value,
+// without allocating.
+//
+// It skips the generic token stream: the request reader of the command and
+// the job-metadata reader of the River adapter are built on it. It accepts exactly the documents encoding/json accepts
 // (up to MaxDepth levels of nesting), decodes strings to the same bytes,
 // keeping bytes that are not UTF-8 as they are, and reads RFC 3339 times
 // as time.Parse does.

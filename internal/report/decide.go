@@ -1,5 +1,7 @@
 // Package report holds what the command prints and the HTTP API answers
-// alike, so that both say the same: decide's request reader, plan's and
+// alike.
+//
+// So that both say the same, it holds decide's request reader, plan's and
 // simulate's options (flags of the one, query parameters of the other),
 // their JSON, and their pictures.
 package report

@@ -1,5 +1,6 @@
-// Package wire holds the small pieces of the wire forms that the library,
-// the command and the River adapter share: each is written once, here.
+// Package wire holds the small pieces of the wire forms written once.
+//
+// The library, the command and the River adapter share them.
 package wire
 
 import (

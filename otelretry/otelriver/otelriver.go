@@ -1,5 +1,7 @@
-// Package otelriver records what riverretry's policy does for a River
-// client's jobs through otelretry's instruments:
+// Package otelriver records what riverretry's policy does, through
+// otelretry's instruments.
+//
+// Its hooks go in a River client's riverretry policy:
 //
 //	in, err := otelretry.New()
 //	policy, err := riverretry.New(riverretry.Config{Kinds: kinds, Hooks: otelriver.Hooks(in)})
