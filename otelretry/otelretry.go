@@ -76,8 +76,9 @@ type Instruments struct {
 	tokens    metric.Float64ObservableGauge
 }
 
-// Option configures New.
-type Option func(*config)
+// Option configures New; the With functions make them. Like
+// retrypolicy.RetryOption, it returns the configuration it changes.
+type Option struct{ set func(config) config }
 
 type config struct {
 	mp metric.MeterProvider
@@ -86,18 +87,24 @@ type config struct {
 
 // WithMeterProvider records the metrics through mp; nil, and the default,
 // is otel.GetMeterProvider().
-func WithMeterProvider(mp metric.MeterProvider) Option { return func(c *config) { c.mp = mp } }
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return Option{func(c config) config { c.mp = mp; return c }}
+}
 
 // WithTracerProvider records the spans through tp; nil, and the default,
 // is otel.GetTracerProvider().
-func WithTracerProvider(tp trace.TracerProvider) Option { return func(c *config) { c.tp = tp } }
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return Option{func(c config) config { c.tp = tp; return c }}
+}
 
 // New makes the instruments; its error is the meter's, for an instrument
 // it could not make.
 func New(opts ...Option) (*Instruments, error) {
 	var c config
 	for _, o := range opts {
-		o(&c)
+		if o.set != nil {
+			c = o.set(c)
+		}
 	}
 	if c.mp == nil {
 		c.mp = otel.GetMeterProvider()

@@ -84,8 +84,9 @@ type Transport struct {
 	hosts          *hostBudgets              // nil unless WithHostBudgets
 }
 
-// Option configures a Transport; the With functions make them.
-type Option struct{ set func(*config) }
+// Option configures a Transport; the With functions make them. Like
+// retrypolicy.RetryOption, it returns the configuration it changes.
+type Option struct{ set func(config) config }
 
 type config struct {
 	transient      func(*http.Response, error) bool
@@ -105,7 +106,7 @@ type config struct {
 // retried. It may call Transient for what it does not decide itself. A nil
 // transient keeps the default.
 func WithClassifier(transient func(resp *http.Response, err error) bool) Option {
-	return Option{func(c *config) { c.transient = transient }}
+	return Option{func(c config) config { c.transient = transient; return c }}
 }
 
 // WithBudget makes every request of the transport share b: each request
@@ -114,7 +115,7 @@ func WithClassifier(transient func(resp *http.Response, err error) bool) Option 
 // that fails sees at most b's burst plus its ratio of the requests as
 // retries.
 func WithBudget(b *retrypolicy.Budget) Option {
-	return Option{func(c *config) { c.budget = b }}
+	return Option{func(c config) config { c.budget = b; return c }}
 }
 
 // WithHostBudgets gives each host (the request URL's host and port) a
@@ -122,13 +123,13 @@ func WithBudget(b *retrypolicy.Budget) Option {
 // that fails does not spend the retries of the others. Beyond [MaxHosts]
 // hosts, the rest share one more budget.
 func WithHostBudgets(ratio float64, burst int) Option {
-	return Option{func(c *config) { c.hostRatio, c.hostBurst, c.perHost = ratio, burst, true }}
+	return Option{func(c config) config { c.hostRatio, c.hostBurst, c.perHost = ratio, burst, true; return c }}
 }
 
 // WithRetryAfterCap caps the wait a server's Retry-After may ask for. The
 // default is the strategy's MaxDelay, or an hour when it has none.
 func WithRetryAfterCap(d time.Duration) Option {
-	return Option{func(c *config) { c.afterCap = d }}
+	return Option{func(c config) config { c.afterCap = d; return c }}
 }
 
 // WithAttemptTimeout bounds each attempt, from sending the request to the
@@ -137,20 +138,20 @@ func WithRetryAfterCap(d time.Duration) Option {
 // whose Timeout method reports true, and is retried like any timeout. The
 // default is no bound of its own: the base transport's and the request's.
 func WithAttemptTimeout(d time.Duration) Option {
-	return Option{func(c *config) { c.attemptTimeout = d }}
+	return Option{func(c config) config { c.attemptTimeout = d; return c }}
 }
 
 // WithFullJitter makes each wait uniform in [0, delay], as
 // [retrypolicy.WithFullJitter] does.
 func WithFullJitter() Option {
-	return Option{func(c *config) { c.fullJitter = true }}
+	return Option{func(c config) config { c.fullJitter = true; return c }}
 }
 
 // WithObserver calls observe before each retry, to log it or count it; a
 // retryable status is a [*StatusError] in the event's Err. Given more than
 // once, each is called, in the order given.
 func WithObserver(observe func(retrypolicy.RetryEvent)) Option {
-	return Option{func(c *config) { c.observe = append(c.observe, observe) }}
+	return Option{func(c config) config { c.observe = append(c.observe, observe); return c }}
 }
 
 // WithEnd calls end once a request's retries end, as
@@ -158,7 +159,7 @@ func WithObserver(observe func(retrypolicy.RetryEvent)) Option {
 // the transport gave up (on a status too, though the caller gets the
 // response). Given more than once, each is called, in the order given.
 func WithEnd(end func(retrypolicy.RetryEnd)) Option {
-	return Option{func(c *config) { c.end = append(c.end, end) }}
+	return Option{func(c config) config { c.end = append(c.end, end); return c }}
 }
 
 // Attempt returns which attempt of a request ctx is the context of, from
@@ -186,7 +187,7 @@ func NewTransport(base http.RoundTripper, s retrypolicy.Strategy, opts ...Option
 	var c config
 	for _, o := range opts {
 		if o.set != nil {
-			o.set(&c)
+			c = o.set(c)
 		}
 	}
 	if err := c.check(); err != nil {
