@@ -45,8 +45,6 @@ const (
 	Action = attribute.Key("retrypolicy.action")
 	// Outcome is how an operation ended: success or give_up.
 	Outcome = attribute.Key("retrypolicy.outcome")
-	// JobKind is a River job's kind.
-	JobKind = attribute.Key("retrypolicy.job.kind")
 	// Budget names a retry budget, as ObserveBudget is given it.
 	Budget = attribute.Key("retrypolicy.budget")
 	// ResendCount is the semantic conventions' attribute of an HTTP client
@@ -71,8 +69,6 @@ type Instruments struct {
 	giveUps   metric.Int64Counter
 	decisions metric.Int64Counter
 	attempts  metric.Int64Histogram
-	repaired  metric.Int64Counter
-	refused   metric.Int64Counter
 	tokens    metric.Float64ObservableGauge
 }
 
@@ -114,7 +110,7 @@ func New(opts ...Option) (*Instruments, error) {
 	}
 	in := &Instruments{tracer: c.tp.Tracer(ScopeName), meter: c.mp.Meter(ScopeName)}
 	m := in.meter
-	var errs [9]error
+	var errs [6]error
 	in.retries, errs[0] = m.Int64Counter("retrypolicy.retries", metric.WithUnit("{retry}"),
 		metric.WithDescription("Retries decided: an operation, request or job that failed and will run again."))
 	in.wait, errs[1] = m.Float64Histogram("retrypolicy.wait.duration", metric.WithUnit("s"),
@@ -125,11 +121,7 @@ func New(opts ...Option) (*Instruments, error) {
 		metric.WithDescription("Decisions on a failed job, by action: retry_now, wait or fatal."))
 	in.attempts, errs[4] = m.Int64Histogram("retrypolicy.operation.attempts", metric.WithUnit("{attempt}"),
 		metric.WithDescription("The attempts an operation or request took, at its end."), metric.WithExplicitBucketBoundaries(AttemptBuckets...))
-	in.repaired, errs[5] = m.Int64Counter("retrypolicy.river.records.repaired", metric.WithUnit("{record}"),
-		metric.WithDescription("River job records the policy did not trust and read from River's errors instead."))
-	in.refused, errs[6] = m.Int64Counter("retrypolicy.river.inserts.refused", metric.WithUnit("{job}"),
-		metric.WithDescription("River job inserts refused for their metadata or strategy."))
-	in.tokens, errs[7] = m.Float64ObservableGauge("retrypolicy.budget.tokens", metric.WithUnit("{token}"),
+	in.tokens, errs[5] = m.Float64ObservableGauge("retrypolicy.budget.tokens", metric.WithUnit("{token}"),
 		metric.WithDescription("The retries a budget allows now."))
 	for _, err := range errs {
 		if err != nil {
@@ -185,11 +177,12 @@ func (t resendCount) RoundTrip(req *http.Request) (*http.Response, error) {
 // tick a job waits. attrs (low-cardinality: a job kind, a queue) are added
 // to its metrics.
 func (in *Instruments) Decided(ctx context.Context, d retrypolicy.Decision, attrs ...attribute.KeyValue) {
-	in.decided(ctx, "tick", d, attrs...)
+	in.DecidedBy(ctx, "tick", d, attrs...)
 }
 
-// decided records d, a decision made in source (river or tick).
-func (in *Instruments) decided(ctx context.Context, source string, d retrypolicy.Decision, attrs ...attribute.KeyValue) {
+// DecidedBy is Decided for a decision made in source, an adapter's name
+// (otelriver's is river): the value of the Source attribute.
+func (in *Instruments) DecidedBy(ctx context.Context, source string, d retrypolicy.Decision, attrs ...attribute.KeyValue) {
 	kv := append([]attribute.KeyValue{Source.String(source), Action.String(d.Action.String())}, attrs...)
 	if d.Action == retrypolicy.Fatal {
 		kv = append(kv, Reason.String(d.Reason.String()))
@@ -206,21 +199,9 @@ func (in *Instruments) decided(ctx context.Context, source string, d retrypolicy
 	in.wait.Record(ctx, (d.Delay + d.Jitter).Seconds(), set)
 }
 
-// RiverDecided records a River job's decision, with its kind; otelriver's
-// hooks call it.
-func (in *Instruments) RiverDecided(ctx context.Context, kind string, d retrypolicy.Decision) {
-	in.decided(ctx, "river", d, JobKind.String(kind))
-}
-
-// RiverRepaired records a River job record repaired, with its kind.
-func (in *Instruments) RiverRepaired(ctx context.Context, kind string) {
-	in.repaired.Add(ctx, 1, metric.WithAttributes(JobKind.String(kind)))
-}
-
-// RiverRefused records a River insert refused, with its kind.
-func (in *Instruments) RiverRefused(ctx context.Context, kind string) {
-	in.refused.Add(ctx, 1, metric.WithAttributes(JobKind.String(kind)))
-}
+// Meter is the meter of the instruments, named ScopeName: an adapter
+// (otelriver) makes its own instruments with it, in the same scope.
+func (in *Instruments) Meter() metric.Meter { return in.meter }
 
 // ObserveBudget reports b's tokens (Budget.Tokens) as
 // retrypolicy.budget.tokens with the attribute retrypolicy.budget=name, at

@@ -61,10 +61,12 @@ func TestRiverJobsOnSQLite(t *testing.T) {
 	_, err = migrator.Migrate(ctx, rivermigrate.DirectionUp, nil)
 	require.NoError(t, err)
 
+	hooks, err := otelriver.Hooks(in)
+	require.NoError(t, err)
 	policy, err := riverretry.New(riverretry.Config{
 		Kinds: map[string]retrypolicy.Strategy{"flaky": {Kind: retrypolicy.Bounded, MaxAttempts: 3,
 			Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: 10 * time.Millisecond}}},
-		Hooks: otelriver.Hooks(in),
+		Hooks: hooks,
 	})
 	require.NoError(t, err)
 	workers := river.NewWorkers()
@@ -110,7 +112,7 @@ func TestRiverJobsOnSQLite(t *testing.T) {
 			byName[m.Name] = m
 		}
 	}
-	src, kind := otelretry.Source.String("river"), otelretry.JobKind.String("flaky")
+	src, kind := otelretry.Source.String("river"), otelriver.JobKind.String("flaky")
 	action := func(a string, more ...attribute.KeyValue) attribute.Distinct {
 		return distinct(append([]attribute.KeyValue{src, kind, otelretry.Action.String(a)}, more...)...)
 	}
