@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/retrypolicy/retrypolicy/internal/wire"
+	"github.com/retrypolicy/retrypolicy/internal/seedhash"
 )
 
 // Action is what a scheduler does with a failed job. The zero value is not
@@ -188,7 +188,7 @@ func (p *Policy) decideCounted(d *Decision, w counted, uptime time.Duration, see
 // SeedFromString returns a jitter seed for a job identity, such as its id:
 // the 64-bit FNV-1a hash of its bytes. It does not allocate.
 func SeedFromString(id string) uint64 {
-	h := wire.NewSeed()
+	h := seedhash.New()
 	for i := 0; i < len(id); i++ {
 		h.Add(id[i])
 	}

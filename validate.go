@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/retrypolicy/retrypolicy/internal/wire"
+	"github.com/retrypolicy/retrypolicy/internal/capped"
 )
 
 // field identifies a descriptor field; the order is the descriptor's.
@@ -312,9 +312,9 @@ func (p *problems) err() error {
 		return nil
 	}
 	slices.SortStableFunc(p.list, func(a, b problem) int { return a.order - b.order })
-	var shown wire.Problems[FieldError]
+	var shown capped.List[FieldError]
 	for _, pr := range p.list {
 		shown.Add(pr.err)
 	}
-	return &ValidationError{Errors: shown.List, Omitted: shown.More}
+	return &ValidationError{Errors: shown.Kept, Omitted: shown.More}
 }

@@ -16,10 +16,10 @@ import (
 
 	"github.com/retrypolicy/retrypolicy"
 	"github.com/retrypolicy/retrypolicy/fleet"
+	"github.com/retrypolicy/retrypolicy/internal/capped"
 	"github.com/retrypolicy/retrypolicy/internal/echo"
+	"github.com/retrypolicy/retrypolicy/internal/front/report"
 	"github.com/retrypolicy/retrypolicy/internal/jsonscan"
-	"github.com/retrypolicy/retrypolicy/internal/report"
-	"github.com/retrypolicy/retrypolicy/internal/wire"
 	"github.com/retrypolicy/retrypolicy/plan"
 )
 
@@ -68,14 +68,14 @@ func noQuery(r *http.Request) *apiError {
 }
 
 // setQuery sets fs's flags from the query's parameters, named as the
-// flags are, each at most once. It reports at most wire.MaxProblems
+// flags are, each at most once. It reports at most capped.Max
 // problems, then how many more, each name and value echoed cut.
 func setQuery(fs *flag.FlagSet, r *http.Request) *apiError {
 	q, e := query(r)
 	if e != nil {
 		return e
 	}
-	var probs wire.Problems[fieldProblem]
+	var probs capped.List[fieldProblem]
 	for _, name := range slices.Sorted(maps.Keys(q)) {
 		if probs.Full() {
 			probs.More++ // the rest are counted, not read
@@ -95,10 +95,10 @@ func setQuery(fs *flag.FlagSet, r *http.Request) *apiError {
 		}
 	}
 	if probs.More > 0 {
-		probs.List = append(probs.List, fieldProblem{"$", wire.AndMore(probs.More)})
+		probs.Kept = append(probs.Kept, fieldProblem{"$", capped.AndMore(probs.More)})
 	}
-	if probs.List != nil {
-		return invalid("INVALID_PARAMETER", probs.List)
+	if probs.Kept != nil {
+		return invalid("INVALID_PARAMETER", probs.Kept)
 	}
 	return nil
 }

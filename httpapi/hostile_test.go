@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/retrypolicy/retrypolicy/internal/report"
+	"github.com/retrypolicy/retrypolicy/internal/front/report"
 )
 
 // zeroDelay owes 1 s after the first failure and 0 ns after every later

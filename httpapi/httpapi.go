@@ -71,9 +71,9 @@ import (
 	"time"
 
 	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/internal/capped"
 	"github.com/retrypolicy/retrypolicy/internal/echo"
-	"github.com/retrypolicy/retrypolicy/internal/report"
-	"github.com/retrypolicy/retrypolicy/internal/wire"
+	"github.com/retrypolicy/retrypolicy/internal/front/report"
 )
 
 // Options are the handler's limits. The zero Options are the safe
@@ -382,7 +382,7 @@ func strategyProblems(err error) []fieldProblem {
 		out = append(out, fieldProblem{fe.Field, fe.Error()})
 	}
 	if ve.Omitted > 0 {
-		out = append(out, fieldProblem{"$", wire.AndMore(ve.Omitted)})
+		out = append(out, fieldProblem{"$", capped.AndMore(ve.Omitted)})
 	}
 	return out
 }

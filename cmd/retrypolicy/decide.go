@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/retrypolicy/retrypolicy/internal/report"
+	"github.com/retrypolicy/retrypolicy/internal/front/report"
 )
 
 func runDecide(args []string, stdin io.Reader, stdout, stderr io.Writer) int {

@@ -31,7 +31,7 @@ import (
 
 	"github.com/retrypolicy/retrypolicy"
 	"github.com/retrypolicy/retrypolicy/internal/echo"
-	"github.com/retrypolicy/retrypolicy/internal/report"
+	"github.com/retrypolicy/retrypolicy/internal/front/report"
 )
 
 // version is the command's version, printed by `retrypolicy version`.

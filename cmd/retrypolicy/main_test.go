@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/retrypolicy/retrypolicy"
-	"github.com/retrypolicy/retrypolicy/internal/report"
+	"github.com/retrypolicy/retrypolicy/internal/front/report"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

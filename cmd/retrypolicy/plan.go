@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/retrypolicy/retrypolicy"
-	"github.com/retrypolicy/retrypolicy/internal/report"
+	"github.com/retrypolicy/retrypolicy/internal/front/report"
 	"github.com/retrypolicy/retrypolicy/plan"
 )
 

@@ -10,7 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/retrypolicy/retrypolicy"
-	"github.com/retrypolicy/retrypolicy/internal/report"
+	"github.com/retrypolicy/retrypolicy/internal/front/report"
 	"github.com/retrypolicy/retrypolicy/internal/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

@@ -13,7 +13,7 @@ import (
 
 	"github.com/retrypolicy/retrypolicy"
 	"github.com/retrypolicy/retrypolicy/fleet"
-	"github.com/retrypolicy/retrypolicy/internal/report"
+	"github.com/retrypolicy/retrypolicy/internal/front/report"
 )
 
 func runSimulate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/retrypolicy/retrypolicy/internal/report"
+	"github.com/retrypolicy/retrypolicy/internal/front/report"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"

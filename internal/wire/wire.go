@@ -1,6 +1,7 @@
 // Package wire holds the small pieces of the wire forms written once.
 //
-// The library, the command and the River adapter share them.
+// The library, the command and the River adapter share them: a document's
+// byte-order mark trimmed, and a duration in exact decimal seconds.
 package wire
 
 import (
@@ -8,35 +9,6 @@ import (
 	"strconv"
 	"time"
 )
-
-// MaxProblems is the most problems an error about one document lists.
-const MaxProblems = 20
-
-// Problems are what is wrong with one document: the first MaxProblems, and
-// a count of the rest.
-type Problems[T any] struct {
-	List []T
-	More int
-}
-
-// Add keeps p, or counts it once MaxProblems are kept.
-func (ps *Problems[T]) Add(p T) {
-	if ps.Full() {
-		ps.More++
-		return
-	}
-	ps.List = append(ps.List, p)
-}
-
-// Full reports whether MaxProblems are kept: what comes now is only
-// counted.
-func (ps *Problems[T]) Full() bool { return len(ps.List) >= MaxProblems }
-
-// Reset empties ps, keeping its List's room.
-func (ps *Problems[T]) Reset() { ps.List, ps.More = ps.List[:0], 0 }
-
-// AndMore says how many problems were left out: "and 3 more".
-func AndMore(n int) string { return "and " + strconv.Itoa(n) + " more" }
 
 // utf8BOM is the byte-order mark some editors write at the start of a file.
 var utf8BOM = []byte("\xef\xbb\xbf")
@@ -68,13 +40,3 @@ func AppendSeconds(b []byte, d time.Duration) []byte {
 	}
 	return b
 }
-
-// Seed is the 64-bit FNV-1a hash of bytes added one at a time: a job's
-// jitter seed from its identity.
-type Seed uint64
-
-// NewSeed returns the hash of no bytes.
-func NewSeed() Seed { return 14695981039346656037 }
-
-// Add adds the byte c.
-func (h *Seed) Add(c byte) { *h = (*h ^ Seed(c)) * 1099511628211 }

@@ -13,9 +13,11 @@ import (
 	"time"
 
 	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/internal/capped"
 	"github.com/retrypolicy/retrypolicy/internal/echo"
 	"github.com/retrypolicy/retrypolicy/internal/jsondoc"
 	"github.com/retrypolicy/retrypolicy/internal/jsonscan"
+	"github.com/retrypolicy/retrypolicy/internal/seedhash"
 	"github.com/retrypolicy/retrypolicy/internal/wire"
 )
 
@@ -24,16 +26,16 @@ const MaxLine = 1 << 20
 
 // problems are what is wrong with one request, each starting with its
 // field's path ("$" for the document).
-type problems struct{ wire.Problems[string] }
+type problems struct{ capped.List[string] }
 
 func (p *problems) add(line string) { p.Add(line) }
 
 // lines returns the problems, the count of the omitted ones last.
 func (p *problems) lines() []string {
 	if p.More > 0 {
-		return append(p.List, wire.AndMore(p.More))
+		return append(p.Kept, capped.AndMore(p.More))
 	}
-	return p.List
+	return p.Kept
 }
 
 // Decider reads decide's requests and decides on them:
@@ -123,14 +125,14 @@ func (d *Decider) read(doc []byte) (req request, ok bool) {
 		d.probs.add("$: must hold one JSON object and nothing after it")
 	}
 	d.required(&seen)
-	for _, p := range strays.List {
+	for _, p := range strays.Kept {
 		d.probs.add(p)
 	}
 	d.probs.More += strays.More
 	if req.policy == nil && !d.hasProblemWith("retry_strategy") {
 		req.policy = d.standard
 	}
-	return req, len(d.probs.List) == 0
+	return req, len(d.probs.Kept) == 0
 }
 
 // members reads the object's members into req, marking the keys seen; it
@@ -203,7 +205,7 @@ func (d *Decider) syntax(s *jsonscan.Scanner, doc []byte, offset int) {
 
 // hasProblemWith reports whether a problem with field was recorded.
 func (d *Decider) hasProblemWith(field string) bool {
-	for _, p := range d.probs.List {
+	for _, p := range d.probs.Kept {
 		if len(p) > len(field) && p[:len(field)] == field && (p[len(field)] == ':' || p[len(field)] == '.' || p[len(field)] == '[') {
 			return true
 		}
@@ -286,7 +288,7 @@ func (d *Decider) readSeed(s *jsonscan.Scanner, req *request) {
 		}
 		return
 	}
-	h := wire.NewSeed()
+	h := seedhash.New()
 	jsonscan.Unquote(s.Str(), h.Add)
 	req.seed = uint64(h)
 }
