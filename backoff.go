@@ -281,10 +281,7 @@ func (w wide) floor(limit int64) int64 {
 // seeds uniformly. The newest failure enters by its instant (seconds and
 // nanoseconds since the Unix epoch), whatever its location.
 func jitterUnit(seed uint64, last instant, n int) uint64 {
-	// The failure's three numbers are spread by odd multipliers and folded
-	// into one word; two finalizer rounds then mix it with the seed.
-	f := uint64(last.sec)*0x9e3779b97f4a7c15 ^ uint64(last.nsec)*0xc2b2ae3d27d4eb4f ^ uint64(n)*0x165667b19e3779f9
-	return splitmix.Mix(seed^splitmix.Mix(f)) >> 11
+	return splitmix.Unit(seed, last.sec, last.nsec, n)
 }
 
 // jitterFor returns floor(u × credited / 4) for u = u53 / 2^53, computed

@@ -32,9 +32,9 @@ func (a Action) MarshalText() ([]byte, error) { return actionEnum.marshal(uint8(
 // UnmarshalText reads an action's name, exactly.
 func (a *Action) UnmarshalText(text []byte) error { return actionEnum.unmarshal(text, (*uint8)(a)) }
 
-// Reason says why a job is given up: by the strategy (a Fatal decision), or
-// by Retry for its own reasons. The zero value, named "", goes with the
-// actions that are not Fatal.
+// Reason says why a Fatal decision gives a job up. The zero value, named "",
+// goes with the actions that are not Fatal. (The in-process loop's own
+// reasons for giving up are package retry's.)
 type Reason uint8
 
 const (
@@ -43,21 +43,10 @@ const (
 	// AttemptsExhausted: a bounded strategy's window holds max_attempts
 	// failures.
 	AttemptsExhausted
-	// NotRetryable: Retry's op returned an error marked Permanent, or one
-	// the WithPermanent option classifies so.
-	NotRetryable
-	// ContextDone: Retry's context was cancelled or passed its deadline.
-	ContextDone
-	// PastDeadline: the next retry would be due after the context's
-	// deadline, so Retry returned at once instead of sleeping into it.
-	PastDeadline
-	// BudgetExhausted: the retry budget (WithBudget) allowed no more
-	// retries.
-	BudgetExhausted
 )
 
 var reasonEnum = enum{typ: "Reason", what: "reason", zero: true,
-	names: []string{"", "strategy_none", "attempts_exhausted", "not_retryable", "context_done", "past_deadline", "budget_exhausted"}}
+	names: []string{"", "strategy_none", "attempts_exhausted"}}
 
 // String returns the reason's name ("attempts_exhausted"), "" for the zero
 // Reason, or "Reason(N)".

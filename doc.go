@@ -16,11 +16,12 @@
 //	d, err := policy.Decide(failureTimes, lastRunUptime, retrypolicy.SeedFromString(jobID), now)
 //	// d.Action is Fatal, RetryNow or Wait; d.Due says when.
 //
-// A worker retries a call in process under the same rules:
+// A worker retries a call in process under the same rules, with package
+// retry:
 //
-//	body, err := retrypolicy.Retry(ctx, retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 5},
+//	body, err := retry.Do(ctx, retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 5},
 //		func(ctx context.Context) ([]byte, error) { return fetch(ctx, url) },
-//		retrypolicy.WithBudget(budget)) // retrypolicy.NewBudget(0.1, 10), shared by the workers
+//		retry.WithBudget(budget)) // retry.NewBudget(0.1, 10), shared by the workers
 //
 // # Strategies
 //

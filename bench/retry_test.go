@@ -8,6 +8,7 @@ import (
 
 	"github.com/cenkalti/backoff/v5"
 	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/retry"
 )
 
 var (
@@ -35,7 +36,7 @@ func BenchmarkRetryFirstTry(b *testing.B) {
 		op := func(context.Context) (int, error) { return succeeded() }
 		b.ReportAllocs()
 		for b.Loop() {
-			v, err := retrypolicy.Retry(ctx, everyMS, op)
+			v, err := retry.Do(ctx, everyMS, op)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -76,12 +77,12 @@ func BenchmarkRetryBookkeeping(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			calls := 0
-			v, err := retrypolicy.Retry(ctx, everyMS, func(context.Context) (int, error) {
+			v, err := retry.Do(ctx, everyMS, func(context.Context) (int, error) {
 				if calls++; calls <= failures {
 					return 0, errFlaky
 				}
 				return calls, nil
-			}, retrypolicy.WithJitterSeed(1))
+			}, retry.WithJitterSeed(1))
 			if err != nil {
 				b.Fatal(err)
 			}

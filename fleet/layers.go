@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/retry"
 )
 
 // maxLayersSpan is the longest Duration and Horizon of a Layers run: its
@@ -32,7 +33,7 @@ const DefaultMaxCalls = 20_000_000
 
 // Layer is one layer of a call chain: a client, a gateway, a service, a
 // database driver. Each call into it is an in-process retry loop of its
-// own, as retrypolicy.Retry runs it: each attempt calls the layer below
+// own, as retry.Do runs it: each attempt calls the layer below
 // (or, for the last layer, the bottom dependency) after Latency, and fails
 // when that call gives up or Timeout passes.
 type Layer struct {
@@ -42,7 +43,7 @@ type Layer struct {
 	// a strategy of kind None makes one attempt a call.
 	Strategy retrypolicy.Strategy
 	// BudgetRatio and BudgetBurst, when BudgetBurst is not zero, give the
-	// layer's calls one retrypolicy.Budget to share (NewBudget's
+	// layer's calls one retry.Budget to share (NewBudget's
 	// arguments): a retry it refuses gives the call up.
 	BudgetRatio float64
 	BudgetBurst int
@@ -191,7 +192,7 @@ type layersRun struct {
 	l         *Layers
 	chain     []Layer
 	policies  []*retrypolicy.Policy
-	budgets   []*retrypolicy.Budget
+	budgets   []*retry.Budget
 	breakers  []breaker
 	calls     []layerCall
 	free      []int32
@@ -240,9 +241,9 @@ func newLayersRun(l *Layers) (*layersRun, error) {
 			return nil, fmt.Errorf("fleet: Layers: layer %d (%s): %w", i+1, layer.Name, err)
 		}
 		r.policies = append(r.policies, p)
-		var b *retrypolicy.Budget
+		var b *retry.Budget
 		if layer.BudgetBurst != 0 {
-			if b, err = retrypolicy.NewBudget(layer.BudgetRatio, layer.BudgetBurst); err != nil {
+			if b, err = retry.NewBudget(layer.BudgetRatio, layer.BudgetBurst); err != nil {
 				return nil, fmt.Errorf("fleet: Layers: layer %d (%s): %w", i+1, layer.Name, err)
 			}
 		}
@@ -423,7 +424,7 @@ func (r *layersRun) newCall(layer, parent int32, parentGen uint32, parentAttempt
 }
 
 // budgetOf is the budget of layer's calls, if any.
-func (r *layersRun) budgetOf(layer int32) *retrypolicy.Budget {
+func (r *layersRun) budgetOf(layer int32) *retry.Budget {
 	if int(layer) < len(r.budgets) {
 		return r.budgets[layer]
 	}

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/retry"
 )
 
 var errFlaky = errors.New("flaky")
@@ -40,7 +41,7 @@ func BenchmarkRetryAllocations(b *testing.B) {
 		b.Run("failures="+string(rune('0'+failures))+"/impl=plain", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := retrypolicy.Retry(ctx, s, flaky()); err != nil {
+				if _, err := retry.Do(ctx, s, flaky()); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -48,7 +49,7 @@ func BenchmarkRetryAllocations(b *testing.B) {
 		b.Run("failures="+string(rune('0'+failures))+"/impl=otel-noop", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := Retry(ctx, in, "op", s, flaky()); err != nil {
+				if _, err := Retry(ctx, in.Op("op"), s, flaky()); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -81,7 +82,7 @@ func BenchmarkPerRetry(b *testing.B) {
 	ctx := context.Background()
 	b.Run("impl=plain", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := retrypolicy.Retry(ctx, s, flaky()); err != nil {
+			if _, err := retry.Do(ctx, s, flaky()); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -94,7 +95,7 @@ func BenchmarkPerRetry(b *testing.B) {
 			b.Fatal(err)
 		}
 		for b.Loop() {
-			if _, err := Retry(ctx, in, "op", s, flaky()); err != nil {
+			if _, err := Retry(ctx, in.Op("op"), s, flaky()); err != nil {
 				b.Fatal(err)
 			}
 		}

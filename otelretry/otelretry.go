@@ -1,12 +1,12 @@
 // Package otelretry records OpenTelemetry metrics and traces of every retry
 // retrypolicy decides.
 //
-// It instruments a [retrypolicy.Retry] call, a [retryhttp.Transport]'s
+// It instruments a [retry.Do] call, a [retryhttp.Transport]'s
 // requests, a River client's jobs (package otelretry/otelriver) and a
 // scheduler's own controller tick.
 //
 //	in, err := otelretry.New() // the global providers; WithMeterProvider, WithTracerProvider
-//	body, err := otelretry.Retry(ctx, in, "fetch-report", strategy, fetch)
+//	body, err := otelretry.Retry(ctx, in.Op("fetch-report"), strategy, fetch)
 //
 // The instruments, their units and attributes are a stable table in the
 // module's README. Attributes stay of low cardinality: an operation's name
@@ -26,6 +26,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/retry"
 	"github.com/retrypolicy/retrypolicy/retryhttp"
 )
 
@@ -73,7 +74,7 @@ type Instruments struct {
 }
 
 // Option configures New; the With functions make them. Like
-// retrypolicy.RetryOption, it returns the configuration it changes.
+// retry.Option, it returns the configuration it changes.
 type Option struct{ set func(config) config }
 
 type config struct {
@@ -131,16 +132,28 @@ func New(opts ...Option) (*Instruments, error) {
 	return in, nil
 }
 
-// Retry is [retrypolicy.Retry] under a span named operation, the parent of
-// op's own spans, with an event for each failure retried and its retry's
-// numbers, and metrics: each retry, its wait, the attempts at the end, and
-// a give-up by reason (the span's status is then an error).
-func Retry[T any](ctx context.Context, in *Instruments, operation string, s retrypolicy.Strategy, op func(context.Context) (T, error), opts ...retrypolicy.RetryOption) (T, error) {
-	ctx, span := in.tracer.Start(ctx, operation, trace.WithAttributes(Operation.String(operation)))
+// Op is an operation that Retry retries under the instruments: a span of
+// its name, and metrics with its name as the Operation attribute.
+// Instruments.Op makes one.
+type Op struct {
+	in   *Instruments
+	name string
+}
+
+// Op returns the operation named name, under in.
+func (in *Instruments) Op(name string) Op { return Op{in, name} }
+
+// Retry is [retry.Do] under a span named for the operation o, the parent
+// of fn's own spans, with an event for each failure retried and its
+// retry's numbers, and metrics: each retry, its wait, the attempts at the
+// end, and a give-up by reason (the span's status is then an error).
+func Retry[T any](ctx context.Context, o Op, s retrypolicy.Strategy, fn func(context.Context) (T, error), opts ...retry.Option) (T, error) {
+	in := o.in
+	ctx, span := in.tracer.Start(ctx, o.name, trace.WithAttributes(Operation.String(o.name)))
 	defer span.End()
-	r := in.newRecorder(ctx, span, attribute.NewSet(Source.String("retry"), Operation.String(operation)))
-	opts = append(opts[:len(opts):len(opts)], retrypolicy.WithObserver(r.retried), retrypolicy.WithEnd(r.ended))
-	return retrypolicy.Retry(ctx, s, op, opts...)
+	r := in.newRecorder(ctx, span, attribute.NewSet(Source.String("retry"), Operation.String(o.name)))
+	opts = append(opts[:len(opts):len(opts)], retry.WithObserver(r.retried), retry.WithEnd(r.ended))
+	return retry.Do(ctx, s, fn, opts...)
 }
 
 // HTTPOptions are the options that make a retryhttp Transport record its
@@ -177,21 +190,23 @@ func (t resendCount) RoundTrip(req *http.Request) (*http.Response, error) {
 // tick a job waits. attrs (low-cardinality: a job kind, a queue) are added
 // to its metrics.
 func (in *Instruments) Decided(ctx context.Context, d retrypolicy.Decision, attrs ...attribute.KeyValue) {
-	in.DecidedBy(ctx, "tick", d, attrs...)
+	in.DecidedBy(ctx, "tick", d, retry.Reason(d.Reason), attrs...)
 }
 
 // DecidedBy is Decided for a decision made in source, an adapter's name
-// (otelriver's is river): the value of the Source attribute.
-func (in *Instruments) DecidedBy(ctx context.Context, source string, d retrypolicy.Decision, attrs ...attribute.KeyValue) {
+// (otelriver's is river): the value of the Source attribute. gaveUp is
+// why a fatal decision gives the job up (its own reason, or the adapter's,
+// such as retry.NotRetryable for a permanent error).
+func (in *Instruments) DecidedBy(ctx context.Context, source string, d retrypolicy.Decision, gaveUp retry.Reason, attrs ...attribute.KeyValue) {
 	kv := append([]attribute.KeyValue{Source.String(source), Action.String(d.Action.String())}, attrs...)
 	if d.Action == retrypolicy.Fatal {
-		kv = append(kv, Reason.String(d.Reason.String()))
+		kv = append(kv, Reason.String(gaveUp.String()))
 	}
 	in.decisions.Add(ctx, 1, metric.WithAttributes(kv...))
 	kv = append(kv[:0], Source.String(source))
 	kv = append(kv, attrs...)
 	if d.Action == retrypolicy.Fatal {
-		in.giveUps.Add(ctx, 1, metric.WithAttributes(append(kv, Reason.String(d.Reason.String()))...))
+		in.giveUps.Add(ctx, 1, metric.WithAttributes(append(kv, Reason.String(gaveUp.String()))...))
 		return
 	}
 	set := metric.WithAttributes(kv...)
@@ -206,7 +221,7 @@ func (in *Instruments) Meter() metric.Meter { return in.meter }
 // ObserveBudget reports b's tokens (Budget.Tokens) as
 // retrypolicy.budget.tokens with the attribute retrypolicy.budget=name, at
 // each collection, until the registration is unregistered.
-func (in *Instruments) ObserveBudget(name string, b *retrypolicy.Budget) (metric.Registration, error) {
+func (in *Instruments) ObserveBudget(name string, b *retry.Budget) (metric.Registration, error) {
 	attrs := metric.WithAttributes(Budget.String(name))
 	return in.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		o.ObserveFloat64(in.tokens, b.Tokens(), attrs)
@@ -231,7 +246,7 @@ func (in *Instruments) newRecorder(ctx context.Context, span trace.Span, set att
 }
 
 // retried records a retry about to happen.
-func (r *recorder) retried(e retrypolicy.RetryEvent) {
+func (r *recorder) retried(e retry.Event) {
 	r.in.retries.Add(r.ctx, 1, r.adds...)
 	r.in.wait.Record(r.ctx, e.Wait.Seconds(), r.opts...)
 	if r.span != nil && r.span.IsRecording() {
@@ -247,7 +262,7 @@ func (r *recorder) retried(e retrypolicy.RetryEvent) {
 }
 
 // ended records the end of the operation: its attempts, and a give-up.
-func (r *recorder) ended(e retrypolicy.RetryEnd) {
+func (r *recorder) ended(e retry.End) {
 	if e.GaveUp == nil {
 		r.in.attempts.Record(r.ctx, int64(e.Attempts), metric.WithAttributeSet(r.with(Outcome.String("success"))))
 		return

@@ -22,6 +22,7 @@ import (
 
 	"github.com/retrypolicy/retrypolicy"
 	"github.com/retrypolicy/retrypolicy/otelretry"
+	"github.com/retrypolicy/retrypolicy/retry"
 	"github.com/retrypolicy/retrypolicy/retryhttp"
 )
 
@@ -107,7 +108,7 @@ func TestRetryFailsTwiceThenSucceeds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newSDK(t)
 		calls := 0
-		v, err := otelretry.Retry(context.Background(), s.in, "fetch", oneSecond, func(context.Context) (int, error) {
+		v, err := otelretry.Retry(context.Background(), s.in.Op("fetch"), oneSecond, func(context.Context) (int, error) {
 			if calls++; calls < 3 {
 				return 0, errors.New("flaky")
 			}
@@ -140,7 +141,7 @@ func TestRetryGivesUpForEachReason(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newSDK(t)
 		down := func(context.Context) (int, error) { return 0, errors.New("down") }
-		budget, err := retrypolicy.NewBudget(0, 1)
+		budget, err := retry.NewBudget(0, 1)
 		require.NoError(t, err)
 		cancelled, cancel := context.WithCancel(context.Background())
 		cancel()
@@ -148,14 +149,14 @@ func TestRetryGivesUpForEachReason(t *testing.T) {
 			ctx  context.Context
 			s    retrypolicy.Strategy
 			op   func(context.Context) (int, error)
-			opts []retrypolicy.RetryOption
+			opts []retry.Option
 		}{
-			{context.Background(), oneSecond, down, nil},                                                                                      // attempts_exhausted
-			{context.Background(), retrypolicy.Strategy{Kind: retrypolicy.None}, down, nil},                                                   // strategy_none
-			{context.Background(), oneSecond, func(context.Context) (int, error) { return 0, retrypolicy.Permanent(errors.New("404")) }, nil}, // not_retryable
-			{cancelled, oneSecond, down, nil},                                                                                                 // context_done
-			{nil, oneSecond, down, nil},                                                                                                       // past_deadline: a deadline sooner than the wait
-			{context.Background(), oneSecond, down, []retrypolicy.RetryOption{retrypolicy.WithBudget(budget)}},                                // one retry, then budget_exhausted
+			{context.Background(), oneSecond, down, nil},                                                                                // attempts_exhausted
+			{context.Background(), retrypolicy.Strategy{Kind: retrypolicy.None}, down, nil},                                             // strategy_none
+			{context.Background(), oneSecond, func(context.Context) (int, error) { return 0, retry.Permanent(errors.New("404")) }, nil}, // not_retryable
+			{cancelled, oneSecond, down, nil},                                                                                           // context_done
+			{nil, oneSecond, down, nil},                                                                                                 // past_deadline: a deadline sooner than the wait
+			{context.Background(), oneSecond, down, []retry.Option{retry.WithBudget(budget)}},                                           // one retry, then budget_exhausted
 		} {
 			ctx := c.ctx
 			if ctx == nil {
@@ -163,7 +164,7 @@ func TestRetryGivesUpForEachReason(t *testing.T) {
 				ctx, stop = context.WithTimeout(context.Background(), 500*time.Millisecond)
 				defer stop()
 			}
-			_, err := otelretry.Retry(ctx, s.in, "op", c.s, c.op, c.opts...)
+			_, err := otelretry.Retry(ctx, s.in.Op("op"), c.s, c.op, c.opts...)
 			require.Error(t, err)
 		}
 		op := []attribute.KeyValue{otelretry.Source.String("retry"), otelretry.Operation.String("op")}
@@ -242,7 +243,7 @@ func TestSchedulerTickAndBudget(t *testing.T) {
 	s.in.Decided(ctx, retrypolicy.Decision{Action: retrypolicy.Wait, Delay: 4 * time.Second, Jitter: time.Second}, queue)
 	s.in.Decided(ctx, retrypolicy.Decision{Action: retrypolicy.RetryNow}, queue)
 	s.in.Decided(ctx, retrypolicy.Decision{Action: retrypolicy.Fatal, Reason: retrypolicy.AttemptsExhausted}, queue)
-	b, err := retrypolicy.NewBudget(0.1, 5)
+	b, err := retry.NewBudget(0.1, 5)
 	require.NoError(t, err)
 	reg, err := s.in.ObserveBudget("payments", b)
 	require.NoError(t, err)

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/retry"
 	"github.com/retrypolicy/retrypolicy/retryhttp"
 )
 
@@ -24,18 +24,18 @@ func TestCancelledRequestSendsNoMoreAttempts(t *testing.T) {
 			s := &scripted{steps: []step{status(503), status(200)}}
 			p := newPipeServer(t, s)
 			cancel := make(chan struct{})
-			var ends []retrypolicy.RetryEnd
+			var ends []retry.End
 			tr, err := retryhttp.NewTransport(p.Transport, fixed100ms,
-				retryhttp.WithObserver(func(retrypolicy.RetryEvent) { close(cancel) }),
-				retryhttp.WithEnd(func(e retrypolicy.RetryEnd) { ends = append(ends, e) }))
+				retryhttp.WithObserver(func(retry.Event) { close(cancel) }),
+				retryhttp.WithEnd(func(e retry.End) { ends = append(ends, e) }))
 			require.NoError(t, err)
 			req := get(t, p.URL)
 			//lint:ignore SA1019 what http.Client sets for a transport it does not know
 			req.Cancel = cancel
 			_, err = tr.RoundTrip(req)
-			var gu *retrypolicy.GiveUpError
+			var gu *retry.GiveUpError
 			require.ErrorAs(t, err, &gu)
-			assert.Equal(t, retrypolicy.ContextDone, gu.Reason)
+			assert.Equal(t, retry.ContextDone, gu.Reason)
 			assert.ErrorContains(t, err, "the request was canceled")
 			assert.Equal(t, 1, s.attempts(), "the server saw one attempt")
 			require.Len(t, ends, 1)
@@ -54,9 +54,9 @@ func TestCancelledRequestSendsNoMoreAttempts(t *testing.T) {
 			//lint:ignore SA1019 as above
 			req.Cancel = cancel
 			_, err = tr.RoundTrip(req)
-			var gu *retrypolicy.GiveUpError
+			var gu *retry.GiveUpError
 			require.ErrorAs(t, err, &gu)
-			assert.Equal(t, retrypolicy.ContextDone, gu.Reason)
+			assert.Equal(t, retry.ContextDone, gu.Reason)
 			assert.Equal(t, 0, s.attempts())
 		})
 	})

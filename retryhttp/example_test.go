@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/retry"
 	"github.com/retrypolicy/retrypolicy/retryhttp"
 )
 
@@ -33,7 +34,7 @@ func ExampleNewTransport() {
 
 	strategy := retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 5,
 		Backoff: retrypolicy.Backoff{Kind: retrypolicy.Exponential, BaseDelay: time.Millisecond, MaxDelay: 100 * time.Millisecond}}
-	t, err := retryhttp.NewTransport(nil, strategy, retryhttp.WithObserver(func(e retrypolicy.RetryEvent) {
+	t, err := retryhttp.NewTransport(nil, strategy, retryhttp.WithObserver(func(e retry.Event) {
 		fmt.Printf("failure %d: %v; retrying\n", e.Failures, e.Err)
 	}))
 	if err != nil {
@@ -68,10 +69,24 @@ func ExampleTransport_RoundTrip_givingUp() {
 	t, _ := retryhttp.NewTransport(nil, strategy)
 	_, err := (&http.Client{Transport: t}).Get(url)
 
-	var gu *retrypolicy.GiveUpError
+	var gu *retry.GiveUpError
 	if errors.As(err, &gu) {
 		fmt.Println(gu.Reason, gu.Failures, retryhttp.Transient(nil, gu.Err))
 	}
 	// Output:
 	// attempts_exhausted 3 true
+}
+
+// A Retry-After header holds seconds or an HTTP date.
+func ExampleParseRetryAfter() {
+	now := time.Date(2026, 11, 2, 15, 0, 0, 0, time.UTC)
+	for _, header := range []string{"120", "Mon, 02 Nov 2026 15:00:30 GMT", "Mon, 02 Nov 2026 14:00:00 GMT", "soon"} {
+		wait, ok := retryhttp.ParseRetryAfter(header, now)
+		fmt.Printf("%q: %v %v\n", header, wait, ok)
+	}
+	// Output:
+	// "120": 2m0s true
+	// "Mon, 02 Nov 2026 15:00:30 GMT": 30s true
+	// "Mon, 02 Nov 2026 14:00:00 GMT": 0s true
+	// "soon": 0s false
 }

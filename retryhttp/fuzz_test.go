@@ -14,7 +14,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/retrypolicy/retrypolicy"
 	"github.com/retrypolicy/retrypolicy/retryhttp"
 )
 
@@ -32,7 +31,7 @@ func FuzzRetryAfter(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, value string, status uint16) {
 		code := 100 + int(status)%500
-		if wait, ok := retrypolicy.ParseRetryAfter(value, time.Now()); ok && wait < 0 {
+		if wait, ok := retryhttp.ParseRetryAfter(value, time.Now()); ok && wait < 0 {
 			t.Fatalf("%q: a wait of %v", value, wait)
 		}
 		synctest.Test(t, func(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/retry"
 	"github.com/retrypolicy/retrypolicy/retryhttp"
 )
 
@@ -103,7 +104,7 @@ func TestRequestProperties(t *testing.T) {
 			if last < 0 {
 				require.Nil(t, resp)
 				require.ErrorIs(t, err, io.EOF)
-				var gu *retrypolicy.GiveUpError
+				var gu *retry.GiveUpError
 				require.ErrorAs(t, err, &gu)
 			} else {
 				require.NoError(t, err)

@@ -8,10 +8,10 @@
 //	}
 //	client := &http.Client{Transport: t, Timeout: 30 * time.Second}
 //
-// Each request is a [retrypolicy.Retry] loop of its own: the same
+// Each request is a [retry.Do] loop of its own: the same
 // decisions, sliding window, uptime credit (the time an attempt took before
 // it failed), jitter, budget and observer, and the same
-// [retrypolicy.GiveUpError] reasons. What HTTP adds:
+// [retry.GiveUpError] reasons. What HTTP adds:
 //
 //   - Only transient failures are retried ([Transient], replaceable with
 //     [WithClassifier]).
@@ -35,7 +35,7 @@
 // when the transport gives up on a retryable status (its strategy's fatal
 // decision, a spent budget, a retry due past the request's deadline), the
 // last response, unread, as a RoundTripper answers statuses rather than
-// turning them into errors. Otherwise a *retrypolicy.GiveUpError with the
+// turning them into errors. Otherwise a *retry.GiveUpError with the
 // reason, which unwraps to the last attempt's error. The request's context
 // ends a wait at once, and a retry due after its deadline is not waited
 // for; so does its Cancel channel, which an [http.Client] with a Timeout
@@ -59,6 +59,7 @@ import (
 	"time"
 
 	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/retry"
 )
 
 // DrainLimit is the most bytes of a retried response's body the transport
@@ -79,26 +80,26 @@ type Transport struct {
 	strategy       retrypolicy.Strategy
 	transient      func(*http.Response, error) bool
 	attemptTimeout time.Duration
-	observe        []func(retrypolicy.RetryEvent)
-	opts           []retrypolicy.RetryOption // the options every request's loop takes
-	hosts          *hostBudgets              // nil unless WithHostBudgets
+	observe        []func(retry.Event)
+	opts           []retry.Option // the options every request's loop takes
+	hosts          *hostBudgets   // nil unless WithHostBudgets
 }
 
 // Option configures a Transport; the With functions make them. Like
-// retrypolicy.RetryOption, it returns the configuration it changes.
+// retry.Option, it returns the configuration it changes.
 type Option struct{ set func(config) config }
 
 type config struct {
 	transient      func(*http.Response, error) bool
-	budget         *retrypolicy.Budget
+	budget         *retry.Budget
 	hostRatio      float64
 	hostBurst      int
 	perHost        bool
 	afterCap       time.Duration
 	attemptTimeout time.Duration
 	fullJitter     bool
-	observe        []func(retrypolicy.RetryEvent)
-	end            []func(retrypolicy.RetryEnd)
+	observe        []func(retry.Event)
+	end            []func(retry.End)
 }
 
 // WithClassifier replaces [Transient]: transient reports whether an
@@ -114,12 +115,12 @@ func WithClassifier(transient func(resp *http.Response, err error) bool) Option 
 // budget refuses gives up with the reason BudgetExhausted. So a dependency
 // that fails sees at most b's burst plus its ratio of the requests as
 // retries.
-func WithBudget(b *retrypolicy.Budget) Option {
+func WithBudget(b *retry.Budget) Option {
 	return Option{func(c config) config { c.budget = b; return c }}
 }
 
 // WithHostBudgets gives each host (the request URL's host and port) a
-// budget of its own, as [retrypolicy.NewBudget](ratio, burst) makes: a host
+// budget of its own, as [retry.NewBudget](ratio, burst) makes: a host
 // that fails does not spend the retries of the others. Beyond [MaxHosts]
 // hosts, the rest share one more budget.
 func WithHostBudgets(ratio float64, burst int) Option {
@@ -142,7 +143,7 @@ func WithAttemptTimeout(d time.Duration) Option {
 }
 
 // WithFullJitter makes each wait uniform in [0, delay], as
-// [retrypolicy.WithFullJitter] does.
+// [retry.WithFullJitter] does.
 func WithFullJitter() Option {
 	return Option{func(c config) config { c.fullJitter = true; return c }}
 }
@@ -150,15 +151,15 @@ func WithFullJitter() Option {
 // WithObserver calls observe before each retry, to log it or count it; a
 // retryable status is a [*StatusError] in the event's Err. Given more than
 // once, each is called, in the order given.
-func WithObserver(observe func(retrypolicy.RetryEvent)) Option {
+func WithObserver(observe func(retry.Event)) Option {
 	return Option{func(c config) config { c.observe = append(c.observe, observe); return c }}
 }
 
 // WithEnd calls end once a request's retries end, as
-// [retrypolicy.WithEnd] does: the attempts sent, and the GiveUpError when
+// [retry.WithEnd] does: the attempts sent, and the GiveUpError when
 // the transport gave up (on a status too, though the caller gets the
 // response). Given more than once, each is called, in the order given.
-func WithEnd(end func(retrypolicy.RetryEnd)) Option {
+func WithEnd(end func(retry.End)) Option {
 	return Option{func(c config) config { c.end = append(c.end, end); return c }}
 }
 
@@ -218,7 +219,7 @@ func (c *config) check() error {
 		return errors.New("retryhttp: WithBudget and WithHostBudgets: choose one")
 	}
 	if c.perHost {
-		if _, err := retrypolicy.NewBudget(c.hostRatio, c.hostBurst); err != nil {
+		if _, err := retry.NewBudget(c.hostRatio, c.hostBurst); err != nil {
 			return errors.New("retryhttp: WithHostBudgets: " + err.Error())
 		}
 	}
@@ -227,19 +228,19 @@ func (c *config) check() error {
 
 // retryOptions are the options of every request's Retry loop: onRetry
 // observes each retry, and the options c sets follow.
-func (c *config) retryOptions(onRetry func(retrypolicy.RetryEvent)) []retrypolicy.RetryOption {
-	opts := []retrypolicy.RetryOption{retrypolicy.WithObserver(onRetry)}
+func (c *config) retryOptions(onRetry func(retry.Event)) []retry.Option {
+	opts := []retry.Option{retry.WithObserver(onRetry)}
 	for _, end := range c.end {
-		opts = append(opts, retrypolicy.WithEnd(end))
+		opts = append(opts, retry.WithEnd(end))
 	}
 	if c.afterCap > 0 {
-		opts = append(opts, retrypolicy.WithRetryAfterCap(c.afterCap))
+		opts = append(opts, retry.WithAfterCap(c.afterCap))
 	}
 	if c.fullJitter {
-		opts = append(opts, retrypolicy.WithFullJitter())
+		opts = append(opts, retry.WithFullJitter())
 	}
 	if c.budget != nil {
-		opts = append(opts, retrypolicy.WithBudget(c.budget))
+		opts = append(opts, retry.WithBudget(c.budget))
 	}
 	return opts
 }
@@ -271,17 +272,17 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 		}()
 	}
-	resp, err := retrypolicy.Retry(ctx, t.strategy, c.attempt, opts...)
+	resp, err := retry.Do(ctx, t.strategy, c.attempt, opts...)
 	if err == nil {
 		return resp, nil
 	}
 	if c.sent == 0 && req.Body != nil {
 		req.Body.Close() // the context ended before the first attempt
 	}
-	var gu *retrypolicy.GiveUpError
+	var gu *retry.GiveUpError
 	var se *StatusError
 	if errors.As(err, &se) && se.resp != nil {
-		if errors.As(err, &gu) && gu.Reason != retrypolicy.ContextDone {
+		if errors.As(err, &gu) && gu.Reason != retry.ContextDone {
 			return se.handOver(), nil
 		}
 		se.discard()
@@ -298,7 +299,7 @@ func (t *Transport) CloseIdleConnections() {
 }
 
 // onRetry drains a retried response, then calls the caller's observer.
-func (t *Transport) onRetry(e retrypolicy.RetryEvent) {
+func (t *Transport) onRetry(e retry.Event) {
 	var se *StatusError
 	if errors.As(e.Err, &se) {
 		se.discard()
@@ -308,7 +309,7 @@ func (t *Transport) onRetry(e retrypolicy.RetryEvent) {
 	}
 }
 
-// StatusError is a retryable status as [retrypolicy.Retry] sees it: the
+// StatusError is a retryable status as [retry.Do] sees it: the
 // Err of the events [WithObserver] observes, and of a GiveUpError whose
 // request's context ended.
 type StatusError struct {
@@ -383,7 +384,7 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	}
 	req, err := c.next()
 	if err != nil {
-		return nil, retrypolicy.Permanent(err)
+		return nil, retry.Permanent(err)
 	}
 	var timer *attemptTimer
 	if c.t.attemptTimeout > 0 {
@@ -401,8 +402,8 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 		return resp, nil
 	}
 	se := &StatusError{StatusCode: resp.StatusCode, resp: resp, timer: timer}
-	if wait, ok := retrypolicy.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
-		return nil, retrypolicy.RetryAfter(se, wait)
+	if wait, ok := ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
+		return nil, retry.After(se, wait)
 	}
 	return nil, se
 }
@@ -421,7 +422,7 @@ func (c *call) failed(ctx context.Context, resp *http.Response, err error, timer
 		return err // the loop's context is done: it gives up as ContextDone
 	}
 	if !c.resend || !c.t.transient(nil, err) {
-		return retrypolicy.Permanent(err)
+		return retry.Permanent(err)
 	}
 	return err
 }
@@ -546,23 +547,23 @@ func hasValue(values []string) bool {
 type hostBudgets struct {
 	ratio    float64
 	burst    int
-	shared   []retrypolicy.RetryOption // the transport's options, without a budget
-	byHost   sync.Map                  // host → []retrypolicy.RetryOption
+	shared   []retry.Option // the transport's options, without a budget
+	byHost   sync.Map       // host → []retry.Option
 	n        atomic.Int64
 	mu       sync.Mutex
-	overflow []retrypolicy.RetryOption
+	overflow []retry.Option
 }
 
 // options returns the options of host's requests: the transport's, with
 // host's budget.
-func (h *hostBudgets) options(host string) []retrypolicy.RetryOption {
+func (h *hostBudgets) options(host string) []retry.Option {
 	if o, ok := h.byHost.Load(host); ok {
-		return o.([]retrypolicy.RetryOption)
+		return o.([]retry.Option)
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if o, ok := h.byHost.Load(host); ok {
-		return o.([]retrypolicy.RetryOption)
+		return o.([]retry.Option)
 	}
 	if h.n.Load() >= MaxHosts {
 		if h.overflow == nil {
@@ -577,7 +578,7 @@ func (h *hostBudgets) options(host string) []retrypolicy.RetryOption {
 }
 
 // with returns the shared options and a new budget.
-func (h *hostBudgets) with() []retrypolicy.RetryOption {
-	b, _ := retrypolicy.NewBudget(h.ratio, h.burst) // checked by NewTransport
-	return append(h.shared[:len(h.shared):len(h.shared)], retrypolicy.WithBudget(b))
+func (h *hostBudgets) with() []retry.Option {
+	b, _ := retry.NewBudget(h.ratio, h.burst) // checked by NewTransport
+	return append(h.shared[:len(h.shared):len(h.shared)], retry.WithBudget(b))
 }

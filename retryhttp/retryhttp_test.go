@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/retry"
 	"github.com/retrypolicy/retrypolicy/retryhttp"
 )
 
@@ -309,9 +310,9 @@ func TestGivingUp(t *testing.T) {
 			begin := time.Now()
 			_, _, err = do(t, tr, get(t, p.URL).WithContext(ctx))
 			assert.Equal(t, time.Second, time.Since(begin), "the wait ends with the context")
-			var gu *retrypolicy.GiveUpError
+			var gu *retry.GiveUpError
 			require.ErrorAs(t, err, &gu)
-			assert.Equal(t, retrypolicy.ContextDone, gu.Reason)
+			assert.Equal(t, retry.ContextDone, gu.Reason)
 			assert.ErrorIs(t, err, context.Canceled)
 			var se *retryhttp.StatusError
 			require.ErrorAs(t, err, &se)
@@ -331,9 +332,9 @@ func TestGivingUp(t *testing.T) {
 			req, err := http.NewRequestWithContext(ctx, http.MethodPut, p.URL, body)
 			require.NoError(t, err)
 			_, err = tr.RoundTrip(req)
-			var gu *retrypolicy.GiveUpError
+			var gu *retry.GiveUpError
 			require.ErrorAs(t, err, &gu)
-			assert.Equal(t, retrypolicy.ContextDone, gu.Reason)
+			assert.Equal(t, retry.ContextDone, gu.Reason)
 			assert.Equal(t, 0, s.attempts())
 			assert.Equal(t, 1, body.closed, "the request's body is closed, as a RoundTripper must")
 		})
@@ -342,7 +343,7 @@ func TestGivingUp(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			s := &scripted{steps: []step{status(503)}}
 			p := newPipeServer(t, s)
-			budget, err := retrypolicy.NewBudget(0, 2)
+			budget, err := retry.NewBudget(0, 2)
 			require.NoError(t, err)
 			tr, err := retryhttp.NewTransport(p.Transport, fixed100ms, retryhttp.WithBudget(budget))
 			require.NoError(t, err)
@@ -363,9 +364,9 @@ func TestGivingUp(t *testing.T) {
 			tr, err := retryhttp.NewTransport(p.Transport, fixed100ms)
 			require.NoError(t, err)
 			_, _, err = do(t, tr, get(t, p.URL))
-			var gu *retrypolicy.GiveUpError
+			var gu *retry.GiveUpError
 			require.ErrorAs(t, err, &gu)
-			assert.Equal(t, retrypolicy.AttemptsExhausted, gu.Reason)
+			assert.Equal(t, retry.AttemptsExhausted, gu.Reason)
 			assert.Equal(t, 5, gu.Failures)
 			assert.ErrorIs(t, err, io.EOF, "the last network error")
 			assert.Equal(t, 5, s.attempts())
@@ -389,7 +390,7 @@ func TestObserverAndHostBudgets(t *testing.T) {
 		p := newPipeServer(t, s)
 		var seen []string
 		tr, err := retryhttp.NewTransport(p.Transport, fixed100ms, retryhttp.WithHostBudgets(0, 1),
-			retryhttp.WithObserver(func(e retrypolicy.RetryEvent) {
+			retryhttp.WithObserver(func(e retry.Event) {
 				var se *retryhttp.StatusError
 				require.ErrorAs(t, e.Err, &se)
 				seen = append(seen, fmt.Sprintf("%s after failure %d: wait %v", se, e.Failures, e.Wait))
@@ -413,7 +414,7 @@ func TestObserverAndHostBudgets(t *testing.T) {
 func TestNewTransportRefuses(t *testing.T) {
 	_, err := retryhttp.NewTransport(nil, retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: -1})
 	assert.ErrorIs(t, err, retrypolicy.ErrInvalid)
-	budget, _ := retrypolicy.NewBudget(0.1, 10)
+	budget, _ := retry.NewBudget(0.1, 10)
 	for _, c := range []struct {
 		opt  []retryhttp.Option
 		want string
@@ -450,7 +451,7 @@ func TestOnLoopback(t *testing.T) {
 		defer srv.Close()
 		var errs []error
 		tr, err := retryhttp.NewTransport(srv.Client().Transport, quick,
-			retryhttp.WithObserver(func(e retrypolicy.RetryEvent) { errs = append(errs, e.Err) }))
+			retryhttp.WithObserver(func(e retry.Event) { errs = append(errs, e.Err) }))
 		require.NoError(t, err)
 		code, _, err := do(t, tr, get(t, srv.URL))
 		require.NoError(t, err)
@@ -490,9 +491,9 @@ func TestOnLoopback(t *testing.T) {
 		tr, err := retryhttp.NewTransport(&http.Transport{}, quick)
 		require.NoError(t, err)
 		_, _, err = do(t, tr, get(t, srv.URL))
-		var gu *retrypolicy.GiveUpError
+		var gu *retry.GiveUpError
 		require.ErrorAs(t, err, &gu)
-		assert.Equal(t, retrypolicy.NotRetryable, gu.Reason)
+		assert.Equal(t, retry.NotRetryable, gu.Reason)
 		assert.Equal(t, 1, gu.Failures)
 		var cert *tls.CertificateVerificationError
 		assert.ErrorAs(t, err, &cert)
@@ -538,7 +539,7 @@ func TestSharedBudgetUnderConcurrency(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := &scripted{steps: []step{status(503)}}
 		p := newPipeServer(t, s)
-		budget, err := retrypolicy.NewBudget(0.1, 5)
+		budget, err := retry.NewBudget(0.1, 5)
 		require.NoError(t, err)
 		tr, err := retryhttp.NewTransport(p.Transport, fixed100ms, retryhttp.WithBudget(budget))
 		require.NoError(t, err)
@@ -577,9 +578,9 @@ func TestAttemptAndEnd(t *testing.T) {
 				attempts = append(attempts, retryhttp.Attempt(r.Context()))
 				return &http.Response{StatusCode: 503, Header: http.Header{}, Body: http.NoBody, Request: r}, nil
 			})
-			var ends []retrypolicy.RetryEnd
+			var ends []retry.End
 			s := retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 3, Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: time.Second}}
-			tr, err := retryhttp.NewTransport(base, s, append(opts, retryhttp.WithEnd(func(e retrypolicy.RetryEnd) { ends = append(ends, e) }))...)
+			tr, err := retryhttp.NewTransport(base, s, append(opts, retryhttp.WithEnd(func(e retry.End) { ends = append(ends, e) }))...)
 			require.NoError(t, err)
 			resp, err := tr.RoundTrip(get(t, "http://service.test/"))
 			require.NoError(t, err)
@@ -588,7 +589,7 @@ func TestAttemptAndEnd(t *testing.T) {
 			require.Len(t, ends, 1)
 			assert.Equal(t, 3, ends[0].Attempts)
 			require.NotNil(t, ends[0].GaveUp)
-			assert.Equal(t, retrypolicy.AttemptsExhausted, ends[0].GaveUp.Reason)
+			assert.Equal(t, retry.AttemptsExhausted, ends[0].GaveUp.Reason)
 			assert.Equal(t, 2*time.Second, ends[0].Took)
 		})
 	}

@@ -71,10 +71,10 @@
 //     the job.
 //
 // A worker speaks the library's own vocabulary beside River's: an error
-// marked retrypolicy.Permanent ends the job as a fatal decision does (the
-// reason not_retryable), and one marked retrypolicy.RetryAfter waits at
+// marked retry.Permanent ends the job as a fatal decision does (the
+// reason not_retryable), and one marked retry.After waits at
 // least what it asks and at most the strategy's cap, as in
-// retrypolicy.Retry. river.JobCancel and river.JobSnooze keep their own
+// retry.Do. river.JobCancel and river.JobSnooze keep their own
 // meaning. Each decision is logged at the Debug level, with the job, the
 // attempt, the failure's instant and the run's uptime.
 //

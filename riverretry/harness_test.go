@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/retry"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver"
 	"github.com/riverqueue/river/riverdriver/riversqlite"
@@ -33,9 +34,9 @@ const (
 	snooze  outcome = "snooze"
 	cancel  outcome = "cancel"
 	succeed outcome = "ok"
-	// permanent returns retrypolicy.Permanent of an error.
+	// permanent returns retry.Permanent of an error.
 	permanent outcome = "permanent"
-	// retryAfter returns retrypolicy.RetryAfter of an error, asking for
+	// retryAfter returns retry.After of an error, asking for
 	// testArgs.After.
 	retryAfter outcome = "retry-after"
 	// hang runs for hangFor, whatever its context says, as a run whose
@@ -128,9 +129,9 @@ func (w *testWorker[T]) Work(ctx context.Context, job *river.Job[T]) error {
 	case cancel:
 		return river.JobCancel(errors.New("the worker cancels"))
 	case permanent:
-		return retrypolicy.Permanent(fmt.Errorf("%s: attempt %d: 404 not found", a.Case, job.Attempt))
+		return retry.Permanent(fmt.Errorf("%s: attempt %d: 404 not found", a.Case, job.Attempt))
 	case retryAfter:
-		return retrypolicy.RetryAfter(fmt.Errorf("%s: attempt %d: 429 too many requests", a.Case, job.Attempt), a.After)
+		return retry.After(fmt.Errorf("%s: attempt %d: 429 too many requests", a.Case, job.Attempt), a.After)
 	case hang:
 		time.Sleep(hangFor)
 		return fmt.Errorf("%s: attempt %d hung", a.Case, job.Attempt)

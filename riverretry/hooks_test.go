@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/retry"
 	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -18,8 +19,8 @@ import (
 func TestHooksAreToldWhatThePolicyDoes(t *testing.T) {
 	var decided, repaired, refused []string
 	p, err := New(Config{Hooks: Hooks{
-		Decided: func(_ context.Context, kind string, d retrypolicy.Decision) {
-			decided = append(decided, kind+" "+d.Action.String()+" "+d.Reason.String())
+		Decided: func(_ context.Context, kind string, d retrypolicy.Decision, gaveUp retry.Reason) {
+			decided = append(decided, kind+" "+d.Action.String()+" "+gaveUp.String())
 		},
 		Repaired: func(_ context.Context, kind string) { repaired = append(repaired, kind) },
 		Refused:  func(_ context.Context, kind string) { refused = append(refused, kind) },

@@ -20,6 +20,7 @@ import (
 	"github.com/retrypolicy/retrypolicy"
 	"github.com/retrypolicy/retrypolicy/internal/echo"
 	"github.com/retrypolicy/retrypolicy/plan"
+	"github.com/retrypolicy/retrypolicy/retry"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 )
@@ -76,12 +77,14 @@ type Config struct {
 // at once, so they must be fast and safe for concurrent use.
 type Hooks struct {
 	// Decided is called once for each failure of a job, with the decision
-	// the strategy makes on it: a retry now, a wait, or fatal with its
-	// reason (the job is then cancelled). A failure River reports outside
+	// the strategy makes on it (a retry now, a wait, or fatal: the job is
+	// then cancelled) and, when the job is given up, why: the fatal
+	// decision's reason, or retry.NotRetryable for an error marked
+	// retry.Permanent (the zero Reason otherwise). A failure River reports outside
 	// a run (a run rescued after its process died, a failure before the
 	// middleware) is reported when River asks NextRetry for its retry, and
 	// not again when the run after it acts on that decision.
-	Decided func(ctx context.Context, kind string, d retrypolicy.Decision)
+	Decided func(ctx context.Context, kind string, d retrypolicy.Decision, gaveUp retry.Reason)
 	// Repaired is called for each job record the policy did not trust and
 	// read from River's errors instead.
 	Repaired func(ctx context.Context, kind string)
@@ -200,8 +203,8 @@ func (p *Policy) IsMiddleware() bool { return true }
 // decision for HandleError and NextRetry, and, when the strategy gives up
 // on an error, returns river.JobCancel of a *FatalError wrapping it, so
 // that River records the reason and cancels the job. An error marked
-// retrypolicy.Permanent ends the job so too; one marked
-// retrypolicy.RetryAfter waits at least what it asks, within the cap.
+// retry.Permanent ends the job so too; one marked
+// retry.After waits at least what it asks, within the cap.
 // Cancels, snoozes and interruptions by a stopping client are not
 // failures. Before a run, failures River holds that no run of the
 // middleware saw end (a run rescued after its process died) are decided
@@ -218,14 +221,14 @@ func (p *Policy) Work(ctx context.Context, job *rivertype.JobRow, doInner func(c
 		if d.Action == retrypolicy.Fatal {
 			rec.seen = job.Attempt
 			p.setRecord(ctx, pol, rec, d)
-			return river.JobCancel(&FatalError{Decision: d, Err: errors.New(lastError(job))})
+			return river.JobCancel(&FatalError{Decision: d, Reason: retry.Reason(d.Reason), Err: errors.New(lastError(job))})
 		}
 	}
-	start := p.now()
+	r := run{job: job, pol: pol, rec: rec, start: p.now()}
 	ended := false
 	defer func() {
 		if !ended { // a panic, which goes on to River after this
-			p.failed(ctx, job, pol, rec, start, nil)
+			p.failed(ctx, r, nil)
 		}
 	}()
 	err := doInner(ctx)
@@ -233,38 +236,62 @@ func (p *Policy) Work(ctx context.Context, job *rivertype.JobRow, doInner func(c
 	if err == nil || !isFailure(ctx, err) {
 		return err
 	}
-	return p.failed(ctx, job, pol, rec, start, err)
+	return p.failed(ctx, r, err)
 }
 
-// failed decides on the failure of the run of job that started at start,
-// records it, and returns the error for River: err, or river.JobCancel of
-// it when the job ends. err is nil for a panic.
-func (p *Policy) failed(ctx context.Context, job *rivertype.JobRow, pol *retrypolicy.Policy, rec record, start time.Time, err error) error {
+// run is a run of a job under the policy: the job, its strategy's policy,
+// its record before the run, and when the run started.
+type run struct {
+	job   *rivertype.JobRow
+	pol   *retrypolicy.Policy
+	rec   record
+	start time.Time
+}
+
+// failed decides on the failure of the run r, records it, and returns the
+// error for River: err, or river.JobCancel of it when the job ends. err is
+// nil for a panic.
+func (p *Policy) failed(ctx context.Context, r run, err error) error {
+	job, pol, rec, start := r.job, r.pol, r.rec, r.start
 	end := p.now()
 	at := end.Truncate(time.Millisecond)
 	rec.failures = append(rec.failures, 0)
 	copy(rec.failures[1:], rec.failures)
 	rec.failures[0] = at.UnixMilli()
-	d := p.decide(job, pol, rec.failures, end.Sub(start), at)
+	v := verdictOn(p.decide(job, pol, rec.failures, end.Sub(start), at))
+	d := &v.Decision
 	switch {
-	case retrypolicy.IsPermanent(err):
-		d = retrypolicy.Decision{Action: retrypolicy.Fatal, Reason: retrypolicy.NotRetryable, InWindow: d.InWindow}
+	case retry.IsPermanent(err):
+		v = verdict{Decision: retrypolicy.Decision{Action: retrypolicy.Fatal, InWindow: d.InWindow}, gaveUp: retry.NotRetryable}
 	case d.Action != retrypolicy.Fatal:
-		if wait, ok := retrypolicy.RetryAfterWait(err, pol.Strategy()); ok && at.Add(wait).After(d.Due) {
+		if wait, ok := retry.AfterWait(err, pol.Strategy()); ok && at.Add(wait).After(d.Due) {
 			d.Action, d.Due = retrypolicy.Wait, at.Add(wait)
 		}
 	}
-	p.logDecision(ctx, job, rec.failures, end.Sub(start), d)
+	p.logDecision(ctx, job, rec.failures, end.Sub(start), v)
 	rec.seen = job.Attempt
-	p.setRecord(ctx, pol, rec, d)
+	p.setRecord(ctx, pol, rec, *d)
 	if d.Action == retrypolicy.Fatal && err != nil {
 		if p.next != nil {
 			p.next.HandleError(ctx, job, err)
 		}
-		return river.JobCancel(&FatalError{Decision: d, Err: err})
+		return river.JobCancel(&FatalError{Decision: *d, Reason: v.gaveUp, Err: err})
 	}
-	p.pending.put(job.ID, job.Attempt, d, at)
+	p.pending.put(job.ID, job.Attempt, *d, at)
 	return err
+}
+
+// verdict is a decision on a job's failure, and why the job is given up
+// when it is: the fatal decision's reason, or NotRetryable for a permanent
+// error.
+type verdict struct {
+	retrypolicy.Decision
+	gaveUp retry.Reason
+}
+
+// verdictOn is the verdict of the strategy's decision d.
+func verdictOn(d retrypolicy.Decision) verdict {
+	return verdict{Decision: d, gaveUp: retry.Reason(d.Reason)}
 }
 
 // setRecord writes rec into the job's metadata when the attempt ends,
@@ -429,7 +456,7 @@ func (p *Policy) decideUnseen(ctx context.Context, job *rivertype.JobRow, now ti
 	pol, rec, _ := p.read(ctx, job, now, room[:])
 	rec.failures = append(rec.failures, now.UnixMilli())
 	d := p.decide(job, pol, rec.failures, uptime, now)
-	p.logDecision(ctx, job, rec.failures, uptime, d)
+	p.logDecision(ctx, job, rec.failures, uptime, verdictOn(d))
 	if d.Action == retrypolicy.Fatal {
 		p.logger.InfoContext(ctx, "riverretry: the strategy gives up on a failure River reports outside a run; the job is cancelled when next fetched",
 			slog.Int64("job_id", job.ID), slog.String("kind", job.Kind), slog.Any("decision", d))
@@ -452,18 +479,18 @@ func (p *Policy) decide(job *rivertype.JobRow, pol *retrypolicy.Policy, failures
 	return d
 }
 
-// logDecision tells the Decided hook of d, the decision on job's failures
+// logDecision tells the Decided hook of v, the verdict on job's failures
 // after a run of uptime, and logs it at the Debug level.
-func (p *Policy) logDecision(ctx context.Context, job *rivertype.JobRow, failures []int64, uptime time.Duration, d retrypolicy.Decision) {
+func (p *Policy) logDecision(ctx context.Context, job *rivertype.JobRow, failures []int64, uptime time.Duration, v verdict) {
 	if p.hooks.Decided != nil {
-		p.hooks.Decided(ctx, job.Kind, d)
+		p.hooks.Decided(ctx, job.Kind, v.Decision, v.gaveUp)
 	}
 	if !p.logger.Enabled(ctx, slog.LevelDebug) {
 		return
 	}
 	p.logger.DebugContext(ctx, "riverretry: decided", slog.Int64("job_id", job.ID), slog.Int("attempt", job.Attempt),
 		slog.Time("failed_at", time.UnixMilli(slices.Max(failures)).UTC()), slog.Int("failures", len(failures)),
-		slog.Duration("uptime", uptime), slog.Any("decision", d))
+		slog.Duration("uptime", uptime), slog.Any("decision", v.Decision), slog.String("gave_up", v.gaveUp.String()))
 }
 
 // seedOf is the jitter seed of job id: SeedFromString of its decimal id.
@@ -528,15 +555,18 @@ func (p *Policy) refused(ctx context.Context, kind string) {
 // FatalError is the error of a job on which its strategy gives up: River
 // records it and cancels the job. It wraps the run's error.
 type FatalError struct {
-	// Decision is the fatal decision: its Reason says why.
+	// Decision is the fatal decision.
 	Decision retrypolicy.Decision
+	// Reason says why: the decision's reason, or retry.NotRetryable for an
+	// error marked retry.Permanent.
+	Reason retry.Reason
 	// Err is the error of the failed run.
 	Err error
 }
 
-// Error says why the strategy gives up, then the run's error.
+// Error says why the job is given up, then the run's error.
 func (e *FatalError) Error() string {
-	return "riverretry: giving up (" + e.Decision.Reason.String() + ", " + strconv.Itoa(e.Decision.InWindow) + " failure(s) in the window): " + e.Err.Error()
+	return "riverretry: giving up (" + e.Reason.String() + ", " + strconv.Itoa(e.Decision.InWindow) + " failure(s) in the window): " + e.Err.Error()
 }
 
 // Unwrap returns the run's error.

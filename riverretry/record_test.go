@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/retry"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/assert"
@@ -283,7 +284,7 @@ func TestInstall(t *testing.T) {
 // TestErrors: the errors say what they are and unwrap.
 func TestErrors(t *testing.T) {
 	run := errors.New("upstream down")
-	fe := &FatalError{Decision: retrypolicy.Decision{Action: retrypolicy.Fatal, Reason: retrypolicy.AttemptsExhausted, InWindow: 5}, Err: run}
+	fe := &FatalError{Decision: retrypolicy.Decision{Action: retrypolicy.Fatal, Reason: retrypolicy.AttemptsExhausted, InWindow: 5}, Reason: retry.AttemptsExhausted, Err: run}
 	assert.Equal(t, "riverretry: giving up (attempts_exhausted, 5 failure(s) in the window): upstream down", fe.Error())
 	assert.ErrorIs(t, fe, run)
 

@@ -1,5 +1,5 @@
 // Command breaker puts a circuit breaker (github.com/sony/gobreaker/v2)
-// beside retrypolicy.Retry, as the rules for retrying advise: the breaker
+// beside retry.Do, as the rules for retrying advise: the breaker
 // counts every run of the operation, and once it opens, a call it refuses
 // is a permanent error for that job, which gives up at once instead of
 // adding load to a dependency that is down. After the breaker's timeout, a
@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/retry"
 	"github.com/sony/gobreaker/v2"
 )
 
@@ -60,18 +61,18 @@ func run(out io.Writer) error {
 	op := func(ctx context.Context) (string, error) {
 		v, err := cb.Execute(dep.call)
 		if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
-			return "", retrypolicy.Permanent(err)
+			return "", retry.Permanent(err)
 		}
 		return v, err
 	}
-	observe := retrypolicy.WithObserver(func(e retrypolicy.RetryEvent) {
+	observe := retry.WithObserver(func(e retry.Event) {
 		fmt.Fprintf(out, "  failure %d: %v; waiting %v\n", e.Failures, e.Err, e.Wait)
 	})
 	for i, pause := range []time.Duration{0, 0, 3 * time.Second} {
 		time.Sleep(pause)
 		fmt.Fprintf(out, "job %d (after %v):\n", i+1, pause)
-		v, err := retrypolicy.Retry(context.Background(), strategy, op, observe)
-		var gu *retrypolicy.GiveUpError
+		v, err := retry.Do(context.Background(), strategy, op, observe)
+		var gu *retry.GiveUpError
 		switch {
 		case err == nil:
 			fmt.Fprintf(out, "  done: %s\n", v)

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/retry"
 	"github.com/retrypolicy/retrypolicy/retryhttp"
 )
 
@@ -52,7 +53,7 @@ var strategy = retrypolicy.Strategy{
 // transport retries over the given one: one that succeeds after retries,
 // one that fails for good at once.
 func run(ctx context.Context, base string, transport http.RoundTripper, out io.Writer) error {
-	t, err := retryhttp.NewTransport(transport, strategy, retryhttp.WithObserver(func(e retrypolicy.RetryEvent) {
+	t, err := retryhttp.NewTransport(transport, strategy, retryhttp.WithObserver(func(e retry.Event) {
 		fmt.Fprintf(out, "  failure %d: %v; %d in the window; waiting %v (%s)\n", e.Failures, e.Err, e.Decision.InWindow, e.Wait, why(e))
 	}))
 	if err != nil {
@@ -86,7 +87,7 @@ func run(ctx context.Context, base string, transport http.RoundTripper, out io.W
 }
 
 // why says where a wait comes from.
-func why(e retrypolicy.RetryEvent) string {
+func why(e retry.Event) string {
 	if wait := e.Decision.Delay + e.Decision.Jitter; e.Wait > wait {
 		return "the server's Retry-After, longer than the backoff's " + wait.String()
 	}

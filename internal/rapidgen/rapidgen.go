@@ -36,3 +36,22 @@ func LoopStrategy(t *rapid.T) retrypolicy.Strategy {
 	}
 	return s
 }
+
+// GrowingBackoff draws an exponential backoff, with jitter or without, in
+// seconds or milliseconds, multipliers close to 1 among them, capped or
+// not. (The core's own tests, which cannot import this package, draw the
+// same in their genGrowingBackoff.)
+func GrowingBackoff(t *rapid.T) retrypolicy.Backoff {
+	b := retrypolicy.Backoff{
+		Kind: rapid.SampledFrom([]retrypolicy.BackoffKind{retrypolicy.Exponential, retrypolicy.ExponentialWithJitter}).Draw(t, "backoff.kind"),
+		Multiplier: rapid.OneOf(rapid.Float64Range(1, 4), rapid.Float64Range(1, 1.001),
+			rapid.SampledFrom([]float64{1, 1.5, 2, 10, 1 + 0x1p-52, 1.000001, 1.0001})).Draw(t, "multiplier"),
+	}
+	unit := rapid.SampledFrom([]time.Duration{time.Second, time.Millisecond}).Draw(t, "unit")
+	base := rapid.Int64Range(1, 3600).Draw(t, "base")
+	b.BaseDelay = time.Duration(base) * unit
+	if rapid.Bool().Draw(t, "capped") {
+		b.MaxDelay = time.Duration(rapid.Int64Range(base, 1<<20).Draw(t, "max_delay")) * unit
+	}
+	return b
+}

@@ -18,3 +18,13 @@ func Next(state *uint64) uint64 {
 	*state += 0x9e3779b97f4a7c15
 	return Mix(*state)
 }
+
+// Unit derives a jitter's u in [0, 1) from a seed and the failure being
+// decided, as a 53-bit fraction u53/2^53: the failure's instant (seconds and
+// nanoseconds since the Unix epoch) and count are spread by odd
+// multipliers and folded into one word, and two finalizer rounds mix it
+// with the seed. The same seed and failure always give the same u.
+func Unit(seed uint64, sec int64, nsec int32, n int) uint64 {
+	f := uint64(sec)*0x9e3779b97f4a7c15 ^ uint64(nsec)*0xc2b2ae3d27d4eb4f ^ uint64(n)*0x165667b19e3779f9
+	return Mix(seed^Mix(f)) >> 11
+}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/retrypolicy/retrypolicy"
 	"github.com/retrypolicy/retrypolicy/otelretry"
+	"github.com/retrypolicy/retrypolicy/retry"
 	"github.com/retrypolicy/retrypolicy/riverretry"
 )
 
@@ -46,8 +47,8 @@ func Hooks(in *otelretry.Instruments) (riverretry.Hooks, error) {
 		return riverretry.Hooks{}, err
 	}
 	return riverretry.Hooks{
-		Decided: func(ctx context.Context, kind string, d retrypolicy.Decision) {
-			in.DecidedBy(ctx, "river", d, JobKind.String(kind))
+		Decided: func(ctx context.Context, kind string, d retrypolicy.Decision, gaveUp retry.Reason) {
+			in.DecidedBy(ctx, "river", d, gaveUp, JobKind.String(kind))
 		},
 		Repaired: func(ctx context.Context, kind string) {
 			repaired.Add(ctx, 1, metric.WithAttributes(JobKind.String(kind)))

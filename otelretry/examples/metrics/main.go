@@ -26,6 +26,7 @@ import (
 
 	"github.com/retrypolicy/retrypolicy"
 	"github.com/retrypolicy/retrypolicy/otelretry"
+	"github.com/retrypolicy/retrypolicy/retry"
 	"github.com/retrypolicy/retrypolicy/retryhttp"
 )
 
@@ -51,7 +52,7 @@ func run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	budget, err := retrypolicy.NewBudget(0.1, 10)
+	budget, err := retry.NewBudget(0.1, 10)
 	if err != nil {
 		return err
 	}
@@ -76,20 +77,20 @@ func run(ctx context.Context, out io.Writer) error {
 
 // workload: five operations that fail twice, one that never succeeds, and
 // ten requests to a service that answers each first try with 503.
-func workload(ctx context.Context, in *otelretry.Instruments, budget *retrypolicy.Budget) error {
+func workload(ctx context.Context, in *otelretry.Instruments, budget *retry.Budget) error {
 	for range 5 {
 		calls := 0
-		if _, err := otelretry.Retry(ctx, in, "render", strategy, func(context.Context) (int, error) {
+		if _, err := otelretry.Retry(ctx, in.Op("render"), strategy, func(context.Context) (int, error) {
 			if calls++; calls <= 2 {
 				return 0, errors.New("renderer busy")
 			}
 			return calls, nil
-		}, retrypolicy.WithBudget(budget)); err != nil {
+		}, retry.WithBudget(budget)); err != nil {
 			return err
 		}
 	}
-	_, err := otelretry.Retry(ctx, in, "render", strategy, func(context.Context) (int, error) { return 0, errors.New("renderer down") })
-	var gu *retrypolicy.GiveUpError
+	_, err := otelretry.Retry(ctx, in.Op("render"), strategy, func(context.Context) (int, error) { return 0, errors.New("renderer down") })
+	var gu *retry.GiveUpError
 	if !errors.As(err, &gu) {
 		return fmt.Errorf("the failing operation did not give up: %v", err)
 	}

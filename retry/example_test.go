@@ -1,4 +1,4 @@
-package retrypolicy_test
+package retry_test
 
 import (
 	"context"
@@ -11,12 +11,14 @@ import (
 	"time"
 
 	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/retry"
+	"github.com/retrypolicy/retrypolicy/retryhttp"
 )
 
 // A worker calls a rate-limited service: the first answer is a 429 with a
 // Retry-After, the second a 503, the third a success. 4xx answers other
 // than 429 are permanent; the workers share a retry budget.
-func ExampleRetry() {
+func ExampleDo() {
 	var calls atomic.Int32
 	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch calls.Add(1) {
@@ -31,7 +33,7 @@ func ExampleRetry() {
 	}))
 	defer server.Close()
 
-	budget, err := retrypolicy.NewBudget(0.1, 10) // shared by every worker
+	budget, err := retry.NewBudget(0.1, 10) // shared by every worker
 	if err != nil {
 		panic(err)
 	}
@@ -40,7 +42,7 @@ func ExampleRetry() {
 	fetch := func(ctx context.Context) (string, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, server.URL, nil)
 		if err != nil {
-			return "", retrypolicy.Permanent(err)
+			return "", retry.Permanent(err)
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -51,19 +53,19 @@ func ExampleRetry() {
 		err = fmt.Errorf("GET: %s", resp.Status)
 		switch {
 		case resp.StatusCode == http.StatusTooManyRequests:
-			wait, _ := retrypolicy.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
-			return "", retrypolicy.RetryAfter(err, wait)
+			wait, _ := retryhttp.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+			return "", retry.After(err, wait)
 		case resp.StatusCode >= 500:
 			return "", err
 		case resp.StatusCode >= 400:
-			return "", retrypolicy.Permanent(err)
+			return "", retry.Permanent(err)
 		}
 		return string(body), nil
 	}
-	body, err := retrypolicy.Retry(context.Background(), strategy, fetch,
-		retrypolicy.WithBudget(budget),
-		retrypolicy.WithRetryAfterCap(50*time.Millisecond), // this example does not wait a whole second
-		retrypolicy.WithObserver(func(e retrypolicy.RetryEvent) {
+	body, err := retry.Do(context.Background(), strategy, fetch,
+		retry.WithBudget(budget),
+		retry.WithAfterCap(50*time.Millisecond), // this example does not wait a whole second
+		retry.WithObserver(func(e retry.Event) {
 			fmt.Printf("failure %d: %v; retrying after %v\n", e.Failures, e.Err, e.Wait)
 		}))
 	fmt.Println(body, err)
@@ -76,7 +78,7 @@ func ExampleRetry() {
 // A budget of one retry per ten calls, and two beyond that: a dependency
 // that is down sees a bounded extra load, not a storm.
 func ExampleNewBudget() {
-	budget, err := retrypolicy.NewBudget(0.1, 2)
+	budget, err := retry.NewBudget(0.1, 2)
 	if err != nil {
 		panic(err)
 	}
@@ -85,13 +87,13 @@ func ExampleNewBudget() {
 		Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: time.Millisecond}}
 	for call := 1; call <= 4; call++ {
 		calls := 0
-		_, err := retrypolicy.Retry(context.Background(), strategy, func(context.Context) (int, error) {
+		_, err := retry.Do(context.Background(), strategy, func(context.Context) (int, error) {
 			calls++
 			return 0, down
-		}, retrypolicy.WithBudget(budget))
+		}, retry.WithBudget(budget))
 		fmt.Printf("call %d, op run %d×: %v\n", call, calls, err)
 	}
-	_, err = retrypolicy.NewBudget(0.1, 0)
+	_, err = retry.NewBudget(0.1, 0)
 	fmt.Println(err)
 	// Output:
 	// call 1, op run 3×: retrypolicy: gave up after 3 failures (budget_exhausted): connection refused
@@ -99,18 +101,4 @@ func ExampleNewBudget() {
 	// call 3, op run 1×: retrypolicy: gave up after 1 failure (budget_exhausted): connection refused
 	// call 4, op run 1×: retrypolicy: gave up after 1 failure (budget_exhausted): connection refused
 	// retrypolicy: NewBudget: burst must be between 1 and 1000000000, got 0
-}
-
-// A Retry-After header holds seconds or an HTTP date.
-func ExampleParseRetryAfter() {
-	now := time.Date(2026, 11, 2, 15, 0, 0, 0, time.UTC)
-	for _, header := range []string{"120", "Mon, 02 Nov 2026 15:00:30 GMT", "Mon, 02 Nov 2026 14:00:00 GMT", "soon"} {
-		wait, ok := retrypolicy.ParseRetryAfter(header, now)
-		fmt.Printf("%q: %v %v\n", header, wait, ok)
-	}
-	// Output:
-	// "120": 2m0s true
-	// "Mon, 02 Nov 2026 15:00:30 GMT": 30s true
-	// "Mon, 02 Nov 2026 14:00:00 GMT": 0s true
-	// "soon": 0s false
 }

@@ -1,4 +1,4 @@
-package retrypolicy
+package retry
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/retrypolicy/retrypolicy"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
@@ -67,10 +68,10 @@ func TestBudgetStopsARetryStorm(t *testing.T) {
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		calls, exhausted := 0, 0
-		s := Strategy{Kind: Bounded, MaxAttempts: 4, Window: time.Hour, Backoff: Backoff{Kind: Fixed, BaseDelay: 10 * time.Millisecond}}
+		s := retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 4, Window: time.Hour, Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: 10 * time.Millisecond}}
 		for range callers {
 			wg.Go(func() {
-				_, err := Retry(context.Background(), s, func(context.Context) (int, error) {
+				_, err := Do(context.Background(), s, func(context.Context) (int, error) {
 					mu.Lock()
 					calls++
 					mu.Unlock()

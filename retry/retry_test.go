@@ -1,18 +1,16 @@
-package retrypolicy
+package retry
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"strconv"
-	"sync/atomic"
+	"math"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/internal/rapidgen"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
@@ -56,12 +54,16 @@ func bubble(t *testing.T, f func()) {
 
 // genRetryStrategy draws a valid strategy whose delays stay within a day,
 // in seconds or milliseconds, multipliers close to 1 among them.
-func genRetryStrategy(t *rapid.T) Strategy {
-	s := genStrategy(t)
-	if s.Kind == None {
-		return s
+func genRetryStrategy(t *rapid.T) retrypolicy.Strategy {
+	kind := rapid.SampledFrom([]retrypolicy.StrategyKind{retrypolicy.None, retrypolicy.Bounded, retrypolicy.UnlessStopped}).Draw(t, "strategy")
+	if kind == retrypolicy.None {
+		return retrypolicy.Strategy{Kind: kind}
 	}
-	s.Backoff = genGrowingBackoff(t)
+	s := retrypolicy.Strategy{Kind: kind, Backoff: rapidgen.GrowingBackoff(t)}
+	if kind == retrypolicy.Bounded {
+		s.MaxAttempts = rapid.OneOf(rapid.IntRange(1, 20), rapid.IntRange(1, math.MaxInt)).Draw(t, "max_attempts")
+		s.Window = time.Duration(rapid.Int64Range(1, 7*24*3600).Draw(t, "window_secs")) * time.Second
+	}
 	if s.Backoff.MaxDelay == 0 || s.Backoff.MaxDelay > 24*time.Hour {
 		s.Backoff.MaxDelay = max(24*time.Hour, s.Backoff.BaseDelay)
 	}
@@ -71,7 +73,7 @@ func genRetryStrategy(t *rapid.T) Strategy {
 func TestRetrySucceedsAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		op, starts, _ := script(nil)
-		v, err := Retry(context.Background(), Default(), op)
+		v, err := Do(context.Background(), retrypolicy.Default(), op)
 		require.NoError(t, err)
 		assert.Equal(t, 1, v)
 		assert.Len(t, *starts, 1)
@@ -80,16 +82,16 @@ func TestRetrySucceedsAtOnce(t *testing.T) {
 
 func TestRetryRefusesAnInvalidStrategyBeforeCallingOp(t *testing.T) {
 	calls := 0
-	_, err := Retry(context.Background(), Strategy{Kind: 9}, func(context.Context) (int, error) { calls++; return 0, nil })
-	assert.ErrorIs(t, err, ErrInvalid)
+	_, err := Do(context.Background(), retrypolicy.Strategy{Kind: 9}, func(context.Context) (int, error) { calls++; return 0, nil })
+	assert.ErrorIs(t, err, retrypolicy.ErrInvalid)
 	assert.Equal(t, 0, calls)
 }
 
 // TestRetryWaitsAreTheDecisions pins that Retry adds no rule of its own:
 // for any strategy and any runs, each wait it takes is the credited delay
-// plus jitter of Decide on the failures so far (each at the moment its call
+// plus jitter of retrypolicy.Decide on the failures so far (each at the moment its call
 // returned), with the uptime the call ran, and it gives up exactly when
-// Decide is fatal.
+// retrypolicy.Decide is fatal.
 func TestRetryWaitsAreTheDecisions(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		s := genRetryStrategy(rt)
@@ -99,13 +101,13 @@ func TestRetryWaitsAreTheDecisions(t *testing.T) {
 		}
 		seed := rapid.Uint64().Draw(rt, "seed")
 		op, starts, ends := script(runs)
-		var events []RetryEvent
+		var events []Event
 		var err error
 		bubble(t, func() {
-			_, err = Retry(context.Background(), s, op, WithJitterSeed(seed), WithObserver(func(e RetryEvent) { events = append(events, e) }))
+			_, err = Do(context.Background(), s, op, WithJitterSeed(seed), WithObserver(func(e Event) { events = append(events, e) }))
 		})
 		for i, e := range events {
-			d, derr := Decide(s, (*ends)[:i+1], (*ends)[i].Sub((*starts)[i]), seed, (*ends)[i])
+			d, derr := retrypolicy.Decide(s, (*ends)[:i+1], (*ends)[i].Sub((*starts)[i]), seed, (*ends)[i])
 			require.NoError(rt, derr)
 			if e.Wait != d.Delay+d.Jitter || e.Failures != i+1 || e.Decision.InWindow != d.InWindow {
 				rt.Fatalf("retry %d waited %v, the decision says %v (%+v)", i+1, e.Wait, d.Delay+d.Jitter, d)
@@ -121,9 +123,9 @@ func TestRetryWaitsAreTheDecisions(t *testing.T) {
 		var gu *GiveUpError
 		require.ErrorAs(rt, err, &gu)
 		last := len(events)
-		d, derr := Decide(s, (*ends)[:last+1], (*ends)[last].Sub((*starts)[last]), seed, (*ends)[last])
+		d, derr := retrypolicy.Decide(s, (*ends)[:last+1], (*ends)[last].Sub((*starts)[last]), seed, (*ends)[last])
 		require.NoError(rt, derr)
-		if d.Action != Fatal || gu.Reason != d.Reason || gu.Failures != last+1 || !errors.Is(err, errFlaky) {
+		if d.Action != retrypolicy.Fatal || gu.Reason != Reason(d.Reason) || gu.Failures != last+1 || !errors.Is(err, errFlaky) {
 			rt.Fatalf("gave up %+v where the decision is %+v", gu, d)
 		}
 	})
@@ -135,21 +137,21 @@ func TestRetryWaitsAreTheDecisions(t *testing.T) {
 // exhaust it.
 func TestRetryGivesUpOnlyWithinTheWindow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := Strategy{Kind: Bounded, MaxAttempts: 3, Window: 10 * time.Second,
-			Backoff: Backoff{Kind: Fixed, BaseDelay: 20 * time.Second}}
+		s := retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 3, Window: 10 * time.Second,
+			Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: 20 * time.Second}}
 		runs := make([]run, 10)
 		for i := range runs {
 			runs[i] = run{0, errFlaky}
 		}
 		op, starts, _ := script(runs)
-		v, err := Retry(context.Background(), s, op)
+		v, err := Do(context.Background(), s, op)
 		require.NoError(t, err, "20 s apart, no two failures share a 10 s window")
 		assert.Equal(t, 11, v)
 		assert.Len(t, *starts, 11)
 
 		s.Backoff.BaseDelay = time.Second
 		op, starts, _ = script(runs)
-		_, err = Retry(context.Background(), s, op)
+		_, err = Do(context.Background(), s, op)
 		var gu *GiveUpError
 		require.ErrorAs(t, err, &gu)
 		assert.Equal(t, AttemptsExhausted, gu.Reason)
@@ -162,9 +164,9 @@ func TestRetryGivesUpOnlyWithinTheWindow(t *testing.T) {
 // retried after the first step, not the backoff its failures owe.
 func TestRetryLongRunsEarnCredit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: Exponential, BaseDelay: 100 * time.Millisecond, Multiplier: 2}}
+		s := retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped, Backoff: retrypolicy.Backoff{Kind: retrypolicy.Exponential, BaseDelay: 100 * time.Millisecond, Multiplier: 2}}
 		op, starts, ends := script([]run{{0, errFlaky}, {0, errFlaky}, {0, errFlaky}, {time.Hour, errFlaky}})
-		_, err := Retry(context.Background(), s, op)
+		_, err := Do(context.Background(), s, op)
 		require.NoError(t, err)
 		waits := make([]time.Duration, 4)
 		for i := range waits {
@@ -186,7 +188,7 @@ func TestPermanentEndsAfterOneCall(t *testing.T) {
 			runs[i] = run{time.Hour, errFlaky} // long runs: the credit keeps bounded going
 		}
 		cause := errors.New("404")
-		var opts []RetryOption
+		var opts []Option
 		switch rapid.IntRange(0, 2).Draw(rt, "how") {
 		case 0:
 			runs[before].err = fmt.Errorf("fetching: %w", Permanent(cause))
@@ -197,12 +199,12 @@ func TestPermanentEndsAfterOneCall(t *testing.T) {
 			cause = context.Canceled
 			runs[before].err = cause
 		}
-		if s.Kind == None || s.Kind == Bounded && s.MaxAttempts <= before {
+		if s.Kind == retrypolicy.None || s.Kind == retrypolicy.Bounded && s.MaxAttempts <= before {
 			return // the strategy gives up first
 		}
 		op, starts, _ := script(runs)
 		var err error
-		bubble(t, func() { _, err = Retry(context.Background(), s, op, opts...) })
+		bubble(t, func() { _, err = Do(context.Background(), s, op, opts...) })
 		var gu *GiveUpError
 		require.ErrorAs(rt, err, &gu)
 		if gu.Reason != NotRetryable || len(*starts) != before+1 || !errors.Is(err, cause) {
@@ -216,7 +218,7 @@ func TestPermanentEndsAfterOneCall(t *testing.T) {
 // once when the next call would be due after it, and never sleeps into it.
 func TestRetryNeverWaitsPastTheDeadline(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
-		s := Strategy{Kind: UnlessStopped, Backoff: genGrowingBackoff(rt)}
+		s := retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped, Backoff: rapidgen.GrowingBackoff(rt)}
 		budget := time.Duration(rapid.Int64Range(1, int64(10*time.Minute)).Draw(rt, "deadline"))
 		runs := make([]run, 50)
 		for i := range runs {
@@ -229,7 +231,7 @@ func TestRetryNeverWaitsPastTheDeadline(t *testing.T) {
 			defer cancel()
 			deadline, _ := ctx.Deadline()
 			op, _, _ := script(runs)
-			_, err = Retry(ctx, s, op, WithObserver(func(e RetryEvent) {
+			_, err = Do(ctx, s, op, WithObserver(func(e Event) {
 				if due := time.Now().Add(e.Wait); !due.Before(deadline) {
 					late = append(late, due.Sub(deadline))
 				}
@@ -255,13 +257,13 @@ func TestRetryNeverWaitsPastTheDeadline(t *testing.T) {
 func TestCancellingWakesASleepingRetry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
-		s := Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: Fixed, BaseDelay: time.Hour}}
+		s := retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped, Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: time.Hour}}
 		go func() {
 			time.Sleep(time.Minute)
 			cancel()
 		}()
 		begin := time.Now()
-		_, err := Retry(ctx, s, func(context.Context) (int, error) { return 0, errFlaky })
+		_, err := Do(ctx, s, func(context.Context) (int, error) { return 0, errFlaky })
 		assert.Equal(t, time.Minute, time.Since(begin), "woken by the cancel, not the hour")
 		var gu *GiveUpError
 		require.ErrorAs(t, err, &gu)
@@ -270,7 +272,7 @@ func TestCancellingWakesASleepingRetry(t *testing.T) {
 		assert.ErrorIs(t, err, errFlaky)
 		assert.Equal(t, 1, gu.Failures)
 
-		_, err = Retry(ctx, s, func(context.Context) (int, error) { t.Fatal("called after the context was done"); return 0, nil })
+		_, err = Do(ctx, s, func(context.Context) (int, error) { t.Fatal("called after the context was done"); return 0, nil })
 		assert.ErrorIs(t, err, context.Canceled)
 	})
 }
@@ -280,24 +282,24 @@ func TestCancellingWakesASleepingRetry(t *testing.T) {
 // cap, by default the strategy's MaxDelay or an hour.
 func TestRetryAfterWaitsAtLeastAndAtMostTheCap(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
-		b := genGrowingBackoff(rt)
-		b.Kind = Exponential // no jitter: the first failure owes the base delay
-		s := Strategy{Kind: UnlessStopped, Backoff: b}
+		b := rapidgen.GrowingBackoff(rt)
+		b.Kind = retrypolicy.Exponential // no jitter: the first failure owes the base delay
+		s := retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped, Backoff: b}
 		asked := time.Duration(rapid.Int64Range(0, int64(100*time.Hour)).Draw(rt, "retry after"))
-		var opts []RetryOption
+		var opts []Option
 		capAt := time.Hour
 		if b.MaxDelay > 0 {
 			capAt = b.MaxDelay
 		}
 		if rapid.Bool().Draw(rt, "own cap") {
 			capAt = time.Duration(rapid.Int64Range(1, int64(10*time.Hour)).Draw(rt, "cap"))
-			opts = append(opts, WithRetryAfterCap(capAt))
+			opts = append(opts, WithAfterCap(capAt))
 		}
-		var waits []RetryEvent
-		opts = append(opts, WithJitterSeed(1), WithObserver(func(e RetryEvent) { waits = append(waits, e) }))
-		op, starts, _ := script([]run{{0, RetryAfter(errFlaky, asked)}})
+		var waits []Event
+		opts = append(opts, WithJitterSeed(1), WithObserver(func(e Event) { waits = append(waits, e) }))
+		op, starts, _ := script([]run{{0, After(errFlaky, asked)}})
 		var err error
-		bubble(t, func() { _, err = Retry(context.Background(), s, op, opts...) })
+		bubble(t, func() { _, err = Do(context.Background(), s, op, opts...) })
 		require.NoError(rt, err)
 		require.Len(rt, waits, 1)
 		require.Len(rt, *starts, 2)
@@ -319,12 +321,12 @@ func TestRetryAfterWaitsAtLeastAndAtMostTheCap(t *testing.T) {
 // [0, credited], the same for the same seed, and spread over the range.
 func TestFullJitterSpreadsOverTheWholeDelay(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: ExponentialWithJitter, BaseDelay: 10 * time.Second, Multiplier: 2}}
+		s := retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped, Backoff: retrypolicy.Backoff{Kind: retrypolicy.ExponentialWithJitter, BaseDelay: 10 * time.Second, Multiplier: 2}}
 		var low, high int
 		for seed := range uint64(400) {
 			var wait time.Duration
 			op, _, _ := script([]run{{0, errFlaky}})
-			_, err := Retry(context.Background(), s, op, WithFullJitter(), WithJitterSeed(seed), WithObserver(func(e RetryEvent) { wait = e.Wait }))
+			_, err := Do(context.Background(), s, op, WithFullJitter(), WithJitterSeed(seed), WithObserver(func(e Event) { wait = e.Wait }))
 			require.NoError(t, err)
 			require.LessOrEqual(t, wait, 10*time.Second)
 			require.GreaterOrEqual(t, wait, time.Duration(0))
@@ -345,35 +347,6 @@ func TestFullJitterBounds(t *testing.T) {
 	assert.Equal(t, time.Duration(0), fullJitter(0, 1<<53-1))
 }
 
-func TestParseRetryAfter(t *testing.T) {
-	now := time.Date(2026, 11, 2, 15, 0, 0, 0, time.UTC)
-	for _, tc := range []struct {
-		value string
-		want  time.Duration
-		ok    bool
-	}{
-		{"120", 2 * time.Minute, true},
-		{" 0 ", 0, true},
-		{"99999999999999999999999", time.Duration(1<<63 - 1), true},
-		{"Mon, 02 Nov 2026 15:00:30 GMT", 30 * time.Second, true},
-		{"Monday, 02-Nov-26 15:01:00 GMT", time.Minute, true},
-		{"Mon Nov  2 15:00:10 2026", 10 * time.Second, true},
-		{"Mon, 02 Nov 2026 14:00:00 GMT", 0, true}, // in the past
-		// RFC 850's two-digit years (RFC 9110, 5.6.7): this century's,
-		// unless that is more than 50 years ahead.
-		{"Tuesday, 01-Jan-69 00:00:10 GMT", time.Date(2069, 1, 1, 0, 0, 10, 0, time.UTC).Sub(now), true},
-		{"Friday, 01-Jan-99 00:00:00 GMT", 0, true}, // 1999: 2099 is 73 years ahead
-		{"-5", 0, false},
-		{"1.5", 0, false},
-		{"soon", 0, false},
-		{"", 0, false},
-	} {
-		got, ok := ParseRetryAfter(tc.value, now)
-		assert.Equal(t, tc.ok, ok, tc.value)
-		assert.Equal(t, tc.want, got, tc.value)
-	}
-}
-
 func TestGiveUpErrorReads(t *testing.T) {
 	err := &GiveUpError{Reason: AttemptsExhausted, Failures: 3, Err: errFlaky}
 	assert.Equal(t, "retrypolicy: gave up after 3 failures (attempts_exhausted): flaky", err.Error())
@@ -381,136 +354,35 @@ func TestGiveUpErrorReads(t *testing.T) {
 	assert.Equal(t, "retrypolicy: gave up after 1 failure (past_deadline): flaky", one.Error())
 	assert.ErrorIs(t, err, errFlaky)
 	assert.Nil(t, Permanent(nil))
-	assert.Nil(t, RetryAfter(nil, time.Second))
+	assert.Nil(t, After(nil, time.Second))
 }
 
-// statusError is an HTTP failure, as a worker's client would report it.
-type statusError struct {
-	code       int
-	retryAfter string
-}
-
-func (e *statusError) Error() string { return "HTTP " + strconv.Itoa(e.code) }
-
-// get calls url once; a 5xx or 429 is retryable (with its Retry-After), any
-// other failure status is permanent.
-func get(ctx context.Context, client *http.Client, url string) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return "", Permanent(err)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	switch {
-	case err != nil:
-		return "", err
-	case resp.StatusCode == http.StatusOK:
-		return string(body), nil
-	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
-		serr := &statusError{resp.StatusCode, resp.Header.Get("Retry-After")}
-		if d, ok := ParseRetryAfter(serr.retryAfter, time.Now()); ok {
-			return "", RetryAfter(serr, d)
-		}
-		return "", serr
-	}
-	return "", Permanent(&statusError{code: resp.StatusCode})
-}
-
-// TestRetryOverHTTP runs Retry against a real server on loopback that
-// answers 503, 503, 429 with Retry-After: 2, then 200: three retries, the
-// third waiting the two seconds the server asked for.
-func TestRetryOverHTTP(t *testing.T) {
-	var calls atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch calls.Add(1) {
-		case 1, 2:
-			w.WriteHeader(http.StatusServiceUnavailable)
-		case 3:
-			w.Header().Set("Retry-After", "2")
-			w.WriteHeader(http.StatusTooManyRequests)
-		default:
-			fmt.Fprint(w, "ok")
-		}
-	}))
-	defer srv.Close()
-	synctest.Test(t, func(t *testing.T) {
-		client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
-		s := Strategy{Kind: Bounded, MaxAttempts: 5, Window: time.Minute,
-			Backoff: Backoff{Kind: Exponential, BaseDelay: 100 * time.Millisecond, Multiplier: 2, MaxDelay: 10 * time.Second}}
-		var waits []time.Duration
-		body, err := Retry(context.Background(), s, func(ctx context.Context) (string, error) { return get(ctx, client, srv.URL) },
-			WithObserver(func(e RetryEvent) { waits = append(waits, e.Wait) }))
-		require.NoError(t, err)
-		assert.Equal(t, "ok", body)
-		assert.Equal(t, []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 2 * time.Second}, waits)
-	})
-	assert.Equal(t, int32(4), calls.Load())
-}
-
-// TestRetryOverHTTPWithADate: a Retry-After HTTP-date counts from the
-// moment of the response; a 404 ends the loop at once.
-func TestRetryOverHTTPWithADate(t *testing.T) {
-	var retryAt atomic.Value // the date the server sends, set from the test's clock
-	var calls atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch calls.Add(1) {
-		case 1:
-			w.Header().Set("Retry-After", retryAt.Load().(string))
-			w.WriteHeader(http.StatusServiceUnavailable)
-		case 2:
-			fmt.Fprint(w, "ok")
-		default:
-			w.WriteHeader(http.StatusNotFound)
-		}
-	}))
-	defer srv.Close()
-	synctest.Test(t, func(t *testing.T) {
-		retryAt.Store(time.Now().Add(7 * time.Second).UTC().Format("Mon, 02 Jan 2006 15:04:05 GMT"))
-		client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
-		begin := time.Now()
-		body, err := Retry(context.Background(), Default(), func(ctx context.Context) (string, error) { return get(ctx, client, srv.URL) })
-		require.NoError(t, err)
-		assert.Equal(t, "ok", body)
-		assert.Equal(t, 7*time.Second, time.Since(begin).Round(time.Second))
-
-		_, err = Retry(context.Background(), Default(), func(ctx context.Context) (string, error) { return get(ctx, client, srv.URL) })
-		var gu *GiveUpError
-		require.ErrorAs(t, err, &gu)
-		assert.Equal(t, NotRetryable, gu.Reason)
-		assert.Equal(t, 1, gu.Failures)
-	})
-}
-
-// TestMarksReadThroughWrapping: IsPermanent and RetryAfterWait find their
-// mark anywhere in an error's chain, and RetryAfterWait caps the wait as
-// Retry does without WithRetryAfterCap: at MaxDelay, or an hour.
+// TestMarksReadThroughWrapping: IsPermanent and AfterWait find their
+// mark anywhere in an error's chain, and AfterWait caps the wait as
+// Retry does without WithAfterCap: at MaxDelay, or an hour.
 func TestMarksReadThroughWrapping(t *testing.T) {
 	base := errors.New("404")
 	assert.True(t, IsPermanent(fmt.Errorf("fetching: %w", Permanent(base))))
 	assert.False(t, IsPermanent(base))
 	assert.False(t, IsPermanent(nil))
-	assert.False(t, IsPermanent(RetryAfter(base, time.Second)))
+	assert.False(t, IsPermanent(After(base, time.Second)))
 
-	capped := Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: Exponential, BaseDelay: time.Second, Multiplier: 2, MaxDelay: time.Minute}}
-	uncapped := Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: Fixed, BaseDelay: time.Second}}
+	capped := retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped, Backoff: retrypolicy.Backoff{Kind: retrypolicy.Exponential, BaseDelay: time.Second, Multiplier: 2, MaxDelay: time.Minute}}
+	uncapped := retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped, Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: time.Second}}
 	for _, tc := range []struct {
 		err  error
-		s    Strategy
+		s    retrypolicy.Strategy
 		want time.Duration
 		ok   bool
 	}{
-		{fmt.Errorf("calling: %w", RetryAfter(base, 90*time.Second)), uncapped, 90 * time.Second, true},
-		{RetryAfter(base, 3*time.Hour), uncapped, time.Hour, true},
-		{RetryAfter(base, 3*time.Hour), capped, time.Minute, true},
-		{RetryAfter(base, -time.Second), capped, 0, true},
+		{fmt.Errorf("calling: %w", After(base, 90*time.Second)), uncapped, 90 * time.Second, true},
+		{After(base, 3*time.Hour), uncapped, time.Hour, true},
+		{After(base, 3*time.Hour), capped, time.Minute, true},
+		{After(base, -time.Second), capped, 0, true},
 		{base, capped, 0, false},
 		{nil, capped, 0, false},
 	} {
-		got, ok := RetryAfterWait(tc.err, tc.s)
+		got, ok := AfterWait(tc.err, tc.s)
 		assert.Equal(t, tc.ok, ok, "%v", tc.err)
 		assert.Equal(t, tc.want, got, "%v", tc.err)
 	}
@@ -522,7 +394,7 @@ func TestMarksReadThroughWrapping(t *testing.T) {
 // any other reason is not.
 func TestIsPermanentSeesAGiveUpOnAPermanentError(t *testing.T) {
 	base := errors.New("404")
-	_, err := Retry(context.Background(), Strategy{Kind: Bounded, MaxAttempts: 3}, func(context.Context) (int, error) {
+	_, err := Do(context.Background(), retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 3}, func(context.Context) (int, error) {
 		return 0, Permanent(base)
 	})
 	var gu *GiveUpError
@@ -531,7 +403,7 @@ func TestIsPermanentSeesAGiveUpOnAPermanentError(t *testing.T) {
 	assert.True(t, IsPermanent(err))
 	assert.True(t, IsPermanent(fmt.Errorf("job: %w", err)))
 
-	_, err = Retry(context.Background(), Strategy{Kind: Bounded, MaxAttempts: 1}, func(context.Context) (int, error) {
+	_, err = Do(context.Background(), retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 1}, func(context.Context) (int, error) {
 		return 0, base
 	})
 	require.ErrorAs(t, err, &gu)
@@ -543,7 +415,7 @@ func TestIsPermanentSeesAGiveUpOnAPermanentError(t *testing.T) {
 // a run of no length, as its doc says, rather than refusing it.
 func TestRecordTakesANegativeUptimeAsZero(t *testing.T) {
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	neg, zero := NewHistory(nil), NewHistory(nil)
+	neg, zero := retrypolicy.NewHistory(nil), retrypolicy.NewHistory(nil)
 	require.NoError(t, neg.Record(at, -time.Hour))
 	require.NoError(t, zero.Record(at, 0))
 	dn, err := neg.Decide(0, at)
@@ -558,27 +430,27 @@ func TestRecordTakesANegativeUptimeAsZero(t *testing.T) {
 // calls of op and the GiveUpError when it gave up; observers given twice
 // are both called, in order.
 func TestWithEndSaysHowRetryEnded(t *testing.T) {
-	fast := Strategy{Kind: Bounded, MaxAttempts: 3, Backoff: Backoff{Kind: Fixed, BaseDelay: time.Millisecond}}
+	fast := retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 3, Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: time.Millisecond}}
 	synctest.Test(t, func(t *testing.T) {
-		var ends []RetryEnd
+		var ends []End
 		var seen []string
 		calls := 0
-		_, err := Retry(context.Background(), fast, func(context.Context) (int, error) {
+		_, err := Do(context.Background(), fast, func(context.Context) (int, error) {
 			if calls++; calls < 3 {
 				return 0, errors.New("flaky")
 			}
 			return 1, nil
-		}, WithEnd(func(e RetryEnd) { ends = append(ends, e) }),
-			WithObserver(func(RetryEvent) { seen = append(seen, "first") }),
-			WithObserver(func(RetryEvent) { seen = append(seen, "second") }))
+		}, WithEnd(func(e End) { ends = append(ends, e) }),
+			WithObserver(func(Event) { seen = append(seen, "first") }),
+			WithObserver(func(Event) { seen = append(seen, "second") }))
 		require.NoError(t, err)
 		require.Len(t, ends, 1)
-		assert.Equal(t, RetryEnd{Attempts: 3, Took: 2 * time.Millisecond}, ends[0])
+		assert.Equal(t, End{Attempts: 3, Took: 2 * time.Millisecond}, ends[0])
 		assert.Equal(t, []string{"first", "second", "first", "second"}, seen)
 
 		ends = nil
-		_, err = Retry(context.Background(), fast, func(context.Context) (int, error) { return 0, errors.New("down") },
-			WithEnd(func(e RetryEnd) { ends = append(ends, e) }), WithEnd(func(e RetryEnd) { ends = append(ends, e) }))
+		_, err = Do(context.Background(), fast, func(context.Context) (int, error) { return 0, errors.New("down") },
+			WithEnd(func(e End) { ends = append(ends, e) }), WithEnd(func(e End) { ends = append(ends, e) }))
 		require.Error(t, err)
 		require.Len(t, ends, 2, "both end hooks")
 		assert.Equal(t, 3, ends[0].Attempts)
@@ -589,7 +461,7 @@ func TestWithEndSaysHowRetryEnded(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		ends = nil
-		_, _ = Retry(ctx, fast, func(context.Context) (int, error) { return 1, nil }, WithEnd(func(e RetryEnd) { ends = append(ends, e) }))
+		_, _ = Do(ctx, fast, func(context.Context) (int, error) { return 1, nil }, WithEnd(func(e End) { ends = append(ends, e) }))
 		require.Len(t, ends, 1)
 		assert.Equal(t, 0, ends[0].Attempts)
 		assert.Equal(t, ContextDone, ends[0].GaveUp.Reason)
@@ -600,9 +472,9 @@ func TestWithEndSaysHowRetryEnded(t *testing.T) {
 // that met a permanent error gives up at once too, as IsPermanent says.
 func TestRetryAroundRetryStopsOnAPermanentGiveUp(t *testing.T) {
 	outer := 0
-	_, err := Retry(context.Background(), Strategy{Kind: Bounded, MaxAttempts: 5}, func(ctx context.Context) (int, error) {
+	_, err := Do(context.Background(), retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 5}, func(ctx context.Context) (int, error) {
 		outer++
-		return Retry(ctx, Strategy{Kind: Bounded, MaxAttempts: 5}, func(context.Context) (int, error) {
+		return Do(ctx, retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 5}, func(context.Context) (int, error) {
 			return 0, Permanent(errors.New("404"))
 		})
 	})

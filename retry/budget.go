@@ -1,4 +1,4 @@
-package retrypolicy
+package retry
 
 import (
 	"errors"

@@ -1,0 +1,25 @@
+// Package retry runs an operation in process until it succeeds, under a
+// retrypolicy strategy.
+//
+// [Do] calls the operation and decides each retry as a scheduler would:
+// each call is a run, its length the uptime, the moment it returned the
+// failure, and the wait is what retrypolicy.Decide makes of the failures
+// so far. So a bounded strategy gives up at max_attempts failures within
+// its window, and an operation that ran an hour before failing is retried
+// almost at once.
+//
+//	body, err := retry.Do(ctx, strategy, func(ctx context.Context) ([]byte, error) {
+//		return fetch(ctx, url) // retry.Permanent(err) for what must not be retried
+//	}, retry.WithBudget(budget))
+//
+// When it gives up, Do returns a [*GiveUpError] that says why (its
+// [Reason]): a fatal decision, an error marked [Permanent], the context
+// done, a retry due past the context's deadline, or a spent [Budget]. An
+// error marked with [After] waits at least what a server asked, within a
+// cap. The options ([Option]) observe each retry and the end, share a
+// budget, fix the jitter's seed or make it full.
+//
+// Do keeps nothing between calls and starts no goroutine: it is safe to
+// call from many goroutines at once, and its first try allocates nothing.
+// A Budget is safe for concurrent use.
+package retry

@@ -1,0 +1,156 @@
+package retry
+
+import (
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/internal/echo"
+)
+
+// Reason says why Do gave up: by the strategy (a fatal decision, whose
+// retrypolicy.Reason converts to the Reason of the same name), or for one
+// of the loop's own reasons. The zero value, named "", is no reason.
+type Reason uint8
+
+const (
+	// StrategyNone: the strategy is none, which never retries.
+	StrategyNone = Reason(retrypolicy.StrategyNone)
+	// AttemptsExhausted: a bounded strategy's window holds max_attempts
+	// failures.
+	AttemptsExhausted = Reason(retrypolicy.AttemptsExhausted)
+	// NotRetryable: op returned an error marked Permanent, or one the
+	// WithPermanent option classifies so.
+	NotRetryable Reason = 3
+	// ContextDone: the context was cancelled or passed its deadline.
+	ContextDone Reason = 4
+	// PastDeadline: the next retry would be due after the context's
+	// deadline, so Do returned at once instead of sleeping into it.
+	PastDeadline Reason = 5
+	// BudgetExhausted: the retry budget (WithBudget) allowed no more
+	// retries.
+	BudgetExhausted Reason = 6
+)
+
+// reasonNames are the reasons' names, by value.
+var reasonNames = [...]string{"", "strategy_none", "attempts_exhausted", "not_retryable", "context_done", "past_deadline", "budget_exhausted"}
+
+// String returns the reason's name ("not_retryable"), "" for the zero
+// Reason, or "Reason(N)".
+func (r Reason) String() string {
+	if int(r) < len(reasonNames) {
+		return reasonNames[r]
+	}
+	return "Reason(" + strconv.Itoa(int(r)) + ")"
+}
+
+// MarshalText returns the reason's name, or an error for a value without
+// one.
+func (r Reason) MarshalText() ([]byte, error) {
+	if int(r) >= len(reasonNames) {
+		return nil, errors.New("retry: no reason " + strconv.Itoa(int(r)))
+	}
+	return []byte(reasonNames[r]), nil
+}
+
+// UnmarshalText reads a reason's name, exactly ("" is the zero Reason),
+// and leaves r unchanged on error.
+func (r *Reason) UnmarshalText(text []byte) error {
+	for i, n := range reasonNames {
+		if n == string(text) {
+			*r = Reason(i)
+			return nil
+		}
+	}
+	return errors.New("retry: unknown reason " + echo.Quote(string(text)))
+}
+
+// GiveUpError is Do's error when op never succeeded.
+type GiveUpError struct {
+	// Reason says why Do gave up.
+	Reason Reason
+	// Failures counts the calls of op that failed.
+	Failures int
+	// Err is op's last error (unwrapped from Permanent or After); when the
+	// context ended the loop, the context's cause joined with it.
+	Err error
+}
+
+// Error names the reason and the number of failures, then Err.
+func (e *GiveUpError) Error() string {
+	noun, cause := " failures (", "no error"
+	if e.Failures == 1 {
+		noun = " failure ("
+	}
+	if e.Err != nil {
+		cause = e.Err.Error()
+	}
+	return "retrypolicy: gave up after " + strconv.Itoa(e.Failures) + noun + e.Reason.String() + "): " + cause
+}
+
+// Unwrap returns Err.
+func (e *GiveUpError) Unwrap() error { return e.Err }
+
+// permanentError marks an error that must not be retried.
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string { return e.err.Error() }
+func (e *permanentError) Unwrap() error { return e.err }
+
+// Permanent marks err as final: Do returns at once, with the reason
+// NotRetryable and err unwrapped. Permanent(nil) is nil.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &permanentError{err}
+}
+
+// afterError carries a server's request to wait.
+type afterError struct {
+	err  error
+	wait time.Duration
+}
+
+func (e *afterError) Error() string { return e.err.Error() }
+func (e *afterError) Unwrap() error { return e.err }
+
+// After marks err as carrying a server's request to wait at least d before
+// the next call (an HTTP Retry-After header, say): Do waits the longer of
+// d and the strategy's delay, but never more than the cap (WithAfterCap).
+// After(nil, d) is nil.
+func After(err error, d time.Duration) error {
+	if err == nil {
+		return nil
+	}
+	return &afterError{err, max(d, 0)}
+}
+
+// IsPermanent reports whether err, or an error it wraps, must not be
+// retried: one that Permanent marked, or the *GiveUpError of a Do that
+// gave up because its error was not retryable (reason NotRetryable), so
+// that a loop around Do, or a queue running a job that calls it, stops
+// too.
+func IsPermanent(err error) bool {
+	var pe *permanentError
+	var gu *GiveUpError
+	return errors.As(err, &pe) || errors.As(err, &gu) && gu.Reason == NotRetryable
+}
+
+// AfterWait returns the wait After marked err or an error it wraps with,
+// capped as Do caps it by default (s's MaxDelay, or an hour), if any.
+func AfterWait(err error, s retrypolicy.Strategy) (time.Duration, bool) {
+	return (&config{}).after(err, &s)
+}
+
+// unwrapMarks returns err without the Permanent or After mark around it.
+func unwrapMarks(err error) error {
+	switch e := err.(type) {
+	case *permanentError:
+		return e.err
+	case *afterError:
+		return e.err
+	}
+	return err
+}

@@ -1,0 +1,302 @@
+package retry
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"math/bits"
+	"math/rand/v2"
+	"time"
+
+	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/internal/splitmix"
+)
+
+// Option configures Do; the With functions make them. It returns the
+// configuration it changes, by value, so that a call's configuration stays
+// on its stack.
+type Option struct{ set func(config) config }
+
+// config is one call's configuration, and what the call has done.
+type config struct {
+	permanent  func(error) bool
+	afterCap   time.Duration
+	budget     *Budget
+	seed       uint64
+	seeded     bool
+	fullJitter bool
+	observe    func(Event)
+	end        func(End)
+	calls      int // op's calls so far
+}
+
+// WithPermanent classifies the errors op returns that the caller does not
+// wrap with Permanent (a 4xx status, say): when it reports true, Do gives
+// up at once with the reason NotRetryable.
+func WithPermanent(isPermanent func(error) bool) Option {
+	return Option{func(c config) config { c.permanent = isPermanent; return c }}
+}
+
+// WithAfterCap caps the wait an After error may ask for. The default is
+// the strategy's MaxDelay, or one hour when it has none.
+func WithAfterCap(d time.Duration) Option {
+	return Option{func(c config) config { c.afterCap = max(d, 0); return c }}
+}
+
+// WithBudget makes the calls share b: each call of Do deposits in it, each
+// retry withdraws, and Do gives up with the reason BudgetExhausted when it
+// allows no more.
+func WithBudget(b *Budget) Option {
+	return Option{func(c config) config { c.budget = b; return c }}
+}
+
+// WithJitterSeed sets the seed the strategy's jitter is drawn from, for
+// waits that are the same on every run. The default is a random seed per
+// call of Do.
+func WithJitterSeed(seed uint64) Option {
+	return Option{func(c config) config { c.seed, c.seeded = seed, true; return c }}
+}
+
+// WithFullJitter makes each wait uniform in [0, credited delay] instead of
+// the delay plus the strategy's additive jitter: the spread that best
+// separates many clients that failed together.
+func WithFullJitter() Option {
+	return Option{func(c config) config { c.fullJitter = true; return c }}
+}
+
+// WithObserver calls observe before each retry, to log it or count it. Do
+// itself never logs. Given more than once, each observer is called, in the
+// order given.
+func WithObserver(observe func(Event)) Option {
+	return Option{func(c config) config { c.observe = both(c.observe, observe); return c }}
+}
+
+// WithEnd calls end once, as Do returns, with how the call ended: to count
+// the attempts an operation took, or why it gave up. Given more than once,
+// each is called, in the order given.
+func WithEnd(end func(End)) Option {
+	return Option{func(c config) config { c.end = both(c.end, end); return c }}
+}
+
+// both returns a hook that calls first, then then; either may be nil.
+func both[E any](first, then func(E)) func(E) {
+	switch {
+	case first == nil:
+		return then
+	case then == nil:
+		return first
+	}
+	return func(e E) { first(e); then(e) }
+}
+
+// End is how a call of Do ended.
+type End struct {
+	// Attempts counts the calls of op: 0 when the context was done before
+	// the first.
+	Attempts int
+	// GaveUp is the error Do returns when op never succeeded, nil when it
+	// did.
+	GaveUp *GiveUpError
+	// Took is the time from Do's call to its return.
+	Took time.Duration
+}
+
+// Event is a retry about to happen.
+type Event struct {
+	// Failures counts op's failures so far, this one included.
+	Failures int
+	// Err is the error op returned.
+	Err error
+	// Decision is the strategy's decision on the failures so far; its Due
+	// leaves out an After's wait and the full jitter.
+	Decision retrypolicy.Decision
+	// Wait is how long after the failure Do calls op again.
+	Wait time.Duration
+	// Wake is when: the failure's moment plus Wait.
+	Wake time.Time
+}
+
+// Do calls op until it succeeds, deciding each retry as a scheduler would:
+// each call is a run, its length the uptime, the moment it returned the
+// failure, and the wait is what retrypolicy.Decide makes of the failures
+// so far. So bounded gives up at max_attempts failures within its window,
+// and an op that ran an hour before failing is retried almost at once.
+//
+// It returns op's value at the first success, or else the zero T and a
+// *GiveUpError that unwraps to op's last error and says why: a fatal
+// decision, a permanent error (context.Canceled from op is one), the
+// context done, a next retry due past the context's deadline (Do returns
+// at once rather than sleep into it), or a spent budget. An invalid
+// strategy is a *retrypolicy.ValidationError, before op is called.
+//
+// Only idempotent operations are safe to retry: one that creates something
+// should carry an idempotency key made once and sent with every call. Do
+// starts no goroutine; cancelling the context wakes it at once.
+func Do[T any](ctx context.Context, s retrypolicy.Strategy, op func(context.Context) (T, error), opts ...Option) (T, error) {
+	var zero T
+	if err := s.Validate(); err != nil {
+		return zero, err
+	}
+	var cfg config
+	for _, opt := range opts {
+		if opt.set != nil { // the zero Option changes nothing
+			cfg = opt.set(cfg) // by value, so that cfg stays on the stack
+		}
+	}
+	if cfg.end == nil {
+		return loop(ctx, &s, &cfg, op)
+	}
+	begin := time.Now()
+	v, err := loop(ctx, &s, &cfg, op)
+	end := End{Attempts: cfg.calls, Took: time.Since(begin)}
+	end.GaveUp, _ = err.(*GiveUpError)
+	cfg.end(end)
+	return v, err
+}
+
+// failure is one call of op that failed: the calls failed so far, its
+// error, its uptime and when it returned.
+type failure struct {
+	n        int
+	err      error
+	uptime   time.Duration
+	failedAt time.Time
+}
+
+// loop is Do's loop, for a valid strategy and its options.
+func loop[T any](ctx context.Context, s *retrypolicy.Strategy, cfg *config, op func(context.Context) (T, error)) (T, error) {
+	var zero T
+	if cfg.budget != nil {
+		cfg.budget.deposit()
+	}
+	var h *retrypolicy.History
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for failures := 1; ; failures++ {
+		if err := ctx.Err(); err != nil {
+			return zero, &GiveUpError{Reason: ContextDone, Failures: failures - 1, Err: context.Cause(ctx)}
+		}
+		start := time.Now()
+		cfg.calls++
+		v, opErr := op(ctx)
+		if opErr == nil {
+			return v, nil
+		}
+		failedAt := time.Now()
+		if h == nil {
+			h = cfg.start(*s)
+		}
+		wait, giveUp := cfg.decide(ctx, h, failure{failures, opErr, failedAt.Sub(start), failedAt}, s)
+		if giveUp != nil {
+			return zero, giveUp
+		}
+		if sleep(ctx, wait-time.Since(failedAt), &timer) != nil {
+			return zero, &GiveUpError{Reason: ContextDone, Failures: failures, Err: errors.Join(context.Cause(ctx), unwrapMarks(opErr))}
+		}
+	}
+}
+
+// start prepares the first retry: the history of failures, and the jitter's
+// seed when the caller chose none.
+func (c *config) start(s retrypolicy.Strategy) *retrypolicy.History {
+	p, _ := retrypolicy.Compile(s) // s was validated
+	if !c.seeded {
+		c.seed = rand.Uint64()
+	}
+	return retrypolicy.NewHistory(p)
+}
+
+// decide classifies the failure's error, records it, and returns how long
+// to wait before the next call, or why to give up.
+func (c *config) decide(ctx context.Context, h *retrypolicy.History, f failure, s *retrypolicy.Strategy) (time.Duration, *GiveUpError) {
+	giveUp := func(r Reason, e error) (time.Duration, *GiveUpError) {
+		return 0, &GiveUpError{Reason: r, Failures: f.n, Err: e}
+	}
+	var pe *permanentError
+	switch {
+	case ctx.Err() != nil:
+		return giveUp(ContextDone, errors.Join(context.Cause(ctx), unwrapMarks(f.err)))
+	case errors.As(f.err, &pe):
+		return giveUp(NotRetryable, pe.err)
+	case errors.Is(f.err, context.Canceled), c.permanent != nil && c.permanent(f.err), IsPermanent(f.err):
+		return giveUp(NotRetryable, unwrapMarks(f.err))
+	}
+	if rerr := h.Record(f.failedAt, f.uptime); rerr != nil {
+		return giveUp(NotRetryable, errors.Join(unwrapMarks(f.err), rerr))
+	}
+	d, derr := h.Decide(c.seed, f.failedAt)
+	if derr != nil {
+		return giveUp(NotRetryable, errors.Join(unwrapMarks(f.err), derr))
+	}
+	if d.Action == retrypolicy.Fatal {
+		return giveUp(Reason(d.Reason), unwrapMarks(f.err))
+	}
+	return c.wait(ctx, d, f, s)
+}
+
+// wait returns how long to wait before the next call after a decision to
+// retry, or why to give up: past the deadline, or the budget spent.
+func (c *config) wait(ctx context.Context, d retrypolicy.Decision, f failure, s *retrypolicy.Strategy) (time.Duration, *GiveUpError) {
+	wait := d.Delay + d.Jitter
+	if c.fullJitter {
+		wait = fullJitter(d.Delay, splitmix.Unit(c.seed^0x5851f42d4c957f2d, f.failedAt.Unix(), int32(f.failedAt.Nanosecond()), f.n))
+	}
+	if asked, ok := c.after(f.err, s); ok {
+		wait = max(wait, asked)
+	}
+	giveUp := func(r Reason) (time.Duration, *GiveUpError) {
+		return 0, &GiveUpError{Reason: r, Failures: f.n, Err: unwrapMarks(f.err)}
+	}
+	if deadline, ok := ctx.Deadline(); ok && deadline.Sub(f.failedAt) <= wait {
+		return giveUp(PastDeadline)
+	}
+	if c.budget != nil && !c.budget.withdraw() {
+		return giveUp(BudgetExhausted)
+	}
+	if c.observe != nil {
+		c.observe(Event{Failures: f.n, Err: unwrapMarks(f.err), Decision: d, Wait: wait, Wake: f.failedAt.Add(wait)})
+	}
+	return wait, nil
+}
+
+// after returns the wait an After mark on err asks, at most the cap:
+// WithAfterCap's, else s's MaxDelay, else an hour (an omitted backoff's
+// cap is an hour too).
+func (c *config) after(err error, s *retrypolicy.Strategy) (time.Duration, bool) {
+	var ae *afterError
+	if !errors.As(err, &ae) {
+		return 0, false
+	}
+	return min(ae.wait, cmp.Or(c.afterCap, max(s.Backoff.MaxDelay, 0), time.Hour)), true
+}
+
+// fullJitter returns floor(u × (credited + 1)) for u = u53/2^53: uniform
+// in [0, credited].
+func fullJitter(credited time.Duration, u53 uint64) time.Duration {
+	hi, lo := bits.Mul64(uint64(credited)+1, u53)
+	return time.Duration(hi<<11 | lo>>53)
+}
+
+// sleep waits d, or until ctx is done, whichever comes first, and returns
+// ctx's error in the latter case. It makes *timer the first time and resets
+// it after; Do stops it on return.
+func sleep(ctx context.Context, d time.Duration, timer **time.Timer) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	if *timer == nil {
+		*timer = time.NewTimer(d)
+	} else {
+		(*timer).Reset(d)
+	}
+	select {
+	case <-(*timer).C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
