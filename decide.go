@@ -3,6 +3,7 @@ package retrypolicy
 import (
 	"errors"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/retrypolicy/retrypolicy/internal/seedhash"
@@ -79,6 +80,26 @@ type Decision struct {
 	// clock reading, as every replica computes it. The delay fields and Due
 	// are zero when Action is Fatal.
 	Due time.Time
+}
+
+// String reads d as a sentence, for a log line or a debugger: "wait until
+// 2026-11-02T15:00:04Z: failure 4 in the window owes 8s, 4s after uptime
+// credit, plus 0s of jitter", "retry now: due at …" with the same numbers,
+// or "fatal (attempts_exhausted) at failure 5 in the window".
+func (d Decision) String() string {
+	switch d.Action {
+	case Fatal:
+		return "fatal (" + d.Reason.String() + ") at failure " + strconv.Itoa(d.InWindow) + " in the window"
+	case Wait, RetryNow:
+	default:
+		return d.Action.String()
+	}
+	verdict := "wait until "
+	if d.Action == RetryNow {
+		verdict = "retry now: due at "
+	}
+	return verdict + d.Due.Format(time.RFC3339Nano) + ": failure " + strconv.Itoa(d.InWindow) + " in the window owes " +
+		d.Owed.String() + ", " + d.Delay.String() + " after uptime credit, plus " + d.Jitter.String() + " of jitter"
 }
 
 // errNoFailures is Decide's error for a history without failures.

@@ -2,6 +2,7 @@ package retrypolicy
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"slices"
@@ -453,4 +454,22 @@ func TestCompiledPolicyDecidesAsTheRule(t *testing.T) {
 			t.Fatalf("credited %v after %d failures and %v up, the loop says %v", got.Delay, n, uptime, want)
 		}
 	})
+}
+
+// TestDecisionReadsAsASentence: fmt prints a decision as what it says
+// (it had printed {wait  4 8s 4s 0s ...}): the seed's worked example with
+// a 10 s run, the same due, and a fatal decision.
+func TestDecisionReadsAsASentence(t *testing.T) {
+	last := time.Date(2026, 11, 2, 15, 0, 0, 0, time.UTC)
+	failures := []time.Time{last.Add(-3 * time.Second), last.Add(-2 * time.Second), last.Add(-time.Second), last}
+	d, err := Decide(Default(), failures, 10*time.Second, 0, last)
+	require.NoError(t, err)
+	assert.Equal(t, "wait until 2026-11-02T15:00:04Z: failure 4 in the window owes 8s, 4s after uptime credit, plus 0s of jitter", fmt.Sprint(d))
+	d, err = Decide(Default(), failures, 10*time.Second, 0, last.Add(time.Minute))
+	require.NoError(t, err)
+	assert.Equal(t, "retry now: due at 2026-11-02T15:00:04Z: failure 4 in the window owes 8s, 4s after uptime credit, plus 0s of jitter", d.String())
+	d, err = Decide(Strategy{Kind: Bounded, MaxAttempts: 4}, failures, 0, 0, last)
+	require.NoError(t, err)
+	assert.Equal(t, "fatal (attempts_exhausted) at failure 4 in the window", d.String())
+	assert.Equal(t, "Action(0)", Decision{}.String())
 }

@@ -37,8 +37,11 @@ func ExampleDo() {
 	if err != nil {
 		panic(err)
 	}
+	// A fixed backoff, so that the waits do not depend on how long the calls
+	// took on this machine: a call's time is its uptime, and uptime credit
+	// never takes a fixed delay below its one step.
 	strategy := retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 5,
-		Backoff: retrypolicy.Backoff{Kind: retrypolicy.Exponential, BaseDelay: 10 * time.Millisecond}}
+		Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: 20 * time.Millisecond}}
 	fetch := func(ctx context.Context) (string, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, server.URL, nil)
 		if err != nil {
