@@ -217,7 +217,7 @@ func (d Decision) LogValue() slog.Value {
 	if d.Action != Fatal {
 		attrs = append(attrs,
 			slog.Any("owed_secs", seconds(d.Owed)),
-			slog.Any("credited_secs", seconds(d.Delay)),
+			slog.Any("delay_secs", seconds(d.Delay)),
 			slog.Any("jitter_secs", seconds(d.Jitter)),
 			slog.String("due", string(appendDue(nil, d.Due))),
 		)

@@ -127,7 +127,7 @@ func TestDecisionLogValue(t *testing.T) {
 	d, err := Decide(Default(), failuresAt(-1, 0), 0, 0, t0)
 	require.NoError(t, err)
 	logger.Info("decided", "decision", d)
-	assert.Contains(t, sb.String(), "decision.action=wait decision.failures_in_window=2 decision.owed_secs=2 decision.credited_secs=2 decision.jitter_secs=0 decision.due=2026-11-02T15:04:07.000000000Z")
+	assert.Contains(t, sb.String(), "decision.action=wait decision.failures_in_window=2 decision.owed_secs=2 decision.delay_secs=2 decision.jitter_secs=0 decision.due=2026-11-02T15:04:07.000000000Z")
 
 	sb.Reset()
 	d, err = Decide(Strategy{Kind: None}, failuresAt(0), 0, 0, t0)

@@ -158,6 +158,6 @@ func ExampleDecision_MarshalJSON() {
 	}}))
 	logger.Info("retry", "decision", d) // the same names, through LogValue
 	// Output:
-	// {"action":"wait","failures_in_window":1,"owed_secs":1,"credited_secs":1,"jitter_secs":0,"due":"2026-11-02T15:00:01.000000000Z"}
-	// {"msg":"retry","decision":{"action":"wait","failures_in_window":1,"owed_secs":1,"credited_secs":1,"jitter_secs":0,"due":"2026-11-02T15:00:01.000000000Z"}}
+	// {"action":"wait","failures_in_window":1,"owed_secs":1,"delay_secs":1,"jitter_secs":0,"due":"2026-11-02T15:00:01.000000000Z"}
+	// {"msg":"retry","decision":{"action":"wait","failures_in_window":1,"owed_secs":1,"delay_secs":1,"jitter_secs":0,"due":"2026-11-02T15:00:01.000000000Z"}}
 }

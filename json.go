@@ -297,7 +297,7 @@ func appendDue(b []byte, t time.Time) []byte {
 }
 
 // MarshalJSON writes d as the command prints it: action, reason (when
-// fatal), failures_in_window, then owed_secs, credited_secs, jitter_secs
+// fatal), failures_in_window, then owed_secs, delay_secs, jitter_secs
 // (exact decimal seconds) and due (RFC 3339 in UTC, saturating at the end of
 // year 9999) unless fatal. It fails for an action or reason out of range.
 func (d Decision) MarshalJSON() ([]byte, error) {
@@ -318,7 +318,7 @@ func (d Decision) MarshalJSON() ([]byte, error) {
 	}
 	b = append(b, `,"owed_secs":`...)
 	b = wire.AppendSeconds(b, d.Owed)
-	b = append(b, `,"credited_secs":`...)
+	b = append(b, `,"delay_secs":`...)
 	b = wire.AppendSeconds(b, d.Delay)
 	b = append(b, `,"jitter_secs":`...)
 	b = wire.AppendSeconds(b, d.Jitter)
@@ -328,7 +328,11 @@ func (d Decision) MarshalJSON() ([]byte, error) {
 }
 
 // decisionKeys are the keys of a decision's JSON form, in their order.
-var decisionKeys = [...]string{"action", "reason", "failures_in_window", "owed_secs", "credited_secs", "jitter_secs", "due"}
+var decisionKeys = [...]string{"action", "reason", "failures_in_window", "owed_secs", "delay_secs", "jitter_secs", "due"}
+
+// creditedKey is delay_secs's name before it was renamed: reading a
+// decision accepts it in its place.
+const creditedKey = "credited_secs"
 
 // Indexes into decisionKeys.
 const (
@@ -379,6 +383,9 @@ func (v *Decision) readFields(data []byte) (seen [len(decisionKeys)]bool, err er
 		}
 		key, _ := tok.(string)
 		i := slices.Index(decisionKeys[:], key)
+		if key == creditedKey {
+			i = keyOwed + 1
+		}
 		switch {
 		case i < 0:
 			return seen, decisionError(echo.Text(key), "unknown field")

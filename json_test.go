@@ -349,3 +349,18 @@ func TestUnknownKeysSuggestTheFieldMeant(t *testing.T) {
 	_, err = ParseFlags([]string{"--retry-strategy", "bounded", "--retry-max-attempts", "3", "--retry-windw-secs", "60"})
 	assert.EqualError(t, err, "retrypolicy: --retry-windw-secs: unknown flag; did you mean --retry-window-secs?")
 }
+
+// TestDecisionReadsTheOldDelayName: a decision written before delay_secs
+// was renamed (credited_secs, the wait after the credit, not the credit)
+// still reads; both names at once are a duplicate.
+func TestDecisionReadsTheOldDelayName(t *testing.T) {
+	var d Decision
+	require.NoError(t, json.Unmarshal([]byte(`{"action":"wait","failures_in_window":4,"owed_secs":8,"credited_secs":4,"jitter_secs":0,"due":"2026-11-02T15:00:04Z"}`), &d))
+	assert.Equal(t, 4*time.Second, d.Delay)
+	out, err := json.Marshal(d)
+	require.NoError(t, err)
+	assert.Contains(t, string(out), `"delay_secs":4,`)
+	assert.NotContains(t, string(out), "credited")
+	err = json.Unmarshal([]byte(`{"action":"wait","failures_in_window":4,"owed_secs":8,"delay_secs":4,"credited_secs":4,"jitter_secs":0,"due":"2026-11-02T15:00:04Z"}`), &d)
+	assert.ErrorContains(t, err, "duplicate key")
+}

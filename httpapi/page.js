@@ -217,7 +217,7 @@ function showPlans(planA, planB, svgA, svgB, other) {
   const a = JSON.parse(planA.text).failures, b = planB.ok ? JSON.parse(planB.text).failures : [];
   const cells = (f, side) => !f ? '<td class="' + side + '"></td><td class="' + side + '"></td><td class="' + side + '"></td>' :
     '<td class="' + side + '">+' + dur(f.at_secs) + '</td><td class="' + side + '">' + f.in_window + "</td>" +
-    (f.fatal ? '<td class="' + side + '" style="color:#c01818">FATAL (' + escapeHTML(f.fatal) + ")</td>" : '<td class="' + side + '">' + dur(f.credited_secs) + "</td>");
+    (f.fatal ? '<td class="' + side + '" style="color:#c01818">FATAL (' + escapeHTML(f.fatal) + ")</td>" : '<td class="' + side + '">' + dur(f.delay_secs) + "</td>");
   let rows = '<tr><th></th><th class="a" colspan="3">this strategy</th><th class="b" colspan="3">' + escapeHTML(other) + "</th></tr>" +
     '<tr><th>failure</th><th class="a">at</th><th class="a">in window</th><th class="a">waits</th><th class="b">at</th><th class="b">in window</th><th class="b">waits</th></tr>';
   for (let i = 0; i < Math.max(a.length, b.length); i++) rows += "<tr><td>" + (i + 1) + "</td>" + cells(a[i], "a") + cells(b[i], "b") + "</tr>";

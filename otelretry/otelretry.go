@@ -255,7 +255,7 @@ func (r *recorder) retried(e retry.Event) {
 			attribute.Int("retrypolicy.failures", e.Failures),
 			attribute.Int("retrypolicy.in_window", d.InWindow),
 			attribute.Float64("retrypolicy.owed_secs", d.Owed.Seconds()),
-			attribute.Float64("retrypolicy.credited_secs", d.Delay.Seconds()),
+			attribute.Float64("retrypolicy.delay_secs", d.Delay.Seconds()),
 			attribute.Float64("retrypolicy.wait_secs", e.Wait.Seconds()),
 		), trace.WithTimestamp(e.Wake.Add(-e.Wait)))
 	}

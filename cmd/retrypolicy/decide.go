@@ -16,7 +16,7 @@ import (
 func runDecide(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("decide", "decide [--lines] [FILE|-]", `Reads {"retry_strategy": {…} (optional), "failures": ["RFC 3339", …], "last_uptime_secs": N (optional),
 "jitter_seed": "…" (optional), "now": "RFC 3339"} and prints {"action", "reason" (fatal only),
-"failures_in_window", "owed_secs", "credited_secs", "jitter_secs", "due"}. Uptime is read to
+"failures_in_window", "owed_secs", "delay_secs", "jitter_secs", "due"}. Uptime is read to
 the nanosecond (finer digits are dropped); a due time past year 9999 prints as the year's last
 instant. Exits 0 for every decision, 2 for invalid input (each problem on a line, starting with
 its field's path; at most 20, then how many more).`, stderr)

@@ -31,7 +31,7 @@ a table of its failures until it is fatal or has failed --failures times, each r
 due with the jitter at its least, then what retrypolicy lint finds in the strategy.`, stderr)
 	var o report.PlanOptions
 	o.Define(fs)
-	asJSON := fs.Bool("json", false, `print one JSON object: {"strategy", "uptime_secs", "failures": [{"at_secs", "in_window", "owed_secs", "credited_secs", "retry_at_secs" or "fatal"}], "findings"}`)
+	asJSON := fs.Bool("json", false, `print one JSON object: {"strategy", "uptime_secs", "failures": [{"at_secs", "in_window", "owed_secs", "delay_secs", "retry_at_secs" or "fatal"}], "findings"}`)
 	svgPath := fs.String("svg", "", "also write a timeline picture of the plan to the SVG file `FILE`")
 	positional, stop := parseArgs(fs, args, stdout, stderr, 1)
 	if stop >= 0 {
@@ -110,7 +110,7 @@ func writeTable(w io.Writer, s retrypolicy.Strategy, uptime time.Duration, steps
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "failure\tat\tin window\towed\tcredited\tretry at\t")
+	fmt.Fprintln(tw, "failure\tat\tin window\towed\tdelay\tretry at\t")
 	first := steps[0].Failure
 	for i, st := range steps {
 		d := st.Decision

@@ -132,7 +132,7 @@ func PlanJSON(s retrypolicy.Strategy, uptime time.Duration, steps []plan.Step, r
 			continue
 		}
 		b = wire.AppendSeconds(append(b, `,"owed_secs":`...), d.Owed)
-		b = wire.AppendSeconds(append(b, `,"credited_secs":`...), d.Delay)
+		b = wire.AppendSeconds(append(b, `,"delay_secs":`...), d.Delay)
 		b = wire.AppendSeconds(append(b, `,"retry_at_secs":`...), d.Due.Sub(first))
 		b = append(b, '}')
 	}

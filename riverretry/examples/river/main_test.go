@@ -47,7 +47,7 @@ func TestExample(t *testing.T) {
 		assert.Regexp(t, `(?s)attempt 1 .*panicked|attempt 1 .*nil map write`, jobs["render-report"])
 		assert.Contains(t, jobs["render-report"], "attempt 3  completed")
 		// The second run of 700ms pays for half of the 600ms owed.
-		assert.Contains(t, jobs["rebuild-index"], "ran 0.70s action=wait failures_in_window=2 owed_secs=0.6 credited_secs=0.3")
+		assert.Contains(t, jobs["rebuild-index"], "ran 0.70s action=wait failures_in_window=2 owed_secs=0.6 delay_secs=0.3")
 		assert.Regexp(t, `(?s)attempt 3  failed: .*riverretry: giving up \(attempts_exhausted, 3 failure\(s\) in the window\).*-> cancelled`, jobs["charge-card"])
 		// Each scheduled time is the failure plus the wait.
 		assert.Len(t, regexp.MustCompile(`scheduled for \+`).FindAllString(text, -1), 8)
