@@ -358,3 +358,15 @@ func TestChartsAreBounded(t *testing.T) {
 		assert.True(t, strings.Contains(a.body, "each point: the busiest"), "the chart says a point is a bucket: %s", target)
 	}
 }
+
+// TestMistypedParameterIsSuggested: a parameter with two letters swapped
+// gets its "did you mean" as one with a letter missing does (?jbos= had
+// got none).
+func TestMistypedParameterIsSuggested(t *testing.T) {
+	h := New(Options{})
+	for _, q := range []string{"jbos=10", "jos=10"} {
+		e := decodeError(t, send(t, h, post("/v1/simulate?"+q, "null")), 400, "INVALID_PARAMETER")
+		require.Len(t, e.Errors, 1)
+		assert.Contains(t, e.Errors[0].Message, "did you mean jobs?", q)
+	}
+}

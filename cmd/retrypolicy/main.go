@@ -51,7 +51,7 @@ commands:
   decide [FILE|-]     decide for one failed job (--lines: a stream of JSON Lines)
   plan [FILE|-]       simulate a job that keeps failing under a strategy
   lint [FILE|-]       what a strategy does when every run crashes, and its traps
-  simulate [FILE …]   a fleet through an outage, or clients in contention, strategies side by side
+  simulate [FILE …]   a fleet through an outage, clients in contention, or a chain of layers, side by side
   serve               the library over HTTP, and a page for choosing a strategy
   version             print the version
 

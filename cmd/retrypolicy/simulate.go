@@ -17,8 +17,8 @@ import (
 )
 
 func runSimulate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlagSet("simulate", `simulate [--scenario outage|contention] [--jobs N | --clients N] [--outage D] [--tick D]
-       [--max-runs N] [--runs R] [--seed S] [--json] [--svg FILE] [STRATEGY.json|- …]`,
+	fs := newFlagSet("simulate", `simulate [--scenario outage|contention|layers] [--jobs N | --clients N | --rate R] [--outage D]
+       [--tick D] [--max-runs N] [--runs R] [--seed S] [--json] [--svg FILE] [STRATEGY.json|- …]`,
 		`Simulates a fleet under one or more strategies side by side (files of descriptors, - for
 standard input), every retry decided by the library. Each option belongs to one scenario.
 
@@ -36,11 +36,19 @@ read a version and write it conditionally, each message |N(10, 2)| ms one way; a
 fails and waits. Prints the writes the server took (calls) and when the last client's write
 succeeded (completion_ms), means over --runs runs. Without a strategy: the blog's none,
 exponential and full_jitter (5 ms × 2^n, at most 2 s), and this library's
-exponential_with_jitter.`, stderr)
+exponential_with_jitter.
+
+layers: --rate requests a second for --duration go down a chain of four layers (a client, a
+gateway, a service, a database driver) to a bottom that is down for --outage and then serves
+at most --capacity calls a second; every layer is a retry loop of its own. Prints, for each
+chain, the requests, the calls the bottom saw and their amplification, the peak load over
+capacity, the p99 latency and the recovery. Without a strategy: the retries document's four
+ways (every layer retrying, the client alone, a budget, a breaker); with strategies, one a
+layer, top first. A run follows at most --max-runs calls. --svg draws the bottom's load.`, stderr)
 	var o report.SimulateOptions
 	o.Define(fs)
 	asJSON := fs.Bool("json", false, "print one JSON object a strategy, a line each (for the outage, with its runs and its jobs FATAL in each minute)")
-	svgPath := fs.String("svg", "", "outage: also draw the load over time to the SVG file `FILE`")
+	svgPath := fs.String("svg", "", "outage and layers: also draw the load over time to the SVG file `FILE`")
 	positional, stop := parseArgs(fs, args, stdout, stderr, 64)
 	if stop >= 0 {
 		return stop

@@ -126,8 +126,11 @@ func SuggestFrom(word string, names []string) string {
 	return "; did you mean " + best + "?"
 }
 
-// editDistance is the Levenshtein distance of a and b, bytes apart.
+// editDistance is the optimal string alignment distance of a and b, bytes
+// apart: Levenshtein's, with a swap of two neighbours counted as one edit,
+// so that "jbos" is as near "jobs" as "jos" is.
 func editDistance(a, b string) int {
+	var before []int // the row of i-2
 	prev := make([]int, len(b)+1)
 	for j := range prev {
 		prev[j] = j
@@ -141,8 +144,11 @@ func editDistance(a, b string) int {
 				cost = 0
 			}
 			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], before[j-2]+1)
+			}
 		}
-		prev = cur
+		before, prev = prev, cur
 	}
 	return prev[len(b)]
 }

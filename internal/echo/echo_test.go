@@ -71,4 +71,18 @@ func TestSuggest(t *testing.T) {
 	if got := Suggest("ab", map[string]bool{"ac": true, "ad": true}); got != "" {
 		t.Errorf("a two-letter word gets %q", got)
 	}
+	// A swap of two neighbours is one edit: "jbos" is as near "jobs" as
+	// "jos" is (it had been two, too many for a four-letter word).
+	params := []string{"jobs", "outage", "tick", "seed"}
+	for word, want := range map[string]string{"jbos": "; did you mean jobs?", "jos": "; did you mean jobs?", "tikc": "; did you mean tick?", "sede": "; did you mean seed?"} {
+		if got := SuggestFrom(word, params); got != want {
+			t.Errorf("SuggestFrom(%q) = %q, want %q", word, got, want)
+		}
+	}
+	if d := editDistance("ab", "ba"); d != 1 {
+		t.Errorf("editDistance(ab, ba) = %d, want 1", d)
+	}
+	if d := editDistance("abc", "ca"); d != 3 {
+		t.Errorf("editDistance(abc, ca) = %d, want 3 (each letter edited once at most)", d)
+	}
 }
