@@ -430,14 +430,37 @@ func windowForgets(add recordFinding, s retrypolicy.Strategy, f *loopFacts, t *f
 	switch {
 	case f.LongestWait >= limit:
 	case f.fallAt > 0:
-		add("window-forgets", Info, fmt.Sprintf("to settle at a longer wait, lower "+t.maxDelay+" or the multiplier until the window holds the failures that reach it (retrypolicy plan --failures %d shows the cycle)", f.fallAt+12),
+		top, bottom := showApart(f.LongestWait, f.fallTo)
+		add("window-forgets", Info, "to settle at a longer wait, lower "+t.maxDelay+" or the multiplier until the window holds the failures that reach it"+planShows(f.fallAt+12, "cycle"),
 			"the %s window forgets failures before the delay reaches %s: waits climb to %s, fall back to %s at failure %d, and cycle",
-			show(windowOf(s)), limitText, show(f.LongestWait), show(f.fallTo), f.fallAt)
+			show(windowOf(s)), limitText, top, bottom, f.fallAt)
 	default:
-		add("window-forgets", Info, fmt.Sprintf("to climb further, lengthen "+t.window+" until it holds the failures that reach the cap, or lower the multiplier (retrypolicy plan --failures %d shows the plateau)", f.MostInWindow+6),
+		add("window-forgets", Info, "to climb further, lengthen "+t.window+" until it holds the failures that reach the cap, or lower the multiplier"+planShows(f.MostInWindow+6, "plateau"),
 			"the %s window forgets failures before the delay reaches %s: it never holds more than %d, so the waits climb to %s and stay there",
 			show(windowOf(s)), limitText, f.MostInWindow, show(f.LongestWait))
 	}
+}
+
+// MaxPlanFailures is the most failures the command's plan (and the API's
+// /v1/plan) lists: a finding points to a plan only within it.
+const MaxPlanFailures = 1000
+
+// planShows is a finding's pointer to the plan of n failures that shows
+// what, when the command's plan lists that many; nothing otherwise.
+func planShows(n int, what string) string {
+	if n > MaxPlanFailures {
+		return ""
+	}
+	return fmt.Sprintf(" (retrypolicy plan --failures %d shows the %s)", n, what)
+}
+
+// showApart shows two waits, exactly when their rounded forms are the same:
+// a climb of less than a millisecond is still a climb.
+func showApart(a, b time.Duration) (string, string) {
+	if sa, sb := show(a), show(b); sa != sb || a == b {
+		return sa, sb
+	}
+	return a.String(), b.String()
 }
 
 // neverFatalFix says which window, or which max_attempts, would make a

@@ -388,3 +388,33 @@ func TestLintStopsWhenTheContextIsDone(t *testing.T) {
 	assert.False(t, l.Summary.Settled)
 	assert.Zero(t, l.Summary.Failures)
 }
+
+// TestWindowForgetsPointsOnlyToAPlanThatRuns: a finding suggests the
+// command's plan only with a count plan accepts (it had suggested
+// --failures 4781, which plan refuses), and two waits that round alike are
+// written exactly (it had said "climb to 1s, fall back to 1s").
+func TestWindowForgetsPointsOnlyToAPlanThatRuns(t *testing.T) {
+	r, err := Lint(context.Background(), parse(t, `{"strategy":"unless_stopped","backoff":{"kind":"exponential","multiplier":1.0000001,"max_delay_secs":3153600000}}`))
+	require.NoError(t, err)
+	f := findingOf(t, r, "window-forgets")
+	assert.NotContains(t, f.Fix, "--failures")
+	assert.NotContains(t, f.Message, "climb to 1s, fall back to 1s")
+	assert.Contains(t, f.Message, "climb to 1.000359964s, fall back to 1.000359864s at failure 4769")
+
+	r, err = Lint(context.Background(), retrypolicy.Default())
+	require.NoError(t, err)
+	f = findingOf(t, r, "window-forgets")
+	assert.Regexp(t, `\(retrypolicy plan --failures \d+ shows the cycle\)`, f.Fix)
+}
+
+// findingOf returns r's finding of code.
+func findingOf(t *testing.T, r Report, code string) Finding {
+	t.Helper()
+	for _, f := range r.Findings {
+		if f.Code == code {
+			return f
+		}
+	}
+	t.Fatalf("no %s finding in %v", code, codes(r))
+	return Finding{}
+}

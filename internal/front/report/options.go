@@ -21,7 +21,7 @@ var planStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // Bounds of plan's options: a picture of at most a few hundred KB.
 const (
-	maxPlanFailures = 1000
+	maxPlanFailures = plan.MaxPlanFailures
 	maxPlanUptime   = 1e9 // seconds
 )
 
