@@ -1,13 +1,17 @@
 package riverretry
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/retrypolicy/retrypolicy"
 	"github.com/retrypolicy/retrypolicy/retry"
+	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -52,4 +56,30 @@ func TestHooksAreToldWhatThePolicyDoes(t *testing.T) {
 	require.NoError(t, err)
 	quiet.setMetadata = p.setMetadata
 	assert.NotPanics(t, func() { _ = quiet.Work(ctx, job("email", `{}`), fails) }, "no hooks, no calls")
+}
+
+// TestPolicyLogsToRiversLogger: a policy made without a Logger logs to the
+// river.Config's Logger once installed in it (it had logged to
+// slog.Default(), so the README's "riverretry: decided" lines appeared only
+// with riverretry's own Logger set); a Logger of its own wins.
+func TestPolicyLogsToRiversLogger(t *testing.T) {
+	var riverLog, own bytes.Buffer
+	debug := func(b *bytes.Buffer) *slog.Logger {
+		return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	now := time.Now()
+	job := &rivertype.JobRow{ID: 7, Kind: "email", Attempt: 1, Metadata: []byte(`{}`), CreatedAt: now.Add(-time.Minute), AttemptedAt: &now}
+	fails := func(context.Context) error { return errors.New("down") }
+	for _, c := range []struct {
+		cfg  Config
+		into *bytes.Buffer
+	}{{Config{}, &riverLog}, {Config{Logger: debug(&own)}, &own}} {
+		p, err := New(c.cfg)
+		require.NoError(t, err)
+		p.setMetadata = func(context.Context, string, any) error { return nil } // outside a River run
+		require.NoError(t, p.Install(&river.Config{Logger: debug(&riverLog)}))
+		_ = p.Work(context.Background(), job, fails)
+		assert.Contains(t, c.into.String(), "riverretry: decided")
+	}
+	assert.Equal(t, 1, strings.Count(riverLog.String(), "riverretry: decided"), "the policy with its own Logger did not write to River's")
 }

@@ -59,8 +59,10 @@ type Config struct {
 	// to error handlers as it cancels the job.
 	ErrorHandler river.ErrorHandler
 
-	// Logger receives the policy's warnings: a job whose strategy is
-	// invalid, a rescued job given up. Nil means slog.Default().
+	// Logger receives the policy's warnings (a job whose strategy is
+	// invalid, a rescued job given up) and, at the Debug level, each
+	// decision. Nil means the river.Config's Logger once Install has put
+	// the policy in it, and slog.Default() until then or without one.
 	Logger *slog.Logger
 
 	// Now is the policy's clock; nil means time.Now. A test that stubs
@@ -104,7 +106,10 @@ type Policy struct {
 	next     river.ErrorHandler
 	hooks    Hooks
 	logger   *slog.Logger
-	now      func() time.Time
+	// ownLogger is whether Config gave the logger; without it, Install
+	// takes River's.
+	ownLogger bool
+	now       func() time.Time
 	// setMetadata is river.MetadataSet, or a benchmark's stand-in for
 	// River's encoding of the value outside a job's run.
 	setMetadata func(ctx context.Context, key string, value any) error
@@ -132,7 +137,9 @@ func New(cfg Config) (*Policy, error) {
 		setMetadata: river.MetadataSet,
 	}
 	if p.logger == nil {
-		p.logger = slog.Default()
+		p.logger, p.ownLogger = slog.Default(), false
+	} else {
+		p.ownLogger = true
 	}
 	if p.now == nil {
 		p.now = time.Now
@@ -172,7 +179,9 @@ func (p *Policy) lint(field string, s retrypolicy.Strategy) {
 // a River client configuration, and raises its MaxAttempts to MaxAttempts
 // when it is not set. It returns an error, and changes nothing, when cfg
 // already has another retry policy or error handler: chain an error
-// handler with Config.ErrorHandler.
+// handler with Config.ErrorHandler. A policy made without a Logger logs to
+// cfg's Logger from then on, when it has one. Install it before the client
+// starts.
 func (p *Policy) Install(cfg *river.Config) error {
 	if cfg.RetryPolicy != nil && cfg.RetryPolicy != river.ClientRetryPolicy(p) {
 		return errors.New("riverretry: Install: the river.Config already has a RetryPolicy")
@@ -181,6 +190,9 @@ func (p *Policy) Install(cfg *river.Config) error {
 		return errors.New("riverretry: Install: the river.Config already has an ErrorHandler; give it to riverretry.Config.ErrorHandler to chain it")
 	}
 	cfg.RetryPolicy, cfg.ErrorHandler = p, p
+	if !p.ownLogger && cfg.Logger != nil {
+		p.logger = cfg.Logger // before the client starts: River's goroutines see it
+	}
 	installed := false
 	for _, m := range cfg.Middleware {
 		installed = installed || m == rivertype.Middleware(p)
