@@ -1,16 +1,21 @@
-package riverretry_test
+// Command first is riverretry's first program: River on SQLite in memory,
+// its schema migrated, the policy installed, and a job that fails twice,
+// retried under its kind's strategy.
+package main
 
 import (
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"time"
 
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 	"github.com/riverqueue/river/rivermigrate"
-	_ "modernc.org/sqlite"
+	_ "modernc.org/sqlite" // SQLite in pure Go, as the driver "sqlite"
 
 	"github.com/retrypolicy/retrypolicy"
 	"github.com/retrypolicy/retrypolicy/riverretry"
@@ -32,17 +37,20 @@ func (fetchWorker) Work(_ context.Context, job *river.Job[fetchArgs]) error {
 	return nil
 }
 
-// A first program: River on SQLite in memory, its schema migrated, the
-// policy installed, and a job that fails twice, retried under its kind's
-// strategy.
-func Example() {
-	ctx := context.Background()
+func main() {
+	if err := run(context.Background(), os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "first:", err)
+		os.Exit(1)
+	}
+}
 
+// run runs one job to its end and says how it ended.
+func run(ctx context.Context, out io.Writer) error {
 	// SQLite in memory: one connection, so that every query sees the same
 	// database (each connection to ":memory:" opens a database of its own).
 	db, err := sql.Open("sqlite", ":memory:")
 	if err != nil {
-		panic(err)
+		return err
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(1)
@@ -51,10 +59,10 @@ func Example() {
 	// River's tables.
 	migrator, err := rivermigrate.New(driver, nil)
 	if err != nil {
-		panic(err)
+		return err
 	}
 	if _, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
-		panic(err)
+		return err
 	}
 
 	// The policy: a strategy for the kind, in milliseconds for a brisk
@@ -63,7 +71,7 @@ func Example() {
 		"fetch": {Kind: retrypolicy.Bounded, MaxAttempts: 5, Backoff: retrypolicy.Backoff{BaseDelay: 10 * time.Millisecond, MaxDelay: time.Second}},
 	}})
 	if err != nil {
-		panic(err)
+		return err
 	}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &fetchWorker{})
@@ -77,28 +85,27 @@ func Example() {
 		FetchCooldown:     10 * time.Millisecond,
 	}
 	if err := policy.Install(config); err != nil {
-		panic(err)
+		return err
 	}
 	client, err := river.NewClient(driver, config)
 	if err != nil {
-		panic(err)
+		return err
 	}
 	done, cancel := client.Subscribe(river.EventKindJobCompleted, river.EventKindJobCancelled)
 	defer cancel()
 	if err := client.Start(ctx); err != nil {
-		panic(err)
+		return err
 	}
 	defer client.Stop(ctx)
 
 	if _, err := client.Insert(ctx, fetchArgs{}, nil); err != nil {
-		panic(err)
+		return err
 	}
 	select {
 	case ev := <-done:
-		fmt.Printf("%s after %d attempts; %d errors recorded\n", ev.Job.State, ev.Job.Attempt, len(ev.Job.Errors))
+		fmt.Fprintf(out, "%s after %d attempts; %d errors recorded\n", ev.Job.State, ev.Job.Attempt, len(ev.Job.Errors))
+		return nil
 	case <-time.After(time.Minute):
-		fmt.Println("the job did not end within a minute")
+		return errors.New("the job did not end within a minute")
 	}
-	// Output:
-	// completed after 3 attempts; 2 errors recorded
 }
