@@ -133,9 +133,11 @@ func After(err error, d time.Duration) error {
 // that a loop around Do, or a queue running a job that calls it, stops
 // too.
 func IsPermanent(err error) bool {
-	var pe *permanentError
-	var gu *GiveUpError
-	return errors.As(err, &pe) || errors.As(err, &gu) && gu.Reason == NotRetryable
+	if _, ok := errors.AsType[*permanentError](err); ok {
+		return true
+	}
+	gu, ok := errors.AsType[*GiveUpError](err)
+	return ok && gu.Reason == NotRetryable
 }
 
 // AfterWait returns the wait After marked err or an error it wraps with,

@@ -216,13 +216,13 @@ func (c *config) decide(ctx context.Context, h *retrypolicy.History, f failure, 
 	giveUp := func(r Reason, e error) (time.Duration, *GiveUpError) {
 		return 0, &GiveUpError{Reason: r, Failures: f.n, Err: e}
 	}
-	var pe *permanentError
-	switch {
-	case ctx.Err() != nil:
+	if ctx.Err() != nil {
 		return giveUp(ContextDone, errors.Join(context.Cause(ctx), unwrapMarks(f.err)))
-	case errors.As(f.err, &pe):
+	}
+	if pe, ok := errors.AsType[*permanentError](f.err); ok {
 		return giveUp(NotRetryable, pe.err)
-	case errors.Is(f.err, context.Canceled), c.permanent != nil && c.permanent(f.err), IsPermanent(f.err):
+	}
+	if errors.Is(f.err, context.Canceled) || c.permanent != nil && c.permanent(f.err) || IsPermanent(f.err) {
 		return giveUp(NotRetryable, unwrapMarks(f.err))
 	}
 	if rerr := h.Record(f.failedAt, f.uptime); rerr != nil {
@@ -267,8 +267,8 @@ func (c *config) wait(ctx context.Context, d retrypolicy.Decision, f failure, s 
 // WithAfterCap's, else s's MaxDelay, else an hour (an omitted backoff's
 // cap is an hour too).
 func (c *config) after(err error, s *retrypolicy.Strategy) (time.Duration, bool) {
-	var ae *afterError
-	if !errors.As(err, &ae) {
+	ae, ok := errors.AsType[*afterError](err)
+	if !ok {
 		return 0, false
 	}
 	return min(ae.wait, cmp.Or(c.afterCap, max(s.Backoff.MaxDelay, 0), time.Hour)), true
