@@ -71,8 +71,10 @@ const (
 	// ceiling is the longest delay the library computes: 100 years of 365
 	// days. Longer delays saturate at it; jitter may add a quarter on top.
 	ceiling = 100 * 365 * 24 * time.Hour
-	// minDelay is the shortest delay a Strategy built in Go may use.
-	minDelay = time.Millisecond
+	// minDelay is the shortest delay a Strategy built in Go may use: any
+	// positive whole number of nanoseconds (SEMANTICS section 4), for an
+	// in-process loop around a lock or a local socket.
+	minDelay = time.Nanosecond
 	// maxDelaySecs is the most whole seconds a time.Duration holds.
 	maxDelaySecs = int64(math.MaxInt64 / int64(time.Second))
 )

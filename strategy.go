@@ -33,9 +33,10 @@ func (k *StrategyKind) UnmarshalText(text []byte) error {
 // its default, as an omitted descriptor field does: the zero Strategy is
 // [Default]; a zero Window is an hour, a zero Backoff the default one, and
 // within a Backoff a zero BaseDelay is 1 s, Multiplier 2, MaxDelay no cap.
-// Fields the Kind does not use must be zero. Delays are whole milliseconds
-// of at least 1 ms; only strategies in whole seconds encode as a
-// descriptor. [Strategy.Validate] checks all of it.
+// Fields the Kind does not use must be zero. Delays are any positive whole
+// number of nanoseconds (an in-process loop may wait microseconds); only
+// strategies in whole seconds encode as a descriptor, which counts
+// seconds. [Strategy.Validate] checks all of it.
 type Strategy struct {
 	// Kind is the strategy; zero only in the zero Strategy, [Default].
 	Kind StrategyKind

@@ -25,7 +25,7 @@ const (
 )
 
 // naming says how problems name fields and count delays: by JSON path or by
-// flag, and in the descriptor's whole seconds or in Go's whole milliseconds.
+// flag, and in the descriptor's whole seconds or in Go's nanoseconds.
 type naming struct {
 	names   [numFields]string
 	flags   bool // rules tied to another field are phrased on the flag, as ampctl does
@@ -37,8 +37,8 @@ var jsonNames = [numFields]string{"strategy", "max_attempts", "window_secs", "ba
 	"backoff.kind", "backoff.base_delay_secs", "backoff.multiplier", "backoff.max_delay_secs"}
 
 var (
-	// goNaming checks Go values: fields by their Go names, delays in whole
-	// milliseconds, durations as Go writes them.
+	// goNaming checks Go values: fields by their Go names, delays of any
+	// positive whole nanoseconds, durations as Go writes them.
 	goNaming = naming{names: [numFields]string{"Kind", "MaxAttempts", "Window", "Backoff",
 		"Backoff.Kind", "Backoff.BaseDelay", "Backoff.Multiplier", "Backoff.MaxDelay"}, goUnits: true}
 	// jsonNaming checks the descriptor, and what may be encoded as one.
@@ -183,12 +183,12 @@ func checkBackoff(b *Backoff, g *given, p *problems) {
 }
 
 // checkDelay records a problem unless d is a delay: whole seconds of at
-// least 1 s in the descriptor, whole milliseconds of at least 1 ms in Go.
+// least 1 s in the descriptor, at least 1 ns in Go.
 func (p *problems) checkDelay(f field, d time.Duration, g *given) bool {
 	if p.bad[f] {
 		return false // already refused as it was read
 	}
-	unit, name := minDelay, "milliseconds"
+	unit, name := minDelay, "nanoseconds"
 	if p.nm.secs {
 		unit, name = time.Second, "seconds"
 	}

@@ -33,8 +33,9 @@ func TestValidateGoValues(t *testing.T) {
 		{"delays of whole milliseconds", Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: Exponential, BaseDelay: 1500 * time.Millisecond, Multiplier: 2, MaxDelay: 2001 * time.Millisecond}}, nil},
 		{"a delay of 1 ms", Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: Fixed, BaseDelay: time.Millisecond}}, nil},
 		{"a zero base is 1 s", Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: Fixed}}, nil},
-		{"base in whole milliseconds", Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: Fixed, BaseDelay: 1500 * time.Microsecond}}, []string{"Backoff.BaseDelay"}},
-		{"base below 1 ms", Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: Fixed, BaseDelay: -time.Millisecond}}, []string{"Backoff.BaseDelay"}},
+		{"a delay of microseconds", Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: Fixed, BaseDelay: 1500 * time.Microsecond}}, nil},
+		{"a delay of 1 ns, capped at 10 µs", Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: Exponential, BaseDelay: time.Nanosecond, Multiplier: 2, MaxDelay: 10 * time.Microsecond}}, nil},
+		{"base below 1 ns", Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: Fixed, BaseDelay: -time.Millisecond}}, []string{"Backoff.BaseDelay"}},
 		{"fixed takes no multiplier or cap", Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: Fixed, BaseDelay: time.Second, Multiplier: 2, MaxDelay: time.Minute}}, []string{"Backoff.Multiplier", "Backoff.MaxDelay"}},
 		{"NaN multiplier", Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: Exponential, BaseDelay: time.Second, Multiplier: math.NaN()}}, []string{"Backoff.Multiplier"}},
 		{"infinite multiplier", Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: Exponential, BaseDelay: time.Second, Multiplier: math.Inf(1)}}, []string{"Backoff.Multiplier"}},
@@ -71,8 +72,8 @@ func TestValidationErrorShapes(t *testing.T) {
 	assert.Equal(t, "Window: must be between 1s and 168h0m0s, got -1m0s", ve.Errors[1].Error())
 	assert.Equal(t, 0, ve.Omitted)
 
-	err = Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: Fixed, BaseDelay: 10 * time.Microsecond}}.Validate()
-	assert.Equal(t, "retrypolicy: Backoff.BaseDelay: must be a whole number of milliseconds, got 10µs", err.Error())
+	err = Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: Fixed, BaseDelay: -10 * time.Microsecond}}.Validate()
+	assert.Equal(t, "retrypolicy: Backoff.BaseDelay: must be at least 1ns, got -10µs", err.Error())
 	err = Strategy{Kind: UnlessStopped, Backoff: Backoff{Kind: Exponential, Multiplier: 2, BaseDelay: time.Minute, MaxDelay: 1500 * time.Millisecond}}.Validate()
 	assert.Equal(t, "retrypolicy: Backoff.MaxDelay: must be at least Backoff.BaseDelay (1m0s), got 1.5s", err.Error())
 	err = Strategy{Kind: UnlessStopped, Window: 90 * time.Second}.Validate()

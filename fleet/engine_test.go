@@ -303,10 +303,10 @@ var (
 	extremeFloats = []float64{0, 1e-12, 1e-3, 0.1, 0.5, 1, 100, 1e6, 1e12, math.NaN(), math.Inf(1), -1}
 )
 
-// drawStrategy draws a strategy, valid or not, its delays from 1 ms to
+// drawStrategy draws a strategy, valid or not, its delays from 1 ns to
 // past the ceiling.
 func drawStrategy(t *rapid.T, label string) retrypolicy.Strategy {
-	base := rapid.SampledFrom([]time.Duration{time.Millisecond, 5 * time.Millisecond, time.Second, time.Hour, math.MaxInt64, 0}).Draw(t, label+"_base")
+	base := rapid.SampledFrom([]time.Duration{time.Nanosecond, 10 * time.Microsecond, time.Millisecond, 5 * time.Millisecond, time.Second, time.Hour, math.MaxInt64, 0}).Draw(t, label+"_base")
 	b := retrypolicy.Backoff{Kind: rapid.SampledFrom([]retrypolicy.BackoffKind{retrypolicy.Fixed, retrypolicy.Exponential, retrypolicy.ExponentialWithJitter}).Draw(t, label+"_backoff"),
 		BaseDelay: base}
 	if b.Kind != retrypolicy.Fixed {

@@ -418,3 +418,19 @@ func findingOf(t *testing.T, r Report, code string) Finding {
 	t.Fatalf("no %s finding in %v", code, codes(r))
 	return Finding{}
 }
+
+// TestNanosecondDelaysStayBounded: a Go strategy may wait 1 ns
+// (SEMANTICS section 4); its crash loop and its timeline still end, at
+// MaxFailures at the most.
+func TestNanosecondDelaysStayBounded(t *testing.T) {
+	s := retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped, Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: time.Nanosecond}}
+	r, err := LintGo(context.Background(), s)
+	require.NoError(t, err)
+	assert.LessOrEqual(t, r.Summary.Failures, MaxFailures)
+	assert.False(t, r.Summary.Fatal)
+	assert.Equal(t, time.Nanosecond, r.Summary.LongestWait)
+	steps, err := Timeline(s, loopStart, 0, 1<<40)
+	require.NoError(t, err)
+	assert.Len(t, steps, MaxFailures)
+	assert.Equal(t, time.Nanosecond, steps[1].Failure.Sub(steps[0].Failure))
+}
