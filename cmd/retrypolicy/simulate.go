@@ -16,10 +16,11 @@ import (
 	"github.com/retrypolicy/retrypolicy/internal/front/report"
 )
 
-func runSimulate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlagSet("simulate", `simulate [--scenario outage|contention|layers] [--jobs N | --clients N | --rate R] [--outage D]
-       [--tick D] [--max-runs N] [--runs R] [--seed S] [--json] [--svg FILE] [STRATEGY.json|- …]`,
-		`Simulates a fleet under one or more strategies side by side (files of descriptors, - for
+// simulateUsage and simulateHelp are simulate's usage line and its help.
+const (
+	simulateUsage = `simulate [--scenario outage|contention|layers] [--jobs N | --clients N | --rate R] [--outage D]
+       [--tick D] [--max-runs N] [--runs R] [--seed S] [--json] [--svg FILE] [STRATEGY.json|- …]`
+	simulateHelp = `Simulates a fleet under one or more strategies side by side (files of descriptors, - for
 standard input), every retry decided by the library. Each option belongs to one scenario.
 
 outage: --jobs jobs share a provider that is down for --outage from t = 0; a run that starts
@@ -44,7 +45,11 @@ at most --capacity calls a second; every layer is a retry loop of its own. Print
 chain, the requests, the calls the bottom saw and their amplification, the peak load over
 capacity, the p99 latency and the recovery. Without a strategy: the retries document's four
 ways (every layer retrying, the client alone, a budget, a breaker); with strategies, one a
-layer, top first. A run follows at most --max-runs calls. --svg draws the bottom's load.`, stderr)
+layer, top first. A run follows at most --max-runs calls. --svg draws the bottom's load.`
+)
+
+func runSimulate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlagSet("simulate", simulateUsage, simulateHelp, stderr)
 	var o report.SimulateOptions
 	o.Define(fs)
 	asJSON := fs.Bool("json", false, "print one JSON object a strategy, a line each (for the outage, with its runs and its jobs FATAL in each minute)")

@@ -44,26 +44,34 @@ func main() {
 	}
 }
 
+// queue opens SQLite in memory with River's tables: one connection, so
+// that every query sees the same database (each connection to ":memory:"
+// opens a database of its own).
+func queue(ctx context.Context) (*sql.DB, error) {
+	db, err := sql.Open("sqlite", ":memory:")
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(1)
+	migrator, err := rivermigrate.New(riversqlite.New(db), nil)
+	if err == nil {
+		_, err = migrator.Migrate(ctx, rivermigrate.DirectionUp, nil)
+	}
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
 // run runs one job to its end and says how it ended.
 func run(ctx context.Context, out io.Writer) error {
-	// SQLite in memory: one connection, so that every query sees the same
-	// database (each connection to ":memory:" opens a database of its own).
-	db, err := sql.Open("sqlite", ":memory:")
+	db, err := queue(ctx)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	db.SetMaxOpenConns(1)
 	driver := riversqlite.New(db)
-
-	// River's tables.
-	migrator, err := rivermigrate.New(driver, nil)
-	if err != nil {
-		return err
-	}
-	if _, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
-		return err
-	}
 
 	// The policy: a strategy for the kind, in milliseconds for a brisk
 	// example.
