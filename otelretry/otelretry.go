@@ -18,6 +18,7 @@ package otelretry
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -71,15 +72,24 @@ type Instruments struct {
 	decisions metric.Int64Counter
 	attempts  metric.Int64Histogram
 	tokens    metric.Float64ObservableGauge
+	events    int // the retries of a call that get a span event each
 }
+
+// DefaultSpanEvents is how many retries of a Retry call get a span event
+// each, unless WithSpanEvents says otherwise: the rest are summed on the
+// span as it ends, so that a call that retries ten thousand times does not
+// write ten thousand events.
+const DefaultSpanEvents = 8
 
 // Option configures New; the With functions make them. Like
 // retry.Option, it returns the configuration it changes.
 type Option struct{ set func(config) config }
 
 type config struct {
-	mp metric.MeterProvider
-	tp trace.TracerProvider
+	mp        metric.MeterProvider
+	tp        trace.TracerProvider
+	events    int
+	eventsSet bool
 }
 
 // WithMeterProvider records the metrics through mp; nil, and the default,
@@ -92,6 +102,15 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 // is otel.GetTracerProvider().
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return Option{func(c config) config { c.tp = tp; return c }}
+}
+
+// WithSpanEvents gives the first n retries of each Retry call a span event
+// each (DefaultSpanEvents without it; 0: none); the retries past them are
+// summed on the span as it ends: retrypolicy.summed_retries, their total
+// wait retrypolicy.summed_wait_secs and the largest
+// retrypolicy.summed_max_wait_secs. A negative n is 0.
+func WithSpanEvents(n int) Option {
+	return Option{func(c config) config { c.events, c.eventsSet = max(n, 0), true; return c }}
 }
 
 // New makes the instruments; its error is the meter's, for an instrument
@@ -109,7 +128,10 @@ func New(opts ...Option) (*Instruments, error) {
 	if c.tp == nil {
 		c.tp = otel.GetTracerProvider()
 	}
-	in := &Instruments{tracer: c.tp.Tracer(ScopeName), meter: c.mp.Meter(ScopeName)}
+	in := &Instruments{tracer: c.tp.Tracer(ScopeName), meter: c.mp.Meter(ScopeName), events: DefaultSpanEvents}
+	if c.eventsSet {
+		in.events = c.events
+	}
 	m := in.meter
 	var errs [6]error
 	in.retries, errs[0] = m.Int64Counter("retrypolicy.retries", metric.WithUnit("{retry}"),
@@ -238,6 +260,10 @@ type recorder struct {
 	set  attribute.Set
 	opts []metric.RecordOption
 	adds []metric.AddOption
+	// The span's events so far, and the retries past them, summed.
+	events              int
+	summed              int
+	summedWait, longest time.Duration
 }
 
 func (in *Instruments) newRecorder(ctx context.Context, span trace.Span, set attribute.Set) *recorder {
@@ -247,22 +273,41 @@ func (in *Instruments) newRecorder(ctx context.Context, span trace.Span, set att
 
 // retried records a retry about to happen.
 func (r *recorder) retried(e retry.Event) {
+	if r.span != nil && r.events >= r.in.events {
+		// Past the span's events: the retry is summed for the span's end,
+		// and its metrics are recorded without the span, whose exemplars
+		// the first retries' metrics carry already.
+		r.summed++
+		r.summedWait += e.Wait
+		r.longest = max(r.longest, e.Wait)
+		r.in.retries.Add(context.Background(), 1, r.adds...)
+		r.in.wait.Record(context.Background(), e.Wait.Seconds(), r.opts...)
+		return
+	}
 	r.in.retries.Add(r.ctx, 1, r.adds...)
 	r.in.wait.Record(r.ctx, e.Wait.Seconds(), r.opts...)
-	if r.span != nil && r.span.IsRecording() {
-		d := e.Decision
-		r.span.AddEvent("retrypolicy.retry", trace.WithAttributes(
-			attribute.Int("retrypolicy.failures", e.Failures),
-			attribute.Int("retrypolicy.in_window", d.InWindow),
-			attribute.Float64("retrypolicy.owed_secs", d.Owed.Seconds()),
-			attribute.Float64("retrypolicy.delay_secs", d.Delay.Seconds()),
-			attribute.Float64("retrypolicy.wait_secs", e.Wait.Seconds()),
-		), trace.WithTimestamp(e.Wake.Add(-e.Wait)))
+	if r.span == nil || !r.span.IsRecording() {
+		return
 	}
+	r.events++
+	d := e.Decision
+	r.span.AddEvent("retrypolicy.retry", trace.WithAttributes(
+		attribute.Int("retrypolicy.failures", e.Failures),
+		attribute.Int("retrypolicy.in_window", d.InWindow),
+		attribute.Float64("retrypolicy.owed_secs", d.Owed.Seconds()),
+		attribute.Float64("retrypolicy.delay_secs", d.Delay.Seconds()),
+		attribute.Float64("retrypolicy.wait_secs", e.Wait.Seconds()),
+	), trace.WithTimestamp(e.Wake.Add(-e.Wait)))
 }
 
-// ended records the end of the operation: its attempts, and a give-up.
+// ended records the end of the operation: its attempts, a give-up, and
+// the retries summed rather than written as events.
 func (r *recorder) ended(e retry.End) {
+	if r.summed > 0 && r.span != nil {
+		r.span.SetAttributes(attribute.Int("retrypolicy.summed_retries", r.summed),
+			attribute.Float64("retrypolicy.summed_wait_secs", r.summedWait.Seconds()),
+			attribute.Float64("retrypolicy.summed_max_wait_secs", r.longest.Seconds()))
+	}
 	if e.GaveUp == nil {
 		r.in.attempts.Record(r.ctx, int64(e.Attempts), metric.WithAttributeSet(r.with(Outcome.String("success"))))
 		return

@@ -34,13 +34,13 @@ type sdk struct {
 	spans  *tracetest.SpanRecorder
 }
 
-func newSDK(t *testing.T) *sdk {
+func newSDK(t *testing.T, opts ...otelretry.Option) *sdk {
 	t.Helper()
 	reader := sdkmetric.NewManualReader()
 	spans := tracetest.NewSpanRecorder()
-	in, err := otelretry.New(
+	in, err := otelretry.New(append(opts,
 		otelretry.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))),
-		otelretry.WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))))
+		otelretry.WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))))...)
 	require.NoError(t, err)
 	return &sdk{in: in, reader: reader, spans: spans}
 }
@@ -266,4 +266,44 @@ func TestSchedulerTickAndBudget(t *testing.T) {
 	require.Len(t, g.DataPoints, 1)
 	assert.Equal(t, 5.0, g.DataPoints[0].Value)
 	assert.Equal(t, set(otelretry.Budget.String("payments")), g.DataPoints[0].Attributes.Equivalent())
+}
+
+// TestSpanEventsAreCapped: a call that retries 20 times writes an event
+// for each of its first 8 retries (DefaultSpanEvents) and sums the other
+// 12 on its span as it ends (count, total wait, largest wait), while the
+// metrics count all 20; WithSpanEvents changes the 8, and 0 writes none.
+func TestSpanEventsAreCapped(t *testing.T) {
+	for _, c := range []struct {
+		opts   []otelretry.Option
+		events int
+	}{{nil, otelretry.DefaultSpanEvents}, {[]otelretry.Option{otelretry.WithSpanEvents(2)}, 2}, {[]otelretry.Option{otelretry.WithSpanEvents(0)}, 0}, {[]otelretry.Option{otelretry.WithSpanEvents(50)}, 20}} {
+		synctest.Test(t, func(t *testing.T) {
+			s := newSDK(t, c.opts...)
+			forever := retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped, Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: time.Second}}
+			calls := 0
+			_, err := otelretry.Retry(context.Background(), s.in.Op("poll"), forever, func(context.Context) (int, error) {
+				if calls++; calls <= 20 {
+					return 0, errors.New("not yet")
+				}
+				return 1, nil
+			})
+			require.NoError(t, err)
+			op := []attribute.KeyValue{otelretry.Source.String("retry"), otelretry.Operation.String("poll")}
+			assert.Equal(t, map[attribute.Distinct]int64{set(op...): 20}, counts(t, s.metrics(t)["retrypolicy.retries"], "{retry}"))
+			spans := s.spans.Ended()
+			require.Len(t, spans, 1)
+			assert.Len(t, spans[0].Events(), c.events)
+			summed := 20 - c.events
+			attrs := spans[0].Attributes()
+			if summed == 0 {
+				for _, a := range attrs {
+					assert.NotEqual(t, attribute.Key("retrypolicy.summed_retries"), a.Key)
+				}
+				return
+			}
+			assert.Contains(t, attrs, attribute.Int("retrypolicy.summed_retries", summed))
+			assert.Contains(t, attrs, attribute.Float64("retrypolicy.summed_wait_secs", float64(summed)))
+			assert.Contains(t, attrs, attribute.Float64("retrypolicy.summed_max_wait_secs", 1))
+		})
+	}
 }
