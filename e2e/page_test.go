@@ -141,11 +141,32 @@ func TestPageShowsErrorsInPlaceAndWhatAStrategyDoes(t *testing.T) {
 		}
 	}
 
+	// A fresh load on a phone's width opens on a comparison that shows
+	// something: the seed's bounded strategy beside the default, under the
+	// controller's minute.
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(420, 900)); err != nil {
+		t.Fatal(err)
+	}
 	if err := chromedp.Do(ctx, chromedp.Navigate(addr+"/")); err != nil {
 		t.Fatal(err)
 	}
-	wait("canonical", `"unless_stopped"`)
-	wait("lint", "window-forgets")
+	wait("canonical", `{"strategy":"bounded","max_attempts":5,"window_secs":3600,"backoff":{"kind":"exponential","base_delay_secs":1,"multiplier":2.0,"max_delay_secs":60}}`)
+	wait("lint-tick", "a controller checks every 1m")
+	wait("lint", "Gives up after 4m (failure 5)")
+	wait("lint-b-name", "default")
+	wait("lint-b", "window-forgets")
+	wait("compare-canonical", `"multiplier":2.0`)
+	wait("layers-summary", "the calls multiply with the layers")
+	checkNarrowDetails(t, ctx)
+	screenshot(t, ctx, 420, "serve-page-narrow.png")
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 1500)); err != nil {
+		t.Fatal(err)
+	}
+
+	// A strategy that never gives up: the layers panel says why it does
+	// not multiply.
+	pick(t, ctx, "strategy", "unless_stopped")
+	wait("layers-summary", "This strategy never gives up, so no layer passes a failure up")
 	// A person picks bounded from the list.
 	pick(t, ctx, "strategy", "bounded")
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`!document.getElementById("max_attempts").disabled`)); err != nil {
@@ -157,14 +178,20 @@ func TestPageShowsErrorsInPlaceAndWhatAStrategyDoes(t *testing.T) {
 	wait("err-max_attempts", "")
 	wait("canonical", `"max_attempts":3`)
 	wait("plan-table", "FATAL (attempts_exhausted)")
-	wait("lint", "gives-up-fast")
+	wait("lint", "Gives up after 2m (failure 3)") // a minute apart under the tick
 	wait("sim-summary", "1000 jobs FATAL")
+	// With no tick, the same strategy gives up within seconds.
+	typeInto("tick", "0")
+	wait("lint-tick", "each retry exactly when due")
+	wait("lint", "gives-up-fast")
+	typeInto("tick", "1m")
+	wait("lint-tick", "a controller checks every 1m")
 
 	// Comparing: the strategy picked beside this one, in lint, the plans
 	// and the fleet's chart.
 	pick(t, ctx, "compare", "bounded-hour")
 	wait("lint-b-name", "bounded-hour")
-	wait("lint-b", "gives-up-fast")
+	wait("lint-b", "Gives up after 4m (failure 5)")
 	wait("plan-table", "bounded-hour")
 	wait("plan-b-name", "bounded-hour")
 	wait("sim-summary", "bounded-hour: ")
@@ -211,9 +238,13 @@ func TestPageShowsErrorsInPlaceAndWhatAStrategyDoes(t *testing.T) {
 		t.Errorf("the flags' box cuts its text (%v)", err)
 	}
 	screenshot(t, ctx, 1400, "serve-page.png")
+}
 
-	// A phone's width: one column, nothing wider than the screen.
-	screenshot(t, ctx, 420, "serve-page-narrow.png")
+// checkNarrowDetails checks the page at a phone's width: one column,
+// nothing wider than the screen, the flags' box showing all its lines,
+// and the canonical JSON wrapping only between names and values.
+func checkNarrowDetails(t *testing.T, ctx context.Context) {
+	t.Helper()
 	columns, err := chromedp.Run(ctx, chromedp.Evaluate[string](`getComputedStyle(document.querySelector("main")).gridTemplateColumns`))
 	if err != nil || strings.Contains(strings.TrimSpace(columns), " ") {
 		t.Errorf("at 420 px the page has the columns %q (%v), not one", columns, err)
@@ -221,6 +252,39 @@ func TestPageShowsErrorsInPlaceAndWhatAStrategyDoes(t *testing.T) {
 	wide, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.documentElement.scrollWidth`))
 	if err != nil || wide > 420 {
 		t.Errorf("at 420 px the page is %d px wide (%v)", wide, err)
+	}
+	// The charts have arrived (and with them a scroll bar) before the
+	// flags' box is measured.
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.querySelector("#layers-chart svg") !== null`, chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+		t.Fatal(err)
+	}
+	fits, err := chromedp.Run(ctx, chromedp.Poll[bool](`(() => { const f = document.getElementById("flags"); return f.scrollHeight <= f.clientHeight + 2; })()`, chromedp.WithPollingTimeout(2*time.Second)))
+	if err != nil || !fits {
+		t.Errorf("at 420 px the flags' box cuts its text (%v)", err)
+	}
+	// Where each line of the canonical JSON starts: a line that starts
+	// anywhere but after a comma or a colon broke a name or a value.
+	breaks, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`(() => {
+		const out = [];
+		for (const id of ["canonical", "compare-canonical"]) {
+			const pre = document.getElementById(id), text = pre.textContent, r = document.createRange();
+			let top = null, node = null, at = 0;
+			const walker = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
+			let offset = 0;
+			while ((node = walker.nextNode())) {
+				for (let i = 0; i < node.length; i++) {
+					r.setStart(node, i); r.setEnd(node, i + 1);
+					const y = r.getBoundingClientRect().top;
+					if (top !== null && y > top + 2 && !",:".includes(text[offset + i - 1])) out.push(id + ": " + text.slice(offset + i - 8, offset + i) + " / " + text.slice(offset + i, offset + i + 8));
+					top = y;
+				}
+				offset += node.length;
+			}
+		}
+		return out;
+	})()`))
+	if err != nil || len(breaks) > 0 {
+		t.Errorf("at 420 px the JSON wraps inside a name or value: %q (%v)", breaks, err)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/internal/tick"
 )
 
 // Bound names the bound that cut a simulation short.
@@ -392,7 +393,7 @@ func (e *engine[E]) forget(h *history) {
 }
 
 // MaxTick is the longest controller tick a simulation takes: a day.
-const MaxTick = 24 * time.Hour
+const MaxTick = tick.Max
 
 // saturatingAdd returns t + d for a d >= 0, or the longest Duration
 // where that would overflow.

@@ -166,12 +166,8 @@ func TestEngineHeldFailures(t *testing.T) {
 	assert.False(t, ok, "an instant no History holds")
 }
 
-// TestRetryAtSaturates: a retry due near the longest Duration under a
-// tick starts at it, past every horizon, rather than wrapping to the past.
-func TestRetryAtSaturates(t *testing.T) {
-	assert.Equal(t, maxDuration, retryAt(maxDuration-5, 0, time.Minute))
-	assert.Equal(t, 2*time.Minute, retryAt(time.Minute+1, 0, time.Minute))
-	assert.Equal(t, time.Minute, retryAt(time.Minute, 0, time.Minute))
+// TestSaturatingAddSaturates: a sum past the longest Duration is it.
+func TestSaturatingAddSaturates(t *testing.T) {
 	assert.Equal(t, maxDuration, saturatingAdd(time.Hour, maxDuration))
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/retrypolicy/retrypolicy"
 	"github.com/retrypolicy/retrypolicy/internal/splitmix"
+	"github.com/retrypolicy/retrypolicy/internal/tick"
 )
 
 // simStart is the instant a simulation's t = 0 stands for.
@@ -126,8 +127,8 @@ func (o Outage) check() error {
 		return errors.New("fleet: Outage.Jobs: must be between 1 and 1000000")
 	case !within(o.Down, month) || !within(o.Horizon, month) || !within(o.Spread, month) || !within(o.FailAfter, 24*time.Hour):
 		return errors.New("fleet: Outage: Down, Horizon and Spread must be from 0 to 30 days, FailAfter from 0 to a day")
-	case !within(o.Tick, MaxTick):
-		return fmt.Errorf("fleet: Outage.Tick: must be from 0 to %v, got %v", MaxTick, o.Tick)
+	case tick.Check(o.Tick) != nil:
+		return fmt.Errorf("fleet: Outage.Tick: %w", tick.Check(o.Tick))
 	case o.Capacity < 0:
 		return errors.New("fleet: Outage.Capacity: must not be negative")
 	case o.MaxRuns < 1 || o.MaxRuns > 1_000_000_000:
@@ -232,7 +233,7 @@ func (f *fleet) step(at time.Duration, job int32) {
 		f.r.FatalAt = bump(f.r.FatalAt, failure)
 		return
 	}
-	f.eng.schedule(retryAt(d.Due.Sub(simStart), failure, o.Tick), job)
+	f.eng.schedule(tick.Next(d.Due.Sub(simStart), failure, o.Tick), job)
 }
 
 // result is the figures of the runs followed.
@@ -244,24 +245,6 @@ func (f *fleet) result() OutageResult {
 	}
 	r.Recovery = percentiles(f.recovered)
 	return r
-}
-
-// retryAt returns when a retry due at due, of a failure at failure,
-// starts: then, or under a tick at the first multiple of it at or after
-// due and after failure, so that a retry never starts on its failure's own
-// tick.
-func retryAt(due, failure, tick time.Duration) time.Duration {
-	if tick <= 0 {
-		return due
-	}
-	at := max(due, failure+1)
-	if at%tick == 0 {
-		return at
-	}
-	if at > maxDuration-tick {
-		return maxDuration // past every horizon: it saturates rather than wraps
-	}
-	return at - at%tick + tick
 }
 
 // bump counts one more in the minute of at.

@@ -57,16 +57,16 @@ func TestSimulateComparesWithANamedStrategy(t *testing.T) {
 func TestPlanPictureSharesAnAxis(t *testing.T) {
 	h := New(Options{})
 	const fixed = `{"strategy":"bounded","max_attempts":3,"backoff":{"kind":"fixed","base_delay_secs":5}}` // fatal at 10 s
-	own := send(t, h, svgPost("/v1/plan", fixed))
+	own := send(t, h, svgPost("/v1/plan?tick=0", fixed))
 	require.Equal(t, 200, own.status, own.body)
 	assert.Contains(t, own.body, ">+10s</text>")
 	assert.NotContains(t, own.body, ">+1m</text>")
 
-	long := send(t, h, svgPost("/v1/plan?axis=600", fixed))
+	long := send(t, h, svgPost("/v1/plan?tick=0&axis=600", fixed))
 	require.Equal(t, 200, long.status, long.body)
 	assert.Contains(t, long.body, ">+10m</text>", "the axis runs to 10 minutes")
 
-	short := send(t, h, svgPost("/v1/plan?axis=1", fixed))
+	short := send(t, h, svgPost("/v1/plan?tick=0&axis=1", fixed))
 	assert.Equal(t, own.body, short.body)
 
 	e := decodeError(t, send(t, h, svgPost("/v1/plan?axis=-1", fixed)), 400, "INVALID_PARAMETER")
@@ -102,4 +102,52 @@ func TestSimulateLayers(t *testing.T) {
 
 	e := decodeError(t, send(t, h, post("/v1/simulate?scenario=layers&jobs=5", three)), 400, "INVALID_PARAMETER")
 	assert.Equal(t, "jobs: only the outage scenario takes it; in the layers scenario, rate plays its part", e.Message)
+}
+
+// TestLintAndPlanTakeTheTick: /v1/lint and /v1/plan assume the
+// controller's minute as the command does, say so in tick_secs, take
+// ?tick= (0: when due) and refuse a tick out of range.
+func TestLintAndPlanTakeTheTick(t *testing.T) {
+	h := New(Options{})
+	const five = `{"strategy":"bounded","max_attempts":5,"window_secs":60}`
+	var lint struct {
+		Findings []struct{ Code string }
+		Summary  struct {
+			TickSecs        float64  `json:"tick_secs"`
+			TimeToFatalSecs *float64 `json:"time_to_fatal_secs"`
+		}
+	}
+	a := send(t, h, post("/v1/lint", five))
+	require.Equal(t, 200, a.status, a.body)
+	require.NoError(t, json.Unmarshal([]byte(a.body), &lint))
+	assert.Equal(t, 60.0, lint.Summary.TickSecs)
+	assert.Nil(t, lint.Summary.TimeToFatalSecs, "five failures a minute apart never fit in a minute")
+	assert.Equal(t, "never-fatal", lint.Findings[0].Code)
+
+	a = send(t, h, post("/v1/lint?tick=0", five))
+	require.Equal(t, 200, a.status, a.body)
+	require.NoError(t, json.Unmarshal([]byte(a.body), &lint))
+	assert.Equal(t, 0.0, lint.Summary.TickSecs)
+	require.NotNil(t, lint.Summary.TimeToFatalSecs)
+	assert.Equal(t, 15.0, *lint.Summary.TimeToFatalSecs)
+
+	var p struct {
+		TickSecs float64 `json:"tick_secs"`
+		Failures []struct {
+			DueSecs     float64 `json:"due_secs"`
+			RetryAtSecs float64 `json:"retry_at_secs"`
+		}
+	}
+	a = send(t, h, post("/v1/plan?tick=30s&failures=2", five))
+	require.Equal(t, 200, a.status, a.body)
+	require.NoError(t, json.Unmarshal([]byte(a.body), &p))
+	assert.Equal(t, 30.0, p.TickSecs)
+	require.Len(t, p.Failures, 2)
+	assert.Equal(t, 1.0, p.Failures[0].DueSecs)
+	assert.Equal(t, 30.0, p.Failures[0].RetryAtSecs, "due at 1 s, run at the 30 s tick")
+
+	for _, target := range []string{"/v1/lint?tick=25h", "/v1/plan?tick=25h"} {
+		e := decodeError(t, send(t, h, post(target, five)), 400, "INVALID_PARAMETER")
+		assert.Equal(t, "tick: must be from 0 to 24h0m0s, got 25h0m0s", e.Message, target)
+	}
 }

@@ -20,7 +20,6 @@ import (
 	"github.com/retrypolicy/retrypolicy/internal/echo"
 	"github.com/retrypolicy/retrypolicy/internal/front/report"
 	"github.com/retrypolicy/retrypolicy/internal/jsonscan"
-	"github.com/retrypolicy/retrypolicy/plan"
 )
 
 var (
@@ -279,14 +278,20 @@ func (h *Handler) plan(w http.ResponseWriter, r *http.Request, body []byte) *api
 		return e
 	}
 	if wantsSVG(r) {
-		return writeSVG(w, report.Timeline(st, time.Duration(o.Uptime), steps, time.Duration(axis)))
+		return writeSVG(w, report.Timeline(st, time.Duration(o.Uptime), time.Duration(o.Tick), steps, time.Duration(axis)))
 	}
 	return writeJSON(w, report.PlanJSON(st, time.Duration(o.Uptime), steps, found))
 }
 
 func (h *Handler) lint(w http.ResponseWriter, r *http.Request, body []byte) *apiError {
-	if e := noQuery(r); e != nil {
+	var o report.TickOption
+	fs := flag.NewFlagSet("lint", flag.ContinueOnError)
+	o.Define(fs, "")
+	if e := setQuery(fs, r); e != nil {
 		return e
+	}
+	if errs := o.Check(); errs != nil {
+		return optionProblems(errs)
 	}
 	st, e := strategyBody(body)
 	if e != nil {
@@ -294,7 +299,7 @@ func (h *Handler) lint(w http.ResponseWriter, r *http.Request, body []byte) *api
 	}
 	ctx, cancel := h.work(r)
 	defer cancel()
-	found, err := plan.Lint(ctx, st)
+	found, err := o.Lint(ctx, st)
 	if e := h.failed(ctx, err); e != nil {
 		return e
 	}

@@ -123,7 +123,7 @@ async function fromFields() {
   $("flags").value = flagsOf(d);
   fit($("flags"));
   if (!res.ok) { showErrors(res.error.errors); $("canonical").textContent = ""; return; }
-  $("canonical").textContent = res.text.trim();
+  showJSON("canonical", res.text.trim());
   await show(res.text, mine);
 }
 
@@ -145,8 +145,14 @@ async function fromFlags() {
     $("max_delay_secs").value = d.backoff.max_delay_secs === undefined ? "" : d.backoff.max_delay_secs;
   }
   enable();
-  $("canonical").textContent = res.text.trim();
+  showJSON("canonical", res.text.trim());
   await show(res.text, mine);
+}
+
+// showJSON shows a descriptor's JSON, which may wrap after a comma but
+// not inside a name or a value (unless one is wider than its box).
+function showJSON(id, text) {
+  $(id).innerHTML = escapeHTML(text).replace(/,/g, ",<wbr>");
 }
 
 // known holds the compared strategies' canonical descriptors, by name.
@@ -158,7 +164,10 @@ async function descriptorOf(name) {
   if (known[name]) return known[name];
   const res = await post("v1/simulate?jobs=1&outage=1m&compare=" + encodeURIComponent(name), "null");
   if (!res.ok) return null;
-  known[name] = JSON.stringify(JSON.parse(res.text)[1].descriptor);
+  // The canonical text, as the library writes it (2.0, not 2).
+  const canonical = await post("v1/validate", JSON.stringify(JSON.parse(res.text)[1].descriptor));
+  if (!canonical.ok) return null;
+  known[name] = canonical.text.trim();
   return known[name];
 }
 
@@ -175,35 +184,47 @@ async function show(canonical, mine) {
   // One at a time: the server runs few of these at once, and each takes
   // milliseconds.
   const theirs = await descriptorOf(other);
-  const planA = await post("v1/plan?" + q(["uptime", "failures"]), canonical);
-  const planB = theirs ? await post("v1/plan?" + q(["uptime", "failures"]), theirs) : planA;
+  const planA = await post("v1/plan?" + q(["uptime", "failures", "tick"]), canonical);
+  const planB = theirs ? await post("v1/plan?" + q(["uptime", "failures", "tick"]), theirs) : planA;
   let axis = 0;
   if (planA.ok && planB.ok) axis = Math.max(planEnd(JSON.parse(planA.text)), planEnd(JSON.parse(planB.text)));
-  const svgA = await post("v1/plan?" + q(["uptime", "failures"]) + "&axis=" + axis, canonical, "image/svg+xml");
-  const svgB = theirs ? await post("v1/plan?" + q(["uptime", "failures"]) + "&axis=" + axis, theirs, "image/svg+xml") : svgA;
-  const lintA = await post("v1/lint", canonical);
-  const lintB = theirs ? await post("v1/lint", theirs) : lintA;
+  const svgA = await post("v1/plan?" + q(["uptime", "failures", "tick"]) + "&axis=" + axis, canonical, "image/svg+xml");
+  const svgB = theirs ? await post("v1/plan?" + q(["uptime", "failures", "tick"]) + "&axis=" + axis, theirs, "image/svg+xml") : svgA;
+  const lintA = await post("v1/lint?" + q(["tick"]), canonical);
+  const lintB = theirs ? await post("v1/lint?" + q(["tick"]), theirs) : lintA;
   const simSVG = await post(sim, canonical, "image/svg+xml");
   const simRes = await post(sim, canonical);
   const layersSVG = await post("v1/simulate?scenario=layers&duration=2m", canonical, "image/svg+xml");
   const layersRes = await post("v1/simulate?scenario=layers&duration=2m", canonical);
   if (mine !== generation) return;
   clearErrors(["uptime", "failures", "jobs", "outage", "tick"]);
-  $("compare-canonical").textContent = theirs || "";
+  showJSON("compare-canonical", theirs || "");
   for (const id of ["lint-b-name", "plan-b-name"]) $(id).textContent = other;
   showPlans(planA, planB, svgA, svgB, other);
-  if (lintA.ok) $("lint").innerHTML = lintHTML(JSON.parse(lintA.text));
+  if (lintA.ok) {
+    const tick = JSON.parse(lintA.text).summary.tick_secs;
+    $("lint-tick").textContent = tick > 0 ? "(a controller checks every " + dur(tick) + ")" : "(each retry exactly when due)";
+    $("lint").innerHTML = lintHTML(JSON.parse(lintA.text));
+  }
   if (lintB.ok) $("lint-b").innerHTML = lintHTML(JSON.parse(lintB.text));
   showFleet(simRes, simSVG, other);
-  showLayers(layersRes, layersSVG);
+  showLayers(layersRes, layersSVG, JSON.parse(canonical).strategy);
 }
 
 // showLayers shows the chain's chart, and the calls a request each way.
-function showLayers(res, svg) {
+// layersWhy says why the layers multiply calls, or do not, under a
+// strategy of that kind.
+const layersWhy = {
+  bounded: "Each layer that gives up passes the failure to the layer above, which retries it: the calls multiply with the layers.",
+  unless_stopped: "This strategy never gives up, so no layer passes a failure up and the layers above never retry it: retrying at every layer costs about what retrying at the client alone does. What it costs is calls held waiting through the outage, not calls multiplied.",
+  none: "none never retries: a request makes one call at each layer.",
+};
+
+function showLayers(res, svg, kind) {
   $("layers-chart").innerHTML = svg.ok ? svg.text : "";
   if (!res.ok) { $("layers-summary").textContent = ""; return; }
   $("layers-summary").textContent = JSON.parse(res.text).map((c) => c.chain + ": " + c.amplification + " calls at the bottom a request, " +
-    c.succeeded + " of " + c.requests + " requests succeeded" + (c.metastable ? ", never back within capacity" : ", back within capacity " + dur(c.recovery_secs) + " after the outage")).join("; ") + ".";
+    c.succeeded + " of " + c.requests + " requests succeeded" + (c.metastable ? ", never back within capacity" : ", back within capacity " + dur(c.recovery_secs) + " after the outage")).join("; ") + ". " + (layersWhy[kind] || "");
 }
 
 // showPlans shows the two plans side by side in one table, and their
@@ -217,7 +238,7 @@ function showPlans(planA, planB, svgA, svgB, other) {
   const a = JSON.parse(planA.text).failures, b = planB.ok ? JSON.parse(planB.text).failures : [];
   const cells = (f, side) => !f ? '<td class="' + side + '"></td><td class="' + side + '"></td><td class="' + side + '"></td>' :
     '<td class="' + side + '">+' + dur(f.at_secs) + '</td><td class="' + side + '">' + f.in_window + "</td>" +
-    (f.fatal ? '<td class="' + side + '" style="color:#c01818">FATAL (' + escapeHTML(f.fatal) + ")</td>" : '<td class="' + side + '">' + dur(f.delay_secs) + "</td>");
+    (f.fatal ? '<td class="' + side + '" style="color:#c01818">FATAL (' + escapeHTML(f.fatal) + ")</td>" : '<td class="' + side + '">' + dur(f.retry_at_secs - f.at_secs) + "</td>");
   let rows = '<tr><th></th><th class="a" colspan="3">this strategy</th><th class="b" colspan="3">' + escapeHTML(other) + "</th></tr>" +
     '<tr><th>failure</th><th class="a">at</th><th class="a">in window</th><th class="a">waits</th><th class="b">at</th><th class="b">in window</th><th class="b">waits</th></tr>';
   for (let i = 0; i < Math.max(a.length, b.length); i++) rows += "<tr><td>" + (i + 1) + "</td>" + cells(a[i], "a") + cells(b[i], "b") + "</tr>";
@@ -265,4 +286,11 @@ for (const id of fields.concat(["uptime", "failures", "jobs", "outage", "tick", 
   $(id).addEventListener("change", () => { enable(); soon(fromFields); });
 }
 $("flags").addEventListener("input", () => { fit($("flags")); soon(fromFlags); });
+// The box's width changes when the page does (a scroll bar appears as the
+// charts arrive, the screen turns): its height follows.
+let flagsWidth = 0;
+new ResizeObserver((entries) => {
+  const width = entries[entries.length - 1].contentRect.width;
+  if (width !== flagsWidth) { flagsWidth = width; fit($("flags")); }
+}).observe($("flags"));
 fromFields();

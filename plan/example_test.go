@@ -35,7 +35,7 @@ func ExampleReport_WriteTo() {
 	report.WriteTo(os.Stdout)
 	// Output:
 	// strategy: {"strategy":"bounded","max_attempts":5,"window_secs":60,"backoff":{"kind":"fixed","base_delay_secs":30}}
-	// when every run crashes:
+	// when every run crashes (each retry exactly when due):
 	//   gives up:            never
 	//   longest wait:        30s, after failure 1
 	//   retries, first hour: 119
@@ -62,4 +62,18 @@ func ExampleTimeline() {
 	// 43s 4 8s 4s
 	// 57s 5 16s 16s
 	// 1m23s 6 32s 32s
+}
+
+// The seed's controller looks for failed jobs once a minute. Five failures
+// in a minute's window then never happen: the job retries a minute apart
+// for ever, though with each retry exactly when due it gives up 15 s in.
+func ExampleWithTick() {
+	s := retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 5, Window: time.Minute}
+	due, _ := plan.Lint(context.Background(), s)
+	ticked, _ := plan.Lint(context.Background(), s, plan.WithTick(time.Minute))
+	fmt.Println(due.Summary.Fatal, due.Summary.TimeToFatal)
+	fmt.Println(ticked.Summary.Fatal, ticked.Summary.LongestWait, ticked.Findings[0].Code)
+	// Output:
+	// true 15s
+	// false 1m0s never-fatal
 }

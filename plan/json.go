@@ -26,7 +26,9 @@ func (r Report) MarshalJSON() ([]byte, error) {
 	}
 	b = append([]byte(`{"findings":`), b...)
 	s := r.Summary
-	b = append(b, `,"summary":{"time_to_fatal_secs":`...)
+	b = append(b, `,"summary":{"tick_secs":`...)
+	b = wire.AppendSeconds(b, s.Tick)
+	b = append(b, `,"time_to_fatal_secs":`...)
 	b = appendSecondsOrNull(b, s.TimeToFatal, s.Fatal)
 	b = append(b, `,"failures_to_fatal":`...)
 	if s.Fatal {
@@ -66,7 +68,11 @@ func (r Report) WriteTo(w io.Writer) (int64, error) {
 	var b bytes.Buffer
 	canonical, _ := r.Strategy.MarshalJSON()
 	s := r.Summary
-	fmt.Fprintf(&b, "strategy: %s\nwhen every run crashes:\n", canonical)
+	under := "each retry exactly when due"
+	if s.Tick > 0 {
+		under = "a controller checks every " + show(s.Tick)
+	}
+	fmt.Fprintf(&b, "strategy: %s\nwhen every run crashes (%s):\n", canonical, under)
 	fatal := "never"
 	switch {
 	case s.Fatal && s.FailuresToFatal == 1:

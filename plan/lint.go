@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/internal/tick"
 )
 
 // MaxFailures is the most failures of a crash loop that Lint follows
@@ -60,6 +61,8 @@ type Finding struct {
 
 // Summary is what a strategy does in its crash loop.
 type Summary struct {
+	// Tick is the controller tick the loop ran under (WithTick); 0 is none.
+	Tick time.Duration
 	// Fatal reports whether the strategy gives up; FailuresToFatal counts
 	// the failures until it does, the fatal one included, and TimeToFatal is
 	// the time from the first failure to the fatal one (0 for none).
@@ -68,7 +71,9 @@ type Summary struct {
 	TimeToFatal     time.Duration
 	// LongestWait is the longest wait anywhere in the loop, the first climb
 	// included, and LongestAt the failure (from 1) that waits it first; both
-	// are 0 when the strategy never waits.
+	// are 0 when the strategy never waits. A wait is the time from a failure
+	// to the run after it: the delay, or under a tick the time to the tick
+	// that runs the retry.
 	LongestWait time.Duration
 	LongestAt   int
 	// RetriesFirstHour counts the retries (runs started after a wait, the
@@ -113,21 +118,23 @@ func (r Report) Warnings() int {
 }
 
 // Lint runs the crash loop of s (every run fails at once, each retry
-// starts when due, without jitter) and reports what it does and the traps
-// in it. It returns a *retrypolicy.ValidationError for an invalid s. It
+// starts when due, or under WithTick at the tick that runs it, without
+// jitter) and reports what it does and the traps in it. It returns a
+// *retrypolicy.ValidationError for an invalid s, and an error for an
+// option out of range. It
 // follows at most MaxFailures failures: a few milliseconds for the usual
 // strategies, under a second for any. When ctx is done it stops within a
 // few thousand failures and returns the report so far (not Settled) with
 // an error that wraps ctx's.
-func Lint(ctx context.Context, s retrypolicy.Strategy) (Report, error) {
-	return lint(ctx, s, &descriptorNames)
+func Lint(ctx context.Context, s retrypolicy.Strategy, opts ...Option) (Report, error) {
+	return lint(ctx, s, &descriptorNames, opts)
 }
 
 // LintGo is Lint for a strategy built in Go: its findings name the
 // Strategy's fields and Go's units (Backoff.BaseDelay, time.Hour), not the
 // descriptor's (base_delay_secs, 3600).
-func LintGo(ctx context.Context, s retrypolicy.Strategy) (Report, error) {
-	return lint(ctx, s, &goNames)
+func LintGo(ctx context.Context, s retrypolicy.Strategy, opts ...Option) (Report, error) {
+	return lint(ctx, s, &goNames, opts)
 }
 
 // fieldNames are the names a finding gives the strategy's fields.
@@ -156,14 +163,19 @@ var goNames = fieldNames{
 }
 
 // lint is Lint with the findings naming fields by t.
-func lint(ctx context.Context, s retrypolicy.Strategy, t *fieldNames) (Report, error) {
+func lint(ctx context.Context, s retrypolicy.Strategy, t *fieldNames, opts []Option) (Report, error) {
+	c, err := configure(opts)
+	if err != nil {
+		return Report{}, err
+	}
 	p, s, err := unjittered(s)
 	if err != nil {
 		return Report{}, err
 	}
 	r := Report{Strategy: s}
-	facts, err := follow(ctx, p)
+	facts, err := follow(ctx, p, c.tick)
 	r.Summary = facts.Summary
+	r.Summary.Tick = c.tick
 	r.Summary.FirstStepUptime = -1
 	if facts.LongestAt > 0 {
 		r.Summary.FirstStepUptime = firstStepUptime(p, facts.longestCount)
@@ -179,20 +191,23 @@ type loopFacts struct {
 	longestCount int           // the window's count at the longest wait
 	zeroAt       int           // the first failure that waits 0, or 0
 	fallAt       int           // the first failure that owes less than the one before, or 0
-	fallTo       time.Duration // what it owes
+	fallTo       time.Duration // what it waits
+	tick         time.Duration // the loop's tick, 0 for none
 }
 
-// follow runs p's crash loop until it gives up, or repeats once past the
-// first hour, or MaxFailures. The window's state is its failures' offsets
-// from the newest; the same state always leads to the same future, so a
-// state seen again (Brent's cycle detection) means the loop repeats. It
-// stops early, with an error, when ctx is done.
-func follow(ctx context.Context, p *retrypolicy.Policy) (loopFacts, error) {
+// follow runs p's crash loop under the tick every until it gives up, or
+// repeats once past the first hour, or MaxFailures. The window's state is
+// its failures' offsets from the newest; the same state always leads to
+// the same future (every failure falls on a tick), so a state seen again
+// (Brent's cycle detection) means the loop repeats. It stops early, with
+// an error, when ctx is done.
+func follow(ctx context.Context, p *retrypolicy.Policy, every time.Duration) (loopFacts, error) {
 	var f loopFacts
 	var window []time.Duration // the failures in the window, ascending
 	var cycle cycleFinder
 	prevOwed := time.Duration(-1)
-	for st := range crashLoop(p, loopStart, 0) {
+	f.tick = every
+	for st := range crashLoop(p, loopStart, 0, every) {
 		if f.Failures%checkEvery == 0 && ctx.Err() != nil {
 			return f, fmt.Errorf("plan: Lint: stopped after %d failures: %w", f.Failures, ctx.Err())
 		}
@@ -207,9 +222,10 @@ func follow(ctx context.Context, p *retrypolicy.Policy) (loopFacts, error) {
 			f.Fatal, f.FailuresToFatal, f.TimeToFatal, f.Settled = true, f.Failures, at, true
 			return f, nil
 		}
-		f.note(d, at, prevOwed)
+		retry := st.Retry.Sub(loopStart)
+		f.note(d, at, retry-at, prevOwed)
 		prevOwed = d.Owed
-		if cycle.repeats(window) && d.Delay >= time.Hour-at {
+		if cycle.repeats(window) && retry >= time.Hour {
 			f.Settled = true
 			return f, nil
 		}
@@ -220,20 +236,21 @@ func follow(ctx context.Context, p *retrypolicy.Policy) (loopFacts, error) {
 	return f, nil // the next failure is past what a History holds
 }
 
-// note records what the decision d on the failure at offset at shows: the
-// longest wait, the first zero wait, the first fall in what is owed
-// (prevOwed before it), a retry within the first hour.
-func (f *loopFacts) note(d retrypolicy.Decision, at, prevOwed time.Duration) {
-	if f.LongestAt == 0 || d.Delay > f.LongestWait {
-		f.LongestWait, f.LongestAt, f.longestCount = d.Delay, f.Failures, d.InWindow
+// note records what the decision d on the failure at offset at, whose
+// retry starts wait later, shows: the longest wait, the first zero delay,
+// the first fall in what is owed (prevOwed before it), a retry within the
+// first hour.
+func (f *loopFacts) note(d retrypolicy.Decision, at, wait, prevOwed time.Duration) {
+	if f.LongestAt == 0 || wait > f.LongestWait {
+		f.LongestWait, f.LongestAt, f.longestCount = wait, f.Failures, d.InWindow
 	}
 	if d.Delay == 0 && f.zeroAt == 0 {
 		f.zeroAt = f.Failures
 	}
 	if d.Owed < prevOwed && f.fallAt == 0 {
-		f.fallAt, f.fallTo = f.Failures, d.Owed
+		f.fallAt, f.fallTo = f.Failures, wait
 	}
-	if d.Delay < time.Hour-at {
+	if wait < time.Hour-at {
 		f.RetriesFirstHour++
 	}
 }
@@ -321,9 +338,10 @@ func firstStepUptime(p *retrypolicy.Policy, n int) time.Duration {
 }
 
 // climb returns how long after the first failure the n-th comes when no
-// failure leaves the window, or false when that is past 7 days or
+// failure leaves the window, each retry at the first tick of every after
+// its due time (every 0: when due), or false when that is past 7 days or
 // MaxFailures failures away.
-func climb(p *retrypolicy.Policy, n int) (time.Duration, bool) {
+func climb(p *retrypolicy.Policy, n int, every time.Duration) (time.Duration, bool) {
 	const longest = 7 * 24 * time.Hour
 	h := retrypolicy.NewHistory(p)
 	var sum time.Duration
@@ -333,11 +351,19 @@ func climb(p *retrypolicy.Policy, n int) (time.Duration, bool) {
 		}
 		_ = h.Record(loopStart, 0) // all at one instant: every one counts
 		d, _ := h.Decide(0, loopStart)
-		if sum += d.Delay; sum > longest {
+		if sum += tick.Next(d.Delay, 0, every); sum > longest {
 			return 0, false
 		}
 	}
 	return sum, true
+}
+
+// plural returns noun, with an s unless n is 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return noun
+	}
+	return noun + "s"
 }
 
 // find returns the findings of s, whose crash loop under p showed f, in
@@ -350,7 +376,11 @@ func find(p *retrypolicy.Policy, s retrypolicy.Strategy, f *loopFacts, t *fieldN
 	if s.Kind == retrypolicy.Bounded {
 		boundedFindings(add, p, s, f, t)
 	}
-	if f.zeroAt > 0 {
+	switch {
+	case f.zeroAt > 0 && f.tick > 0:
+		add("zero-delay", Info, "raise "+t.base+" or the multiplier, so that no delay floors to 0 ns",
+			"from failure %d the delay is 0s: each retry waits only for the next %s tick, so a failing job runs on every tick", f.zeroAt, show(f.tick))
+	case f.zeroAt > 0:
 		add("zero-delay", Warning, "raise "+t.base+" or the multiplier, so that no delay floors to 0 ns",
 			"from failure %d the crash loop waits 0s: every retry is due at once, a retry storm (under a controller, a retry on every tick)", f.zeroAt)
 	}
@@ -373,9 +403,13 @@ func find(p *retrypolicy.Policy, s retrypolicy.Strategy, f *loopFacts, t *fieldN
 // up, or gives up within a minute.
 func boundedFindings(add recordFinding, p *retrypolicy.Policy, s retrypolicy.Strategy, f *loopFacts, t *fieldNames) {
 	if f.Settled && !f.Fatal {
-		add("never-fatal", Warning, neverFatalFix(p, s, f.MostInWindow, t),
-			"bounded never gives up when every run crashes: its %s window holds at most %d failures, short of %s %d, so it retries forever as unless_stopped does",
-			show(s.Window), f.MostInWindow, t.maxAttempts, s.MaxAttempts)
+		under := ""
+		if f.tick > 0 {
+			under = " under a " + show(f.tick) + " tick"
+		}
+		add("never-fatal", Warning, neverFatalFix(p, s, f, t),
+			"bounded never gives up when every run crashes%s: its %s window holds at most %d %s, short of %s %d, so it retries forever as unless_stopped does",
+			under, show(s.Window), f.MostInWindow, plural(f.MostInWindow, "failure"), t.maxAttempts, s.MaxAttempts)
 	}
 	if f.Fatal && f.TimeToFatal < time.Minute {
 		add("gives-up-fast", Warning, "raise "+t.base+", the multiplier or "+t.maxAttempts+", so that the failures that make it fatal take longer than the outages the job should ride out",
@@ -431,11 +465,11 @@ func windowForgets(add recordFinding, s retrypolicy.Strategy, f *loopFacts, t *f
 	case f.LongestWait >= limit:
 	case f.fallAt > 0:
 		top, bottom := showApart(f.LongestWait, f.fallTo)
-		add("window-forgets", Info, "to settle at a longer wait, lower "+t.maxDelay+" or the multiplier until the window holds the failures that reach it"+planShows(f.fallAt+12, "cycle"),
+		add("window-forgets", Info, "to settle at a longer wait, lower "+t.maxDelay+" or the multiplier until the window holds the failures that reach it"+planShows(f.fallAt+12, f.tick, "cycle"),
 			"the %s window forgets failures before the delay reaches %s: waits climb to %s, fall back to %s at failure %d, and cycle",
 			show(windowOf(s)), limitText, top, bottom, f.fallAt)
 	default:
-		add("window-forgets", Info, "to climb further, lengthen "+t.window+" until it holds the failures that reach the cap, or lower the multiplier"+planShows(f.MostInWindow+6, "plateau"),
+		add("window-forgets", Info, "to climb further, lengthen "+t.window+" until it holds the failures that reach the cap, or lower the multiplier"+planShows(f.MostInWindow+6, f.tick, "plateau"),
 			"the %s window forgets failures before the delay reaches %s: it never holds more than %d, so the waits climb to %s and stay there",
 			show(windowOf(s)), limitText, f.MostInWindow, show(f.LongestWait))
 	}
@@ -445,13 +479,21 @@ func windowForgets(add recordFinding, s retrypolicy.Strategy, f *loopFacts, t *f
 // /v1/plan) lists: a finding points to a plan only within it.
 const MaxPlanFailures = 1000
 
-// planShows is a finding's pointer to the plan of n failures that shows
-// what, when the command's plan lists that many; nothing otherwise.
-func planShows(n int, what string) string {
+// planShows is a finding's pointer to the plan of n failures under the
+// tick every that shows what, when the command's plan lists that many;
+// nothing otherwise.
+func planShows(n int, every time.Duration, what string) string {
 	if n > MaxPlanFailures {
 		return ""
 	}
-	return fmt.Sprintf(" (retrypolicy plan --failures %d shows the %s)", n, what)
+	tickFlag := ""
+	if every != tick.Default {
+		tickFlag = " --tick " + every.String()
+		if every == 0 {
+			tickFlag = " --tick 0"
+		}
+	}
+	return fmt.Sprintf(" (retrypolicy plan --failures %d%s shows the %s)", n, tickFlag, what)
 }
 
 // showApart shows two waits, exactly when their rounded forms are the same:
@@ -464,14 +506,18 @@ func showApart(a, b time.Duration) (string, string) {
 }
 
 // neverFatalFix says which window, or which max_attempts, would make a
-// never-fatal strategy give up.
-func neverFatalFix(p *retrypolicy.Policy, s retrypolicy.Strategy, most int, t *fieldNames) string {
-	fix := fmt.Sprintf("set %s to at most %d, or shorten the delays", t.maxAttempts, most)
-	if need, ok := climb(p, s.MaxAttempts); ok {
-		secs := int64((need + time.Second - 1) / time.Second)
-		return fmt.Sprintf("a window of at least %ds (%s) holds %d failures; or %s", secs, t.windowOf(secs), s.MaxAttempts, fix)
+// never-fatal strategy, whose crash loop showed f, give up.
+func neverFatalFix(p *retrypolicy.Policy, s retrypolicy.Strategy, f *loopFacts, t *fieldNames) string {
+	fix := fmt.Sprintf("set %s to at most %d, or shorten the delays", t.maxAttempts, f.MostInWindow)
+	under := ""
+	if f.tick > 0 {
+		under = " under the " + show(f.tick) + " tick"
 	}
-	return fmt.Sprintf("no window of up to 7 days holds %d failures with these delays: %s", s.MaxAttempts, fix)
+	if need, ok := climb(p, s.MaxAttempts, f.tick); ok {
+		secs := int64((need + time.Second - 1) / time.Second)
+		return fmt.Sprintf("a window of at least %ds (%s) holds %d failures%s; or %s", secs, t.windowOf(secs), s.MaxAttempts, under, fix)
+	}
+	return fmt.Sprintf("no window of up to 7 days holds %d failures with these delays%s: %s", s.MaxAttempts, under, fix)
 }
 
 // firstDelays lists the first three delays of p's backoff.

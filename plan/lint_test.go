@@ -159,7 +159,8 @@ func TestLintRefusesAnInvalidStrategy(t *testing.T) {
 
 // reference is the crash loop worked with the library's plain Decide on
 // every failure so far, for n failures: each wait is the decision's
-// credited delay, without jitter.
+// credited delay, without jitter, or under a tick T the gap to the run
+// after it, T * max(1, ceil(delay / T)) (SEMANTICS section 5).
 type reference struct {
 	fatalAt   int // the failure that is fatal, from 1, or 0
 	fatalTime time.Duration
@@ -168,7 +169,7 @@ type reference struct {
 	starts    []time.Duration // when each retry starts
 }
 
-func runReference(t require.TestingT, s retrypolicy.Strategy, n int) reference {
+func runReference(t require.TestingT, s retrypolicy.Strategy, n int, tick time.Duration) reference {
 	var r reference
 	var failures []time.Time
 	at := loopStart
@@ -181,8 +182,12 @@ func runReference(t require.TestingT, s retrypolicy.Strategy, n int) reference {
 			r.fatalAt, r.fatalTime = i, at.Sub(loopStart)
 			return r
 		}
-		r.waits = append(r.waits, d.Delay)
-		at = at.Add(d.Delay)
+		wait := d.Delay
+		if tick > 0 {
+			wait = tick * max(1, (d.Delay+tick-1)/tick)
+		}
+		r.waits = append(r.waits, wait)
+		at = at.Add(wait)
 		r.starts = append(r.starts, at.Sub(loopStart))
 	}
 	return r
@@ -197,11 +202,13 @@ func runReference(t require.TestingT, s retrypolicy.Strategy, n int) reference {
 func TestLintSummaryIsTheCrashLoop(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		s := rapidgen.LoopStrategy(t)
-		r, err := Lint(context.Background(), s)
+		tick := time.Duration(rapid.SampledFrom([]int64{0, 1, 30, 59, 60, 61, 300}).Draw(t, "tick secs")) * time.Second
+		r, err := Lint(context.Background(), s, WithTick(tick))
 		require.NoError(t, err)
 		sum := r.Summary
+		require.Equal(t, tick, sum.Tick)
 		require.True(t, sum.Settled, "settles: %+v", sum)
-		ref := runReference(t, s, 3*sum.Failures+10)
+		ref := runReference(t, s, 3*sum.Failures+10, tick)
 		never := slices.Contains(codes(r), "never-fatal")
 		switch {
 		case sum.Fatal:
@@ -210,9 +217,9 @@ func TestLintSummaryIsTheCrashLoop(t *testing.T) {
 		case s.Kind == retrypolicy.Bounded:
 			require.True(t, never, "a bounded strategy that is not fatal is never-fatal")
 			// Ten windows, however many failures they take.
-			long := runReference(t, s, 1)
+			long := runReference(t, s, 1, tick)
 			for n := 64; ; n *= 2 {
-				if long = runReference(t, s, n); long.fatalAt > 0 || long.starts[len(long.starts)-1] > 10*s.Window {
+				if long = runReference(t, s, n, tick); long.fatalAt > 0 || long.starts[len(long.starts)-1] > 10*s.Window {
 					break
 				}
 			}
@@ -249,7 +256,7 @@ func TestFirstStepUptimeIsTheLeastThatPaysDown(t *testing.T) {
 			assert.Equal(t, time.Duration(-1), sum.FirstStepUptime, "no wait: nothing to pay down")
 			return
 		}
-		ref := runReference(t, s, sum.LongestAt)
+		ref := runReference(t, s, sum.LongestAt, 0)
 		n := ref.counts[sum.LongestAt-1]
 		same := slices.Repeat([]time.Time{loopStart}, n)
 		first, err := retrypolicy.Decide(s, same[:1], 0, 1, loopStart)
@@ -272,8 +279,9 @@ func TestTimelineIsTheCrashLoop(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		s := rapidgen.LoopStrategy(t)
 		uptime := time.Duration(rapid.Int64Range(0, int64(time.Hour)).Draw(t, "uptime"))
-		max := rapid.IntRange(0, 60).Draw(t, "max")
-		steps, err := Timeline(s, loopStart, uptime, max)
+		most := rapid.IntRange(0, 60).Draw(t, "max")
+		tick := time.Duration(rapid.Int64Range(0, int64(10*time.Minute)).Draw(t, "tick"))
+		steps, err := Timeline(s, loopStart, uptime, most, WithTick(tick))
 		require.NoError(t, err)
 		var failures []time.Time
 		run := loopStart
@@ -292,8 +300,14 @@ func TestTimelineIsTheCrashLoop(t *testing.T) {
 			}
 			require.True(t, d.Due.Equal(st.Failure.Add(d.Delay)))
 			run = d.Due
+			if tick > 0 { // the first tick at or after due, after the failure
+				due, failure := d.Due.Sub(loopStart), st.Failure.Sub(loopStart)
+				k := max((due+tick-1)/tick, failure/tick+1)
+				run = loopStart.Add(k * tick)
+			}
+			require.True(t, st.Retry.Equal(run), "step %d retries at %v, not %v", i+1, st.Retry, run)
 		}
-		assert.Len(t, steps, max, "not fatal: max steps")
+		assert.Len(t, steps, most, "not fatal: max steps")
 	})
 }
 
@@ -404,7 +418,7 @@ func TestWindowForgetsPointsOnlyToAPlanThatRuns(t *testing.T) {
 	r, err = Lint(context.Background(), retrypolicy.Default())
 	require.NoError(t, err)
 	f = findingOf(t, r, "window-forgets")
-	assert.Regexp(t, `\(retrypolicy plan --failures \d+ shows the cycle\)`, f.Fix)
+	assert.Regexp(t, `\(retrypolicy plan --failures \d+ --tick 0 shows the cycle\)`, f.Fix)
 }
 
 // findingOf returns r's finding of code.
@@ -433,4 +447,106 @@ func TestNanosecondDelaysStayBounded(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, steps, MaxFailures)
 	assert.Equal(t, time.Nanosecond, steps[1].Failure.Sub(steps[0].Failure))
+}
+
+// TestLintUnderATick works SEMANTICS section 5's crash loop under a
+// minute's tick by hand: every failure falls on a tick, and the next is a
+// whole number of ticks after it, at least one. Delays of 59, 60 and 61 s
+// fall just below, on and just above a tick.
+func TestLintUnderATick(t *testing.T) {
+	const m = time.Minute
+	for _, tc := range []struct {
+		name, doc   string
+		fatalAt     time.Duration // -1: never
+		longest     time.Duration
+		longestAt   int
+		firstHour   int
+		wantCodes   []string
+		withoutTick time.Duration // the time to fatal when due, -1: never
+	}{
+		// 1, 2, 4 … s owed, each retry a minute later: the 60 s window holds
+		// the failure and the one a minute before it, never 5.
+		{"the issue's 5 in 60 s", `{"strategy":"bounded","max_attempts":5,"window_secs":60}`, -1, m, 1, 59, []string{"never-fatal", "window-forgets"}, 15 * time.Second},
+		// Failures at 0, 60, 120, 180, 240 s: the fifth is fatal.
+		{"fixed 59 s", `{"strategy":"bounded","max_attempts":5,"window_secs":600,"backoff":{"kind":"fixed","base_delay_secs":59}}`, 4 * m, m, 1, 4, nil, 236 * time.Second},
+		{"fixed 60 s", `{"strategy":"bounded","max_attempts":5,"window_secs":600,"backoff":{"kind":"fixed","base_delay_secs":60}}`, 4 * m, m, 1, 4, nil, 240 * time.Second},
+		// 0, 120, 240, 360, 480 s.
+		{"fixed 61 s", `{"strategy":"bounded","max_attempts":5,"window_secs":600,"backoff":{"kind":"fixed","base_delay_secs":61}}`, 8 * m, 2 * m, 1, 4, nil, 244 * time.Second},
+		// 59, 118, 236, 472 s owed: 1, 2, 4 and 8 minutes; 0, 60, 180, 420, 900 s.
+		{"exponential from 59 s", `{"strategy":"bounded","max_attempts":5,"window_secs":3600,"backoff":{"kind":"exponential","base_delay_secs":59,"max_delay_secs":3600}}`, 15 * m, 8 * m, 4, 4, nil, 885 * time.Second},
+		{"exponential from 60 s", `{"strategy":"bounded","max_attempts":5,"window_secs":3600,"backoff":{"kind":"exponential","base_delay_secs":60,"max_delay_secs":3600}}`, 15 * m, 8 * m, 4, 4, nil, 900 * time.Second},
+		// 61, 122, 244, 488 s owed: 2, 3, 5 and 9 minutes; 0, 120, 300, 600, 1140 s.
+		{"exponential from 61 s", `{"strategy":"bounded","max_attempts":5,"window_secs":3600,"backoff":{"kind":"exponential","base_delay_secs":61,"max_delay_secs":3600}}`, 19 * m, 9 * m, 4, 4, nil, 915 * time.Second},
+		// 1, 2, 4 … 2048 s owed: a minute each up to 32 s, then 2, 3, 5, 9,
+		// 18 and 35 minutes; retries at 60 … 360, 480, 660, 960, 1500 and
+		// 2580 s in the first hour, then a wait of 2100 s after failure 12.
+		{"the default", `null`, -1, 2100 * time.Second, 12, 11, []string{"window-forgets"}, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := parse(t, tc.doc)
+			r, err := Lint(context.Background(), s, WithTick(m))
+			require.NoError(t, err)
+			sum := r.Summary
+			assert.Equal(t, m, sum.Tick)
+			assert.Equal(t, tc.fatalAt >= 0, sum.Fatal)
+			if tc.fatalAt >= 0 {
+				assert.Equal(t, tc.fatalAt, sum.TimeToFatal)
+			}
+			assert.Equal(t, tc.longest, sum.LongestWait)
+			assert.Equal(t, tc.longestAt, sum.LongestAt)
+			assert.Equal(t, tc.firstHour, sum.RetriesFirstHour)
+			assert.Equal(t, tc.wantCodes, codes(r))
+
+			due, err := Lint(context.Background(), s) // no tick: the in-process loop
+			require.NoError(t, err)
+			assert.Equal(t, tc.withoutTick >= 0, due.Summary.Fatal)
+			if tc.withoutTick >= 0 {
+				assert.Equal(t, tc.withoutTick, due.Summary.TimeToFatal)
+			}
+		})
+	}
+}
+
+// TestNeverFatalUnderATickNamesIt: the finding says the tick, and its fix
+// a window that holds max_attempts failures a tick apart, or fewer
+// attempts.
+func TestNeverFatalUnderATickNamesIt(t *testing.T) {
+	r, err := Lint(context.Background(), parse(t, `{"strategy":"bounded","max_attempts":5,"window_secs":60}`), WithTick(time.Minute))
+	require.NoError(t, err)
+	f := findingOf(t, r, "never-fatal")
+	assert.Equal(t, "bounded never gives up when every run crashes under a 1m tick: its 1m window holds at most 2 failures, short of max_attempts 5, so it retries forever as unless_stopped does", f.Message)
+	// Five failures a minute apart span 240 s.
+	assert.Equal(t, "a window of at least 240s (window_secs 240) holds 5 failures under the 1m tick; or set max_attempts to at most 2, or shorten the delays", f.Fix)
+	fixed, err := Lint(context.Background(), parse(t, `{"strategy":"bounded","max_attempts":5,"window_secs":240}`), WithTick(time.Minute))
+	require.NoError(t, err)
+	assert.True(t, fixed.Summary.Fatal, "the fix's window gives up")
+	assert.Equal(t, 4*time.Minute, fixed.Summary.TimeToFatal)
+}
+
+// TestZeroDelayUnderATickIsAnInfo: a job whose delays floor to nothing
+// waits a tick, a retry a tick rather than a storm.
+func TestZeroDelayUnderATickIsAnInfo(t *testing.T) {
+	r, err := Lint(context.Background(), zeroDelay, WithTick(time.Minute))
+	require.NoError(t, err)
+	f := findingOf(t, r, "zero-delay")
+	assert.Equal(t, Info, f.Severity)
+	assert.Equal(t, "from failure 2 the delay is 0s: each retry waits only for the next 1m tick, so a failing job runs on every tick", f.Message)
+	assert.True(t, r.Summary.Settled, "a tick apart, the loop repeats")
+	assert.Equal(t, time.Minute, r.Summary.LongestWait)
+	due, err := Lint(context.Background(), zeroDelay)
+	require.NoError(t, err)
+	assert.Equal(t, Warning, findingOf(t, due, "zero-delay").Severity)
+}
+
+// TestATickOutOfRangeIsAnError: below 0 or above a day, for each of the
+// three calls that take it.
+func TestATickOutOfRangeIsAnError(t *testing.T) {
+	for _, d := range []time.Duration{-time.Nanosecond, 24*time.Hour + 1} {
+		_, err := Lint(context.Background(), retrypolicy.Default(), WithTick(d))
+		assert.ErrorContains(t, err, "plan: WithTick: must be from 0 to 24h0m0s")
+		_, err = LintGo(context.Background(), retrypolicy.Default(), WithTick(d))
+		assert.ErrorContains(t, err, "plan: WithTick: must be from 0 to 24h0m0s")
+		_, err = Timeline(retrypolicy.Default(), loopStart, 0, 3, WithTick(d))
+		assert.ErrorContains(t, err, "plan: WithTick: must be from 0 to 24h0m0s")
+	}
 }

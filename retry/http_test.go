@@ -28,7 +28,7 @@ type statusError struct {
 
 func (e *statusError) Error() string { return "HTTP " + strconv.Itoa(e.code) }
 
-// get calls url once; a 5xx or 429 is retryable (with its Retry-retry.After), any
+// get calls url once; a 5xx or 429 is retryable (with its Retry-After), any
 // other failure status is permanent.
 func get(ctx context.Context, client *http.Client, url string) (string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -47,7 +47,7 @@ func get(ctx context.Context, client *http.Client, url string) (string, error) {
 	case resp.StatusCode == http.StatusOK:
 		return string(body), nil
 	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
-		serr := &statusError{resp.StatusCode, resp.Header.Get("Retry-retry.After")}
+		serr := &statusError{resp.StatusCode, resp.Header.Get("Retry-After")}
 		if d, ok := retryhttp.ParseRetryAfter(serr.retryAfter, time.Now()); ok {
 			return "", retry.After(serr, d)
 		}
@@ -57,7 +57,7 @@ func get(ctx context.Context, client *http.Client, url string) (string, error) {
 }
 
 // TestRetryOverHTTP runs Retry against a real server on loopback that
-// answers 503, 503, 429 with Retry-retry.After: 2, then 200: three retries, the
+// answers 503, 503, 429 with Retry-After: 2, then 200: three retries, the
 // third waiting the two seconds the server asked for.
 func TestRetryOverHTTP(t *testing.T) {
 	var calls atomic.Int32
@@ -66,7 +66,7 @@ func TestRetryOverHTTP(t *testing.T) {
 		case 1, 2:
 			w.WriteHeader(http.StatusServiceUnavailable)
 		case 3:
-			w.Header().Set("Retry-retry.After", "2")
+			w.Header().Set("Retry-After", "2")
 			w.WriteHeader(http.StatusTooManyRequests)
 		default:
 			fmt.Fprint(w, "ok")
@@ -87,7 +87,7 @@ func TestRetryOverHTTP(t *testing.T) {
 	assert.Equal(t, int32(4), calls.Load())
 }
 
-// TestRetryOverHTTPWithADate: a Retry-retry.After HTTP-date counts from the
+// TestRetryOverHTTPWithADate: a Retry-After HTTP-date counts from the
 // moment of the response; a 404 ends the loop at once.
 func TestRetryOverHTTPWithADate(t *testing.T) {
 	var retryAt atomic.Value // the date the server sends, set from the test's clock
@@ -95,7 +95,7 @@ func TestRetryOverHTTPWithADate(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch calls.Add(1) {
 		case 1:
-			w.Header().Set("Retry-retry.After", retryAt.Load().(string))
+			w.Header().Set("Retry-After", retryAt.Load().(string))
 			w.WriteHeader(http.StatusServiceUnavailable)
 		case 2:
 			fmt.Fprint(w, "ok")

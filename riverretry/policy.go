@@ -162,15 +162,18 @@ func New(cfg Config) (*Policy, error) {
 
 // lint logs, once, each warning plan.LintGo finds in the strategy of a
 // Config field, in the names of its Go fields: a bounded strategy that
-// never gives up, waits that grow to days, a retry storm.
+// never gives up, waits that grow to days, a retry storm. It lints with no
+// tick: River runs a retry when it is due (within its scheduler's few
+// seconds), not on a controller's minute, and the line says so.
 func (p *Policy) lint(field string, s retrypolicy.Strategy) {
-	report, err := plan.LintGo(context.Background(), s) // s compiled: no error
+	report, err := plan.LintGo(context.Background(), s) // s compiled, no tick: no error
 	if err != nil {
 		return
 	}
 	for _, f := range report.Findings {
 		if f.Severity == plan.Warning {
-			p.logger.Warn("riverretry: "+field+": "+f.Message, "code", f.Code, "fix", f.Fix)
+			p.logger.Warn("riverretry: "+field+": "+f.Message, "code", f.Code, "fix", f.Fix,
+				"tick", "none: linted with each retry when due, as River runs it")
 		}
 	}
 }

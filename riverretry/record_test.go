@@ -252,6 +252,7 @@ func TestNewLogsTheTrapsOfItsStrategies(t *testing.T) {
 	assert.Contains(t, entry["msg"], "short of MaxAttempts 5", "a strategy built in Go is spoken of in Go's names")
 	assert.Contains(t, entry["fix"], "(Window: 120 * time.Second)")
 	assert.NotContains(t, entry["fix"], "_secs")
+	assert.Equal(t, "none: linted with each retry when due, as River runs it", entry["tick"])
 }
 
 // TestInstall: it sets the retry policy, the error handler, the

@@ -9,25 +9,31 @@ import (
 	"strings"
 
 	"github.com/retrypolicy/retrypolicy"
-	"github.com/retrypolicy/retrypolicy/plan"
+	"github.com/retrypolicy/retrypolicy/internal/front/report"
 )
 
 // exitWarnings is lint's exit status when it finds a warning.
 const exitWarnings = 3
 
 func runLint(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlagSet("lint", "lint [--json] [FILE|-]\n       retrypolicy lint [--json] --retry-strategy S [--retry-* …]", `Runs a strategy's crash loop (every run fails at once, each retry starts when due, without
-jitter) and prints what it does, and its traps, each with what to change. The strategy is a
+	fs := newFlagSet("lint", "lint [--tick D] [--json] [FILE|-]\n       retrypolicy lint [--tick D] [--json] --retry-strategy S [--retry-* …]", `Runs a strategy's crash loop (every run fails at once, each retry starts at the controller's
+first --tick at or after its due time, without jitter) and prints what it does, and its traps,
+each with what to change. The strategy is a
 descriptor (FILE, - or no FILE for standard input), read as validate reads it, or ampctl-style
 flags, read as flags reads them; invalid input prints its problems and exits 2.
 
 Exit status: 0 when it finds no warning (info findings allowed), 3 when it finds one, 2 for
 invalid input, 1 for I/O errors.`, stderr)
 	asJSON := fs.Bool("json", false, `print one JSON object: {"findings": [{"code", "severity", "message", "fix"}], "summary": {…}}`)
+	var o report.TickOption
+	o.Define(fs, "")
 	build := retrypolicy.RegisterFlags(fs)
 	positional, stop := parseArgs(fs, args, stdout, stderr, 1)
 	if stop >= 0 {
 		return stop
+	}
+	if errs := o.Check(); errs != nil {
+		return flagErrors(stderr, "lint", errs)
 	}
 	fromFlags := false
 	fs.Visit(func(f *flag.Flag) { fromFlags = fromFlags || strings.HasPrefix(f.Name, "retry-") })
@@ -51,17 +57,17 @@ invalid input, 1 for I/O errors.`, stderr)
 	if err != nil {
 		return printProblems(stderr, err)
 	}
-	report, err := plan.Lint(context.Background(), s) // bounded: MaxFailures failures
+	found, err := o.Lint(context.Background(), s) // bounded: MaxFailures failures
 	if err != nil {
 		return printProblems(stderr, err)
 	}
 	if *asJSON {
-		b, _ := json.Marshal(report)
+		b, _ := json.Marshal(found)
 		fmt.Fprintf(stdout, "%s\n", b)
 	} else {
-		report.WriteTo(stdout)
+		found.WriteTo(stdout)
 	}
-	if report.Warnings() > 0 {
+	if found.Warnings() > 0 {
 		return exitWarnings
 	}
 	return exitOK

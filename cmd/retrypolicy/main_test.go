@@ -88,6 +88,13 @@ not json
 	{"lint-never-fatal-json", []string{"lint", "--json", "-"}, `{"strategy":"bounded","max_attempts":5,"window_secs":60,"backoff":{"kind":"fixed","base_delay_secs":30}}`},
 	{"lint-flags-no-cap", []string{"lint", "--retry-strategy", "bounded", "--retry-max-attempts", "30", "--retry-window-secs", "604800"}, ""},
 	{"lint-storm", []string{"lint", "--retry-strategy=unless_stopped", "--retry-multiplier=1e-300"}, ""},
+	{"lint-storm-no-tick", []string{"lint", "--tick", "0", "--retry-strategy=unless_stopped", "--retry-multiplier=1e-300"}, ""},
+	{"lint-five-in-a-minute", []string{"lint", "-"}, `{"strategy":"bounded","max_attempts":5,"window_secs":60}`},
+	{"lint-five-in-a-minute-no-tick", []string{"lint", "--tick", "0", "-"}, `{"strategy":"bounded","max_attempts":5,"window_secs":60}`},
+	{"lint-five-in-a-minute-json", []string{"lint", "--json", "--tick", "30s", "-"}, `{"strategy":"bounded","max_attempts":5,"window_secs":60}`},
+	{"lint-bad-tick", []string{"lint", "--tick", "25h"}, ""},
+	{"plan-no-tick", []string{"plan", "--tick", "0", "--failures", "6"}, ""},
+	{"plan-bad-tick", []string{"plan", "--tick", "-1s"}, ""},
 	{"lint-invalid", []string{"lint"}, `{"strategy":"bounded","max_attempt":5}`},
 	{"lint-file-and-flags", []string{"lint", "testdata/cli/strategy-bounded.json", "--retry-strategy", "none"}, ""},
 	{"lint-help", []string{"lint", "--help"}, ""},
@@ -253,7 +260,8 @@ func TestPlanSVG(t *testing.T) {
 		failures int
 		fatal    bool
 	}{
-		{[]string{"--uptime", "5", "testdata/cli/strategy-bounded.json"}, 5, true},
+		{[]string{"--tick", "0", "--uptime", "5", "testdata/cli/strategy-bounded.json"}, 5, true},
+		{[]string{"--uptime", "5", "testdata/cli/strategy-bounded.json"}, 12, false}, // never fatal under the minute's tick
 		{[]string{"--failures", "7"}, 7, false},
 		{[]string{"--uptime", "30", "testdata/cli/strategy-jitter.json"}, 12, false},
 	} {
@@ -313,17 +321,31 @@ func BenchmarkDecideLines(b *testing.B) {
 	}
 }
 
-// TestReadmeOutputIsCurrent runs each README block that starts with a
-// "$ retrypolicy …" line and compares what follows with what the command
-// prints.
+// TestReadmeOutputIsCurrent runs each block of the README and of the
+// pages in docs/ that starts with a "$ retrypolicy …" line and compares
+// what follows with what the command prints; -update rewrites them.
 func TestReadmeOutputIsCurrent(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	pages, err := filepath.Glob(filepath.Join("..", "..", "docs", "*.md"))
 	require.NoError(t, err)
-	blocks := regexp.MustCompile("(?s)```\n\\$ retrypolicy ([^\n]*)\n(.*?)```").FindAllStringSubmatch(string(readme), -1)
-	require.GreaterOrEqual(t, len(blocks), 5, "the plan and the four lints")
-	for _, b := range blocks {
-		var stdout, stderr bytes.Buffer
-		run(strings.Fields(b[1]), strings.NewReader(""), &stdout, &stderr)
-		assert.Equal(t, b[2], stdout.String(), "README's block for retrypolicy %s is stale", b[1])
+	pages = append(pages, filepath.Join("..", "..", "README.md"))
+	block := regexp.MustCompile("(?s)```\n\\$ retrypolicy ([^\n]*)\n(.*?)```")
+	total := 0
+	for _, page := range pages {
+		text, err := os.ReadFile(page)
+		require.NoError(t, err)
+		current := block.ReplaceAllStringFunc(string(text), func(b string) string {
+			m := block.FindStringSubmatch(b)
+			total++
+			var stdout, stderr bytes.Buffer
+			run(strings.Fields(m[1]), strings.NewReader(""), &stdout, &stderr)
+			if !*update {
+				assert.Equal(t, m[2], stdout.String(), "%s's block for retrypolicy %s is stale (go test -run TestReadmeOutputIsCurrent -update)", filepath.Base(page), m[1])
+			}
+			return "```\n$ retrypolicy " + m[1] + "\n" + stdout.String() + "```"
+		})
+		if *update {
+			require.NoError(t, os.WriteFile(page, []byte(current), 0o644))
+		}
 	}
+	assert.GreaterOrEqual(t, total, 5, "the plan and the four lints")
 }

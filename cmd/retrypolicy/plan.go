@@ -25,13 +25,14 @@ func flagErrors(stderr io.Writer, cmd string, errs []report.Option) int {
 }
 
 func runPlan(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlagSet("plan", "plan [--uptime DURATION] [--failures N] [--json] [--svg FILE] [FILE|-]", `Simulates a job that fails again and again under a strategy (FILE, - for standard input;
-none: the default strategy), each run lasting --uptime, retried exactly when due, and prints
-a table of its failures until it is fatal or has failed --failures times, each retry when
-due with the jitter at its least, then what retrypolicy lint finds in the strategy.`, stderr)
+	fs := newFlagSet("plan", "plan [--uptime DURATION] [--failures N] [--tick D] [--json] [--svg FILE] [FILE|-]", `Simulates a job that fails again and again under a strategy (FILE, - for standard input;
+none: the default strategy), each run lasting --uptime, and prints a table of its failures
+until it is fatal or has failed --failures times: each retry's due time, with the jitter at its
+least, and when it runs, at the controller's first --tick at or after it; then what
+retrypolicy lint finds in the strategy under the same tick.`, stderr)
 	var o report.PlanOptions
 	o.Define(fs)
-	asJSON := fs.Bool("json", false, `print one JSON object: {"strategy", "uptime_secs", "failures": [{"at_secs", "in_window", "owed_secs", "delay_secs", "retry_at_secs" or "fatal"}], "findings"}`)
+	asJSON := fs.Bool("json", false, `print one JSON object: {"strategy", "uptime_secs", "tick_secs", "failures": [{"at_secs", "in_window", "owed_secs", "delay_secs", "due_secs", "retry_at_secs" or "fatal"}], "findings"}`)
 	svgPath := fs.String("svg", "", "also write a timeline picture of the plan to the SVG file `FILE`")
 	positional, stop := parseArgs(fs, args, stdout, stderr, 1)
 	if stop >= 0 {
@@ -66,7 +67,7 @@ due with the jitter at its least, then what retrypolicy lint finds in the strate
 	if *asJSON {
 		fmt.Fprintf(stdout, "%s\n", report.PlanJSON(s, uptime, steps, found))
 	} else {
-		writeTable(stdout, s, uptime, steps)
+		writeTable(stdout, s, uptime, time.Duration(o.Tick), steps)
 		if len(found.Findings) > 0 {
 			fmt.Fprintln(stdout, "\nwhen every run crashes (retrypolicy lint tells what to change):")
 			for _, f := range found.Findings {
@@ -75,7 +76,7 @@ due with the jitter at its least, then what retrypolicy lint finds in the strate
 		}
 	}
 	if *svgPath != "" {
-		if err := os.WriteFile(*svgPath, report.Timeline(s, uptime, steps, 0), 0o644); err != nil {
+		if err := os.WriteFile(*svgPath, report.Timeline(s, uptime, time.Duration(o.Tick), steps, 0), 0o644); err != nil {
 			fmt.Fprintln(stderr, "retrypolicy:", err)
 			return exitIO
 		}
@@ -102,15 +103,15 @@ func checkOutput(path string) error {
 	return nil
 }
 
-func writeTable(w io.Writer, s retrypolicy.Strategy, uptime time.Duration, steps []plan.Step) {
+func writeTable(w io.Writer, s retrypolicy.Strategy, uptime, tick time.Duration, steps []plan.Step) {
 	canonical, _ := s.MarshalJSON()
-	fmt.Fprintf(w, "strategy: %s\nruns last %v each; times are since the first failure\n", canonical, uptime)
+	fmt.Fprintf(w, "strategy: %s\nruns last %v each; %s; times are since the first failure\n", canonical, uptime, report.TickText(tick))
 	if s.Backoff.Kind == retrypolicy.ExponentialWithJitter {
 		fmt.Fprintln(w, "exponential_with_jitter: each retry here comes when due, without jitter; a real one comes up to a quarter of its delay later")
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "failure\tat\tin window\towed\tdelay\tretry at\t")
+	fmt.Fprintln(tw, "failure\tat\tin window\towed\tdelay\tdue\tretry at\t")
 	first := steps[0].Failure
 	for i, st := range steps {
 		d := st.Decision
@@ -118,10 +119,10 @@ func writeTable(w io.Writer, s retrypolicy.Strategy, uptime time.Duration, steps
 		if d.Action == retrypolicy.Fatal {
 			// The verdict follows the cells without being one, so that it
 			// does not widen the columns.
-			fmt.Fprintln(tw, strings.Join(row, "\t")+"\t\t\t\t  FATAL ("+d.Reason.String()+")")
+			fmt.Fprintln(tw, strings.Join(row, "\t")+"\t\t\t\t\t  FATAL ("+d.Reason.String()+")")
 			continue
 		}
-		row = append(row, report.Show(d.Owed), report.Show(d.Delay), since(first, d.Due))
+		row = append(row, report.Show(d.Owed), report.Show(d.Delay), since(first, d.Due), since(first, st.Retry))
 		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 	}
 	tw.Flush()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/internal/tick"
 	"github.com/retrypolicy/retrypolicy/internal/wire"
 	"github.com/retrypolicy/retrypolicy/plan"
 )
@@ -76,11 +77,37 @@ type Option struct{ Name, Rule string }
 // Error returns "NAME: RULE".
 func (e Option) Error() string { return e.Name + ": " + e.Rule }
 
+// TickOption is the controller's tick that plan, lint and simulate
+// assume: a flag of the command, a query parameter of the server's, the
+// same default everywhere (SEMANTICS section 5).
+type TickOption struct{ Tick Duration }
+
+// Define defines the tick as a flag of fs, its default the seed's
+// minute; what is the help's prefix (simulate's "outage: ").
+func (o *TickOption) Define(fs *flag.FlagSet, what string) {
+	o.Tick = Duration(tick.Default)
+	fs.Var(&o.Tick, "tick", what+"the controller's check for failed jobs, a `DURATION` from 0 to 24h: each retry starts at\nthe first tick at or after its due time; 0 retries exactly when due (the in-process loop)")
+}
+
+// Check returns the tick when it is out of range.
+func (o *TickOption) Check() []Option {
+	if err := tick.Check(time.Duration(o.Tick)); err != nil {
+		return []Option{{"tick", err.Error()}}
+	}
+	return nil
+}
+
+// Lint lints s under the tick.
+func (o *TickOption) Lint(ctx context.Context, s retrypolicy.Strategy) (plan.Report, error) {
+	return plan.Lint(ctx, s, plan.WithTick(time.Duration(o.Tick)))
+}
+
 // PlanOptions are plan's options: flags of the command, query parameters
 // of the server's /v1/plan.
 type PlanOptions struct {
 	Uptime Seconds
 	Count  WholeNumber
+	TickOption
 }
 
 // Define defines the options as flags of fs, with their defaults.
@@ -88,11 +115,12 @@ func (o *PlanOptions) Define(fs *flag.FlagSet) {
 	fs.Var(&o.Uptime, "uptime", "how long each run lasts before it fails, a `DURATION`: seconds (90, 1.5) or Go's form (1m30s),\nup to 1e9 s; 0, the default, is a job that crashes as it starts")
 	o.Count = 12
 	fs.Var(&o.Count, "failures", "how many failures to simulate at most, `N` from 1 to 1000")
+	o.TickOption.Define(fs, "")
 }
 
 // Check returns the options out of range.
 func (o *PlanOptions) Check() []Option {
-	var errs []Option
+	errs := o.TickOption.Check()
 	if o.Uptime < 0 || time.Duration(o.Uptime) > maxPlanUptime*time.Second {
 		errs = append(errs, Option{"uptime", fmt.Sprintf("must be between 0 and 1e9 seconds, got %v", time.Duration(o.Uptime))})
 	}
@@ -104,20 +132,21 @@ func (o *PlanOptions) Check() []Option {
 
 // Run returns the plan of s and what lint finds in it; ctx bounds lint.
 func (o *PlanOptions) Run(ctx context.Context, s retrypolicy.Strategy) ([]plan.Step, plan.Report, error) {
-	steps, err := plan.Timeline(s, planStart, time.Duration(o.Uptime), int(o.Count))
+	steps, err := plan.Timeline(s, planStart, time.Duration(o.Uptime), int(o.Count), plan.WithTick(time.Duration(o.Tick)))
 	if err != nil {
 		return nil, plan.Report{}, err
 	}
-	report, err := plan.Lint(ctx, s)
+	report, err := o.Lint(ctx, s)
 	return steps, report, err
 }
 
-// PlanJSON is plan --json: the strategy, the uptime, each failure with
-// its times since the first, and lint's findings.
+// PlanJSON is plan --json: the strategy, the uptime and the tick, each
+// failure with its times since the first, and lint's findings.
 func PlanJSON(s retrypolicy.Strategy, uptime time.Duration, steps []plan.Step, report plan.Report) []byte {
 	canonical, _ := s.MarshalJSON()
 	b := append([]byte(`{"strategy":`), canonical...)
 	b = wire.AppendSeconds(append(b, `,"uptime_secs":`...), uptime)
+	b = wire.AppendSeconds(append(b, `,"tick_secs":`...), report.Summary.Tick)
 	b = append(b, `,"failures":[`...)
 	first := steps[0].Failure
 	for i, st := range steps {
@@ -133,7 +162,8 @@ func PlanJSON(s retrypolicy.Strategy, uptime time.Duration, steps []plan.Step, r
 		}
 		b = wire.AppendSeconds(append(b, `,"owed_secs":`...), d.Owed)
 		b = wire.AppendSeconds(append(b, `,"delay_secs":`...), d.Delay)
-		b = wire.AppendSeconds(append(b, `,"retry_at_secs":`...), d.Due.Sub(first))
+		b = wire.AppendSeconds(append(b, `,"due_secs":`...), d.Due.Sub(first))
+		b = wire.AppendSeconds(append(b, `,"retry_at_secs":`...), st.Retry.Sub(first))
 		b = append(b, '}')
 	}
 	findings, _ := json.Marshal(report.Findings)

@@ -46,8 +46,9 @@ func (v *Duration) Set(text string) error {
 type SimulateOptions struct {
 	Scenario                      string
 	Jobs, Clients, Runs, Capacity WholeNumber
-	Down, FailAfter, Spread, Tick Duration
+	Down, FailAfter, Spread       Duration
 	Seed                          uint64
+	TickOption
 	// Rate and Span are the layers' arrivals: requests a second, and for
 	// how long (--rate, --duration).
 	Rate WholeNumber
@@ -118,14 +119,14 @@ func (o *SimulateOptions) Define(fs *flag.FlagSet) {
 	o.fs = fs
 	fs.StringVar(&o.Scenario, "scenario", "outage", "`outage`, contention or layers")
 	o.Jobs, o.Clients, o.Runs, o.MaxRuns = 1000, 100, 100, fleet.DefaultMaxRuns
-	o.Down, o.Tick = Duration(30*time.Minute), Duration(time.Minute)
+	o.Down = Duration(30 * time.Minute)
 	fs.Var(&o.Jobs, "jobs", "outage: how many jobs, `N` from 1 to 1000000")
 	fs.Var(&o.Clients, "clients", "contention: how many clients, `N` from 1 to 100000")
 	fs.Var(&o.Down, "outage", "outage: how long the provider is down, a `DURATION` (30m) up to 30 days")
 	fs.Var(&o.FailAfter, "fail-after", "outage: how long a run lasts before it fails while the provider is down, a `DURATION`")
 	fs.Var(&o.Spread, "spread", "outage: the jobs' first runs spread over this `DURATION` (0: all at t = 0)")
 	fs.Var(&o.Capacity, "capacity", "outage: the most runs a second the provider serves once up, `C` (0: no limit)")
-	fs.Var(&o.Tick, "tick", "outage: the controller's check, a `DURATION`; 0 retries exactly when due (the in-process loop)")
+	o.TickOption.Define(fs, "outage: ")
 	fs.Var(&o.MaxRuns, "max-runs", "outage and layers: the most runs (layers: calls) followed in all, `N`; the simulation stops there and says it was truncated")
 	fs.Var(&o.Runs, "runs", "contention: how many runs to average, `R` from 1 to 100000")
 	o.Rate, o.Span = 100, Duration(5*time.Minute)
@@ -136,7 +137,7 @@ func (o *SimulateOptions) Define(fs *flag.FlagSet) {
 
 // Check returns the options out of range, or beyond the limits.
 func (o *SimulateOptions) Check(limits Limits) []Option {
-	var errs []Option
+	errs := o.TickOption.Check()
 	if o.Scenario != "outage" && o.Scenario != "contention" && o.Scenario != "layers" {
 		errs = append(errs, Option{"scenario", "must be outage, contention or layers, got " + echo.Quote(o.Scenario)})
 	}
@@ -153,7 +154,7 @@ func (o *SimulateOptions) Check(limits Limits) []Option {
 	limitsOf := []struct {
 		name       string
 		value, top Duration
-	}{{"outage", o.Down, Duration(30 * 24 * time.Hour)}, {"spread", o.Spread, Duration(30 * 24 * time.Hour)}, {"fail-after", o.FailAfter, Duration(24 * time.Hour)}, {"tick", o.Tick, Duration(24 * time.Hour)}, {"duration", o.Span, Duration(24 * time.Hour)}}
+	}{{"outage", o.Down, Duration(30 * 24 * time.Hour)}, {"spread", o.Spread, Duration(30 * 24 * time.Hour)}, {"fail-after", o.FailAfter, Duration(24 * time.Hour)}, {"duration", o.Span, Duration(24 * time.Hour)}}
 	for _, l := range limitsOf {
 		if l.value > l.top {
 			top, got := Brief(time.Duration(l.top)), Brief(time.Duration(l.value))

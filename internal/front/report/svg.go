@@ -28,17 +28,18 @@ const (
 func labelWidth(text string) float64 { return svgCharWidth * float64(utf8.RuneCountInString(text)) }
 
 // waitLabel is a row's label for its wait.
-func waitLabel(d retrypolicy.Decision) string { return "wait " + Show(d.Delay) }
+func waitLabel(st plan.Step) string { return "wait " + Show(st.Retry.Sub(st.Failure)) }
 
 // Timeline draws a plan as an SVG picture: one row per failure on a shared
 // time axis that starts at the first failure, as the table's times do, and
 // ends where the plan does, or at axis when that is longer (so that plans
 // drawn one above the other share their axis); each run (green, the first
-// clipped at the axis) and wait before the retry (blue) as bars, each
+// clipped at the axis) and wait until the retry runs (blue: its delay,
+// and under a tick until the tick after it) as bars, each
 // failure as a red mark, the fatal point as a cross, and the failure
 // window of the last failure as a band. The markup is compact, so that a
 // thousand rows stay a few hundred KB.
-func Timeline(s retrypolicy.Strategy, uptime time.Duration, steps []plan.Step, axis time.Duration) []byte {
+func Timeline(s retrypolicy.Strategy, uptime, tick time.Duration, steps []plan.Step, axis time.Duration) []byte {
 	t := newTimeline(s, steps, axis)
 	var b bytes.Buffer
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="sans-serif" font-size="12">`+"\n",
@@ -47,7 +48,7 @@ func Timeline(s retrypolicy.Strategy, uptime time.Duration, steps []plan.Step, a
 		`.window{fill:#f2d16b;fill-opacity:.35}.note{fill:#555}.tick{stroke:#333}.mono{font-family:monospace;font-size:11px;fill:#555}</style>` + "\n")
 	b.WriteString(`<rect width="100%" height="100%" fill="white"/>` + "\n")
 	fmt.Fprintf(&b, `<text x="10" y="22" font-size="15" font-weight="bold">%s</text>`+"\n",
-		esc(fmt.Sprintf("A job whose runs last %s, retried when due (times since the first failure)", Brief(uptime))))
+		esc(fmt.Sprintf("A job whose runs last %s, %s (times since the first failure)", Brief(uptime), TickText(tick))))
 	for i, line := range t.header {
 		fmt.Fprintf(&b, `<text class="mono" x="10" y="%.0f" xml:space="preserve">%s</text>`+"\n", 40+14*float64(i), esc(line))
 	}
@@ -83,13 +84,13 @@ func newTimeline(s retrypolicy.Strategy, steps []plan.Step, axis time.Duration) 
 	t := &timeline{steps: steps, origin: steps[0].Failure, last: steps[len(steps)-1].Failure}
 	end := t.last
 	if d := steps[len(steps)-1].Decision; d.Action != retrypolicy.Fatal {
-		end = d.Due
+		end = steps[len(steps)-1].Retry
 	}
 	t.span = max(end.Sub(t.origin), axis, time.Second)
 	right := 40.0
 	for _, st := range steps {
 		if st.Decision.Action != retrypolicy.Fatal {
-			right = max(right, labelWidth(waitLabel(st.Decision))+20)
+			right = max(right, labelWidth(waitLabel(st))+20)
 		}
 	}
 	t.plot = SVGWidth - SVGLeft - right
@@ -138,9 +139,9 @@ func (t *timeline) row(b *bytes.Buffer, i int, st plan.Step) {
 		return
 	}
 	fmt.Fprintf(b, `<rect class="wait" x="%.1f" y="%.0f" width="%.1f" height="10"/><circle class="failure" cx="%.1f" cy="%.0f" r="4"/>`,
-		fx, y+5, max(t.x(d.Due)-fx, 1), fx, y+10)
+		fx, y+5, max(t.x(st.Retry)-fx, 1), fx, y+10)
 	// Right of the bar and clear of the failure's dot: the margin holds it.
-	fmt.Fprintf(b, `<text x="%.1f" y="%.0f">%s</text>`+"\n", max(t.x(d.Due), fx+4)+6, y+14, esc(waitLabel(d)))
+	fmt.Fprintf(b, `<text x="%.1f" y="%.0f">%s</text>`+"\n", max(t.x(st.Retry), fx+4)+6, y+14, esc(waitLabel(st)))
 }
 
 // axis draws the time axis, with ticks on round values.
