@@ -321,6 +321,46 @@ func BenchmarkDecideLines(b *testing.B) {
 	}
 }
 
+// TestReadmeIsShort: the README is what a scheduler author reads first, at
+// most 250 lines; the rest is in docs/.
+func TestReadmeIsShort(t *testing.T) {
+	text, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	require.NoError(t, err)
+	assert.LessOrEqual(t, strings.Count(string(text), "\n"), 250)
+}
+
+// TestDocsLinksResolve: every relative link of the README and of the
+// pages in docs/ names a file of the repository, and every page in docs/
+// is linked from the README.
+func TestDocsLinksResolve(t *testing.T) {
+	root := filepath.Join("..", "..")
+	pages, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	require.NoError(t, err)
+	require.NotEmpty(t, pages)
+	readme := filepath.Join(root, "README.md")
+	link := regexp.MustCompile(`\]\(([^)#]+)(#[^)]*)?\)|src="([^"]+)"`)
+	linked := map[string]bool{}
+	for _, page := range append(pages, readme) {
+		text, err := os.ReadFile(page)
+		require.NoError(t, err)
+		for _, m := range link.FindAllStringSubmatch(string(text), -1) {
+			target := m[1] + m[3]
+			if strings.Contains(target, "://") {
+				continue
+			}
+			path := filepath.Join(filepath.Dir(page), target)
+			_, err := os.Stat(path)
+			assert.NoError(t, err, "%s links to %s", filepath.Base(page), target)
+			if page == readme {
+				linked[filepath.Clean(path)] = true
+			}
+		}
+	}
+	for _, page := range pages {
+		assert.True(t, linked[filepath.Clean(page)], "the README does not link to %s", page)
+	}
+}
+
 // TestReadmeOutputIsCurrent runs each block of the README and of the
 // pages in docs/ that starts with a "$ retrypolicy …" line and compares
 // what follows with what the command prints; -update rewrites them.

@@ -62,7 +62,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "  reason %s, %d failures in the window\n", d.Reason, d.InWindow)
 			continue
 		}
-		fmt.Fprintf(stdout, "  %d failures in the window, owed %v, credited %v after %v of uptime, jitter %v\n",
+		fmt.Fprintf(stdout, "  %d failures in the window, owed %v, a delay of %v after %v of uptime credit, jitter %v\n",
 			d.InWindow, d.Owed, d.Delay, uptime, d.Jitter)
 		fmt.Fprintf(stdout, "  due %s\n", d.Due.Format(time.RFC3339Nano))
 	}

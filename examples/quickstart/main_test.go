@@ -14,7 +14,7 @@ func TestQuickstartDecides(t *testing.T) {
 	var out, errOut strings.Builder
 	require.Equal(t, 0, run(nil, &out, &errOut), errOut.String())
 	// Four failures owe 8 s; 10 s of uptime pays that step back: 4 s.
-	assert.Contains(t, out.String(), "at 15:00:01: wait\n  4 failures in the window, owed 8s, credited 4s after 10s of uptime")
+	assert.Contains(t, out.String(), "at 15:00:01: wait\n  4 failures in the window, owed 8s, a delay of 4s after 10s of uptime credit")
 	assert.Contains(t, out.String(), "at 15:00:10: retry_now\n")
 }
 

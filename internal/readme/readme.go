@@ -29,3 +29,32 @@ func OpensWith(readmePath, programPath string) error {
 	}
 	return nil
 }
+
+// Quotes returns an error unless the README at readmePath has a Go code
+// block whose first line is "// " followed by name, and whose other lines
+// are whole lines of the file at programPath, as they are there: a
+// program's heart shown in a page, which a test keeps true.
+func Quotes(readmePath, programPath, name string) error {
+	src, err := os.ReadFile(programPath)
+	if err != nil {
+		return err
+	}
+	text, err := os.ReadFile(readmePath)
+	if err != nil {
+		return err
+	}
+	head := "```go\n// " + name + "\n"
+	at := strings.Index(string(text), head)
+	if at < 0 {
+		return fmt.Errorf("%s has no Go code block that opens with // %s", readmePath, name)
+	}
+	body := string(text)[at+len(head):]
+	end := strings.Index(body, "```\n")
+	if end < 0 {
+		return fmt.Errorf("%s: the block from %s does not end", readmePath, name)
+	}
+	if !strings.Contains("\n"+string(src), "\n"+body[:end]) {
+		return fmt.Errorf("%s's block from %s is not in %s as it is: copy it again", readmePath, name, programPath)
+	}
+	return nil
+}

@@ -29,3 +29,27 @@ func TestOpensWith(t *testing.T) {
 		t.Error("a README without code passed")
 	}
 }
+
+// TestQuotes: a block of whole lines of the program passes; a changed
+// line, a part of a line, or no block is an error.
+func TestQuotes(t *testing.T) {
+	dir := t.TempDir()
+	prog := filepath.Join(dir, "main.go")
+	if err := os.WriteFile(prog, []byte("package main\n\nfunc tick() {\n\tprintln()\n}\n\nfunc main() {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for text, ok := range map[string]bool{
+		"# x\n\n```go\n// main.go\nfunc tick() {\n\tprintln()\n}\n```\n": true,
+		"# x\n\n```go\n// main.go\nfunc tick() {\n\tprint()\n}\n```\n":   false,
+		"# x\n\n```go\n// main.go\nc tick() {\n```\n":                    false,
+		"# x\n\n```go\nfunc tick() {\n```\n":                             false,
+	} {
+		readme := filepath.Join(dir, "README.md")
+		if err := os.WriteFile(readme, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := Quotes(readme, prog, "main.go"); (err == nil) != ok {
+			t.Errorf("%q: Quotes = %v, want ok %v", text, err, ok)
+		}
+	}
+}
