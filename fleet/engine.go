@@ -176,6 +176,9 @@ func (e *engine[E]) seed(n int, at func(i int) (time.Duration, E)) {
 		t, ev := at(i)
 		e.heap = append(e.heap, entry[E]{at: t, seq: e.stamp(), ev: ev})
 	}
+	if len(e.heap) < 2 {
+		return // nothing to order (and (0-2)/4 is 0 in Go)
+	}
 	for i := (len(e.heap) - 2) / 4; i >= 0; i-- {
 		e.down(i)
 	}

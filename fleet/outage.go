@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/bits"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/retrypolicy/retrypolicy"
@@ -65,6 +66,12 @@ type Outage struct {
 	// MaxRuns is the most runs the simulation follows, from 1 to
 	// 1,000,000,000; zero is DefaultMaxRuns.
 	MaxRuns int
+
+	// Log, when set, is given each run as an attempt of an attempt log, as
+	// the run ends: its job named job-1 … job-N, with its jitter seed, t = 0
+	// at 2026-01-01T00:00:00Z. A [Replay] of the log can then be held
+	// against the simulation that made it.
+	Log func(Attempt)
 
 	// onDecide, when set, sees each decision: the job, its run's start,
 	// the failure, its uptime, and the decision.
@@ -216,6 +223,14 @@ func (f *fleet) step(at time.Duration, job int32) {
 		}
 		f.inSecond++
 		failure, fails = at, f.inSecond > o.Capacity
+	}
+	if o.Log != nil {
+		end := failure
+		if !fails {
+			end = at // a run that succeeds ends as it starts
+		}
+		o.Log(Attempt{Job: "job-" + strconv.Itoa(int(job)+1), Start: simStart.Add(at), End: simStart.Add(end),
+			Succeeded: !fails, Seed: jobSeed(o.Seed, int(job)), HasSeed: true})
 	}
 	if !fails {
 		f.recovered = append(f.recovered, at-o.Down)
