@@ -121,7 +121,7 @@ func attempt(job string, start, end float64, ok bool) Attempt {
 func TestReplayWorkedByHand(t *testing.T) {
 	log, err := NewLog([]Attempt{
 		attempt("a", 0, 2, false), attempt("a", 100, 104, false), attempt("a", 200, 201, true),
-		attempt("b", 300, 310, true), // never failed: completes as recorded
+		attempt("b", 300, 310, true),                                // never failed: completes as recorded
 		attempt("c", 100, 100, false), attempt("c", 100, 100, true), // one instant, both: down
 	})
 	require.NoError(t, err)
@@ -226,12 +226,12 @@ func TestReadLog(t *testing.T) {
 	assert.Equal(t, uint64(math.MaxUint64), log.jobs[1].seed)
 	assert.Equal(t, 3, log.Recorded().Attempts)
 	for text, want := range map[string]string{
-		`{"job":"a","started_at":"2026-03-03T10:00:00Z","ended_at":"2026-03-03T10:00:02Z"}`:                           "line 1: outcome: missing",
-		`{"started_at":"2026-03-03T10:00:00Z","ended_at":"2026-03-03T10:00:02Z","outcome":"failed"}`:                  "line 1: job: missing",
-		`{"job":"a","started_at":"yesterday","ended_at":"2026-03-03T10:00:02Z","outcome":"failed"}`:                   `line 1: started_at: must be an RFC 3339 time, got "yesterday"`,
-		`{"job":"a","started_at":"2026-03-03T10:00:03Z","ended_at":"2026-03-03T10:00:02Z","outcome":"failed"}`:        "line 1: ended_at: must not be before started_at",
-		`{"job":"a","started_at":"2026-03-03T10:00:00Z","ended_at":"2026-03-03T10:00:02Z","outcome":"crashed"}`:       `line 1: outcome: must be succeeded or failed, got "crashed"`,
-		`{"job":"a","started_at":"1969-12-31T23:59:59Z","ended_at":"2026-03-03T10:00:02Z","outcome":"failed"}`:        "line 1: started_at: must be from 1970 to 2262, got 1969-12-31T23:59:59Z",
+		`{"job":"a","started_at":"2026-03-03T10:00:00Z","ended_at":"2026-03-03T10:00:02Z"}`:                                     "line 1: outcome: missing",
+		`{"started_at":"2026-03-03T10:00:00Z","ended_at":"2026-03-03T10:00:02Z","outcome":"failed"}`:                            "line 1: job: missing",
+		`{"job":"a","started_at":"yesterday","ended_at":"2026-03-03T10:00:02Z","outcome":"failed"}`:                             `line 1: started_at: must be an RFC 3339 time, got "yesterday"`,
+		`{"job":"a","started_at":"2026-03-03T10:00:03Z","ended_at":"2026-03-03T10:00:02Z","outcome":"failed"}`:                  "line 1: ended_at: must not be before started_at",
+		`{"job":"a","started_at":"2026-03-03T10:00:00Z","ended_at":"2026-03-03T10:00:02Z","outcome":"crashed"}`:                 `line 1: outcome: must be succeeded or failed, got "crashed"`,
+		`{"job":"a","started_at":"1969-12-31T23:59:59Z","ended_at":"2026-03-03T10:00:02Z","outcome":"failed"}`:                  "line 1: started_at: must be from 1970 to 2262, got 1969-12-31T23:59:59Z",
 		`{"job":"a","started_at":"2026-03-03T10:00:00Z","ended_at":"2026-03-03T10:00:02Z","outcome":"failed","jitter_seed":-1}`: `line 1: jitter_seed: must be a string or an unsigned integer, got "-1"`,
 		`[1, 2]`: "line 1: not a JSON object of an attempt",
 	} {
