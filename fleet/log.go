@@ -55,6 +55,7 @@ type Log struct {
 	asRecorded struct {
 		attempts, down int
 		downMinutes    []minuteCount
+		allMinutes     []minuteCount
 		completions    []time.Duration
 	}
 }
@@ -296,12 +297,17 @@ func median(ds []time.Duration) time.Duration {
 func (l *Log) recordedResult(attempts []Attempt, groups [][]int32) ReplayResult {
 	r := ReplayResult{Jobs: len(l.jobs), Attempts: len(attempts)}
 	var all, asRecorded []int64 // the minutes of the attempts that start while down
+	var every, everyAsRecorded []int64
 	for j, g := range groups {
 		job := &l.jobs[j]
 		done := time.Duration(-1) // when the job completes: its first success's end
 		for _, i := range g {
 			a := attempts[i]
 			at := a.Start.Sub(epoch)
+			every = append(every, int64(at/time.Minute))
+			if !job.replayed {
+				everyAsRecorded = append(everyAsRecorded, int64(at/time.Minute))
+			}
 			if l.avail.downAt(at) {
 				r.AttemptsDown++
 				all = append(all, int64(at/time.Minute))
@@ -325,6 +331,8 @@ func (l *Log) recordedResult(attempts []Attempt, groups [][]int32) ReplayResult 
 	r.Fatal = r.Jobs - r.Completed
 	r.PeakPerMin = peak(countMinutes(all), nil)
 	l.asRecorded.downMinutes = countMinutes(asRecorded)
+	l.asRecorded.allMinutes = countMinutes(everyAsRecorded)
+	r.PerMinute = perMinute(countMinutes(every))
 	r.Recovery, r.Recovered = l.recoveries(completionsOf(attempts, groups))
 	return r
 }
@@ -398,6 +406,35 @@ func peak(a, b []minuteCount) int {
 // that start while the dependency is down and the most of those in one
 // minute; and the time from the dependency's recovery to each completion.
 func (l *Log) Recorded() ReplayResult { return l.recorded }
+
+// Stretch is a time the dependency was down, as a log observed it: from
+// the first down observation of a run of them to the up observation after
+// it, or to the log's last observation when none came.
+type Stretch struct {
+	From, To time.Time
+}
+
+// Down returns the stretches the dependency was down, in order.
+func (l *Log) Down() []Stretch {
+	av := &l.avail
+	var out []Stretch
+	for i := 0; i < len(av.at); i++ {
+		if !av.down[i] {
+			continue
+		}
+		k := i
+		for k < len(av.at) && av.down[k] {
+			k++
+		}
+		to := av.last
+		if k < len(av.at) {
+			to = av.at[k]
+		}
+		out = append(out, Stretch{epoch.Add(av.at[i]), epoch.Add(to)})
+		i = k
+	}
+	return out
+}
 
 // Jobs returns how many jobs the log has, and how many of them a replay
 // replays: those with a failed attempt.

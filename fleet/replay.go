@@ -62,10 +62,20 @@ type ReplayResult struct {
 	// one), the time from it to each.
 	Recovery  Percentiles
 	Recovered int
+	// PerMinute counts the attempts that start in each minute from the
+	// Unix epoch, down or up, the minutes with none left out: in order, at
+	// most one for each attempt.
+	PerMinute []MinuteCount
 	// Truncated reports that the replay stopped at a bound before its
 	// horizon, TruncatedBy which: its counts are then lower bounds.
 	Truncated   bool
 	TruncatedBy Bound
+}
+
+// MinuteCount is how many attempts start in the minute from Minute.
+type MinuteCount struct {
+	Minute time.Time
+	N      int
 }
 
 // check returns an error for a Replay that cannot run.
@@ -112,6 +122,7 @@ type replaying struct {
 	histories []history // by job, for the replayed ones
 	eng       *engine[int32]
 	minutes   []minuteCount // the minutes of the attempts that start while down, in order
+	all       []minuteCount // the minutes of every attempt, in order
 	done      []time.Duration
 	ended     int // jobs completed or fatal
 }
@@ -137,6 +148,7 @@ func newReplaying(r Replay, log *Log, p *retrypolicy.Policy) *replaying {
 func (rp *replaying) step(at time.Duration, job int32) {
 	j := &rp.log.jobs[job]
 	rp.res.Attempts++
+	rp.all = addMinute(rp.all, at)
 	if !rp.log.avail.downAt(at) {
 		rp.res.Completed++
 		rp.ended++
@@ -144,12 +156,7 @@ func (rp *replaying) step(at time.Duration, job int32) {
 		return
 	}
 	rp.res.AttemptsDown++
-	m := int64(at / time.Minute)
-	if n := len(rp.minutes); n > 0 && rp.minutes[n-1].minute == m {
-		rp.minutes[n-1].n++
-	} else {
-		rp.minutes = append(rp.minutes, minuteCount{m, 1})
-	}
+	rp.minutes = addMinute(rp.minutes, at)
 	failure := saturatingAdd(at, j.failed)
 	d, ok := rp.eng.decide(&rp.histories[job], epoch.Add(failure), j.failed, j.seed)
 	if !ok { // past what a History holds: past every horizon
@@ -179,5 +186,42 @@ func (rp *replaying) result(bound Bound) ReplayResult {
 	res.PeakPerMin = peak(rp.minutes, as.downMinutes)
 	res.Recovery, res.Recovered = rp.log.recoveries(append(rp.done, as.completions...))
 	res.TruncatedBy, res.Truncated = bound, bound != ""
+	res.PerMinute = perMinute(merge(rp.all, as.allMinutes))
 	return res
+}
+
+// addMinute counts an attempt at at in counts, whose minutes come in order.
+func addMinute(counts []minuteCount, at time.Duration) []minuteCount {
+	m := int64(at / time.Minute)
+	if n := len(counts); n > 0 && counts[n-1].minute == m {
+		counts[n-1].n++
+		return counts
+	}
+	return append(counts, minuteCount{m, 1})
+}
+
+// merge returns the counts of a and b together, each in order of its
+// minutes.
+func merge(a, b []minuteCount) []minuteCount {
+	out := make([]minuteCount, 0, len(a)+len(b))
+	for len(a) > 0 || len(b) > 0 {
+		switch {
+		case len(b) == 0 || len(a) > 0 && a[0].minute < b[0].minute:
+			out, a = append(out, a[0]), a[1:]
+		case len(a) == 0 || b[0].minute < a[0].minute:
+			out, b = append(out, b[0]), b[1:]
+		default:
+			out, a, b = append(out, minuteCount{a[0].minute, a[0].n + b[0].n}), a[1:], b[1:]
+		}
+	}
+	return out
+}
+
+// perMinute returns counts as the exported form.
+func perMinute(counts []minuteCount) []MinuteCount {
+	out := make([]MinuteCount, len(counts))
+	for i, c := range counts {
+		out[i] = MinuteCount{epoch.Add(time.Duration(c.minute) * time.Minute), c.n}
+	}
+	return out
 }

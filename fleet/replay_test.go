@@ -126,9 +126,14 @@ func TestReplayWorkedByHand(t *testing.T) {
 	})
 	require.NoError(t, err)
 	rec := log.Recorded()
+	minute := func(m int, n int) MinuteCount {
+		return MinuteCount{time.Date(2026, 3, 3, 10, m, 0, 0, time.UTC), n}
+	}
 	assert.Equal(t, ReplayResult{Jobs: 3, Completed: 3, Attempts: 6, AttemptsDown: 4, PeakPerMin: 3,
-		Recovery: Percentiles{P50: time.Second, P99: 110 * time.Second, Max: 110 * time.Second}, Recovered: 2}, rec,
+		Recovery: Percentiles{P50: time.Second, P99: 110 * time.Second, Max: 110 * time.Second}, Recovered: 2,
+		PerMinute: []MinuteCount{minute(0, 1), minute(1, 3), minute(3, 1), minute(5, 1)}}, rec,
 		"c's success at 100 s is a down start; a completes at 201 s, b at 310 s, c at 100 s (before the recovery)")
+	assert.Equal(t, []Stretch{{time.Date(2026, 3, 3, 10, 0, 0, 0, time.UTC), time.Date(2026, 3, 3, 10, 3, 20, 0, time.UTC)}}, log.Down())
 
 	// Under none every replayed job fails once and is fatal; b completes.
 	got, err := Replay{}.Run(context.Background(), log, retrypolicy.Strategy{Kind: retrypolicy.None})

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -150,4 +151,47 @@ func TestLintAndPlanTakeTheTick(t *testing.T) {
 		e := decodeError(t, send(t, h, post(target, five)), 400, "INVALID_PARAMETER")
 		assert.Equal(t, "tick: must be from 0 to 24h0m0s, got 25h0m0s", e.Message, target)
 	}
+}
+
+// TestReplayEndpoint: /v1/replay reads a log from its body and replays it
+// under the posted strategy, or the documented ones; a bad line is a
+// problem naming it, and a bad strategy one naming the parameter.
+func TestReplayEndpoint(t *testing.T) {
+	h := New(Options{})
+	const log = `{"job":"a","started_at":"2026-03-03T10:00:00Z","ended_at":"2026-03-03T10:00:01Z","outcome":"failed"}
+{"job":"a","started_at":"2026-03-03T10:00:03Z","ended_at":"2026-03-03T10:00:04Z","outcome":"failed"}
+{"job":"a","started_at":"2026-03-03T10:10:00Z","ended_at":"2026-03-03T10:10:01Z","outcome":"succeeded"}
+`
+	var lines []struct {
+		Strategy  string
+		Attempts  int
+		Fatal     int
+		Completed int
+	}
+	a := send(t, h, post("/v1/replay", log))
+	require.Equal(t, 200, a.status, a.body)
+	require.NoError(t, json.Unmarshal([]byte(a.body), &lines))
+	require.Len(t, lines, 6, "recorded and the five documented strategies")
+	assert.Equal(t, "recorded", lines[0].Strategy)
+	assert.Equal(t, 3, lines[0].Attempts)
+	assert.Equal(t, "none", lines[5].Strategy)
+	assert.Equal(t, 1, lines[5].Fatal)
+
+	a = send(t, h, post("/v1/replay?tick=0&strategy="+url.QueryEscape(`{"strategy":"bounded","max_attempts":2}`), log))
+	require.Equal(t, 200, a.status, a.body)
+	require.NoError(t, json.Unmarshal([]byte(a.body), &lines))
+	require.Len(t, lines, 2)
+	assert.Equal(t, "posted", lines[1].Strategy)
+	assert.Equal(t, 1, lines[1].Fatal, "fails at 10:00:01 and 10:00:03: fatal at the second")
+	assert.Equal(t, 2, lines[1].Attempts)
+
+	svg := send(t, h, svgPost("/v1/replay", log))
+	require.Equal(t, 200, svg.status, svg.body)
+	assert.Contains(t, svg.body, `class="load"`)
+
+	e := decodeError(t, send(t, h, post("/v1/replay", log+`{"job":"a"}`+"\n")), 400, "INVALID_BODY")
+	assert.Equal(t, "line 4: started_at: missing", e.Message)
+	e = decodeError(t, send(t, h, post("/v1/replay?strategy="+url.QueryEscape(`{"strategy":"bounded"}`), log)), 400, "INVALID_PARAMETER")
+	assert.Equal(t, "strategy", e.Errors[0].Field)
+	assert.Contains(t, e.Message, "max_attempts: required when strategy is bounded")
 }

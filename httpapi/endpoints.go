@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	_ "embed"
 	"encoding/json"
@@ -348,6 +349,50 @@ func (h *Handler) simulate(w http.ResponseWriter, r *http.Request, body []byte) 
 		return writeJSON(w, report.ContentionJSON(res))
 	}
 	return h.outage(ctx, w, r, o.Outage(), strategies)
+}
+
+// replay replays the attempt log in the body under the strategy of the
+// query's strategy (a descriptor's JSON), or under the documented ones,
+// within the request's budget and the server's MaxRuns attempts each; it
+// answers a JSON array, the log as recorded first, or their chart.
+func (h *Handler) replay(w http.ResponseWriter, r *http.Request, body []byte) *apiError {
+	var o report.ReplayOptions
+	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
+	o.Define(fs)
+	o.MaxRuns = report.WholeNumber(h.o.MaxRuns)
+	strategy := fs.String("strategy", "", "")
+	if e := setQuery(fs, r); e != nil {
+		return e
+	}
+	if errs := o.Check(h.o.MaxRuns); errs != nil {
+		return optionProblems(errs)
+	}
+	candidates := report.DocumentedStrategies()
+	if *strategy != "" {
+		s, err := retrypolicy.Parse([]byte(*strategy))
+		if err != nil {
+			probs := strategyProblems(err)
+			for i := range probs {
+				probs[i].Field = "strategy"
+			}
+			return invalid("INVALID_PARAMETER", probs)
+		}
+		candidates = []report.Named{{Name: "posted", Strategy: s}}
+	}
+	log, err := fleet.ReadLog(bytes.NewReader(body))
+	if err != nil {
+		return invalid("INVALID_BODY", []fieldProblem{{"$", strings.TrimPrefix(err.Error(), "fleet: ReadLog: ")}})
+	}
+	ctx, cancel := h.work(r)
+	defer cancel()
+	rr, err := o.Run(ctx, log, candidates)
+	if e := h.failed(ctx, err); e != nil {
+		return e
+	}
+	if wantsSVG(r) {
+		return writeSVG(w, report.ReplayChart(log, time.Duration(o.Tick), rr))
+	}
+	return writeJSON(w, jsonArray(len(rr.Results), func(i int) []byte { return report.ReplayJSON(rr.Names[i], rr.Results[i], i > 0) }))
 }
 
 // layers runs the seed's chain of four layers with st at every layer, and

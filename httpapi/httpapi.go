@@ -187,6 +187,7 @@ func New(o Options) *Handler {
 		"/v1/plan":     {http.MethodPost, h.plan, true},
 		"/v1/lint":     {http.MethodPost, h.lint, true},
 		"/v1/simulate": {http.MethodPost, h.simulate, true},
+		"/v1/replay":   {http.MethodPost, h.replay, true},
 	}
 	return h
 }

@@ -52,6 +52,7 @@ commands:
   plan [FILE|-]       simulate a job that keeps failing under a strategy
   lint [FILE|-]       what a strategy does when every run crashes, and its traps
   simulate [FILE …]   a fleet through an outage, clients in contention, or a chain of layers, side by side
+  replay LOG [FILE …] what other strategies would have done with the failures a log records
   serve               the library over HTTP, and a page for choosing a strategy
   version             print the version
 
@@ -83,6 +84,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runLint(rest, stdin, stdout, stderr)
 	case "simulate":
 		return runSimulate(rest, stdin, stdout, stderr)
+	case "replay":
+		return runReplay(rest, stdin, stdout, stderr)
 	case "serve":
 		return runServe(rest, stdout, stderr)
 	case "version", "--version":
@@ -105,7 +108,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 // commands are the subcommands, for a suggestion when one is mistyped.
-var commands = []string{"validate", "flags", "decide", "plan", "lint", "simulate", "serve", "version", "help"}
+var commands = []string{"validate", "flags", "decide", "plan", "lint", "simulate", "replay", "serve", "version", "help"}
 
 // newFlagSet returns a flag set for a subcommand whose --help prints the
 // synopsis, the description and the options, each named with two dashes
@@ -245,6 +248,7 @@ var inputs = map[string]string{
 	"plan":     "a strategy (JSON)",
 	"decide":   "requests (JSON, one after another)",
 	"simulate": "a strategy (JSON)",
+	"replay":   "an attempt log (JSON Lines)",
 }
 
 // isTerminal reports whether r is a character device, as a terminal is

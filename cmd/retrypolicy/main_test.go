@@ -95,6 +95,16 @@ not json
 	{"lint-bad-tick", []string{"lint", "--tick", "25h"}, ""},
 	{"plan-no-tick", []string{"plan", "--tick", "0", "--failures", "6"}, ""},
 	{"plan-bad-tick", []string{"plan", "--tick", "-1s"}, ""},
+	{"replay", []string{"replay", "testdata/cli/replay-log.jsonl"}, ""},
+	{"replay-json", []string{"replay", "--json", "testdata/cli/replay-log.jsonl", "testdata/cli/strategy-jitter.json", "testdata/cli/strategy-bounded.json"}, ""},
+	{"replay-no-tick", []string{"replay", "--tick", "0", "-", "testdata/cli/strategy-bounded.json"}, `{"job":"a","started_at":"2026-03-03T10:00:00Z","ended_at":"2026-03-03T10:00:01Z","outcome":"failed"}
+{"job":"a","started_at":"2026-03-03T10:00:03Z","ended_at":"2026-03-03T10:00:04Z","outcome":"failed"}
+{"job":"a","started_at":"2026-03-03T10:10:00Z","ended_at":"2026-03-03T10:10:01Z","outcome":"succeeded"}`},
+	{"replay-bad-line", []string{"replay", "-"}, `{"job":"a","started_at":"2026-03-03T10:00:00Z","ended_at":"2026-03-03T10:00:01Z","outcome":"failed"}
+{"job":"a","started_at":"2026-03-03T10:00:03Z","outcome":"failed"}`},
+	{"replay-no-log", []string{"replay"}, ""},
+	{"replay-help", []string{"replay", "--help"}, ""},
+	{"simulate-log-of-two", []string{"simulate", "--log", "x.jsonl", "testdata/cli/strategy-jitter.json", "testdata/cli/strategy-bounded.json"}, ""},
 	{"lint-invalid", []string{"lint"}, `{"strategy":"bounded","max_attempt":5}`},
 	{"lint-file-and-flags", []string{"lint", "testdata/cli/strategy-bounded.json", "--retry-strategy", "none"}, ""},
 	{"lint-help", []string{"lint", "--help"}, ""},

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"flag"
 	"fmt"
@@ -54,6 +55,7 @@ func runSimulate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	o.Define(fs)
 	asJSON := fs.Bool("json", false, "print one JSON object a strategy, a line each (for the outage, with its runs and its jobs FATAL in each minute)")
 	svgPath := fs.String("svg", "", "outage and layers: also draw the load over time to the SVG file `FILE`")
+	logPath := fs.String("log", "", "outage, one strategy: also write the run's attempts to `FILE` as an attempt log (JSON Lines,\nas retrypolicy replay reads), t = 0 at 2026-01-01T00:00:00Z, jobs job-1 … job-N with their jitter seeds")
 	positional, stop := parseArgs(fs, args, stdout, stderr, 64)
 	if stop >= 0 {
 		return stop
@@ -64,13 +66,21 @@ func runSimulate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if *svgPath != "" && o.Scenario == "contention" {
 		return flagErrors(stderr, "simulate", []report.Option{{Name: "svg", Rule: "only the outage and layers scenarios draw"}})
 	}
-	if err := checkOutput(*svgPath); err != nil {
-		fmt.Fprintln(stderr, "retrypolicy:", err)
-		return exitIO
+	if *logPath != "" && (o.Scenario != "outage" || len(positional) != 1) {
+		return flagErrors(stderr, "simulate", []report.Option{{Name: "log", Rule: "only the outage scenario of one strategy writes a log"}})
+	}
+	for _, path := range []string{*svgPath, *logPath} {
+		if err := checkOutput(path); err != nil {
+			fmt.Fprintln(stderr, "retrypolicy:", err)
+			return exitIO
+		}
 	}
 	strategies, code := readStrategies(positional, stdin, stderr, fs)
 	if code >= 0 {
 		return code
+	}
+	if *logPath != "" {
+		return writeLog(*logPath, o.Outage(), strategies[0], stdout, stderr)
 	}
 	out := output{asJSON: *asJSON, svgPath: *svgPath, stdout: stdout, stderr: stderr}
 	switch o.Scenario {
@@ -83,6 +93,35 @@ func runSimulate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		strategies = report.DocumentedStrategies()
 	}
 	return out.outage(o.Outage(), strategies)
+}
+
+// writeLog runs the outage under one strategy, writes its attempts to
+// path as an attempt log and prints its table.
+func writeLog(path string, o fleet.Outage, s report.Named, stdout, stderr io.Writer) int {
+	f, err := os.Create(path)
+	if err != nil {
+		fmt.Fprintln(stderr, "retrypolicy:", err)
+		return exitIO
+	}
+	w := bufio.NewWriterSize(f, 64<<10)
+	var line []byte
+	o.Log = func(a fleet.Attempt) {
+		line = report.AppendAttempt(line[:0], a)
+		w.Write(line)
+	}
+	r, err := o.Run(context.Background(), s.Strategy) // bounded by o.MaxRuns
+	if err == nil {
+		err = w.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "retrypolicy:", strings.TrimPrefix(err.Error(), "fleet: "))
+		return exitIO
+	}
+	writeOutage(stdout, o, []report.Named{s}, []fleet.OutageResult{r})
+	return exitOK
 }
 
 // output is where simulate writes, and how: a JSON line a run, or a table;

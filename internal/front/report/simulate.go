@@ -351,13 +351,14 @@ type loadChart struct {
 	per          int
 	plotW, plotH float64
 	decades      float64
+	xLabel       string // what the time axis counts from
 }
 
 func newLoadChart(units int, unit time.Duration, peak int) *loadChart {
 	units = min(max(units, 1), int(math.MaxInt64/int64(unit))) // their span fits a Duration: the axis's ticks stay few
 	return &loadChart{units: units, unit: unit, per: (units + MaxChartPoints - 1) / MaxChartPoints,
 		plotW: chartWidth - chartLeft - chartRight, plotH: chartHeight - chartTop - chartBottom,
-		decades: math.Ceil(math.Log10(float64(max(peak, 1))))}
+		decades: math.Ceil(math.Log10(float64(max(peak, 1)))), xLabel: "time since the outage began"}
 }
 
 // bucket returns the busiest and the sum of counts over the units of
@@ -376,15 +377,25 @@ func (c *loadChart) start(b *bytes.Buffer, title string, down time.Duration, dow
 		chartWidth, chartHeight, chartWidth, chartHeight)
 	b.WriteString(`<rect width="100%" height="100%" fill="white"/>` + "\n")
 	fmt.Fprintf(b, `<text x="10" y="22" font-size="15" font-weight="bold">%s</text>`+"\n", esc(title))
-	downTo := min(float64(down)/float64(c.unit), float64(c.units))
-	fmt.Fprintf(b, `<rect class="outage" x="%.1f" y="%.0f" width="%.1f" height="%.0f" fill="#d62728" fill-opacity=".12"/>`+"\n",
-		c.x(0), chartTop, c.x(downTo)-c.x(0), c.plotH)
-	fmt.Fprintf(b, `<text x="%.1f" y="%.0f" fill="#a02020">%s</text>`+"\n", c.x(0)+6, chartTop+c.plotH-22, esc(downLabel))
+	if downLabel != "" {
+		c.shade(b, 0, float64(down)/float64(c.unit), downLabel)
+	}
 	if c.per > 1 {
 		fmt.Fprintf(b, `<text class="bucket" x="%.0f" y="%.0f" text-anchor="end" font-size="11" fill="#555">each point: the busiest %s of %s</text>`+"\n",
 			chartLeft+c.plotW, chartTop-6, Brief(c.unit), Brief(time.Duration(c.per)*c.unit))
 	}
 	c.axes(b)
+}
+
+// shade shades the units from from to to, where the dependency is down,
+// with label at its start.
+func (c *loadChart) shade(b *bytes.Buffer, from, to float64, label string) {
+	from, to = max(from, 0), min(to, float64(c.units))
+	fmt.Fprintf(b, `<rect class="outage" x="%.1f" y="%.0f" width="%.1f" height="%.0f" fill="#d62728" fill-opacity=".12"/>`+"\n",
+		c.x(from), chartTop, max(c.x(to)-c.x(from), 1), c.plotH)
+	if label != "" {
+		fmt.Fprintf(b, `<text x="%.1f" y="%.0f" fill="#a02020">%s</text>`+"\n", c.x(from)+6, chartTop+c.plotH-22, esc(label))
+	}
 }
 
 // x is where a unit is; y is where n runs are: 1 a step above the row of
@@ -412,7 +423,7 @@ func (c *loadChart) axes(b *bytes.Buffer) {
 	for u := 0; u <= c.units; u += step {
 		fmt.Fprintf(b, `<text x="%.1f" y="%.0f" text-anchor="middle">%s</text>`+"\n", c.x(float64(u)), chartTop+c.plotH+18, esc(tickLabel(time.Duration(u)*c.unit)))
 	}
-	fmt.Fprintf(b, `<text x="%.0f" y="%.0f" text-anchor="middle">time since the outage began</text>`+"\n", chartLeft+c.plotW/2, chartHeight-10)
+	fmt.Fprintf(b, `<text x="%.0f" y="%.0f" text-anchor="middle">%s</text>`+"\n", chartLeft+c.plotW/2, chartHeight-10, esc(c.xLabel))
 }
 
 // line draws the i-th series: its count in each unit, and the units in

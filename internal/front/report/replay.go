@@ -1,0 +1,228 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/retrypolicy/retrypolicy/fleet"
+	"github.com/retrypolicy/retrypolicy/internal/wire"
+)
+
+// ReplayOptions are replay's options: flags of the command, query
+// parameters of the server's /v1/replay.
+type ReplayOptions struct {
+	TickOption
+	// MaxRuns is the most attempts each candidate's replay makes.
+	MaxRuns WholeNumber
+}
+
+// Define defines the options as flags of fs, with their defaults.
+func (o *ReplayOptions) Define(fs *flag.FlagSet) {
+	o.TickOption.Define(fs, "")
+	o.MaxRuns = fleet.DefaultMaxReplayed
+	fs.Var(&o.MaxRuns, "max-runs", "the most attempts each strategy's replay makes, `N`; a replay stops there and says it was truncated")
+}
+
+// Check returns the options out of range, MaxRuns beyond most.
+func (o *ReplayOptions) Check(most int) []Option {
+	errs := o.TickOption.Check()
+	if o.MaxRuns < 1 || int(o.MaxRuns) > most {
+		errs = append(errs, Option{"max-runs", fmt.Sprintf("must be between 1 and %d, got %d", most, o.MaxRuns)})
+	}
+	return errs
+}
+
+// Replayed is the log as recorded and each candidate's replay of it.
+type Replayed struct {
+	Names   []string             // "recorded", then each candidate's
+	Results []fleet.ReplayResult // in the same order
+}
+
+// Run replays log under each candidate; ctx bounds the replays. A replay
+// stopped by ctx ends the run with its error.
+func (o *ReplayOptions) Run(ctx context.Context, log *fleet.Log, candidates []Named) (Replayed, error) {
+	out := Replayed{Names: []string{"recorded"}, Results: []fleet.ReplayResult{log.Recorded()}}
+	r := fleet.Replay{Tick: time.Duration(o.Tick), MaxAttempts: int(o.MaxRuns)}
+	for _, c := range candidates {
+		res, err := r.Run(ctx, log, c.Strategy)
+		if err != nil {
+			return out, err
+		}
+		out.Names, out.Results = append(out.Names, c.Name), append(out.Results, res)
+	}
+	return out, nil
+}
+
+// AppendAttempt appends a as a line of an attempt log, its times in
+// RFC 3339 to the nanosecond and its jitter seed, when it has one, an
+// integer.
+func AppendAttempt(b []byte, a fleet.Attempt) []byte {
+	b = strconv.AppendQuote(append(b, `{"job":`...), a.Job)
+	b = append(a.Start.UTC().AppendFormat(append(b, `,"started_at":"`...), time.RFC3339Nano), '"')
+	b = append(a.End.UTC().AppendFormat(append(b, `,"ended_at":"`...), time.RFC3339Nano), '"')
+	outcome := "failed"
+	if a.Succeeded {
+		outcome = "succeeded"
+	}
+	b = append(append(append(b, `,"outcome":"`...), outcome...), '"')
+	if a.HasSeed {
+		b = strconv.AppendUint(append(b, `,"jitter_seed":`...), a.Seed, 10)
+	}
+	return append(b, "}\n"...)
+}
+
+// ReplayJSON is one line of replay --json: the log as recorded (named
+// "recorded", without a descriptor) or a candidate's replay.
+func ReplayJSON(name string, r fleet.ReplayResult, candidate bool) []byte {
+	b := strconv.AppendQuote([]byte(`{"strategy":`), name)
+	if candidate {
+		canonical, _ := r.Strategy.MarshalJSON()
+		b = append(append(b, `,"descriptor":`...), canonical...)
+	}
+	b = fmt.Appendf(b, `,"jobs":%d,"completed":%d,"fatal":%d,"unfinished":%d,"attempts":%d,"attempts_down":%d,"peak_attempts_per_min":%d`,
+		r.Jobs, r.Completed, r.Fatal, r.Unfinished, r.Attempts, r.AttemptsDown, r.PeakPerMin)
+	b = append(b, `,"recovery_secs":`...)
+	if r.Recovered == 0 {
+		b = append(b, "null"...)
+	} else {
+		b = wire.AppendSeconds(append(b, `{"p50":`...), r.Recovery.P50)
+		b = wire.AppendSeconds(append(b, `,"p99":`...), r.Recovery.P99)
+		b = wire.AppendSeconds(append(b, `,"max":`...), r.Recovery.Max)
+		b = append(b, '}')
+	}
+	b = appendTruncated(b, r.Truncated, r.TruncatedBy)
+	if candidate {
+		b = strconv.AppendInt(append(b, `,"fatal_completed_in_reality":`...), int64(r.FatalCompletedInReality), 10)
+	}
+	return append(b, '}')
+}
+
+// WriteReplay prints replay's table: a line for the log as recorded and
+// one for each candidate.
+func WriteReplay(w io.Writer, log *fleet.Log, tick time.Duration, rr Replayed) {
+	all, replayed := log.Jobs()
+	fmt.Fprintf(w, "replay: %s, %d with a failure to replay; %s\n", count(all, "job"), replayed, TickText(tick))
+	if down := log.Down(); len(down) > 0 {
+		fmt.Fprintf(w, "the dependency was down %s\n", downText(down))
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "strategy\tattempts\twhile down\tpeak/min\tcompleted\tFATAL\t(completed in reality)\tunfinished\trecovery p50\tp99\tmax\t")
+	for i, r := range rr.Results {
+		rec := []string{"-", "-", "-"}
+		if r.Recovered > 0 {
+			rec = []string{Brief(r.Recovery.P50), Brief(r.Recovery.P99), Brief(r.Recovery.Max)}
+		}
+		real := "-"
+		if i > 0 {
+			real = strconv.Itoa(r.FatalCompletedInReality)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t%s\t%s\t%s\t\n", rr.Names[i], r.Attempts, r.AttemptsDown, r.PeakPerMin,
+			r.Completed, r.Fatal, real, r.Unfinished, rec[0], rec[1], rec[2])
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "\nrecorded: FATAL counts the jobs the log never completes (it cannot tell a fatal job from one still waiting)")
+	for i, r := range rr.Results {
+		if r.Truncated {
+			fmt.Fprint(w, Truncated(rr.Names[i], r.TruncatedBy, fmt.Sprintf("after %d attempts, its counts are lower bounds", r.Attempts)))
+		}
+	}
+}
+
+// count writes n things, the noun plural unless n is 1.
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}
+
+// downText says when the dependency was down: the stretches, at most
+// three listed.
+func downText(down []fleet.Stretch) string {
+	var b bytes.Buffer
+	for i, s := range down {
+		if i == 3 {
+			fmt.Fprintf(&b, " and %d times more", len(down)-3)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "from %s for %s", s.From.UTC().Format(time.RFC3339), Brief(s.To.Sub(s.From)))
+	}
+	return b.String()
+}
+
+// maxReplayUnits is the most units a replay's chart counts, whatever the
+// log's span: past it a unit is several minutes.
+const maxReplayUnits = 100_000
+
+// ReplayChart draws the attempts a minute of the log as recorded and of
+// each candidate over the log's time, on a log scale, with the stretches
+// the dependency was down shaded.
+func ReplayChart(log *fleet.Log, tick time.Duration, rr Replayed) []byte {
+	first, last := span(rr.Results)
+	unit := time.Minute * time.Duration(max(1, (last-first)/maxReplayUnits+1))
+	units := int((last-first)/int64(unit/time.Minute)) + 1
+	loads := make([][]int, len(rr.Results))
+	peak := 1
+	for i, r := range rr.Results {
+		loads[i] = make([]int, units)
+		for _, m := range r.PerMinute {
+			u := int((m.Minute.Unix()/60 - first) / int64(unit/time.Minute))
+			loads[i][u] += m.N
+			peak = max(peak, loads[i][u])
+		}
+	}
+	c := newLoadChart(units, unit, peak)
+	c.xLabel = "time since the log's first attempt, " + epochMinute(first).Format(time.RFC3339)
+	var b bytes.Buffer
+	c.start(&b, "attempts a minute (log scale), as recorded and replayed; "+TickText(tick), 0, "")
+	for i, s := range log.Down() {
+		label := ""
+		if i == 0 {
+			label = "down"
+		}
+		from := float64(s.From.Sub(epochMinute(first))) / float64(unit)
+		c.shade(&b, from, float64(s.To.Sub(epochMinute(first)))/float64(unit), label)
+	}
+	for i, r := range rr.Results {
+		c.line(&b, i, loads[i], nil)
+		label, note := rr.Names[i], ""
+		if r.Fatal > 0 && i > 0 {
+			label += fmt.Sprintf(" (%d FATAL)", r.Fatal)
+		}
+		if j := sameLoad(loads, i); j >= 0 {
+			note = "its line is under " + rr.Names[j] + "'s"
+		}
+		c.legend(&b, i, label, note)
+	}
+	b.WriteString("</svg>\n")
+	return b.Bytes()
+}
+
+// span returns the first and last minute, from the epoch, that any result
+// has an attempt in.
+func span(results []fleet.ReplayResult) (int64, int64) {
+	first, last := int64(-1), int64(0)
+	for _, r := range results {
+		if n := len(r.PerMinute); n > 0 {
+			a, z := r.PerMinute[0].Minute.Unix()/60, r.PerMinute[n-1].Minute.Unix()/60
+			if first < 0 || a < first {
+				first = a
+			}
+			last = max(last, z)
+		}
+	}
+	return max(first, 0), max(last, first)
+}
+
+// epochMinute is the instant of minute m from the Unix epoch.
+func epochMinute(m int64) time.Time { return time.Unix(m*60, 0).UTC() }
