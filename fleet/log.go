@@ -103,6 +103,25 @@ func checkAttempt(a Attempt) error {
 	return nil
 }
 
+// AppendLine appends a as a line of an attempt log, as ReadLog reads it:
+// its times in RFC 3339 to the nanosecond, in UTC, its jitter seed, when
+// it has one, an integer, and a newline.
+func (a Attempt) AppendLine(b []byte) []byte {
+	name, _ := json.Marshal(a.Job) // JSON's escapes, not Go's
+	b = append(append(b, `{"job":`...), name...)
+	b = append(a.Start.UTC().AppendFormat(append(b, `,"started_at":"`...), time.RFC3339Nano), '"')
+	b = append(a.End.UTC().AppendFormat(append(b, `,"ended_at":"`...), time.RFC3339Nano), '"')
+	outcome := "failed"
+	if a.Succeeded {
+		outcome = "succeeded"
+	}
+	b = append(append(append(b, `,"outcome":"`...), outcome...), '"')
+	if a.HasSeed {
+		b = strconv.AppendUint(append(b, `,"jitter_seed":`...), a.Seed, 10)
+	}
+	return append(b, "}\n"...)
+}
+
 // lastInstant is the last instant a Duration from the epoch holds.
 var lastInstant = epoch.Add(maxDuration)
 

@@ -266,3 +266,19 @@ func (e *endless) Read(p []byte) (int, error) {
 	e.read += len(p)
 	return len(p), nil
 }
+
+// TestAppendLineIsReadBack: a line AppendLine writes, ReadLog reads as
+// the same attempt, whatever the job's name.
+func TestAppendLineIsReadBack(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		start := time.Unix(0, rapid.Int64Range(0, 1<<62).Draw(t, "start")).UTC()
+		a := Attempt{Job: rapid.StringN(1, 20, -1).Draw(t, "job"), Start: start, End: start.Add(time.Duration(rapid.Int64Range(0, 1<<40).Draw(t, "dur"))),
+			Succeeded: rapid.Bool().Draw(t, "ok"), Seed: rapid.Uint64().Draw(t, "seed"), HasSeed: true}
+		log, err := ReadLog(strings.NewReader(string(a.AppendLine(nil))))
+		require.NoError(t, err)
+		require.Len(t, log.jobs, 1)
+		assert.Equal(t, a.Job, log.jobs[0].name)
+		assert.Equal(t, a.Seed, log.jobs[0].seed)
+		assert.Equal(t, a.Start.Sub(epoch), log.jobs[0].first)
+	})
+}

@@ -1,6 +1,7 @@
 package riverretry
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -11,8 +12,11 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/retrypolicy/retrypolicy/fleet"
+	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -84,4 +88,27 @@ func TestStrategiesOnPostgres(t *testing.T) {
 		// middleware's, around its run.
 		checkCase(t, h, c, rows[ids[i]], 20*time.Millisecond)
 	}
+}
+
+// TestWriteLogOnPostgres: WriteLog reads River's jobs on PostgreSQL as on
+// SQLite: a job that fails twice, 1 s apart, then succeeds is three
+// lines, which fleet.ReadLog reads and a replay under its strategy ends
+// as River did.
+func TestWriteLogOnPostgres(t *testing.T) {
+	pool := postgresPool(t, postgresDatabase(t))
+	h := newHarness(t, riverpgxv5.New(pool), time.Microsecond, nil)
+	const strategy = `{"strategy":"bounded","max_attempts":5,"backoff":{"kind":"fixed","base_delay_secs":1}}`
+	res, err := h.client.Insert(context.Background(), testArgs{Case: "logged", Outcomes: []outcome{fail, fail, succeed}},
+		&river.InsertOpts{Metadata: []byte(`{"retry_strategy":` + strategy + `}`)})
+	require.NoError(t, err)
+	h.waitEnded([]int64{res.Job.ID}, time.Minute)
+	var buf bytes.Buffer
+	n, err := WriteLog(context.Background(), &buf, h.client, LogOptions{Kinds: []string{"test"}})
+	require.NoError(t, err)
+	assert.Equal(t, 3, n, buf.String())
+	log, err := fleet.ReadLog(&buf)
+	require.NoError(t, err)
+	rec := log.Recorded()
+	assert.Equal(t, 1, rec.Completed)
+	assert.Equal(t, 3, rec.Attempts)
 }

@@ -106,7 +106,7 @@ func writeLog(path string, o fleet.Outage, s report.Named, stdout, stderr io.Wri
 	w := bufio.NewWriterSize(f, 64<<10)
 	var line []byte
 	o.Log = func(a fleet.Attempt) {
-		line = report.AppendAttempt(line[:0], a)
+		line = a.AppendLine(line[:0])
 		w.Write(line)
 	}
 	r, err := o.Run(context.Background(), s.Strategy) // bounded by o.MaxRuns

@@ -59,24 +59,6 @@ func (o *ReplayOptions) Run(ctx context.Context, log *fleet.Log, candidates []Na
 	return out, nil
 }
 
-// AppendAttempt appends a as a line of an attempt log, its times in
-// RFC 3339 to the nanosecond and its jitter seed, when it has one, an
-// integer.
-func AppendAttempt(b []byte, a fleet.Attempt) []byte {
-	b = strconv.AppendQuote(append(b, `{"job":`...), a.Job)
-	b = append(a.Start.UTC().AppendFormat(append(b, `,"started_at":"`...), time.RFC3339Nano), '"')
-	b = append(a.End.UTC().AppendFormat(append(b, `,"ended_at":"`...), time.RFC3339Nano), '"')
-	outcome := "failed"
-	if a.Succeeded {
-		outcome = "succeeded"
-	}
-	b = append(append(append(b, `,"outcome":"`...), outcome...), '"')
-	if a.HasSeed {
-		b = strconv.AppendUint(append(b, `,"jitter_seed":`...), a.Seed, 10)
-	}
-	return append(b, "}\n"...)
-}
-
 // ReplayJSON is one line of replay --json: the log as recorded (named
 // "recorded", without a descriptor) or a candidate's replay.
 func ReplayJSON(name string, r fleet.ReplayResult, candidate bool) []byte {

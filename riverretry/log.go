@@ -1,0 +1,105 @@
+package riverretry
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/retrypolicy/retrypolicy/fleet"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+)
+
+// LogOptions says which attempts WriteLog writes.
+type LogOptions struct {
+	// Kinds are the kinds of the jobs written; none is every kind.
+	Kinds []string
+	// From and To bound the attempts written to those that start at or
+	// after From and before To; a zero one is no bound.
+	From, To time.Time
+}
+
+// logPage is how many jobs WriteLog reads from River at a time.
+const logPage = 1000
+
+// WriteLog writes each attempt that River still holds of the jobs o
+// selects, as an attempt log that retrypolicy replay (and fleet.ReadLog)
+// reads: a JSON line an attempt, the job named by its decimal id, with the
+// jitter seed the policy decides it with. It returns how many lines it
+// wrote. It reads River's jobs a page at a time through client, on SQLite
+// or PostgreSQL, and holds one page at once.
+//
+// What River holds decides what the log says. A failed attempt is one of
+// the job's errors, which River stamps with the attempt's start; it ended
+// at the failure instant the policy's record keeps for it, to the
+// millisecond, and where the record has forgotten it (a failure out of
+// every window), as it started. A completed job's last attempt
+// succeeded, from attempted_at to finalized_at. A running
+// attempt has not ended and is left out. River deletes completed jobs
+// after a day by default (Config.CompletedJobRetentionPeriod), cancelled
+// and discarded ones after a week: a log of an older outage lacks the jobs
+// that succeeded, and a replay of it sees their dependency as down.
+func WriteLog[TTx any](ctx context.Context, w io.Writer, client *river.Client[TTx], o LogOptions) (int, error) {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	params := river.NewJobListParams().First(logPage)
+	if len(o.Kinds) > 0 {
+		params = params.Kinds(o.Kinds...)
+	}
+	lines := 0
+	var line []byte
+	for {
+		res, err := client.JobList(ctx, params)
+		if err != nil {
+			return lines, fmt.Errorf("riverretry: WriteLog: %w", err)
+		}
+		for _, job := range res.Jobs {
+			for _, a := range attemptsOf(job) {
+				if (o.From.IsZero() || !a.Start.Before(o.From)) && (o.To.IsZero() || a.Start.Before(o.To)) {
+					line = a.AppendLine(line[:0])
+					bw.Write(line)
+					lines++
+				}
+			}
+		}
+		if len(res.Jobs) < logPage || res.LastCursor == nil {
+			break
+		}
+		params = params.After(res.LastCursor)
+	}
+	if err := bw.Flush(); err != nil {
+		return lines, fmt.Errorf("riverretry: WriteLog: %w", err)
+	}
+	return lines, nil
+}
+
+// attemptsOf returns the attempts of job that River holds, in order.
+func attemptsOf(job *rivertype.JobRow) []fleet.Attempt {
+	name := strconv.FormatInt(job.ID, 10)
+	seed := seedOf(job.ID)
+	errs := slices.Clone(job.Errors)
+	slices.SortStableFunc(errs, func(a, b rivertype.AttemptError) int { return a.Attempt - b.Attempt })
+	// The record's failures, newest first, are the newest failed
+	// attempts' ends.
+	var ends []int64
+	if m := readMetadata(job.Metadata); m.failures != nil && m.problem == "" {
+		ends, _, _ = decodeFailures(m.failures, nil, len(errs))
+	}
+	out := make([]fleet.Attempt, 0, len(errs)+1)
+	for i, e := range errs {
+		end := e.At
+		if k := len(errs) - 1 - i; k < len(ends) {
+			if t := time.UnixMilli(ends[k]); !t.Before(e.At) {
+				end = t
+			}
+		}
+		out = append(out, fleet.Attempt{Job: name, Start: e.At, End: end, Seed: seed, HasSeed: true})
+	}
+	if job.State == rivertype.JobStateCompleted && job.AttemptedAt != nil && job.FinalizedAt != nil {
+		out = append(out, fleet.Attempt{Job: name, Start: *job.AttemptedAt, End: *job.FinalizedAt, Succeeded: true, Seed: seed, HasSeed: true})
+	}
+	return out
+}

@@ -1,0 +1,124 @@
+package riverretry
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/fleet"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// flakyArgs is a job whose dependency is down until downUntil.
+type flakyArgs struct{}
+
+func (flakyArgs) Kind() string { return "flaky" }
+
+// flakyWorker fails while the dependency is down.
+type flakyWorker struct {
+	river.WorkerDefaults[flakyArgs]
+	downUntil time.Time
+}
+
+func (w *flakyWorker) Work(ctx context.Context, job *river.Job[flakyArgs]) error {
+	time.Sleep(200 * time.Millisecond) // a run takes a while: its uptime
+	if time.Now().Before(w.downUntil) {
+		return errors.New("the dependency is down")
+	}
+	return nil
+}
+
+// flakyDescriptor gives up at 4 failures within an hour, 3 s apart.
+const flakyDescriptor = `{"strategy":"bounded","max_attempts":4,"window_secs":3600,"backoff":{"kind":"fixed","base_delay_secs":3}}`
+
+var flakyStrategy = retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 4, Window: time.Hour,
+	Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: 3 * time.Second}}
+
+// TestWriteLogReplaysAsRiverRan: River on SQLite runs 20 jobs, inserted a
+// second apart, whose dependency is down for the first 20.2 s of River's
+// clock. The log WriteLog writes, replayed under the strategy
+// that ran with no tick (River runs a retry when it is due, within its
+// fetch's tenth of a second here), gives the completions and fatal jobs
+// River recorded, and attempts within 5%.
+func TestWriteLogReplaysAsRiverRan(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		begin := time.Now()
+		// Down until 20.2 s: the fourth attempt of a job inserted at k s
+		// starts 9.6 s to 10 s after it, River's fetch latency included, so
+		// none starts within 0.2 s of the recovery, where a replay that
+		// runs each retry exactly when due could see it differently.
+		worker := &flakyWorker{downUntil: begin.Add(20*time.Second + 200*time.Millisecond)}
+		h := newSQLiteHarness(t, func(cfg *river.Config) {
+			cfg.Workers = river.NewWorkers()
+			river.AddWorker(cfg.Workers, worker)
+		})
+		var ids []int64
+		for k := range 20 {
+			time.Sleep(time.Until(begin.Add(time.Duration(k) * time.Second)))
+			res, err := h.client.Insert(context.Background(), flakyArgs{}, &river.InsertOpts{Metadata: []byte(`{"retry_strategy":` + flakyDescriptor + `}`)})
+			require.NoError(t, err)
+			ids = append(ids, res.Job.ID)
+		}
+		rows := h.waitEnded(ids, 10*time.Minute)
+		completed, fatal, attempts := 0, 0, 0
+		for _, job := range rows {
+			attempts += job.Attempt
+			switch job.State {
+			case rivertype.JobStateCompleted:
+				completed++
+			case rivertype.JobStateCancelled:
+				fatal++
+			}
+		}
+		require.NotZero(t, completed, "some jobs outlive the outage")
+		require.NotZero(t, fatal, "and some give up in it")
+
+		var buf bytes.Buffer
+		n, err := WriteLog(context.Background(), &buf, h.client, LogOptions{Kinds: []string{"flaky"}})
+		require.NoError(t, err)
+		assert.Equal(t, attempts, n, "a line for each attempt River made")
+		log, err := fleet.ReadLog(&buf)
+		require.NoError(t, err)
+		got, err := fleet.Replay{}.Run(context.Background(), log, flakyStrategy) // River runs a retry when due: no tick
+		require.NoError(t, err)
+		assert.Equal(t, completed, got.Completed, "completed")
+		assert.Equal(t, fatal, got.Fatal, "fatal")
+		assert.InDelta(t, attempts, got.Attempts, 0.05*float64(attempts), "attempts")
+		t.Logf("River: %d completed, %d fatal, %d attempts; replayed: %d, %d, %d", completed, fatal, attempts, got.Completed, got.Fatal, got.Attempts)
+	})
+}
+
+// TestWriteLogBounds: From, To and Kinds select the attempts written;
+// the lines are as fleet.ReadLog reads them.
+func TestWriteLogBounds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newSQLiteHarness(t, nil)
+		res, err := h.client.Insert(context.Background(), testArgs{Case: "logged", Outcomes: []outcome{fail, fail, succeed}},
+			&river.InsertOpts{Metadata: []byte(`{"retry_strategy":{"strategy":"bounded","max_attempts":5,"backoff":{"kind":"fixed","base_delay_secs":2}}}`)})
+		require.NoError(t, err)
+		h.waitEnded([]int64{res.Job.ID}, 10*time.Minute)
+		var all bytes.Buffer
+		n, err := WriteLog(context.Background(), &all, h.client, LogOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, 3, n, "two failed attempts and the one that succeeded")
+		assert.Equal(t, n, strings.Count(all.String(), "\n"))
+		_, err = fleet.ReadLog(strings.NewReader(all.String()))
+		require.NoError(t, err)
+		var none bytes.Buffer
+		n, err = WriteLog(context.Background(), &none, h.client, LogOptions{Kinds: []string{"no such kind"}})
+		require.NoError(t, err)
+		assert.Zero(t, n)
+		n, err = WriteLog(context.Background(), &none, h.client, LogOptions{From: time.Now().Add(time.Hour)})
+		require.NoError(t, err)
+		assert.Zero(t, n, "nothing starts in the future")
+		assert.Empty(t, none.String())
+	})
+}
