@@ -13,6 +13,7 @@ import (
 
 	"github.com/retrypolicy/retrypolicy"
 	"github.com/retrypolicy/retrypolicy/internal/echo"
+	"github.com/retrypolicy/retrypolicy/internal/jsonscan"
 )
 
 // MaxLogLine is the longest line ReadLog takes: 1 MiB.
@@ -165,73 +166,117 @@ func ReadLog(r io.Reader) (*Log, error) {
 	return newLog(attempts), nil
 }
 
-// logLine is a line of an attempt log as JSON has it.
-type logLine struct {
-	Job        *string         `json:"job"`
-	StartedAt  *string         `json:"started_at"`
-	EndedAt    *string         `json:"ended_at"`
-	Outcome    *string         `json:"outcome"`
-	JitterSeed json.RawMessage `json:"jitter_seed"`
+// logFields are the fields of a line, as written (escapes included).
+type logFields struct {
+	job, startedAt, endedAt, outcome, seed []byte
+}
+
+// scanLine reads a line's fields, and skips every other value.
+func scanLine(text []byte) (logFields, error) {
+	var f logFields
+	var sc jsonscan.Scanner
+	sc.Reset(text)
+	notObject := errors.New("not a JSON object of an attempt")
+	if !sc.Consume('{') {
+		return f, notObject
+	}
+	for more := sc.Peek() != '}'; more; more = sc.Consume(',') {
+		k := sc.Str()
+		if sc.Bad() || !sc.Consume(':') {
+			return f, notObject
+		}
+		var into *[]byte
+		switch string(k) {
+		case "job":
+			into = &f.job
+		case "started_at":
+			into = &f.startedAt
+		case "ended_at":
+			into = &f.endedAt
+		case "outcome":
+			into = &f.outcome
+		case "jitter_seed":
+			f.seed = sc.Skip()
+		default:
+			sc.Skip()
+		}
+		if into != nil {
+			if sc.Peek() != '"' {
+				return f, errors.New(string(k) + ": must be a string")
+			}
+			*into = sc.Str()
+		}
+		if sc.Bad() {
+			return f, notObject
+		}
+	}
+	if !sc.Consume('}') || sc.Peek() != 0 {
+		return f, notObject
+	}
+	return f, nil
 }
 
 // parseLine reads one line, its job's name taken from names when seen.
 func parseLine(text []byte, names map[string]string) (Attempt, error) {
-	var l logLine
-	if err := json.Unmarshal(text, &l); err != nil {
-		return Attempt{}, errors.New("not a JSON object of an attempt: " + err.Error())
+	f, err := scanLine(text)
+	if err != nil {
+		return Attempt{}, err
 	}
-	var a Attempt
-	for _, f := range []struct {
+	for _, m := range []struct {
 		name  string
-		value *string
-	}{{"job", l.Job}, {"started_at", l.StartedAt}, {"ended_at", l.EndedAt}, {"outcome", l.Outcome}} {
-		if f.value == nil {
-			return Attempt{}, errors.New(f.name + ": missing")
+		value []byte
+	}{{"job", f.job}, {"started_at", f.startedAt}, {"ended_at", f.endedAt}, {"outcome", f.outcome}} {
+		if m.value == nil {
+			return Attempt{}, errors.New(m.name + ": missing")
 		}
 	}
-	name, seen := names[*l.Job]
+	var a Attempt
+	name, seen := names[string(f.job)]
 	if !seen {
-		name = *l.Job
-		names[name] = name
+		name = jsonscan.Unquoted(f.job)
+		names[string(f.job)] = name
 	}
 	a.Job = name
-	var err error
-	if a.Start, err = parseTime("started_at", *l.StartedAt); err != nil {
+	if a.Start, err = parseTime("started_at", f.startedAt); err != nil {
 		return Attempt{}, err
 	}
-	if a.End, err = parseTime("ended_at", *l.EndedAt); err != nil {
+	if a.End, err = parseTime("ended_at", f.endedAt); err != nil {
 		return Attempt{}, err
 	}
-	switch *l.Outcome {
+	switch string(f.outcome) {
 	case "succeeded":
 		a.Succeeded = true
 	case "failed":
 	default:
-		return Attempt{}, errors.New("outcome: must be succeeded or failed, got " + echo.Quote(*l.Outcome))
+		return Attempt{}, errors.New("outcome: must be succeeded or failed, got " + echo.Quote(jsonscan.Unquoted(f.outcome)))
 	}
-	if a.Seed, a.HasSeed, err = parseSeed(l.JitterSeed); err != nil {
+	if a.Seed, a.HasSeed, err = parseSeed(f.seed); err != nil {
 		return Attempt{}, err
 	}
 	return a, checkAttempt(a)
 }
 
-// parseTime reads an RFC 3339 time of the field name.
-func parseTime(name, text string) (time.Time, error) {
-	t, err := time.Parse(time.RFC3339Nano, text)
-	if err != nil {
-		return time.Time{}, errors.New(name + ": must be an RFC 3339 time, got " + echo.Quote(text))
+// parseTime reads an RFC 3339 time of the field name, as written.
+func parseTime(name string, raw []byte) (time.Time, error) {
+	text := raw
+	if bytes.IndexByte(raw, '\\') >= 0 {
+		text = []byte(jsonscan.Unquoted(raw))
+	}
+	t, ok := jsonscan.RFC3339(text)
+	if !ok {
+		return time.Time{}, errors.New(name + ": must be an RFC 3339 time, got " + echo.Quote(string(text)))
 	}
 	return t, nil
 }
 
-// parseSeed reads a jitter_seed: absent, a string or an unsigned integer.
-func parseSeed(raw json.RawMessage) (uint64, bool, error) {
+// parseSeed reads a jitter_seed, as written: absent or null, a string or
+// an unsigned integer.
+func parseSeed(raw []byte) (uint64, bool, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return 0, false, nil
 	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return retrypolicy.SeedFromString(s), true, nil
+	if raw[0] == '"' {
+		return retrypolicy.SeedFromString(jsonscan.Unquoted(raw[1 : len(raw)-1])), true, nil
 	}
 	n, err := strconv.ParseUint(string(raw), 10, 64)
 	if err != nil {
