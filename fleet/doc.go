@@ -3,7 +3,11 @@
 // [Outage] runs a fleet of jobs through a provider's outage, [Contention]
 // clients contending for one row (the model of AWS's "Exponential Backoff
 // And Jitter"), and [Layers] requests down a chain of layers that each
-// retry, through an outage of the bottom:
+// retry, through an outage of the bottom. [Replay] runs a strategy on a
+// recorded [Log] of attempts instead ([ReadLog] reads one): what it would
+// have done with the same jobs through the same outages.
+//
+// An Outage, for instance:
 //
 //	r, err := fleet.Outage{Jobs: 1000, Down: 30 * time.Minute, Tick: time.Minute}.Run(ctx, strategy)
 //	if err != nil {

@@ -3,8 +3,10 @@ package fleet_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/retrypolicy/retrypolicy"
 	"github.com/retrypolicy/retrypolicy/fleet"
 )
 
@@ -24,4 +26,31 @@ func ExampleLayers() {
 	// Output:
 	// every-layer: 100 requests, 81 calls each at the bottom, attempts by layer [300 900 2700 8100]
 	// client-only: 100 requests, 3 calls each at the bottom, attempts by layer [300 300 300 300]
+}
+
+// A job failed at 10:00:00 and 10:00:05 and succeeded at 10:00:30: the
+// dependency was down until then. Under none it would have been FATAL at
+// its first failure; under a fixed 10 s backoff it would have run at
+// 10:00:10 and 10:00:20 (down) and 10:00:30 (up), and completed.
+func ExampleReplay() {
+	log, err := fleet.ReadLog(strings.NewReader(`{"job":"a","started_at":"2026-03-03T10:00:00Z","ended_at":"2026-03-03T10:00:00Z","outcome":"failed"}
+{"job":"a","started_at":"2026-03-03T10:00:05Z","ended_at":"2026-03-03T10:00:05Z","outcome":"failed"}
+{"job":"a","started_at":"2026-03-03T10:00:30Z","ended_at":"2026-03-03T10:00:30Z","outcome":"succeeded"}
+`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fixed := retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped, Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: 10 * time.Second}}
+	for _, s := range []retrypolicy.Strategy{{Kind: retrypolicy.None}, fixed} {
+		r, err := fleet.Replay{}.Run(context.Background(), log, s)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Printf("%s: %d attempts, %d completed, %d FATAL (%d completed in reality)\n", r.Strategy.Kind, r.Attempts, r.Completed, r.Fatal, r.FatalCompletedInReality)
+	}
+	// Output:
+	// none: 1 attempts, 0 completed, 1 FATAL (1 completed in reality)
+	// unless_stopped: 4 attempts, 1 completed, 0 FATAL (0 completed in reality)
 }

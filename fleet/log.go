@@ -44,8 +44,10 @@ var epoch = time.Unix(0, 0).UTC()
 // read from its attempts (each observes it at its start: up if it
 // succeeded, down if it failed), its jobs, and what it records. A Log is
 // read once and replayed under as many strategies as wanted; it is not
-// changed by a replay, and many goroutines may replay it at once. It holds
-// about 80 bytes for each attempt and each job's name once.
+// changed by a replay, and many goroutines may replay it at once. Reading
+// one takes about 250 bytes an attempt at its peak; the Log then holds
+// about 20 bytes an attempt, and each job's name once with a few dozen
+// bytes beside it.
 type Log struct {
 	avail    availability
 	jobs     []logJob

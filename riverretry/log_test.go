@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -121,4 +124,52 @@ func TestWriteLogBounds(t *testing.T) {
 		assert.Zero(t, n, "nothing starts in the future")
 		assert.Empty(t, none.String())
 	})
+}
+
+// updateLog rewrites testdata/river-outage.jsonl from a fresh run.
+var updateLog = flag.Bool("update-log", false, "rewrite testdata/river-outage.jsonl, the log the docs replay")
+
+// TestTheDocsLogIsARiverRun: River on SQLite runs 100 jobs, inserted over
+// the first two minutes, under the retries document's jittered strategy
+// (retry forever, 2 s doubling to 5 minutes), while their dependency is
+// down for the first three minutes of River's clock. WriteLog's log of it
+// is testdata/river-outage.jsonl, which docs/what-if.md replays: the
+// committed log is what such a run records (every job completes, as many
+// attempts within 5%), and -update-log writes it again.
+func TestTheDocsLogIsARiverRun(t *testing.T) {
+	const jittered = `{"strategy":"unless_stopped","backoff":{"kind":"exponential_with_jitter","base_delay_secs":2,"max_delay_secs":300}}`
+	var fresh bytes.Buffer
+	synctest.Test(t, func(t *testing.T) {
+		begin := time.Now()
+		worker := &flakyWorker{downUntil: begin.Add(3 * time.Minute)}
+		h := newSQLiteHarness(t, func(cfg *river.Config) {
+			cfg.Workers = river.NewWorkers()
+			river.AddWorker(cfg.Workers, worker)
+		})
+		var ids []int64
+		for k := range 100 {
+			time.Sleep(time.Until(begin.Add(time.Duration(k) * 1200 * time.Millisecond)))
+			res, err := h.client.Insert(context.Background(), flakyArgs{}, &river.InsertOpts{Metadata: []byte(`{"retry_strategy":` + jittered + `}`)})
+			require.NoError(t, err)
+			ids = append(ids, res.Job.ID)
+		}
+		h.waitEnded(ids, time.Hour)
+		_, err := WriteLog(context.Background(), &fresh, h.client, LogOptions{Kinds: []string{"flaky"}})
+		require.NoError(t, err)
+	})
+	path := filepath.Join("testdata", "river-outage.jsonl")
+	if *updateLog {
+		require.NoError(t, os.MkdirAll("testdata", 0o755))
+		require.NoError(t, os.WriteFile(path, fresh.Bytes(), 0o644))
+	}
+	committed, err := os.ReadFile(path)
+	require.NoError(t, err, "go test ./riverretry -run TestTheDocsLogIsARiverRun -update-log writes it")
+	want, err := fleet.ReadLog(bytes.NewReader(committed))
+	require.NoError(t, err)
+	got, err := fleet.ReadLog(&fresh)
+	require.NoError(t, err)
+	w, g := want.Recorded(), got.Recorded()
+	assert.Equal(t, 100, w.Completed, "every job outlives the outage")
+	assert.Equal(t, w.Completed, g.Completed)
+	assert.InDelta(t, w.Attempts, g.Attempts, 0.05*float64(w.Attempts))
 }

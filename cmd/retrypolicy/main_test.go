@@ -375,9 +375,10 @@ func TestDocsLinksResolve(t *testing.T) {
 // pages in docs/ that starts with a "$ retrypolicy …" line and compares
 // what follows with what the command prints; -update rewrites them.
 func TestReadmeOutputIsCurrent(t *testing.T) {
-	pages, err := filepath.Glob(filepath.Join("..", "..", "docs", "*.md"))
+	t.Chdir(filepath.Join("..", "..")) // the commands' files are named from the checkout's root
+	pages, err := filepath.Glob(filepath.Join("docs", "*.md"))
 	require.NoError(t, err)
-	pages = append(pages, filepath.Join("..", "..", "README.md"))
+	pages = append(pages, "README.md")
 	block := regexp.MustCompile("(?s)```\n\\$ retrypolicy ([^\n]*)\n(.*?)```")
 	total := 0
 	for _, page := range pages {
