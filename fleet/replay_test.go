@@ -1,9 +1,11 @@
 package fleet
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -283,5 +285,71 @@ func TestAppendLineIsReadBack(t *testing.T) {
 		assert.Equal(t, a.Job, log.jobs[0].name)
 		assert.Equal(t, a.Seed, log.jobs[0].seed)
 		assert.Equal(t, a.Start.Sub(epoch), log.jobs[0].first)
+	})
+}
+
+// TestReplayTakesTheLogInAnyOrder: the same attempts, reversed, replay
+// alike.
+func TestReplayTakesTheLogInAnyOrder(t *testing.T) {
+	var attempts []Attempt
+	o := Outage{Jobs: 200, Down: 10 * time.Minute, FailAfter: time.Second, Spread: time.Minute, Tick: time.Minute,
+		Log: func(a Attempt) { attempts = append(attempts, a) }}
+	_, err := o.Run(context.Background(), retrypolicy.Default())
+	require.NoError(t, err)
+	inOrder, err := NewLog(attempts)
+	require.NoError(t, err)
+	slices.Reverse(attempts)
+	reversed, err := NewLog(attempts)
+	require.NoError(t, err)
+	s := mustParse(t, `{"strategy":"unless_stopped","backoff":{"kind":"exponential_with_jitter","base_delay_secs":2,"max_delay_secs":300}}`)
+	a, err := Replay{Tick: time.Minute}.Run(context.Background(), inOrder, s)
+	require.NoError(t, err)
+	b, err := Replay{Tick: time.Minute}.Run(context.Background(), reversed, s)
+	require.NoError(t, err)
+	assert.Equal(t, a, b)
+	assert.Equal(t, inOrder.Recorded(), reversed.Recorded())
+}
+
+// TestReplayStopsAtItsBounds: MaxAttempts attempts, then Truncated; a
+// done context stops it with an error that wraps the context's.
+func TestReplayStopsAtItsBounds(t *testing.T) {
+	_, log := logOf(t, Outage{Jobs: 100, Down: time.Hour, Tick: time.Minute}, retrypolicy.Default())
+	r, err := Replay{Tick: time.Minute, MaxAttempts: 50}.Run(context.Background(), log, retrypolicy.Default())
+	require.NoError(t, err)
+	assert.True(t, r.Truncated)
+	assert.Equal(t, BoundMaxRuns, r.TruncatedBy)
+	assert.Equal(t, 50, r.Attempts)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r, err = Replay{}.Run(ctx, log, retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped, Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: time.Nanosecond}})
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, BoundContext, r.TruncatedBy)
+	_, err = Replay{Tick: -1}.Run(context.Background(), log, retrypolicy.Default())
+	assert.ErrorContains(t, err, "fleet: Replay.Tick: must be from 0 to 24h0m0s")
+	_, err = Replay{MaxAttempts: -1}.Run(context.Background(), log, retrypolicy.Default())
+	assert.ErrorContains(t, err, "fleet: Replay.MaxAttempts")
+}
+
+// FuzzReadLog: any input is read or refused with an error naming a line,
+// never a panic; what is read replays.
+func FuzzReadLog(f *testing.F) {
+	f.Add([]byte(`{"job":"a","started_at":"2026-03-03T10:00:00Z","ended_at":"2026-03-03T10:00:02Z","outcome":"failed","jitter_seed":"x"}` + "\n" +
+		`{"job":"a","started_at":"2026-03-03T10:01:00Z","ended_at":"2026-03-03T10:01:00Z","outcome":"succeeded"}`))
+	f.Add([]byte(`{"job":"\u00e9","started_at":"2262-04-11T23:47:16.854775807Z","ended_at":"2262-04-11T23:47:16.854775807Z","outcome":"failed","jitter_seed":18446744073709551615}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		log, err := ReadLog(bytes.NewReader(data))
+		if err != nil {
+			if !strings.Contains(err.Error(), "fleet: ReadLog: ") {
+				t.Fatalf("an error that does not say where: %v", err)
+			}
+			return
+		}
+		r, err := Replay{Tick: time.Minute, MaxAttempts: 10_000}.Run(context.Background(), log, retrypolicy.Default())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if all, _ := log.Jobs(); r.Completed+r.Fatal+r.Unfinished != all {
+			t.Fatalf("%d jobs, %+v", all, r)
+		}
 	})
 }
