@@ -422,20 +422,21 @@ func (p *Policy) result(job *rivertype.JobRow, cancel bool) *river.ErrorHandlerR
 
 // handle returns whether the failure of job's current attempt is fatal.
 func (p *Policy) handle(ctx context.Context, job *rivertype.JobRow) bool {
-	d, ok := p.pending.peek(job.ID, job.Attempt)
+	e, ok := p.pending.peek(job.ID, job.Attempt)
 	if !ok {
 		now := p.now().Truncate(time.Millisecond)
 		var uptime time.Duration
 		if job.AttemptedAt != nil {
 			uptime = max(now.Sub(*job.AttemptedAt), 0)
 		}
-		d = p.decideUnseen(ctx, job, now, uptime)
+		d := p.decideUnseen(ctx, job, now, uptime)
 		p.pending.put(job.ID, job.Attempt, d, now)
+		e.fatal = d.Action == retrypolicy.Fatal
 	}
 	if job.Attempt >= job.MaxAttempts {
 		p.pending.drop(job.ID) // River discards it without asking NextRetry
 	}
-	return d.Action == retrypolicy.Fatal
+	return e.fatal
 }
 
 // latestDue is the latest due time NextRetry gives River, well inside the
@@ -451,17 +452,18 @@ var latestDue = time.Date(9000, time.January, 1, 0, 0, 0, 0, time.UTC)
 // cancel.
 func (p *Policy) NextRetry(job *rivertype.JobRow) time.Time {
 	now := p.now()
-	d, ok := p.pending.take(job.ID, job.Attempt)
+	e, ok := p.pending.take(job.ID, job.Attempt)
 	if !ok {
-		d = p.decideUnseen(context.Background(), job, now.Truncate(time.Millisecond), 0)
+		d := p.decideUnseen(context.Background(), job, now.Truncate(time.Millisecond), 0)
+		e = decided{fatal: d.Action == retrypolicy.Fatal, due: d.Due}
 	}
 	switch {
-	case d.Action == retrypolicy.Fatal || d.Due.Before(now):
+	case e.fatal || e.due.Before(now):
 		return now
-	case d.Due.After(latestDue):
+	case e.due.After(latestDue):
 		return latestDue
 	}
-	return d.Due
+	return e.due
 }
 
 // decideUnseen decides on a failure of job at now (a whole millisecond)
@@ -631,10 +633,14 @@ type pending struct {
 	m  map[int64]decided
 }
 
+// decided is what NextRetry and the error handler need of a decision:
+// whether it is fatal, and when the retry is due; at is when it was put,
+// in Unix nanoseconds, to tell an entry left behind.
 type decided struct {
 	attempt int
-	d       retrypolicy.Decision
-	at      time.Time
+	fatal   bool
+	due     time.Time
+	at      int64
 }
 
 // maxPending is the size past which pending drops entries older than
@@ -650,31 +656,35 @@ func (q *pending) put(id int64, attempt int, d retrypolicy.Decision, at time.Tim
 	if q.m == nil {
 		q.m = make(map[int64]decided)
 	}
+	now := at.UnixNano()
 	if len(q.m) >= maxPending {
 		for k, e := range q.m {
-			if at.Sub(e.at) > stalePending {
+			if now-e.at > int64(stalePending) {
 				delete(q.m, k)
 			}
 		}
 	}
-	q.m[id] = decided{attempt: attempt, d: d, at: at}
+	q.m[id] = decided{attempt: attempt, fatal: d.Action == retrypolicy.Fatal, due: d.Due, at: now}
 }
 
-func (q *pending) peek(id int64, attempt int) (retrypolicy.Decision, bool) {
+// peek returns the entry of job id's attempt, and false when there is
+// none for that attempt.
+func (q *pending) peek(id int64, attempt int) (decided, bool) {
 	q.mu.Lock()
-	defer q.mu.Unlock()
 	e, ok := q.m[id]
-	return e.d, ok && e.attempt == attempt
+	q.mu.Unlock()
+	return e, ok && e.attempt == attempt
 }
 
-func (q *pending) take(id int64, attempt int) (retrypolicy.Decision, bool) {
+// take is peek, and drops job id's entry.
+func (q *pending) take(id int64, attempt int) (decided, bool) {
 	q.mu.Lock()
-	defer q.mu.Unlock()
 	e, ok := q.m[id]
 	if ok {
 		delete(q.m, id)
 	}
-	return e.d, ok && e.attempt == attempt
+	q.mu.Unlock()
+	return e, ok && e.attempt == attempt
 }
 
 func (q *pending) drop(id int64) {
