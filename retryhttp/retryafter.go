@@ -20,7 +20,10 @@ var httpDates = [...]string{
 // returns false for anything else.
 func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
 	value = strings.TrimSpace(value)
-	if value != "" && strings.Trim(value, "0123456789") == "" {
+	if value == "" {
+		return 0, false // no header: nothing to parse, and no errors made
+	}
+	if strings.Trim(value, "0123456789") == "" {
 		secs, err := strconv.ParseUint(value, 10, 64)
 		if err != nil || secs > uint64(math.MaxInt64/int64(time.Second)) {
 			return math.MaxInt64, true

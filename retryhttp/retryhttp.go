@@ -300,8 +300,7 @@ func (t *Transport) CloseIdleConnections() {
 
 // onRetry drains a retried response, then calls the caller's observer.
 func (t *Transport) onRetry(e retry.Event) {
-	var se *StatusError
-	if errors.As(e.Err, &se) {
+	if se, ok := errors.AsType[*StatusError](e.Err); ok { // no target to escape
 		se.discard()
 	}
 	for _, observe := range t.observe {
@@ -340,8 +339,29 @@ func (e *StatusError) discard() {
 	e.timer.stop()
 	body := e.resp.Body
 	e.resp = nil
-	io.CopyN(io.Discard, body, DrainLimit)
+	drain(body)
 	body.Close()
+}
+
+// drainBuffers are the buffers drain reads into, so that draining a
+// response allocates nothing.
+var drainBuffers = sync.Pool{New: func() any { b := make([]byte, 8<<10); return &b }}
+
+// drain reads up to DrainLimit bytes of body, and no more, so that its
+// connection can be reused.
+func drain(body io.Reader) {
+	buf := drainBuffers.Get().(*[]byte)
+	for left, idle := DrainLimit, 0; left > 0 && idle < 100; {
+		n, err := body.Read((*buf)[:min(left, len(*buf))])
+		left -= n
+		if err != nil {
+			break
+		}
+		if n == 0 {
+			idle++ // a reader that returns nothing for ever is given up on
+		}
+	}
+	drainBuffers.Put(buf)
 }
 
 // call is one request's retry loop.
