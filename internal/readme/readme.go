@@ -12,11 +12,7 @@ import (
 // at readmePath is the file at programPath, as it is, so that what a
 // reader copies is what builds and runs.
 func OpensWith(readmePath, programPath string) error {
-	src, err := os.ReadFile(programPath)
-	if err != nil {
-		return err
-	}
-	text, err := os.ReadFile(readmePath)
+	text, src, err := readBoth(readmePath, programPath)
 	if err != nil {
 		return err
 	}
@@ -35,11 +31,7 @@ func OpensWith(readmePath, programPath string) error {
 // are whole lines of the file at programPath, as they are there: a
 // program's heart shown in a page, which a test keeps true.
 func Quotes(readmePath, programPath, name string) error {
-	src, err := os.ReadFile(programPath)
-	if err != nil {
-		return err
-	}
-	text, err := os.ReadFile(readmePath)
+	text, src, err := readBoth(readmePath, programPath)
 	if err != nil {
 		return err
 	}
@@ -57,4 +49,13 @@ func Quotes(readmePath, programPath, name string) error {
 		return fmt.Errorf("%s's block from %s is not in %s as it is: copy it again", readmePath, name, programPath)
 	}
 	return nil
+}
+
+// readBoth reads the README and the program.
+func readBoth(readmePath, programPath string) (readme, program []byte, err error) {
+	if program, err = os.ReadFile(programPath); err != nil {
+		return nil, nil, err
+	}
+	readme, err = os.ReadFile(readmePath)
+	return readme, program, err
 }

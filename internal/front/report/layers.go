@@ -40,15 +40,7 @@ func LayersJSON(name string, r fleet.LayersResult) []byte {
 	} else {
 		b = wire.AppendSeconds(b, r.Recovery)
 	}
-	b = append(b, `,"latency_secs":`...)
-	if r.Succeeded == 0 {
-		b = append(b, "null"...)
-	} else {
-		b = wire.AppendSeconds(append(b, `{"p50":`...), r.Latency.P50)
-		b = wire.AppendSeconds(append(b, `,"p99":`...), r.Latency.P99)
-		b = wire.AppendSeconds(append(b, `,"max":`...), r.Latency.Max)
-		b = append(b, '}')
-	}
+	b = appendPercentiles(append(b, `,"latency_secs":`...), r.Latency, r.Succeeded > 0)
 	b = appendInts(append(b, `,"calls_per_sec":`...), r.Load)
 	return append(b, '}')
 }

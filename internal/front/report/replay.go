@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/retrypolicy/retrypolicy/fleet"
-	"github.com/retrypolicy/retrypolicy/internal/wire"
 )
 
 // ReplayOptions are replay's options: flags of the command, query
@@ -69,15 +68,7 @@ func ReplayJSON(name string, r fleet.ReplayResult, candidate bool) []byte {
 	}
 	b = fmt.Appendf(b, `,"jobs":%d,"completed":%d,"fatal":%d,"unfinished":%d,"attempts":%d,"attempts_down":%d,"peak_attempts_per_min":%d`,
 		r.Jobs, r.Completed, r.Fatal, r.Unfinished, r.Attempts, r.AttemptsDown, r.PeakPerMin)
-	b = append(b, `,"recovery_secs":`...)
-	if r.Recovered == 0 {
-		b = append(b, "null"...)
-	} else {
-		b = wire.AppendSeconds(append(b, `{"p50":`...), r.Recovery.P50)
-		b = wire.AppendSeconds(append(b, `,"p99":`...), r.Recovery.P99)
-		b = wire.AppendSeconds(append(b, `,"max":`...), r.Recovery.Max)
-		b = append(b, '}')
-	}
+	b = appendPercentiles(append(b, `,"recovery_secs":`...), r.Recovery, r.Recovered > 0)
 	b = appendTruncated(b, r.Truncated, r.TruncatedBy)
 	if candidate {
 		b = strconv.AppendInt(append(b, `,"fatal_completed_in_reality":`...), int64(r.FatalCompletedInReality), 10)

@@ -251,19 +251,21 @@ func OutageJSON(name string, r fleet.OutageResult) []byte {
 	b = fmt.Appendf(b, `,"runs":%d,"decisions":%d,"peak_runs_per_min":%d,"fatal":%d,"succeeded":%d,"unfinished":%d`,
 		r.Runs, r.Decisions, r.Peak, r.Fatal, r.Succeeded, r.Unfinished)
 	b = append(appendTruncated(b, r.Truncated, r.TruncatedBy), `,"recovery_secs":`...)
-	if r.Succeeded == 0 {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, `{"p50":`...)
-		b = wire.AppendSeconds(b, r.Recovery.P50)
-		b = append(b, `,"p99":`...)
-		b = wire.AppendSeconds(b, r.Recovery.P99)
-		b = append(b, `,"max":`...)
-		b = wire.AppendSeconds(b, r.Recovery.Max)
-		b = append(b, '}')
-	}
+	b = appendPercentiles(b, r.Recovery, r.Succeeded > 0)
 	b = appendInts(append(b, `,"runs_per_min":`...), r.Load)
 	b = appendInts(append(b, `,"fatal_per_min":`...), r.FatalAt)
+	return append(b, '}')
+}
+
+// appendPercentiles appends p as {"p50", "p99", "max"} in seconds when
+// there are any (ok), else null.
+func appendPercentiles(b []byte, p fleet.Percentiles, ok bool) []byte {
+	if !ok {
+		return append(b, "null"...)
+	}
+	b = wire.AppendSeconds(append(b, `{"p50":`...), p.P50)
+	b = wire.AppendSeconds(append(b, `,"p99":`...), p.P99)
+	b = wire.AppendSeconds(append(b, `,"max":`...), p.Max)
 	return append(b, '}')
 }
 
