@@ -108,6 +108,8 @@ type OutageResult struct {
 	Truncated bool
 	// TruncatedBy names the bound that stopped it, when Truncated.
 	TruncatedBy Bound
+	// Tick is the controller tick the simulation ran under.
+	Tick time.Duration
 }
 
 // withDefaults returns o with its zero fields filled.
@@ -259,6 +261,7 @@ func (f *fleet) result() OutageResult {
 		r.Peak = max(r.Peak, n)
 	}
 	r.Recovery = percentiles(f.recovered)
+	r.Tick = f.o.Tick
 	return r
 }
 

@@ -66,6 +66,9 @@ type ReplayResult struct {
 	// Unix epoch, down or up, the minutes with none left out: in order, at
 	// most one for each attempt.
 	PerMinute []MinuteCount
+	// Tick is the controller tick the replay ran under; 0 for the log as
+	// recorded, and for a replay with none.
+	Tick time.Duration
 	// Truncated reports that the replay stopped at a bound before its
 	// horizon, TruncatedBy which: its counts are then lower bounds.
 	Truncated   bool
@@ -187,6 +190,7 @@ func (rp *replaying) result(bound Bound) ReplayResult {
 	res.Recovery, res.Recovered = rp.log.recoveries(append(rp.done, as.completions...))
 	res.TruncatedBy, res.Truncated = bound, bound != ""
 	res.PerMinute = perMinute(merge(rp.all, as.allMinutes))
+	res.Tick = rp.r.Tick
 	return res
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/retrypolicy/retrypolicy/fleet"
+	"github.com/retrypolicy/retrypolicy/internal/wire"
 )
 
 // ReplayOptions are replay's options: flags of the command, query
@@ -65,6 +66,7 @@ func ReplayJSON(name string, r fleet.ReplayResult, candidate bool) []byte {
 	if candidate {
 		canonical, _ := r.Strategy.MarshalJSON()
 		b = append(append(b, `,"descriptor":`...), canonical...)
+		b = wire.AppendSeconds(append(b, `,"tick_secs":`...), r.Tick)
 	}
 	b = fmt.Appendf(b, `,"jobs":%d,"completed":%d,"fatal":%d,"unfinished":%d,"attempts":%d,"attempts_down":%d,"peak_attempts_per_min":%d`,
 		r.Jobs, r.Completed, r.Fatal, r.Unfinished, r.Attempts, r.AttemptsDown, r.PeakPerMin)

@@ -248,6 +248,7 @@ func OutageJSON(name string, r fleet.OutageResult) []byte {
 	canonical, _ := r.Strategy.MarshalJSON()
 	b = append(b, `,"descriptor":`...)
 	b = append(b, canonical...)
+	b = wire.AppendSeconds(append(b, `,"tick_secs":`...), r.Tick)
 	b = fmt.Appendf(b, `,"runs":%d,"decisions":%d,"peak_runs_per_min":%d,"fatal":%d,"succeeded":%d,"unfinished":%d`,
 		r.Runs, r.Decisions, r.Peak, r.Fatal, r.Succeeded, r.Unfinished)
 	b = append(appendTruncated(b, r.Truncated, r.TruncatedBy), `,"recovery_secs":`...)

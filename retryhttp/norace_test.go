@@ -1,0 +1,6 @@
+//go:build !race
+
+package retryhttp
+
+// raceEnabled reports that the test runs under the race detector.
+const raceEnabled = false
