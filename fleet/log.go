@@ -29,9 +29,9 @@ type Attempt struct {
 	Start, End time.Time
 	// Succeeded reports whether the attempt succeeded; else it failed.
 	Succeeded bool
-	// Seed is the job's jitter seed, when HasSeed; without one a job's is
-	// its name's hash (retrypolicy.SeedFromString). The first of a job's
-	// attempts by Start that has one gives it.
+	// Seed is the job's jitter seed, when HasSeed. A job's first attempt
+	// by Start gives it; without one there, the job's seed is its name's
+	// hash (retrypolicy.SeedFromString).
 	Seed    uint64
 	HasSeed bool
 }
@@ -322,11 +322,8 @@ func (l *Log) readJob(j *logJob, attempts []Attempt, g []int32, failedAll []time
 	slices.SortStableFunc(g, func(a, b int32) int { return attempts[a].Start.Compare(attempts[b].Start) })
 	first := attempts[g[0]]
 	j.name, j.first, j.seed = first.Job, first.Start.Sub(epoch), retrypolicy.SeedFromString(first.Job)
-	for _, i := range g {
-		if a := attempts[i]; a.HasSeed {
-			j.seed = a.Seed
-			break
-		}
+	if first.HasSeed { // the first line by start gives the seed, or none does
+		j.seed = first.Seed
 	}
 	var failed, succeeded []time.Duration
 	for _, i := range g {

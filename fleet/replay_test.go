@@ -164,24 +164,62 @@ func TestReplayWorkedByHand(t *testing.T) {
 }
 
 // TestReplayTicksFromTheEpoch: under a tick a retry runs at the first
-// multiple of it since the Unix epoch at or after its due time.
+// multiple of it since the Unix epoch at or after its due time, not a
+// multiple from the job's first attempt.
 func TestReplayTicksFromTheEpoch(t *testing.T) {
-	log, err := NewLog([]Attempt{attempt("a", 10, 10, false), attempt("b", 500, 500, true)})
+	log, err := NewLog([]Attempt{attempt("a", 50, 50, false), attempt("b", 150, 150, true)})
 	require.NoError(t, err)
 	fixed := retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 3, Window: time.Hour, Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: time.Second}}
 	got, err := Replay{Tick: time.Minute}.Run(context.Background(), log, fixed)
 	require.NoError(t, err)
-	// a fails at 10:00:10, is due a second later and runs at the tick of
-	// 10:01:00, then 10:02:00 (down: the only up observation is at
-	// 10:08:20): fatal at its third failure, one attempt a minute.
+	// a fails at 10:00:50, is due a second later and runs at the ticks of
+	// 10:01:00 and 10:02:00, down both times (the dependency is up from
+	// 10:02:30): fatal at its third failure. Ticks counted from a's first
+	// attempt would have run it at 10:01:50 (down) and 10:02:50 (up).
 	assert.Equal(t, 1, got.Fatal)
+	assert.Equal(t, 1, got.Completed, "b alone completes")
 	assert.Equal(t, 4, got.Attempts, "a's 3 and b's recorded one")
 	assert.Equal(t, 3, got.AttemptsDown)
-	assert.Equal(t, 1, got.PeakPerMin)
+	assert.Equal(t, []MinuteCount{
+		{time.Date(2026, 3, 3, 10, 0, 0, 0, time.UTC), 1},
+		{time.Date(2026, 3, 3, 10, 1, 0, 0, time.UTC), 1},
+		{time.Date(2026, 3, 3, 10, 2, 0, 0, time.UTC), 2},
+	}, got.PerMinute, "a at 10:00:50, 10:01:00 and 10:02:00; b at 10:02:30")
 	// With no tick the three come a second apart, in one minute.
 	due, err := Replay{}.Run(context.Background(), log, fixed)
 	require.NoError(t, err)
 	assert.Equal(t, 3, due.PeakPerMin)
+}
+
+// TestReplayStopsAtTheHorizon: an attempt that would start more than a
+// day after the log's last observation is not made, and its job is
+// unfinished. A log that saw the dependency down once, at 10:00:00,
+// replayed under an hourly retry for ever: attempts on every hour up to
+// and with the day's last, 25 in all.
+func TestReplayStopsAtTheHorizon(t *testing.T) {
+	log, err := NewLog([]Attempt{attempt("a", 0, 0, false)})
+	require.NoError(t, err)
+	hourly := retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped, Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: time.Hour}}
+	got, err := Replay{}.Run(context.Background(), log, hourly)
+	require.NoError(t, err)
+	assert.Equal(t, 25, got.Attempts)
+	assert.Equal(t, 1, got.Unfinished)
+	assert.False(t, got.Truncated, "the horizon is the replay's end, not a bound")
+}
+
+// TestTheFirstLineGivesTheSeed: a job's jitter seed is its first line's
+// by start, and the name's hash when that line has none, whatever later
+// lines say.
+func TestTheFirstLineGivesTheSeed(t *testing.T) {
+	first, later := attempt("a", 0, 0, false), attempt("a", 10, 10, false)
+	later.Seed, later.HasSeed = 7, true
+	log, err := NewLog([]Attempt{later, first})
+	require.NoError(t, err)
+	assert.Equal(t, retrypolicy.SeedFromString("a"), log.jobs[0].seed)
+	first.Seed, first.HasSeed = 9, true
+	log, err = NewLog([]Attempt{later, first})
+	require.NoError(t, err)
+	assert.Equal(t, uint64(9), log.jobs[0].seed)
 }
 
 // TestReplayProperties: a replay is deterministic; under none each

@@ -175,7 +175,6 @@ func lint(ctx context.Context, s retrypolicy.Strategy, t *fieldNames, opts []Opt
 	r := Report{Strategy: s}
 	facts, err := follow(ctx, p, c.tick)
 	r.Summary = facts.Summary
-	r.Summary.Tick = c.tick
 	r.Summary.FirstStepUptime = -1
 	if facts.LongestAt > 0 {
 		r.Summary.FirstStepUptime = firstStepUptime(p, facts.longestCount)
@@ -192,7 +191,6 @@ type loopFacts struct {
 	zeroAt       int           // the first failure that waits 0, or 0
 	fallAt       int           // the first failure that owes less than the one before, or 0
 	fallTo       time.Duration // what it waits
-	tick         time.Duration // the loop's tick, 0 for none
 }
 
 // follow runs p's crash loop under the tick every until it gives up, or
@@ -206,7 +204,7 @@ func follow(ctx context.Context, p *retrypolicy.Policy, every time.Duration) (lo
 	var window []time.Duration // the failures in the window, ascending
 	var cycle cycleFinder
 	prevOwed := time.Duration(-1)
-	f.tick = every
+	f.Tick = every
 	for st := range crashLoop(p, loopStart, 0, every) {
 		if f.Failures%checkEvery == 0 && ctx.Err() != nil {
 			return f, fmt.Errorf("plan: Lint: stopped after %d failures: %w", f.Failures, ctx.Err())
@@ -377,9 +375,9 @@ func find(p *retrypolicy.Policy, s retrypolicy.Strategy, f *loopFacts, t *fieldN
 		boundedFindings(add, p, s, f, t)
 	}
 	switch {
-	case f.zeroAt > 0 && f.tick > 0:
+	case f.zeroAt > 0 && f.Tick > 0:
 		add("zero-delay", Info, "raise "+t.base+" or the multiplier, so that no delay floors to 0 ns",
-			"from failure %d the delay is 0s: each retry waits only for the next %s tick, so a failing job runs on every tick", f.zeroAt, show(f.tick))
+			"from failure %d the delay is 0s: each retry waits only for the next %s tick, so a failing job runs on every tick", f.zeroAt, show(f.Tick))
 	case f.zeroAt > 0:
 		add("zero-delay", Warning, "raise "+t.base+" or the multiplier, so that no delay floors to 0 ns",
 			"from failure %d the crash loop waits 0s: every retry is due at once, a retry storm (under a controller, a retry on every tick)", f.zeroAt)
@@ -404,8 +402,8 @@ func find(p *retrypolicy.Policy, s retrypolicy.Strategy, f *loopFacts, t *fieldN
 func boundedFindings(add recordFinding, p *retrypolicy.Policy, s retrypolicy.Strategy, f *loopFacts, t *fieldNames) {
 	if f.Settled && !f.Fatal {
 		under := ""
-		if f.tick > 0 {
-			under = " under a " + show(f.tick) + " tick"
+		if f.Tick > 0 {
+			under = " under a " + show(f.Tick) + " tick"
 		}
 		add("never-fatal", Warning, neverFatalFix(p, s, f, t),
 			"bounded never gives up when every run crashes%s: its %s window holds at most %d %s, short of %s %d, so it retries forever as unless_stopped does",
@@ -465,11 +463,11 @@ func windowForgets(add recordFinding, s retrypolicy.Strategy, f *loopFacts, t *f
 	case f.LongestWait >= limit:
 	case f.fallAt > 0:
 		top, bottom := showApart(f.LongestWait, f.fallTo)
-		add("window-forgets", Info, "to settle at a longer wait, lower "+t.maxDelay+" or the multiplier until the window holds the failures that reach it"+planShows(f.fallAt+12, f.tick, "cycle"),
+		add("window-forgets", Info, "to settle at a longer wait, lower "+t.maxDelay+" or the multiplier until the window holds the failures that reach it"+planShows(f.fallAt+12, f.Tick, "cycle"),
 			"the %s window forgets failures before the delay reaches %s: waits climb to %s, fall back to %s at failure %d, and cycle",
 			show(windowOf(s)), limitText, top, bottom, f.fallAt)
 	default:
-		add("window-forgets", Info, "to climb further, lengthen "+t.window+" until it holds the failures that reach the cap, or lower the multiplier"+planShows(f.MostInWindow+6, f.tick, "plateau"),
+		add("window-forgets", Info, "to climb further, lengthen "+t.window+" until it holds the failures that reach the cap, or lower the multiplier"+planShows(f.MostInWindow+6, f.Tick, "plateau"),
 			"the %s window forgets failures before the delay reaches %s: it never holds more than %d, so the waits climb to %s and stay there",
 			show(windowOf(s)), limitText, f.MostInWindow, show(f.LongestWait))
 	}
@@ -510,10 +508,10 @@ func showApart(a, b time.Duration) (string, string) {
 func neverFatalFix(p *retrypolicy.Policy, s retrypolicy.Strategy, f *loopFacts, t *fieldNames) string {
 	fix := fmt.Sprintf("set %s to at most %d, or shorten the delays", t.maxAttempts, f.MostInWindow)
 	under := ""
-	if f.tick > 0 {
-		under = " under the " + show(f.tick) + " tick"
+	if f.Tick > 0 {
+		under = " under the " + show(f.Tick) + " tick"
 	}
-	if need, ok := climb(p, s.MaxAttempts, f.tick); ok {
+	if need, ok := climb(p, s.MaxAttempts, f.Tick); ok {
 		secs := int64((need + time.Second - 1) / time.Second)
 		return fmt.Sprintf("a window of at least %ds (%s) holds %d failures%s; or %s", secs, t.windowOf(secs), s.MaxAttempts, under, fix)
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/retrypolicy/retrypolicy"
@@ -66,11 +67,16 @@ func handResend(rt http.RoundTripper, req *http.Request, attempts int) (*http.Re
 // History, once a call), allocates no more than a loop that resends it
 // with net/http alone (a clone of the request, and its body again), and
 // the growth of the History its failures go in; the response the stub
-// makes is counted on both sides.
+// makes is counted on both sides. It runs on synctest's clock, so that
+// every wait is waited on the loop's timer however slow the machine.
 func TestARetryAllocatesWhatAResendNeeds(t *testing.T) {
 	if raceEnabled {
 		t.Skip("under the race detector sync.Pool drops what it is given at random, so the drain's buffer is made again: allocations are counted without it")
 	}
+	synctest.Test(t, testARetryAllocates)
+}
+
+func testARetryAllocates(t *testing.T) {
 	s := retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped, Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: time.Nanosecond}}
 	perRetry := func(send func(rt *scripted, req *http.Request)) float64 {
 		cost := func(statuses []int) float64 {

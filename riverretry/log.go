@@ -60,7 +60,9 @@ func WriteLog[TTx any](ctx context.Context, w io.Writer, client *river.Client[TT
 			for _, a := range attemptsOf(job) {
 				if (o.From.IsZero() || !a.Start.Before(o.From)) && (o.To.IsZero() || a.Start.Before(o.To)) {
 					line = a.AppendLine(line[:0])
-					bw.Write(line)
+					if _, err := bw.Write(line); err != nil {
+						return lines, fmt.Errorf("riverretry: WriteLog: %w", err)
+					}
 					lines++
 				}
 			}
