@@ -57,6 +57,8 @@ func jobWithFailures(n int, now time.Time) *rivertype.JobRow {
 //   - impl=decided: the policy as River calls it after a run failed, the
 //     middleware having decided: the handoff of the decision (put by the
 //     middleware, taken by NextRetry) and the clock;
+//   - impl=handoff: the handoff alone, the middleware's put and
+//     NextRetry's take, without the clock;
 //   - impl=from-job: the rescue path, no decision made (a run rescued after
 //     its client died): it reads the job's strategy (cached by its bytes)
 //     and its 8 failures from the metadata, checks them, and decides.
@@ -82,6 +84,15 @@ func BenchmarkNextRetry(b *testing.B) {
 		for b.Loop() {
 			p.pending.put(job.ID, job.Attempt, d, at)
 			sink = p.NextRetry(job)
+		}
+	})
+	b.Run("impl=handoff", func(b *testing.B) {
+		d := retrypolicy.Decision{Action: retrypolicy.Wait, InWindow: 9, Due: time.Now().Add(time.Hour)}
+		at := time.Now()
+		b.ReportAllocs()
+		for b.Loop() {
+			p.pending.put(job.ID, job.Attempt, d, at)
+			_, sink, _ = p.pending.take(job.ID, job.Attempt)
 		}
 	})
 	b.Run("impl=from-job", func(b *testing.B) {

@@ -422,7 +422,7 @@ func (p *Policy) result(job *rivertype.JobRow, cancel bool) *river.ErrorHandlerR
 
 // handle returns whether the failure of job's current attempt is fatal.
 func (p *Policy) handle(ctx context.Context, job *rivertype.JobRow) bool {
-	e, ok := p.pending.peek(job.ID, job.Attempt)
+	fatal, ok := p.pending.peek(job.ID, job.Attempt)
 	if !ok {
 		now := p.now().Truncate(time.Millisecond)
 		var uptime time.Duration
@@ -431,12 +431,12 @@ func (p *Policy) handle(ctx context.Context, job *rivertype.JobRow) bool {
 		}
 		d := p.decideUnseen(ctx, job, now, uptime)
 		p.pending.put(job.ID, job.Attempt, d, now)
-		e.fatal = d.Action == retrypolicy.Fatal
+		fatal = d.Action == retrypolicy.Fatal
 	}
 	if job.Attempt >= job.MaxAttempts {
 		p.pending.drop(job.ID) // River discards it without asking NextRetry
 	}
-	return e.fatal
+	return fatal
 }
 
 // latestDue is the latest due time NextRetry gives River, well inside the
@@ -452,18 +452,18 @@ var latestDue = time.Date(9000, time.January, 1, 0, 0, 0, 0, time.UTC)
 // cancel.
 func (p *Policy) NextRetry(job *rivertype.JobRow) time.Time {
 	now := p.now()
-	e, ok := p.pending.take(job.ID, job.Attempt)
+	fatal, due, ok := p.pending.take(job.ID, job.Attempt)
 	if !ok {
 		d := p.decideUnseen(context.Background(), job, now.Truncate(time.Millisecond), 0)
-		e = decided{fatal: d.Action == retrypolicy.Fatal, due: d.Due}
+		fatal, due = d.Action == retrypolicy.Fatal, d.Due
 	}
 	switch {
-	case e.fatal || e.due.Before(now):
+	case fatal || due.Before(now):
 		return now
-	case e.due.After(latestDue):
+	case due.After(latestDue):
 		return latestDue
 	}
-	return e.due
+	return due
 }
 
 // decideUnseen decides on a failure of job at now (a whole millisecond)
@@ -628,67 +628,121 @@ func (e *StrategyError) Unwrap() error { return e.Err }
 // failure to NextRetry, or to the error handler when River will not ask
 // NextRetry; entries that River never asks for (a client stopped in
 // between) are dropped once old.
+//
+// Entries live in a table of slots indexed by the job's id, so that the
+// handoff costs no map operation: jobs that fail at the same time are few
+// and their ids close. A job whose slot holds another job's live entry
+// goes to the overflow map instead, so no decision is lost.
 type pending struct {
-	mu sync.Mutex
-	m  map[int64]decided
+	mu    sync.Mutex
+	slots *[pendingSlots]decided
+	more  map[int64]decided
 }
 
-// decided is what NextRetry and the error handler need of a decision:
-// whether it is fatal, and when the retry is due; at is when it was put,
-// in Unix nanoseconds, to tell an entry left behind.
+// decided is a decision on job id's attempt as pending keeps it: whether
+// it is fatal, and when the retry is due, in Unix seconds and nanoseconds;
+// at is when it was put, in Unix nanoseconds, to tell an entry left
+// behind. A slot is empty when its entry is not set. It holds no pointer,
+// so that the table's stores need no write barrier and the collector does
+// not scan it; its fields are read and written one by one, which costs
+// less than copying the struct.
 type decided struct {
-	attempt int
-	fatal   bool
-	due     time.Time
-	at      int64
+	id, dueSec, at int64
+	attempt        int
+	dueNsec        int32
+	set, fatal     bool
 }
 
-// maxPending is the size past which pending drops entries older than
-// stalePending.
+func (e *decided) fill(id int64, attempt int, fatal bool, due time.Time, at int64) {
+	e.id, e.attempt, e.set, e.fatal = id, attempt, true, fatal
+	e.dueSec, e.dueNsec, e.at = due.Unix(), int32(due.Nanosecond()), at
+}
+
+func (e *decided) due() time.Time { return time.Unix(e.dueSec, int64(e.dueNsec)) }
+
 const (
+	// pendingSlots is the size of the table of slots (40 KiB).
+	pendingSlots = 1024
+	// maxPending is the size past which the overflow map drops entries
+	// older than stalePending; a slot's entry that old gives way to
+	// another job's.
 	maxPending   = 4096
 	stalePending = 10 * time.Minute
 )
 
+func (q *pending) slot(id int64) *decided {
+	return &q.slots[uint64(id)%pendingSlots]
+}
+
 func (q *pending) put(id int64, attempt int, d retrypolicy.Decision, at time.Time) {
+	fatal, now := d.Action == retrypolicy.Fatal, at.UnixNano()
 	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.m == nil {
-		q.m = make(map[int64]decided)
+	if q.slots == nil {
+		q.slots = new([pendingSlots]decided)
 	}
-	now := at.UnixNano()
-	if len(q.m) >= maxPending {
-		for k, e := range q.m {
+	if s := q.slot(id); !s.set || s.id == id || now-s.at > int64(stalePending) {
+		s.fill(id, attempt, fatal, d.Due, now)
+		if len(q.more) > 0 {
+			delete(q.more, id)
+		}
+		q.mu.Unlock()
+		return
+	}
+	if q.more == nil {
+		q.more = make(map[int64]decided)
+	}
+	if len(q.more) >= maxPending {
+		for k, e := range q.more {
 			if now-e.at > int64(stalePending) {
-				delete(q.m, k)
+				delete(q.more, k)
 			}
 		}
 	}
-	q.m[id] = decided{attempt: attempt, fatal: d.Action == retrypolicy.Fatal, due: d.Due, at: now}
+	var e decided
+	e.fill(id, attempt, fatal, d.Due, now)
+	q.more[id] = e
+	q.mu.Unlock()
 }
 
-// peek returns the entry of job id's attempt, and false when there is
-// none for that attempt.
-func (q *pending) peek(id int64, attempt int) (decided, bool) {
+// peek returns whether the decision on job id's attempt is fatal, and
+// false when there is none for that attempt.
+func (q *pending) peek(id int64, attempt int) (fatal, ok bool) {
 	q.mu.Lock()
-	e, ok := q.m[id]
+	fatal, _, ok = q.look(id, attempt, false)
 	q.mu.Unlock()
-	return e, ok && e.attempt == attempt
+	return fatal, ok
 }
 
-// take is peek, and drops job id's entry.
-func (q *pending) take(id int64, attempt int) (decided, bool) {
+// take returns the decision on job id's attempt, whether it is fatal and
+// when it is due, and false when there is none for that attempt; it drops
+// job id's entry.
+func (q *pending) take(id int64, attempt int) (fatal bool, due time.Time, ok bool) {
 	q.mu.Lock()
-	e, ok := q.m[id]
-	if ok {
-		delete(q.m, id)
-	}
+	fatal, due, ok = q.look(id, attempt, true)
 	q.mu.Unlock()
-	return e, ok && e.attempt == attempt
+	return fatal, due, ok
 }
 
 func (q *pending) drop(id int64) {
 	q.mu.Lock()
-	defer q.mu.Unlock()
-	delete(q.m, id)
+	q.look(id, 0, true)
+	q.mu.Unlock()
+}
+
+// look is take, dropping the entry only if asked; q.mu is held.
+func (q *pending) look(id int64, attempt int, drop bool) (fatal bool, due time.Time, ok bool) {
+	if q.slots != nil {
+		if s := q.slot(id); s.set && s.id == id {
+			s.set = !drop
+			return s.fatal, s.due(), s.attempt == attempt
+		}
+	}
+	e, found := q.more[id]
+	if !found {
+		return false, time.Time{}, false
+	}
+	if drop {
+		delete(q.more, id)
+	}
+	return e.fatal, e.due(), e.attempt == attempt
 }

@@ -205,18 +205,65 @@ func TestSeedIsTheDecimalID(t *testing.T) {
 }
 
 // TestPendingDropsStaleEntries: decisions River never asks for are
-// dropped once old, so that the map stays bounded.
+// dropped once old, so that the table and its overflow stay bounded.
 func TestPendingDropsStaleEntries(t *testing.T) {
 	var q pending
 	t0 := time.Date(2026, 11, 2, 15, 0, 0, 0, time.UTC)
-	for i := range maxPending {
+	// Every slot taken, then maxPending more jobs on those slots: all
+	// live, so all kept.
+	for i := range pendingSlots + maxPending {
 		q.put(int64(i), 1, retrypolicy.Decision{}, t0)
 	}
-	q.put(-1, 1, retrypolicy.Decision{}, t0.Add(stalePending+time.Second))
-	assert.Len(t, q.m, 1)
-	_, ok := q.take(-1, 2)
+	assert.Len(t, q.more, maxPending)
+	later := t0.Add(stalePending + time.Second)
+	q.put(-1, 1, retrypolicy.Decision{}, later) // a slot of a stale entry
+	q.put(-1-pendingSlots, 1, retrypolicy.Decision{}, later)
+	assert.Len(t, q.more, 1, "the overflow past its bound drops its stale entries")
+	_, _, ok := q.take(-1, 2)
 	assert.False(t, ok, "a decision for another attempt is not this failure's")
-	assert.Empty(t, q.m)
+	_, ok = q.peek(-1, 1)
+	assert.False(t, ok, "take dropped it")
+	_, _, ok = q.take(-1-pendingSlots, 1)
+	assert.True(t, ok)
+	assert.Empty(t, q.more)
+}
+
+// TestPendingLosesNoDecision: whatever ids and attempts are put, taken
+// and dropped, and in any order, pending answers as a map of live
+// entries does.
+func TestPendingLosesNoDecision(t *testing.T) {
+	t0 := time.Date(2026, 11, 2, 15, 0, 0, 0, time.UTC)
+	rapid.Check(t, func(t *rapid.T) {
+		var q pending
+		model := map[int64]int{} // id: attempt
+		// Ids on a few slots, so that they collide.
+		id := rapid.Custom(func(t *rapid.T) int64 {
+			return rapid.Int64Range(-2, 2).Draw(t, "slot")*pendingSlots + rapid.Int64Range(0, 2).Draw(t, "offset")
+		})
+		for range rapid.IntRange(1, 60).Draw(t, "steps") {
+			k, attempt := id.Draw(t, "id"), rapid.IntRange(1, 3).Draw(t, "attempt")
+			switch rapid.IntRange(0, 3).Draw(t, "op") {
+			case 0, 1:
+				q.put(k, attempt, retrypolicy.Decision{Due: t0.Add(time.Duration(k))}, t0)
+				model[k] = attempt
+			case 2:
+				_, due, ok := q.take(k, attempt)
+				want, had := model[k]
+				require.Equal(t, had && want == attempt, ok, "take(%d, %d)", k, attempt)
+				if ok {
+					require.True(t, due.Equal(t0.Add(time.Duration(k))), "the entry is job %d's", k)
+				}
+				delete(model, k)
+			case 3:
+				q.drop(k)
+				delete(model, k)
+			}
+			for k, attempt := range model {
+				_, ok := q.peek(k, attempt)
+				require.True(t, ok, "job %d's decision is kept", k)
+			}
+		}
+	})
 }
 
 // TestNewNamesTheBadStrategy: an invalid strategy in Config is an error
