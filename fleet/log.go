@@ -3,7 +3,6 @@ package fleet
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +13,7 @@ import (
 	"github.com/retrypolicy/retrypolicy"
 	"github.com/retrypolicy/retrypolicy/internal/echo"
 	"github.com/retrypolicy/retrypolicy/internal/jsonscan"
+	"github.com/retrypolicy/retrypolicy/internal/wire"
 )
 
 // MaxLogLine is the longest line ReadLog takes: 1 MiB.
@@ -110,8 +110,7 @@ func checkAttempt(a Attempt) error {
 // its times in RFC 3339 to the nanosecond, in UTC, its jitter seed, when
 // it has one, an integer, and a newline.
 func (a Attempt) AppendLine(b []byte) []byte {
-	name, _ := json.Marshal(a.Job) // JSON's escapes, not Go's
-	b = append(append(b, `{"job":`...), name...)
+	b = wire.AppendString(append(b, `{"job":`...), a.Job)
 	b = append(a.Start.UTC().AppendFormat(append(b, `,"started_at":"`...), time.RFC3339Nano), '"')
 	b = append(a.End.UTC().AppendFormat(append(b, `,"ended_at":"`...), time.RFC3339Nano), '"')
 	outcome := "failed"

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/retrypolicy/retrypolicy/internal/front/report"
+	"github.com/retrypolicy/retrypolicy/internal/wire"
 )
 
 func runDecide(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -135,10 +135,7 @@ func appendError(out []byte, probs []string) []byte {
 		}
 		msg.WriteString(p)
 	}
-	text, _ := json.Marshal(msg.String())
-	out = append(out, `{"error":`...)
-	out = append(out, text...)
-	return append(out, '}')
+	return append(wire.AppendString(append(out, `{"error":`...), msg.String()), '}')
 }
 
 var errLineTooLong = errors.New("line too long")

@@ -1,11 +1,13 @@
 // Package wire holds the small pieces of the wire forms written once.
 //
 // The library, the command and the River adapter share them: a document's
-// byte-order mark trimmed, and a duration in exact decimal seconds.
+// byte-order mark trimmed, a duration in exact decimal seconds, and a
+// string as JSON writes it.
 package wire
 
 import (
 	"bytes"
+	"encoding/json"
 	"strconv"
 	"time"
 )
@@ -39,4 +41,12 @@ func AppendSeconds(b []byte, d time.Duration) []byte {
 		ns %= div
 	}
 	return b
+}
+
+// AppendString appends s as a JSON string, with JSON's escapes (Go's
+// strconv.Quote writes \x07 and \U0001f600, which JSON does not read),
+// and each byte of invalid UTF-8 as U+FFFD.
+func AppendString(b []byte, s string) []byte {
+	q, _ := json.Marshal(s) // a string always encodes
+	return append(b, q...)
 }

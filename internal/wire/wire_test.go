@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"encoding/json"
 	"math/big"
 	"testing"
 	"time"
@@ -39,5 +40,20 @@ func TestAppendSecondsIsExact(t *testing.T) {
 		ns := new(big.Rat).Mul(r, big.NewRat(1e9, 1))
 		require.True(t, ns.IsInt(), text)
 		assert.Equal(t, int64(d), ns.Num().Int64(), text)
+	})
+}
+
+// TestAppendStringIsJSON: any string, control characters and invalid
+// UTF-8 included, is written as valid JSON that reads back as the string,
+// with U+FFFD for each byte of invalid UTF-8.
+func TestAppendStringIsJSON(t *testing.T) {
+	assert.Equal(t, `x:"a\u0007\"\ufffd😀"`, string(AppendString([]byte("x:"), "a\a\"\xff😀")))
+	rapid.Check(t, func(t *rapid.T) {
+		s := string(rapid.SliceOf(rapid.Byte()).Draw(t, "s"))
+		b := AppendString(nil, s)
+		require.True(t, json.Valid(b), "%s", b)
+		var back string
+		require.NoError(t, json.Unmarshal(b, &back))
+		assert.Equal(t, string([]rune(s)), back, "each invalid byte as U+FFFD")
 	})
 }

@@ -29,7 +29,7 @@ func ChainOf(name string, strategies []retrypolicy.Strategy) fleet.Chain {
 // LayersJSON is one line of simulate --json for the layers scenario.
 func LayersJSON(name string, r fleet.LayersResult) []byte {
 	b := []byte(`{"chain":`)
-	b = strconv.AppendQuote(b, name)
+	b = wire.AppendString(b, name)
 	b = fmt.Appendf(b, `,"requests":%d,"succeeded":%d,"failed":%d,"bottom_calls":%d,"amplification":%s,"decisions":%d,"peak_load":%s,"metastable":%t`,
 		r.Requests, r.Succeeded, r.Failed, r.BottomCalls, number(r.Amplification), r.Decisions, number(r.PeakLoad), r.Metastable)
 	b = appendTruncated(b, r.Truncated, r.TruncatedBy)

@@ -62,7 +62,7 @@ func (o *ReplayOptions) Run(ctx context.Context, log *fleet.Log, candidates []Na
 // ReplayJSON is one line of replay --json: the log as recorded (named
 // "recorded", without a descriptor) or a candidate's replay.
 func ReplayJSON(name string, r fleet.ReplayResult, candidate bool) []byte {
-	b := strconv.AppendQuote([]byte(`{"strategy":`), name)
+	b := wire.AppendString([]byte(`{"strategy":`), name)
 	if candidate {
 		canonical, _ := r.Strategy.MarshalJSON()
 		b = append(append(b, `,"descriptor":`...), canonical...)

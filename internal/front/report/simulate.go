@@ -244,7 +244,7 @@ func TickText(d time.Duration) string {
 // OutageJSON is one line of simulate --json for the outage.
 func OutageJSON(name string, r fleet.OutageResult) []byte {
 	b := []byte(`{"strategy":`)
-	b = strconv.AppendQuote(b, name)
+	b = wire.AppendString(b, name)
 	canonical, _ := r.Strategy.MarshalJSON()
 	b = append(b, `,"descriptor":`...)
 	b = append(b, canonical...)
@@ -285,7 +285,7 @@ func appendInts(b []byte, ns []int) []byte {
 // ContentionJSON is one line of simulate --json for the contention.
 func ContentionJSON(r fleet.ContentionResult) []byte {
 	b := []byte(`{"strategy":`)
-	b = strconv.AppendQuote(b, r.Name)
+	b = wire.AppendString(b, r.Name)
 	b = fmt.Appendf(b, `,"calls":%s,"completion_ms":%s,"gave_up":%s,"runs":%d`,
 		number(r.Calls), number(r.CompletionMs), number(r.GaveUp), r.Runs)
 	return append(appendTruncated(b, r.Truncated, r.TruncatedBy), '}')

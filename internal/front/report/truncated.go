@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/retrypolicy/retrypolicy/fleet"
+	"github.com/retrypolicy/retrypolicy/internal/wire"
 )
 
 // boundWords say a bound as the command's user knows it.
@@ -37,7 +38,7 @@ func appendTruncated(b []byte, truncated bool, by fleet.Bound) []byte {
 	b = strconv.AppendBool(b, truncated)
 	if truncated {
 		b = append(b, `,"truncated_by":`...)
-		b = strconv.AppendQuote(b, string(by))
+		b = wire.AppendString(b, string(by))
 	}
 	return b
 }

@@ -44,6 +44,23 @@ func TestJSONSaysTheBound(t *testing.T) {
 	assert.Equal(t, false, m["truncated"])
 }
 
+// TestJSONLinesTakeAnyName: a strategy's or a chain's name (a file's base
+// name) with a control character or invalid UTF-8 still makes a JSON line
+// that reads back, the name with U+FFFD for the invalid byte.
+func TestJSONLinesTakeAnyName(t *testing.T) {
+	name := "bell\a\xff"
+	for _, line := range [][]byte{
+		LayersJSON(name, fleet.LayersResult{}),
+		OutageJSON(name, fleet.OutageResult{}),
+		ContentionJSON(fleet.ContentionResult{Name: name}),
+		ReplayJSON(name, fleet.ReplayResult{}, true),
+	} {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal(line, &m), "%s", line)
+		assert.Contains(t, []any{m["strategy"], m["chain"]}, "bell\a\uFFFD", "%s", line)
+	}
+}
+
 // TestLayersChartOfTheLongestOutage: a chart of a run whose bottom is down
 // for the longest Duration is drawn (its span saturates, not wraps), at
 // most MaxChartPoints points a line.
