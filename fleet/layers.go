@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/internal/say"
 	"github.com/retrypolicy/retrypolicy/retry"
 )
 
@@ -271,7 +272,7 @@ func (l *Layers) check() error {
 	case l.MaxCalls < 1 || l.MaxCalls > 1e9 || l.Capacity < 0 || l.Down < 0:
 		return errors.New("fleet: Layers: MaxCalls from 1 to 1e9, and no negative Capacity or Down")
 	case l.Duration < 0 || l.Duration > maxLayersSpan || l.Horizon < 0 || l.Horizon > maxLayersSpan:
-		return fmt.Errorf("fleet: Layers: Duration and Horizon from 0 to %v", maxLayersSpan)
+		return fmt.Errorf("fleet: Layers: Duration and Horizon from 0 to %s", say.GoDuration(maxLayersSpan))
 	}
 	return l.checkLayers()
 }
@@ -294,9 +295,9 @@ func (l Layer) check(i int) error {
 	at := fmt.Sprintf("fleet: Layers: layer %d (%s): ", i+1, l.Name)
 	switch {
 	case l.Latency < 0 || l.Latency > maxLayersSpan:
-		return fmt.Errorf("%sLatency must be from 0 to %v, got %v", at, maxLayersSpan, l.Latency)
+		return fmt.Errorf("%sLatency must be from 0 to %s, got %v", at, say.GoDuration(maxLayersSpan), l.Latency)
 	case l.Timeout < 0 || l.Timeout > maxLayersSpan:
-		return fmt.Errorf("%sTimeout must be from 0 to %v, got %v", at, maxLayersSpan, l.Timeout)
+		return fmt.Errorf("%sTimeout must be from 0 to %s, got %v", at, say.GoDuration(maxLayersSpan), l.Timeout)
 	case l.BreakerFailures < 0 || l.BreakerOpen < 0:
 		return fmt.Errorf("%sBreakerFailures and BreakerOpen must not be negative, got %d and %v", at, l.BreakerFailures, l.BreakerOpen)
 	}

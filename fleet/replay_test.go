@@ -363,7 +363,7 @@ func TestReplayStopsAtItsBounds(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, BoundContext, r.TruncatedBy)
 	_, err = Replay{Tick: -1}.Run(context.Background(), log, retrypolicy.Default())
-	assert.ErrorContains(t, err, "fleet: Replay.Tick: must be from 0 to 24h0m0s")
+	assert.ErrorContains(t, err, "fleet: Replay.Tick: must be from 0 to 24h")
 	_, err = Replay{MaxAttempts: -1}.Run(context.Background(), log, retrypolicy.Default())
 	assert.ErrorContains(t, err, "fleet: Replay.MaxAttempts")
 }

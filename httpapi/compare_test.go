@@ -149,7 +149,7 @@ func TestLintAndPlanTakeTheTick(t *testing.T) {
 
 	for _, target := range []string{"/v1/lint?tick=25h", "/v1/plan?tick=25h"} {
 		e := decodeError(t, send(t, h, post(target, five)), 400, "INVALID_PARAMETER")
-		assert.Equal(t, "tick: must be from 0 to 24h0m0s, got 25h0m0s", e.Message, target)
+		assert.Equal(t, "tick: must be from 0 to 24h, got 25h0m0s", e.Message, target)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/retrypolicy/retrypolicy/internal/say"
 	"github.com/retrypolicy/retrypolicy/internal/wire"
 )
 
@@ -70,7 +71,7 @@ func (r Report) WriteTo(w io.Writer) (int64, error) {
 	s := r.Summary
 	under := "each retry exactly when due"
 	if s.Tick > 0 {
-		under = "a controller checks every " + show(s.Tick)
+		under = "a controller checks every " + say.Duration(s.Tick)
 	}
 	fmt.Fprintf(&b, "strategy: %s\nwhen every run crashes (%s):\n", canonical, under)
 	fatal := "never"
@@ -78,11 +79,11 @@ func (r Report) WriteTo(w io.Writer) (int64, error) {
 	case s.Fatal && s.FailuresToFatal == 1:
 		fatal = "at the first failure"
 	case s.Fatal:
-		fatal = fmt.Sprintf("%s after the first failure, at failure %d", show(s.TimeToFatal), s.FailuresToFatal)
+		fatal = fmt.Sprintf("%s after the first failure, at failure %d", say.Duration(s.TimeToFatal), s.FailuresToFatal)
 	}
 	fmt.Fprintf(&b, "  gives up:            %s\n", fatal)
 	if s.LongestAt > 0 {
-		fmt.Fprintf(&b, "  longest wait:        %s, after failure %d\n", show(s.LongestWait), s.LongestAt)
+		fmt.Fprintf(&b, "  longest wait:        %s, after failure %d\n", say.Duration(s.LongestWait), s.LongestAt)
 	} else {
 		fmt.Fprintf(&b, "  longest wait:        none: it never waits\n")
 	}
@@ -96,7 +97,7 @@ func (r Report) WriteTo(w io.Writer) (int64, error) {
 	case s.FirstStepUptime == 0:
 		fmt.Fprintf(&b, "  full uptime credit:  none needed: the longest wait is the first step\n")
 	case s.FirstStepUptime > 0:
-		fmt.Fprintf(&b, "  full uptime credit:  a run of %s brings the longest wait down to the first step\n", show(s.FirstStepUptime))
+		fmt.Fprintf(&b, "  full uptime credit:  a run of %s brings the longest wait down to the first step\n", say.Duration(s.FirstStepUptime))
 	}
 	if len(r.Findings) == 0 {
 		fmt.Fprintln(&b, "\nno findings")

@@ -6,10 +6,10 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/internal/say"
 	"github.com/retrypolicy/retrypolicy/internal/tick"
 )
 
@@ -377,7 +377,7 @@ func find(p *retrypolicy.Policy, s retrypolicy.Strategy, f *loopFacts, t *fieldN
 	switch {
 	case f.zeroAt > 0 && f.Tick > 0:
 		add("zero-delay", Info, "raise "+t.base+" or the multiplier, so that no delay floors to 0 ns",
-			"from failure %d the delay is 0s: each retry waits only for the next %s tick, so a failing job runs on every tick", f.zeroAt, show(f.Tick))
+			"from failure %d the delay is 0s: each retry waits only for the next %s tick, so a failing job runs on every tick", f.zeroAt, say.Duration(f.Tick))
 	case f.zeroAt > 0:
 		add("zero-delay", Warning, "raise "+t.base+" or the multiplier, so that no delay floors to 0 ns",
 			"from failure %d the crash loop waits 0s: every retry is due at once, a retry storm (under a controller, a retry on every tick)", f.zeroAt)
@@ -403,15 +403,15 @@ func boundedFindings(add recordFinding, p *retrypolicy.Policy, s retrypolicy.Str
 	if f.Settled && !f.Fatal {
 		under := ""
 		if f.Tick > 0 {
-			under = " under a " + show(f.Tick) + " tick"
+			under = " under a " + say.Duration(f.Tick) + " tick"
 		}
 		add("never-fatal", Warning, neverFatalFix(p, s, f, t),
 			"bounded never gives up when every run crashes%s: its %s window holds at most %d %s, short of %s %d, so it retries forever as unless_stopped does",
-			under, show(s.Window), f.MostInWindow, plural(f.MostInWindow, "failure"), t.maxAttempts, s.MaxAttempts)
+			under, say.Duration(s.Window), f.MostInWindow, plural(f.MostInWindow, "failure"), t.maxAttempts, s.MaxAttempts)
 	}
 	if f.Fatal && f.TimeToFatal < time.Minute {
 		add("gives-up-fast", Warning, "raise "+t.base+", the multiplier or "+t.maxAttempts+", so that the failures that make it fatal take longer than the outages the job should ride out",
-			"gives up %s after its first failure when every run crashes (failure %d): an outage that long makes the job FATAL", show(f.TimeToFatal), f.FailuresToFatal)
+			"gives up %s after its first failure when every run crashes (failure %d): an outage that long makes the job FATAL", say.Duration(f.TimeToFatal), f.FailuresToFatal)
 	}
 }
 
@@ -444,11 +444,11 @@ type recordFinding func(code string, sev Severity, fix string, format string, ar
 func noCap(add recordFinding, f *loopFacts, t *fieldNames) {
 	fix := "set " + t.capExample
 	if f.LongestWait > 24*time.Hour {
-		add("no-cap", Warning, fix, "no %s: when every run crashes the waits grow to %s (failure %d)", t.maxDelay, show(f.LongestWait), f.LongestAt)
+		add("no-cap", Warning, fix, "no %s: when every run crashes the waits grow to %s (failure %d)", t.maxDelay, say.Duration(f.LongestWait), f.LongestAt)
 		return
 	}
 	add("no-cap", Info, fix+", if a cap was meant: "+t.noCapIsOften,
-		"no %s: no cap but the 100-year ceiling, though in the crash loop the waits stay under a day (at most %s)", t.maxDelay, show(f.LongestWait))
+		"no %s: no cap but the 100-year ceiling, though in the crash loop the waits stay under a day (at most %s)", t.maxDelay, say.Duration(f.LongestWait))
 }
 
 // windowForgets records that a loop that never gives up settles below the
@@ -457,7 +457,7 @@ func noCap(add recordFinding, f *loopFacts, t *fieldNames) {
 func windowForgets(add recordFinding, s retrypolicy.Strategy, f *loopFacts, t *fieldNames) {
 	limit, limitText := 100*365*24*time.Hour, "the 100-year ceiling"
 	if s.Backoff.MaxDelay > 0 {
-		limit, limitText = s.Backoff.MaxDelay, "its cap of "+show(s.Backoff.MaxDelay)
+		limit, limitText = s.Backoff.MaxDelay, "its cap of "+say.Duration(s.Backoff.MaxDelay)
 	}
 	switch {
 	case f.LongestWait >= limit:
@@ -465,11 +465,11 @@ func windowForgets(add recordFinding, s retrypolicy.Strategy, f *loopFacts, t *f
 		top, bottom := showApart(f.LongestWait, f.fallTo)
 		add("window-forgets", Info, "to settle at a longer wait, lower "+t.maxDelay+" or the multiplier until the window holds the failures that reach it"+planShows(f.fallAt+12, f.Tick, "cycle"),
 			"the %s window forgets failures before the delay reaches %s: waits climb to %s, fall back to %s at failure %d, and cycle",
-			show(windowOf(s)), limitText, top, bottom, f.fallAt)
+			say.Duration(windowOf(s)), limitText, top, bottom, f.fallAt)
 	default:
 		add("window-forgets", Info, "to climb further, lengthen "+t.window+" until it holds the failures that reach the cap, or lower the multiplier"+planShows(f.MostInWindow+6, f.Tick, "plateau"),
 			"the %s window forgets failures before the delay reaches %s: it never holds more than %d, so the waits climb to %s and stay there",
-			show(windowOf(s)), limitText, f.MostInWindow, show(f.LongestWait))
+			say.Duration(windowOf(s)), limitText, f.MostInWindow, say.Duration(f.LongestWait))
 	}
 }
 
@@ -497,7 +497,7 @@ func planShows(n int, every time.Duration, what string) string {
 // showApart shows two waits, exactly when their rounded forms are the same:
 // a climb of less than a millisecond is still a climb.
 func showApart(a, b time.Duration) (string, string) {
-	if sa, sb := show(a), show(b); sa != sb || a == b {
+	if sa, sb := say.Duration(a), say.Duration(b); sa != sb || a == b {
 		return sa, sb
 	}
 	return a.String(), b.String()
@@ -509,7 +509,7 @@ func neverFatalFix(p *retrypolicy.Policy, s retrypolicy.Strategy, f *loopFacts, 
 	fix := fmt.Sprintf("set %s to at most %d, or shorten the delays", t.maxAttempts, f.MostInWindow)
 	under := ""
 	if f.Tick > 0 {
-		under = " under the " + show(f.Tick) + " tick"
+		under = " under the " + say.Duration(f.Tick) + " tick"
 	}
 	if need, ok := climb(p, s.MaxAttempts, f.Tick); ok {
 		secs := int64((need + time.Second - 1) / time.Second)
@@ -521,7 +521,7 @@ func neverFatalFix(p *retrypolicy.Policy, s retrypolicy.Strategy, f *loopFacts, 
 // firstDelays lists the first three delays of p's backoff.
 func firstDelays(p *retrypolicy.Policy) string {
 	at := slices.Repeat([]time.Time{loopStart}, 3)
-	return show(waitAfter(p, at[:1], 0)) + ", " + show(waitAfter(p, at[:2], 0)) + ", " + show(waitAfter(p, at, 0)) + ", …"
+	return say.Duration(waitAfter(p, at[:1], 0)) + ", " + say.Duration(waitAfter(p, at[:2], 0)) + ", " + say.Duration(waitAfter(p, at, 0)) + ", …"
 }
 
 // windowOf returns the window s counts failures over.
@@ -530,31 +530,6 @@ func windowOf(s retrypolicy.Strategy) time.Duration {
 		return s.Window
 	}
 	return time.Hour
-}
-
-// show writes a duration for a message: to the millisecond past a second,
-// in days past two, without zero units at the end ("1h", not "1h0m0s").
-func show(d time.Duration) string {
-	if d < time.Second {
-		return d.String()
-	}
-	const day = 24 * time.Hour
-	d = d.Round(time.Millisecond)
-	days, rest := "", d
-	if d >= 2*day {
-		days, rest = strconv.FormatInt(int64(d/day), 10)+"d", d%day
-		if rest == 0 {
-			return days
-		}
-	}
-	text := rest.String()
-	if strings.HasSuffix(text, "m0s") {
-		text = text[:len(text)-2]
-	}
-	if strings.HasSuffix(text, "h0m") {
-		text = text[:len(text)-2]
-	}
-	return days + text
 }
 
 // checkEvery is how many failures a crash loop follows between looks at

@@ -13,6 +13,7 @@ import (
 
 	"github.com/retrypolicy/retrypolicy"
 	"github.com/retrypolicy/retrypolicy/internal/front/report"
+	"github.com/retrypolicy/retrypolicy/internal/say"
 	"github.com/retrypolicy/retrypolicy/plan"
 )
 
@@ -122,11 +123,11 @@ func writeTable(w io.Writer, s retrypolicy.Strategy, uptime, tick time.Duration,
 			fmt.Fprintln(tw, strings.Join(row, "\t")+"\t\t\t\t\t  FATAL ("+d.Reason.String()+")")
 			continue
 		}
-		row = append(row, report.Show(d.Owed), report.Show(d.Delay), since(first, d.Due), since(first, st.Retry))
+		row = append(row, say.Duration(d.Owed), say.Duration(d.Delay), since(first, d.Due), since(first, st.Retry))
 		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 	}
 	tw.Flush()
 }
 
 // since shows t as an offset from the first failure.
-func since(first, t time.Time) string { return "+" + report.Show(t.Sub(first)) }
+func since(first, t time.Time) string { return "+" + say.Duration(t.Sub(first)) }

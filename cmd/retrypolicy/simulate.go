@@ -15,6 +15,7 @@ import (
 	"github.com/retrypolicy/retrypolicy"
 	"github.com/retrypolicy/retrypolicy/fleet"
 	"github.com/retrypolicy/retrypolicy/internal/front/report"
+	"github.com/retrypolicy/retrypolicy/internal/say"
 )
 
 // simulateUsage and simulateHelp are simulate's usage line and its help.
@@ -189,16 +190,16 @@ func (out output) layers(l fleet.Layers, chains []fleet.Chain) int {
 // writeLayers prints the layers scenario's table.
 func writeLayers(w io.Writer, l fleet.Layers, chains []fleet.Chain, results []fleet.LayersResult) {
 	fmt.Fprintf(w, "layers: %v requests a second for %s through %d layers; the bottom is down for %s from t = 0, then serves at most %d calls a second\n\n",
-		l.Rate, report.Brief(l.Duration), len(chains[0].Layers), report.Brief(l.Down), l.Capacity)
+		l.Rate, say.Duration(l.Duration), len(chains[0].Layers), say.Duration(l.Down), l.Capacity)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "chain\trequests\tsucceeded\tbottom calls\tper request\tpeak/capacity\tp99 latency\trecovery\t")
 	for i, r := range results {
 		recovery, p99 := "never", "-"
 		if !r.Metastable {
-			recovery = report.Brief(r.Recovery)
+			recovery = say.Duration(r.Recovery)
 		}
 		if r.Succeeded > 0 {
-			p99 = report.Brief(r.Latency.P99)
+			p99 = say.Duration(r.Latency.P99)
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.2f\t%.1fx\t%s\t%s\t\n", chains[i].Name, r.Requests, r.Succeeded, r.BottomCalls, r.Amplification, r.PeakLoad, p99, recovery)
 	}
@@ -273,13 +274,13 @@ func (out output) outage(o fleet.Outage, strategies []report.Named) int {
 // writeOutage prints the outage scenario's table.
 func writeOutage(w io.Writer, o fleet.Outage, strategies []report.Named, results []fleet.OutageResult) {
 	fmt.Fprintf(w, "outage: %d jobs; the provider is down for %s from t = 0; runs fail after %s; first runs %s; %s\n\n",
-		o.Jobs, report.Brief(o.Down), report.Brief(o.FailAfter), report.SpreadText(o.Spread), report.TickText(o.Tick))
+		o.Jobs, say.Duration(o.Down), say.Duration(o.FailAfter), report.SpreadText(o.Spread), report.TickText(o.Tick))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "strategy\truns\tpeak/min\tFATAL\tunfinished\trecovery p50\tp99\tmax\t")
 	for i, r := range results {
 		rec := []string{"-", "-", "-"}
 		if r.Succeeded > 0 {
-			rec = []string{report.Brief(r.Recovery.P50), report.Brief(r.Recovery.P99), report.Brief(r.Recovery.Max)}
+			rec = []string{say.Duration(r.Recovery.P50), say.Duration(r.Recovery.P99), say.Duration(r.Recovery.Max)}
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t\n", strategies[i].Name, r.Runs, r.Peak, r.Fatal, r.Unfinished, strings.Join(rec, "\t"))
 	}

@@ -6,6 +6,8 @@ package tick
 import (
 	"fmt"
 	"time"
+
+	"github.com/retrypolicy/retrypolicy/internal/say"
 )
 
 // Max is the longest tick any tool takes: a day.
@@ -45,7 +47,7 @@ func Next(due, failure, tick time.Duration) time.Duration {
 // unless d is a tick the tools take: from 0 to Max.
 func Check(d time.Duration) error {
 	if d < 0 || d > Max {
-		return fmt.Errorf("must be from 0 to %v, got %v", Max, d)
+		return fmt.Errorf("must be from 0 to %s, got %v", say.GoDuration(Max), d)
 	}
 	return nil
 }

@@ -36,8 +36,8 @@ func TestCheck(t *testing.T) {
 		}
 	}
 	for d, want := range map[time.Duration]string{
-		-1:      "must be from 0 to 24h0m0s, got -1ns",
-		Max + 1: "must be from 0 to 24h0m0s, got 24h0m0.000000001s",
+		-1:      "must be from 0 to 24h, got -1ns",
+		Max + 1: "must be from 0 to 24h, got 24h0m0.000000001s",
 	} {
 		if err := Check(d); err == nil || err.Error() != want {
 			t.Errorf("Check(%v) = %v, want %q", d, err, want)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/retrypolicy/retrypolicy"
 	"github.com/retrypolicy/retrypolicy/fleet"
+	"github.com/retrypolicy/retrypolicy/internal/say"
 	"github.com/retrypolicy/retrypolicy/internal/wire"
 )
 
@@ -63,7 +64,7 @@ func LayersChart(l fleet.Layers, chains []fleet.Chain, results []fleet.LayersRes
 	}
 	c := newLoadChart(secs, time.Second, peak)
 	var b bytes.Buffer
-	c.start(&b, fmt.Sprintf("%s requests a second through %d layers: calls a second at the bottom (log scale), a %s outage", number(l.Rate), len(chains[0].Layers), Brief(l.Down)), l.Down, "bottom down")
+	c.start(&b, fmt.Sprintf("%s requests a second through %d layers: calls a second at the bottom (log scale), a %s outage", number(l.Rate), len(chains[0].Layers), say.Duration(l.Down)), l.Down, "bottom down")
 	if l.Capacity > 0 {
 		y := c.y(l.Capacity)
 		fmt.Fprintf(&b, `<line class="capacity" x1="%.0f" y1="%.1f" x2="%.0f" y2="%.1f" stroke="#d62728" stroke-width="1.5" stroke-dasharray="6 4"/><text x="%.0f" y="%.1f" fill="#a02020" text-anchor="end">capacity %d/s</text>`+"\n",

@@ -173,11 +173,3 @@ func PlanJSON(s retrypolicy.Strategy, uptime time.Duration, steps []plan.Step, r
 	b = append(append(b, `],"findings":`...), findings...)
 	return append(b, '}')
 }
-
-// Show rounds a duration to the millisecond for the table.
-func Show(d time.Duration) string {
-	if d >= time.Second {
-		return d.Round(time.Millisecond).String()
-	}
-	return d.String()
-}

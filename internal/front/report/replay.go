@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/retrypolicy/retrypolicy/fleet"
+	"github.com/retrypolicy/retrypolicy/internal/say"
 	"github.com/retrypolicy/retrypolicy/internal/wire"
 )
 
@@ -92,7 +93,7 @@ func WriteReplay(w io.Writer, log *fleet.Log, tick time.Duration, rr Replayed) {
 	for i, r := range rr.Results {
 		rec := []string{"-", "-", "-"}
 		if r.Recovered > 0 {
-			rec = []string{Brief(r.Recovery.P50), Brief(r.Recovery.P99), Brief(r.Recovery.Max)}
+			rec = []string{say.Duration(r.Recovery.P50), say.Duration(r.Recovery.P99), say.Duration(r.Recovery.Max)}
 		}
 		real := "-"
 		if i > 0 {
@@ -130,7 +131,7 @@ func downText(down []fleet.Stretch) string {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, "from %s for %s", s.From.UTC().Format(time.RFC3339), Brief(s.To.Sub(s.From)))
+		fmt.Fprintf(&b, "from %s for %s", s.From.UTC().Format(time.RFC3339), say.Duration(s.To.Sub(s.From)))
 	}
 	return b.String()
 }

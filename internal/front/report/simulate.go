@@ -13,6 +13,7 @@ import (
 	"github.com/retrypolicy/retrypolicy"
 	"github.com/retrypolicy/retrypolicy/fleet"
 	"github.com/retrypolicy/retrypolicy/internal/echo"
+	"github.com/retrypolicy/retrypolicy/internal/say"
 	"github.com/retrypolicy/retrypolicy/internal/wire"
 )
 
@@ -157,7 +158,7 @@ func (o *SimulateOptions) Check(limits Limits) []Option {
 	}{{"outage", o.Down, Duration(30 * 24 * time.Hour)}, {"spread", o.Spread, Duration(30 * 24 * time.Hour)}, {"fail-after", o.FailAfter, Duration(24 * time.Hour)}, {"duration", o.Span, Duration(24 * time.Hour)}}
 	for _, l := range limitsOf {
 		if l.value > l.top {
-			top, got := Brief(time.Duration(l.top)), Brief(time.Duration(l.value))
+			top, got := say.GoDuration(time.Duration(l.top)), say.GoDuration(time.Duration(l.value))
 			if got == top { // rounded to the same text: say it exactly
 				got = time.Duration(l.value).String()
 			}
@@ -230,7 +231,7 @@ func SpreadText(d time.Duration) string {
 	if d == 0 {
 		return "all at t = 0"
 	}
-	return "spread over " + Brief(d)
+	return "spread over " + say.Duration(d)
 }
 
 // TickText says when retries start.
@@ -238,7 +239,7 @@ func TickText(d time.Duration) string {
 	if d == 0 {
 		return "each retry exactly when due"
 	}
-	return "a controller checks every " + Brief(d)
+	return "a controller checks every " + say.Duration(d)
 }
 
 // OutageJSON is one line of simulate --json for the outage.
@@ -325,7 +326,7 @@ func LoadChart(o fleet.Outage, strategies []Named, results []fleet.OutageResult)
 	}
 	c := newLoadChart(minutes, time.Minute, peak)
 	var b bytes.Buffer
-	c.start(&b, fmt.Sprintf("%d jobs through a %s outage: runs a minute (log scale); %s", o.Jobs, Brief(o.Down), TickText(o.Tick)), o.Down, "provider down")
+	c.start(&b, fmt.Sprintf("%d jobs through a %s outage: runs a minute (log scale); %s", o.Jobs, say.Duration(o.Down), TickText(o.Tick)), o.Down, "provider down")
 	for i, r := range results {
 		c.line(&b, i, r.Load, r.FatalAt)
 		label, note := strategies[i].Name, ""
@@ -385,7 +386,7 @@ func (c *loadChart) start(b *bytes.Buffer, title string, down time.Duration, dow
 	}
 	if c.per > 1 {
 		fmt.Fprintf(b, `<text class="bucket" x="%.0f" y="%.0f" text-anchor="end" font-size="11" fill="#555">each point: the busiest %s of %s</text>`+"\n",
-			chartLeft+c.plotW, chartTop-6, Brief(c.unit), Brief(time.Duration(c.per)*c.unit))
+			chartLeft+c.plotW, chartTop-6, say.Duration(c.unit), say.Duration(time.Duration(c.per)*c.unit))
 	}
 	c.axes(b)
 }

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/internal/say"
 	"github.com/retrypolicy/retrypolicy/plan"
 )
 
@@ -28,7 +29,7 @@ const (
 func labelWidth(text string) float64 { return svgCharWidth * float64(utf8.RuneCountInString(text)) }
 
 // waitLabel is a row's label for its wait.
-func waitLabel(st plan.Step) string { return "wait " + Show(st.Retry.Sub(st.Failure)) }
+func waitLabel(st plan.Step) string { return "wait " + say.Duration(st.Retry.Sub(st.Failure)) }
 
 // Timeline draws a plan as an SVG picture: one row per failure on a shared
 // time axis that starts at the first failure, as the table's times do, and
@@ -48,7 +49,7 @@ func Timeline(s retrypolicy.Strategy, uptime, tick time.Duration, steps []plan.S
 		`.window{fill:#f2d16b;fill-opacity:.35}.note{fill:#555}.tick{stroke:#333}.mono{font-family:monospace;font-size:11px;fill:#555}</style>` + "\n")
 	b.WriteString(`<rect width="100%" height="100%" fill="white"/>` + "\n")
 	fmt.Fprintf(&b, `<text x="10" y="22" font-size="15" font-weight="bold">%s</text>`+"\n",
-		esc(fmt.Sprintf("A job whose runs last %s, %s (times since the first failure)", Brief(uptime), TickText(tick))))
+		esc(fmt.Sprintf("A job whose runs last %s, %s (times since the first failure)", say.Duration(uptime), TickText(tick))))
 	for i, line := range t.header {
 		fmt.Fprintf(&b, `<text class="mono" x="10" y="%.0f" xml:space="preserve">%s</text>`+"\n", 40+14*float64(i), esc(line))
 	}
@@ -115,7 +116,7 @@ func (t *timeline) window(b *bytes.Buffer, s retrypolicy.Strategy) {
 	}
 	from := t.last.Add(-window)
 	fmt.Fprintf(b, `<rect class="window" x="%.1f" y="%.0f" width="%.1f" height="%.0f"/>`+"\n", t.x(from), t.top-4, t.x(t.last)-t.x(from), t.rows+8)
-	note := fmt.Sprintf("window of failure %d: %s", len(t.steps), Brief(window))
+	note := fmt.Sprintf("window of failure %d: %s", len(t.steps), say.Duration(window))
 	if from.Before(t.origin) {
 		note += ", from before the first failure"
 	}
@@ -191,20 +192,7 @@ func TickStep(span time.Duration) time.Duration {
 
 // tickLabel writes an offset from the first failure without the zero
 // parts: +30s, +2m, +1h30m.
-func tickLabel(d time.Duration) string { return "+" + Brief(d) }
-
-// Brief writes a duration as Show does, without zero parts at the end:
-// 30s, 2m, 1h30m, 2m6.996s.
-func Brief(d time.Duration) string {
-	text := Show(d)
-	if strings.HasSuffix(text, "m0s") {
-		text = strings.TrimSuffix(text, "0s")
-	}
-	if strings.HasSuffix(text, "h0m") {
-		text = strings.TrimSuffix(text, "0m")
-	}
-	return text
-}
+func tickLabel(d time.Duration) string { return "+" + say.Duration(d) }
 
 // Wrap breaks text into lines of at most width characters, after commas
 // where it can, keeping every character: the lines joined are the text.
