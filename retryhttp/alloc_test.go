@@ -125,3 +125,30 @@ func testARetryAllocates(t *testing.T) {
 		t.Errorf("a retry allocates %.2f times, a resend with net/http %.2f and the History's growth %.2f", ours, hand, growth)
 	}
 }
+
+// TestAFirstTryAllocatesNothing: a request that succeeds at once
+// allocates nothing in the transport beyond what its base transport does:
+// the options are made in NewTransport, the loop's state stays on the
+// stack, and the History is made at the first failure.
+func TestAFirstTryAllocatesNothing(t *testing.T) {
+	s := retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 5, Window: time.Minute,
+		Backoff: retrypolicy.Backoff{Kind: retrypolicy.ExponentialWithJitter, BaseDelay: time.Second}}
+	req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, "http://example.test/x", nil)
+	base := &scripted{statuses: []int{200}, bodies: []*reusable{{}}}
+	tr, err := NewTransport(base, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := func(rt http.RoundTripper) func() {
+		return func() {
+			resp, err := rt.RoundTrip(req)
+			if err != nil || resp.StatusCode != 200 {
+				t.Fatal(err, resp)
+			}
+		}
+	}
+	bare, ours := testing.AllocsPerRun(100, send(base)), testing.AllocsPerRun(100, send(tr))
+	if ours > bare {
+		t.Errorf("a first try allocates %v times through the transport, %v through its base alone", ours, bare)
+	}
+}

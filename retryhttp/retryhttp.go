@@ -261,13 +261,15 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// it does not know through req.Cancel as well as its context, each
 		// on a timer of its own: the loop ends on whichever comes first,
 		// before it calls for another attempt.
-		ctx, c.cancel = context.WithCancelCause(ctx)
-		defer c.cancel(nil)
-		go func() {
+		var cancel context.CancelCauseFunc
+		ctx, cancel = context.WithCancelCause(ctx)
+		defer cancel(nil)
+		c.cancel = cancel
+		go func() { // it captures no part of c, which stays on the stack
 			select {
 			//lint:ignore SA1019 as above
 			case <-req.Cancel:
-				c.cancel(errRequestCanceled)
+				cancel(errRequestCanceled)
 			case <-ctx.Done():
 			}
 		}()
