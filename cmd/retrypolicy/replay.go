@@ -31,7 +31,7 @@ attempt while down fails after the job's median failed attempt, one while up suc
 whose next attempt would start over a day after the log's last line is unfinished. Without a
 strategy: the default and the retries document's four examples. A bad line is an error that
 names its number and field, and nothing is replayed; a line over 1 MiB is refused. The log is
-read once, in about 250 bytes a line at the peak of reading.
+read once, in 300 to 400 bytes a line at the peak of reading.
 
 Prints, for the log as recorded and each strategy, the attempts (in all, while down, and the
 most in a minute while down), the jobs completed, FATAL (and of those, completed in reality)
