@@ -65,12 +65,12 @@ type Log struct {
 
 // logJob is a job of a log: what a replay needs of it.
 type logJob struct {
-	name             string
-	seed             uint64
-	first            time.Duration // its first attempt's start, from the epoch
-	failed, succeded time.Duration // its median failed and succeeded attempts' durations
-	replayed         bool          // it has a failed attempt
-	completes        bool          // it has a succeeded attempt: the log completes it
+	name              string
+	seed              uint64
+	first             time.Duration // its first attempt's start, from the epoch
+	failed, succeeded time.Duration // its median failed and succeeded attempts' durations
+	replayed          bool          // it has a failed attempt
+	completes         bool          // it has a succeeded attempt: the log completes it
 }
 
 // minuteCount is how many attempts start in one minute from the epoch.
@@ -334,12 +334,12 @@ func (l *Log) readJob(j *logJob, attempts []Attempt, g []int32, failedAll []time
 		}
 	}
 	j.replayed, j.completes = len(failed) > 0, len(succeeded) > 0
-	j.failed, j.succeded = -1, 0
+	j.failed, j.succeeded = -1, 0
 	if j.replayed {
 		j.failed = median(failed)
 	}
 	if j.completes {
-		j.succeded = median(succeeded)
+		j.succeeded = median(succeeded)
 	}
 	return append(failedAll, failed...)
 }

@@ -155,7 +155,7 @@ func (rp *replaying) step(at time.Duration, job int32) {
 	if !rp.log.avail.downAt(at) {
 		rp.res.Completed++
 		rp.ended++
-		rp.done = append(rp.done, saturatingAdd(at, j.succeded))
+		rp.done = append(rp.done, saturatingAdd(at, j.succeeded))
 		return
 	}
 	rp.res.AttemptsDown++

@@ -29,11 +29,10 @@ func Next(due, failure, tick time.Duration) time.Duration {
 	if tick <= 0 {
 		return due
 	}
-	at := due
 	if failure >= longest {
 		return longest
 	}
-	at = max(at, failure+1)
+	at := max(due, failure+1)
 	if at%tick == 0 {
 		return at
 	}
