@@ -1,40 +1,18 @@
 package fleet
 
 import (
-	"bufio"
-	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
 	"time"
 
+	"github.com/retrypolicy/retrypolicy/attemptlog"
+
 	"github.com/retrypolicy/retrypolicy"
-	"github.com/retrypolicy/retrypolicy/internal/echo"
-	"github.com/retrypolicy/retrypolicy/internal/jsonscan"
-	"github.com/retrypolicy/retrypolicy/internal/wire"
 )
 
 // MaxLogLine is the longest line ReadLog takes: 1 MiB.
-const MaxLogLine = 1 << 20
-
-// Attempt is one attempt of a job, as an attempt log records it.
-type Attempt struct {
-	// Job names the job.
-	Job string
-	// Start and End are when the attempt started and ended: from 1970 to
-	// 2262 (what a time.Duration from the Unix epoch holds), End not
-	// before Start.
-	Start, End time.Time
-	// Succeeded reports whether the attempt succeeded; else it failed.
-	Succeeded bool
-	// Seed is the job's jitter seed, when HasSeed. A job's first attempt
-	// by Start gives it; without one there, the job's seed is its name's
-	// hash (retrypolicy.SeedFromString).
-	Seed    uint64
-	HasSeed bool
-}
+const MaxLogLine = attemptlog.MaxLine
 
 // epoch is the instant a replay's times count from: ticks fall at
 // multiples of the tick since it.
@@ -82,53 +60,18 @@ type minuteCount struct {
 // NewLog reads a log from its attempts, in any order; attempts of one job
 // may overlap, and may repeat. It returns an error, naming the attempt
 // (from 0), for one out of range, and reads nothing then.
-func NewLog(attempts []Attempt) (*Log, error) {
+func NewLog(attempts []attemptlog.Attempt) (*Log, error) {
 	for i, a := range attempts {
-		if err := checkAttempt(a); err != nil {
+		if err := a.Check(); err != nil {
 			return nil, fmt.Errorf("fleet: NewLog: attempt %d: %w", i, err)
 		}
 	}
 	return newLog(attempts), nil
 }
 
-// checkAttempt returns the problem with an attempt, naming its field.
-func checkAttempt(a Attempt) error {
-	switch {
-	case a.Job == "":
-		return errors.New("job: must not be empty")
-	case !inRange(a.Start):
-		return errors.New("started_at: must be from 1970 to 2262, got " + a.Start.Format(time.RFC3339Nano))
-	case !inRange(a.End):
-		return errors.New("ended_at: must be from 1970 to 2262, got " + a.End.Format(time.RFC3339Nano))
-	case a.End.Before(a.Start):
-		return errors.New("ended_at: must not be before started_at")
-	}
-	return nil
-}
-
-// AppendLine appends a as a line of an attempt log, as ReadLog reads it:
-// its times in RFC 3339 to the nanosecond, in UTC, its jitter seed, when
-// it has one, an integer, and a newline.
-func (a Attempt) AppendLine(b []byte) []byte {
-	b = wire.AppendString(append(b, `{"job":`...), a.Job)
-	b = append(a.Start.UTC().AppendFormat(append(b, `,"started_at":"`...), time.RFC3339Nano), '"')
-	b = append(a.End.UTC().AppendFormat(append(b, `,"ended_at":"`...), time.RFC3339Nano), '"')
-	outcome := "failed"
-	if a.Succeeded {
-		outcome = "succeeded"
-	}
-	b = append(append(append(b, `,"outcome":"`...), outcome...), '"')
-	if a.HasSeed {
-		b = strconv.AppendUint(append(b, `,"jitter_seed":`...), a.Seed, 10)
-	}
-	return append(b, "}\n"...)
-}
-
-// lastInstant is the last instant a Duration from the epoch holds.
-var lastInstant = epoch.Add(maxDuration)
-
-// inRange reports whether t is from the epoch to lastInstant.
-func inRange(t time.Time) bool { return !t.Before(epoch) && !t.After(lastInstant) }
+// inRange reports whether t is from the epoch to the last instant a
+// Duration from it holds.
+func inRange(t time.Time) bool { return attemptlog.InRange(t) }
 
 // ReadLog reads an attempt log of JSON Lines, one attempt a line in any
 // order:
@@ -143,151 +86,22 @@ func inRange(t time.Time) bool { return !t.Before(epoch) && !t.After(lastInstant
 // longer than MaxLogLine is an error naming its line (from 1) and field,
 // and nothing is read. It reads r once, into memory linear in its lines.
 func ReadLog(r io.Reader) (*Log, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), MaxLogLine)
-	var attempts []Attempt
-	names := map[string]string{} // each job's name held once
-	for line := 1; sc.Scan(); line++ {
-		text := bytes.TrimSpace(sc.Bytes())
-		if len(text) == 0 {
-			continue
+	lr := attemptlog.NewReader(r)
+	var attempts []attemptlog.Attempt
+	for {
+		a, err := lr.Read()
+		if err == io.EOF {
+			return newLog(attempts), nil
 		}
-		a, err := parseLine(text, names)
 		if err != nil {
-			return nil, fmt.Errorf("fleet: ReadLog: line %d: %w", line, err)
+			return nil, fmt.Errorf("fleet: ReadLog: %w", err)
 		}
 		attempts = append(attempts, a)
 	}
-	if err := sc.Err(); err != nil {
-		if errors.Is(err, bufio.ErrTooLong) {
-			return nil, fmt.Errorf("fleet: ReadLog: line %d: longer than %d bytes", len(attempts)+1, MaxLogLine)
-		}
-		return nil, fmt.Errorf("fleet: ReadLog: %w", err)
-	}
-	return newLog(attempts), nil
-}
-
-// logFields are the fields of a line, as written (escapes included).
-type logFields struct {
-	job, startedAt, endedAt, outcome, seed []byte
-}
-
-// scanLine reads a line's fields, and skips every other value.
-func scanLine(text []byte) (logFields, error) {
-	var f logFields
-	var sc jsonscan.Scanner
-	sc.Reset(text)
-	notObject := errors.New("not a JSON object of an attempt")
-	if !sc.Consume('{') {
-		return f, notObject
-	}
-	for more := sc.Peek() != '}'; more; more = sc.Consume(',') {
-		k := sc.Str()
-		if sc.Bad() || !sc.Consume(':') {
-			return f, notObject
-		}
-		var into *[]byte
-		switch string(k) {
-		case "job":
-			into = &f.job
-		case "started_at":
-			into = &f.startedAt
-		case "ended_at":
-			into = &f.endedAt
-		case "outcome":
-			into = &f.outcome
-		case "jitter_seed":
-			f.seed = sc.Skip()
-		default:
-			sc.Skip()
-		}
-		if into != nil {
-			if sc.Peek() != '"' {
-				return f, errors.New(string(k) + ": must be a string")
-			}
-			*into = sc.Str()
-		}
-		if sc.Bad() {
-			return f, notObject
-		}
-	}
-	if !sc.Consume('}') || sc.Peek() != 0 {
-		return f, notObject
-	}
-	return f, nil
-}
-
-// parseLine reads one line, its job's name taken from names when seen.
-func parseLine(text []byte, names map[string]string) (Attempt, error) {
-	f, err := scanLine(text)
-	if err != nil {
-		return Attempt{}, err
-	}
-	for _, m := range []struct {
-		name  string
-		value []byte
-	}{{"job", f.job}, {"started_at", f.startedAt}, {"ended_at", f.endedAt}, {"outcome", f.outcome}} {
-		if m.value == nil {
-			return Attempt{}, errors.New(m.name + ": missing")
-		}
-	}
-	var a Attempt
-	name, seen := names[string(f.job)]
-	if !seen {
-		name = jsonscan.Unquoted(f.job)
-		names[string(f.job)] = name
-	}
-	a.Job = name
-	if a.Start, err = parseTime("started_at", f.startedAt); err != nil {
-		return Attempt{}, err
-	}
-	if a.End, err = parseTime("ended_at", f.endedAt); err != nil {
-		return Attempt{}, err
-	}
-	switch string(f.outcome) {
-	case "succeeded":
-		a.Succeeded = true
-	case "failed":
-	default:
-		return Attempt{}, errors.New("outcome: must be succeeded or failed, got " + echo.Quote(jsonscan.Unquoted(f.outcome)))
-	}
-	if a.Seed, a.HasSeed, err = parseSeed(f.seed); err != nil {
-		return Attempt{}, err
-	}
-	return a, checkAttempt(a)
-}
-
-// parseTime reads an RFC 3339 time of the field name, as written.
-func parseTime(name string, raw []byte) (time.Time, error) {
-	text := raw
-	if bytes.IndexByte(raw, '\\') >= 0 {
-		text = []byte(jsonscan.Unquoted(raw))
-	}
-	t, ok := jsonscan.RFC3339(text)
-	if !ok {
-		return time.Time{}, errors.New(name + ": must be an RFC 3339 time, got " + echo.Quote(string(text)))
-	}
-	return t, nil
-}
-
-// parseSeed reads a jitter_seed, as written: absent or null, a string or
-// an unsigned integer.
-func parseSeed(raw []byte) (uint64, bool, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return 0, false, nil
-	}
-	if raw[0] == '"' {
-		return retrypolicy.SeedFromString(jsonscan.Unquoted(raw[1 : len(raw)-1])), true, nil
-	}
-	n, err := strconv.ParseUint(string(raw), 10, 64)
-	if err != nil {
-		return 0, false, errors.New("jitter_seed: must be a string or an unsigned integer, got " + echo.Quote(string(raw)))
-	}
-	return n, true, nil
 }
 
 // newLog reads checked attempts.
-func newLog(attempts []Attempt) *Log {
+func newLog(attempts []attemptlog.Attempt) *Log {
 	l := &Log{avail: newAvailability(attempts)}
 	byJob := map[string]int32{}
 	groups := make([][]int32, 0)
@@ -317,7 +131,7 @@ func newLog(attempts []Attempt) *Log {
 
 // readJob reads job j's attempts (their indexes g), and returns failedAll
 // with the durations of its failed ones added.
-func (l *Log) readJob(j *logJob, attempts []Attempt, g []int32, failedAll []time.Duration) []time.Duration {
+func (l *Log) readJob(j *logJob, attempts []attemptlog.Attempt, g []int32, failedAll []time.Duration) []time.Duration {
 	slices.SortStableFunc(g, func(a, b int32) int { return attempts[a].Start.Compare(attempts[b].Start) })
 	first := attempts[g[0]]
 	j.name, j.first, j.seed = first.Job, first.Start.Sub(epoch), retrypolicy.SeedFromString(first.Job)
@@ -356,7 +170,7 @@ func median(ds []time.Duration) time.Duration {
 
 // recordedResult is the figures of the log as it records them, and it
 // keeps what the jobs that are not replayed add to every replay.
-func (l *Log) recordedResult(attempts []Attempt, groups [][]int32) ReplayResult {
+func (l *Log) recordedResult(attempts []attemptlog.Attempt, groups [][]int32) ReplayResult {
 	r := ReplayResult{Jobs: len(l.jobs), Attempts: len(attempts)}
 	var all, asRecorded []int64 // the minutes of the attempts that start while down
 	var every, everyAsRecorded []int64
@@ -401,7 +215,7 @@ func (l *Log) recordedResult(attempts []Attempt, groups [][]int32) ReplayResult 
 
 // completionsOf returns when each job that completes does: its first
 // success's end.
-func completionsOf(attempts []Attempt, groups [][]int32) []time.Duration {
+func completionsOf(attempts []attemptlog.Attempt, groups [][]int32) []time.Duration {
 	var out []time.Duration
 	for _, g := range groups {
 		for _, i := range g {
@@ -522,7 +336,7 @@ type availability struct {
 }
 
 // newAvailability reads the availability from the attempts' starts.
-func newAvailability(attempts []Attempt) availability {
+func newAvailability(attempts []attemptlog.Attempt) availability {
 	type obs struct {
 		at   time.Duration
 		down bool

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/retrypolicy/retrypolicy/attemptlog"
+
 	"github.com/retrypolicy/retrypolicy"
 	"github.com/retrypolicy/retrypolicy/internal/splitmix"
 	"github.com/retrypolicy/retrypolicy/internal/tick"
@@ -71,7 +73,7 @@ type Outage struct {
 	// the run ends: its job named job-1 … job-N, with its jitter seed, t = 0
 	// at 2026-01-01T00:00:00Z. A [Replay] of the log can then be held
 	// against the simulation that made it.
-	Log func(Attempt)
+	Log func(attemptlog.Attempt)
 
 	// onDecide, when set, sees each decision: the job, its run's start,
 	// the failure, its uptime, and the decision.
@@ -231,7 +233,7 @@ func (f *fleet) step(at time.Duration, job int32) {
 		if !fails {
 			end = at // a run that succeeds ends as it starts
 		}
-		o.Log(Attempt{Job: "job-" + strconv.Itoa(int(job)+1), Start: simStart.Add(at), End: simStart.Add(end),
+		o.Log(attemptlog.Attempt{Job: "job-" + strconv.Itoa(int(job)+1), Start: simStart.Add(at), End: simStart.Add(end),
 			Succeeded: !fails, Seed: jobSeed(o.Seed, int(job)), HasSeed: true})
 	}
 	if !fails {

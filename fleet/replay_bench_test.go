@@ -7,17 +7,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/retrypolicy/retrypolicy/attemptlog"
+
 	"github.com/retrypolicy/retrypolicy"
 )
 
 // benchLog is a log of about 1,000,000 attempts of 100,000 jobs: a
 // simulated three-hour outage under a fixed 2-minute backoff, every
 // job's run recorded.
-func benchLog(b *testing.B) ([]Attempt, *Log) {
+func benchLog(b *testing.B) ([]attemptlog.Attempt, *Log) {
 	b.Helper()
-	var attempts []Attempt
+	var attempts []attemptlog.Attempt
 	o := Outage{Jobs: 100_000, Down: 3 * time.Hour, FailAfter: time.Second, Spread: 20 * time.Minute, Tick: time.Minute,
-		Log: func(a Attempt) { attempts = append(attempts, a) }}
+		Log: func(a attemptlog.Attempt) { attempts = append(attempts, a) }}
 	fixed := retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped, Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: 17 * time.Minute}}
 	if _, err := o.Run(context.Background(), fixed); err != nil {
 		b.Fatal(err)

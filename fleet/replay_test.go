@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/retrypolicy/retrypolicy/attemptlog"
+
 	"github.com/retrypolicy/retrypolicy"
 	"github.com/retrypolicy/retrypolicy/internal/rapidgen"
 	"github.com/stretchr/testify/assert"
@@ -20,8 +22,8 @@ import (
 // logOf runs o under s, and returns its result and the log it writes.
 func logOf(t *testing.T, o Outage, s retrypolicy.Strategy) (OutageResult, *Log) {
 	t.Helper()
-	var attempts []Attempt
-	o.Log = func(a Attempt) { attempts = append(attempts, a) }
+	var attempts []attemptlog.Attempt
+	o.Log = func(a attemptlog.Attempt) { attempts = append(attempts, a) }
 	res, err := o.Run(context.Background(), s)
 	require.NoError(t, err)
 	log, err := NewLog(attempts)
@@ -111,17 +113,17 @@ func closeToItsSimulation(t *testing.T, o Outage, log *Log, made, doc string) {
 }
 
 // attempt is a line of a hand-written log: seconds from base.
-func attempt(job string, start, end float64, ok bool) Attempt {
+func attempt(job string, start, end float64, ok bool) attemptlog.Attempt {
 	base := time.Date(2026, 3, 3, 10, 0, 0, 0, time.UTC)
 	at := func(s float64) time.Time { return base.Add(time.Duration(s * float64(time.Second))) }
-	return Attempt{Job: job, Start: at(start), End: at(end), Succeeded: ok}
+	return attemptlog.Attempt{Job: job, Start: at(start), End: at(end), Succeeded: ok}
 }
 
 // TestReplayWorkedByHand: the rules of section 6 on a log small enough to
 // follow. The dependency is observed down at 0 and 100 s and up from
 // 200 s, so it is down until 200 s and recovers then.
 func TestReplayWorkedByHand(t *testing.T) {
-	log, err := NewLog([]Attempt{
+	log, err := NewLog([]attemptlog.Attempt{
 		attempt("a", 0, 2, false), attempt("a", 100, 104, false), attempt("a", 200, 201, true),
 		attempt("b", 300, 310, true),                                // never failed: completes as recorded
 		attempt("c", 100, 100, false), attempt("c", 100, 100, true), // one instant, both: down
@@ -167,7 +169,7 @@ func TestReplayWorkedByHand(t *testing.T) {
 // multiple of it since the Unix epoch at or after its due time, not a
 // multiple from the job's first attempt.
 func TestReplayTicksFromTheEpoch(t *testing.T) {
-	log, err := NewLog([]Attempt{attempt("a", 50, 50, false), attempt("b", 150, 150, true)})
+	log, err := NewLog([]attemptlog.Attempt{attempt("a", 50, 50, false), attempt("b", 150, 150, true)})
 	require.NoError(t, err)
 	fixed := retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 3, Window: time.Hour, Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: time.Second}}
 	got, err := Replay{Tick: time.Minute}.Run(context.Background(), log, fixed)
@@ -197,7 +199,7 @@ func TestReplayTicksFromTheEpoch(t *testing.T) {
 // replayed under an hourly retry for ever: attempts on every hour up to
 // and with the day's last, 25 in all.
 func TestReplayStopsAtTheHorizon(t *testing.T) {
-	log, err := NewLog([]Attempt{attempt("a", 0, 0, false)})
+	log, err := NewLog([]attemptlog.Attempt{attempt("a", 0, 0, false)})
 	require.NoError(t, err)
 	hourly := retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped, Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: time.Hour}}
 	got, err := Replay{}.Run(context.Background(), log, hourly)
@@ -213,11 +215,11 @@ func TestReplayStopsAtTheHorizon(t *testing.T) {
 func TestTheFirstLineGivesTheSeed(t *testing.T) {
 	first, later := attempt("a", 0, 0, false), attempt("a", 10, 10, false)
 	later.Seed, later.HasSeed = 7, true
-	log, err := NewLog([]Attempt{later, first})
+	log, err := NewLog([]attemptlog.Attempt{later, first})
 	require.NoError(t, err)
 	assert.Equal(t, retrypolicy.SeedFromString("a"), log.jobs[0].seed)
 	first.Seed, first.HasSeed = 9, true
-	log, err = NewLog([]Attempt{later, first})
+	log, err = NewLog([]attemptlog.Attempt{later, first})
 	require.NoError(t, err)
 	assert.Equal(t, uint64(9), log.jobs[0].seed)
 }
@@ -227,13 +229,13 @@ func TestTheFirstLineGivesTheSeed(t *testing.T) {
 // the attempts never pass MaxAttempts.
 func TestReplayProperties(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		var attempts []Attempt
+		var attempts []attemptlog.Attempt
 		base := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
 		n := rapid.IntRange(1, 60).Draw(t, "attempts")
 		for i := range n {
 			start := time.Duration(rapid.Int64Range(0, int64(2*time.Hour)).Draw(t, fmt.Sprint("start", i)))
 			dur := time.Duration(rapid.Int64Range(0, int64(time.Minute)).Draw(t, fmt.Sprint("dur", i)))
-			attempts = append(attempts, Attempt{Job: fmt.Sprint("j", rapid.IntRange(0, 9).Draw(t, fmt.Sprint("job", i))),
+			attempts = append(attempts, attemptlog.Attempt{Job: fmt.Sprint("j", rapid.IntRange(0, 9).Draw(t, fmt.Sprint("job", i))),
 				Start: base.Add(start), End: base.Add(start + dur), Succeeded: rapid.Bool().Draw(t, fmt.Sprint("ok", i))})
 		}
 		log, err := NewLog(attempts)
@@ -315,7 +317,7 @@ func (e *endless) Read(p []byte) (int, error) {
 func TestAppendLineIsReadBack(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		start := time.Unix(0, rapid.Int64Range(0, 1<<62).Draw(t, "start")).UTC()
-		a := Attempt{Job: rapid.StringN(1, 20, -1).Draw(t, "job"), Start: start, End: start.Add(time.Duration(rapid.Int64Range(0, 1<<40).Draw(t, "dur"))),
+		a := attemptlog.Attempt{Job: rapid.StringN(1, 20, -1).Draw(t, "job"), Start: start, End: start.Add(time.Duration(rapid.Int64Range(0, 1<<40).Draw(t, "dur"))),
 			Succeeded: rapid.Bool().Draw(t, "ok"), Seed: rapid.Uint64().Draw(t, "seed"), HasSeed: true}
 		log, err := ReadLog(strings.NewReader(string(a.AppendLine(nil))))
 		require.NoError(t, err)
@@ -329,9 +331,9 @@ func TestAppendLineIsReadBack(t *testing.T) {
 // TestReplayTakesTheLogInAnyOrder: the same attempts, reversed, replay
 // alike.
 func TestReplayTakesTheLogInAnyOrder(t *testing.T) {
-	var attempts []Attempt
+	var attempts []attemptlog.Attempt
 	o := Outage{Jobs: 200, Down: 10 * time.Minute, FailAfter: time.Second, Spread: time.Minute, Tick: time.Minute,
-		Log: func(a Attempt) { attempts = append(attempts, a) }}
+		Log: func(a attemptlog.Attempt) { attempts = append(attempts, a) }}
 	_, err := o.Run(context.Background(), retrypolicy.Default())
 	require.NoError(t, err)
 	inOrder, err := NewLog(attempts)

@@ -1,7 +1,6 @@
 package riverretry
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -9,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/retrypolicy/retrypolicy/fleet"
+	"github.com/retrypolicy/retrypolicy/attemptlog"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 )
@@ -23,11 +22,16 @@ type LogOptions struct {
 	From, To time.Time
 }
 
+// selects reports whether a starts within o's bounds.
+func (o LogOptions) selects(a attemptlog.Attempt) bool {
+	return (o.From.IsZero() || !a.Start.Before(o.From)) && (o.To.IsZero() || a.Start.Before(o.To))
+}
+
 // logPage is how many jobs WriteLog reads from River at a time.
 const logPage = 1000
 
 // WriteLog writes each attempt that River still holds of the jobs o
-// selects, as an attempt log that retrypolicy replay (and fleet.ReadLog)
+// selects, as an attempt log (package attemptlog) that retrypolicy replay
 // reads: a JSON line an attempt, the job named by its decimal id, with the
 // jitter seed the policy decides it with. It returns how many lines it
 // wrote. It reads River's jobs a page at a time through client, on SQLite
@@ -39,31 +43,29 @@ const logPage = 1000
 // millisecond, and where the record has forgotten it (a failure out of
 // every window), as it started. A completed job's last attempt
 // succeeded, from attempted_at to finalized_at. A running
-// attempt has not ended and is left out. River deletes completed jobs
-// after a day by default (Config.CompletedJobRetentionPeriod), cancelled
+// attempt has not ended and is left out, and so is an attempt a log cannot
+// hold (times out of order or outside 1970 to 2262). River deletes
+// completed jobs after a day by default (Config.CompletedJobRetentionPeriod), cancelled
 // and discarded ones after a week: a log of an older outage lacks the jobs
 // that succeeded, and a replay of it sees their dependency as down.
 func WriteLog[TTx any](ctx context.Context, w io.Writer, client *river.Client[TTx], o LogOptions) (int, error) {
-	bw := bufio.NewWriterSize(w, 64<<10)
+	lw := attemptlog.NewWriter(w)
 	params := river.NewJobListParams().First(logPage)
 	if len(o.Kinds) > 0 {
 		params = params.Kinds(o.Kinds...)
 	}
-	lines := 0
-	var line []byte
 	for {
 		res, err := client.JobList(ctx, params)
 		if err != nil {
-			return lines, fmt.Errorf("riverretry: WriteLog: %w", err)
+			return lw.Lines(), fmt.Errorf("riverretry: WriteLog: %w", err)
 		}
 		for _, job := range res.Jobs {
 			for _, a := range attemptsOf(job) {
-				if (o.From.IsZero() || !a.Start.Before(o.From)) && (o.To.IsZero() || a.Start.Before(o.To)) {
-					line = a.AppendLine(line[:0])
-					if _, err := bw.Write(line); err != nil {
-						return lines, fmt.Errorf("riverretry: WriteLog: %w", err)
-					}
-					lines++
+				if !o.selects(a) || a.Check() != nil { // a log cannot hold it
+					continue
+				}
+				if err := lw.Write(a); err != nil {
+					return lw.Lines(), fmt.Errorf("riverretry: WriteLog: %w", err)
 				}
 			}
 		}
@@ -72,14 +74,14 @@ func WriteLog[TTx any](ctx context.Context, w io.Writer, client *river.Client[TT
 		}
 		params = params.After(res.LastCursor)
 	}
-	if err := bw.Flush(); err != nil {
-		return lines, fmt.Errorf("riverretry: WriteLog: %w", err)
+	if err := lw.Flush(); err != nil {
+		return lw.Lines(), fmt.Errorf("riverretry: WriteLog: %w", err)
 	}
-	return lines, nil
+	return lw.Lines(), nil
 }
 
 // attemptsOf returns the attempts of job that River holds, in order.
-func attemptsOf(job *rivertype.JobRow) []fleet.Attempt {
+func attemptsOf(job *rivertype.JobRow) []attemptlog.Attempt {
 	name := strconv.FormatInt(job.ID, 10)
 	seed := seedOf(job.ID)
 	errs := slices.Clone(job.Errors)
@@ -90,7 +92,7 @@ func attemptsOf(job *rivertype.JobRow) []fleet.Attempt {
 	if m := readMetadata(job.Metadata); m.failures != nil && m.problem == "" {
 		ends, _, _ = decodeFailures(m.failures, nil, len(errs))
 	}
-	out := make([]fleet.Attempt, 0, len(errs)+1)
+	out := make([]attemptlog.Attempt, 0, len(errs)+1)
 	for i, e := range errs {
 		end := e.At
 		if k := len(errs) - 1 - i; k < len(ends) {
@@ -98,10 +100,10 @@ func attemptsOf(job *rivertype.JobRow) []fleet.Attempt {
 				end = t
 			}
 		}
-		out = append(out, fleet.Attempt{Job: name, Start: e.At, End: end, Seed: seed, HasSeed: true})
+		out = append(out, attemptlog.Attempt{Job: name, Start: e.At, End: end, Seed: seed, HasSeed: true})
 	}
 	if job.State == rivertype.JobStateCompleted && job.AttemptedAt != nil && job.FinalizedAt != nil {
-		out = append(out, fleet.Attempt{Job: name, Start: *job.AttemptedAt, End: *job.FinalizedAt, Succeeded: true, Seed: seed, HasSeed: true})
+		out = append(out, attemptlog.Attempt{Job: name, Start: *job.AttemptedAt, End: *job.FinalizedAt, Succeeded: true, Seed: seed, HasSeed: true})
 	}
 	return out
 }

@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/attemptlog"
 	"github.com/retrypolicy/retrypolicy/fleet"
 	"github.com/retrypolicy/retrypolicy/internal/front/report"
 	"github.com/retrypolicy/retrypolicy/internal/say"
@@ -106,7 +107,7 @@ func writeLog(path string, o fleet.Outage, s report.Named, stdout, stderr io.Wri
 	}
 	w := bufio.NewWriterSize(f, 64<<10)
 	var line []byte
-	o.Log = func(a fleet.Attempt) {
+	o.Log = func(a attemptlog.Attempt) {
 		line = a.AppendLine(line[:0])
 		w.Write(line)
 	}
