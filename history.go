@@ -1,13 +1,14 @@
 package retrypolicy
 
 import (
-	"encoding/binary"
 	"errors"
 	"math"
 	"slices"
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/retrypolicy/retrypolicy/internal/histcode"
 )
 
 // History is one job's failure history, kept in memory by a scheduler that
@@ -125,64 +126,23 @@ func (h *History) replace(ns []int64, up time.Duration) {
 	h.t, h.up = slices.Clip(ns), up
 }
 
-// historyVersion is the first byte of MarshalBinary's encoding.
-const historyVersion = 2
-
 // MarshalBinary encodes the history: a version byte, the count of failures
 // and the first instant as varints, each gap to the next as a uvarint, then
 // the last uptime in nanoseconds as a uvarint.
 func (h *History) MarshalBinary() ([]byte, error) {
 	ts, up := h.failures()
-	b := []byte{historyVersion}
-	b = binary.AppendUvarint(b, uint64(len(ts)))
-	if len(ts) > 0 {
-		b = binary.AppendVarint(b, ts[0])
-	}
-	for i := 1; i < len(ts); i++ {
-		b = binary.AppendUvarint(b, uint64(ts[i]-ts[i-1]))
-	}
-	return binary.AppendUvarint(b, uint64(up)), nil
+	return histcode.Append(nil, ts, up), nil
 }
 
 // UnmarshalBinary replaces the history with one MarshalBinary encoded,
 // keeping the failures within the window of the newest. On error the
 // history is left unchanged.
 func (h *History) UnmarshalBinary(data []byte) error {
-	bad := func(what string) error { return errors.New("retrypolicy: history: " + what) }
-	if len(data) == 0 || data[0] != historyVersion {
-		return bad("not a history encoding")
+	ns, up, err := histcode.Decode(data, nil)
+	if err != nil {
+		return errors.New("retrypolicy: history: " + err.Error())
 	}
-	data = data[1:]
-	n, k := binary.Uvarint(data)
-	if k <= 0 || n > uint64(len(data)) { // every failure takes a byte at least
-		return bad("bad count")
-	}
-	data = data[k:]
-	ns := make([]int64, n)
-	for i := range ns {
-		if i == 0 {
-			ns[0], k = binary.Varint(data)
-		} else {
-			var gap uint64
-			gap, k = binary.Uvarint(data)
-			if gap > uint64(math.MaxInt64-ns[i-1]) {
-				return bad("failure time out of range")
-			}
-			ns[i] = ns[i-1] + int64(gap)
-		}
-		if k <= 0 {
-			return bad("truncated")
-		}
-		data = data[k:]
-	}
-	up, k := binary.Uvarint(data)
-	if k <= 0 || up > math.MaxInt64 {
-		return bad("bad uptime")
-	}
-	if len(data) > k {
-		return bad("trailing data")
-	}
-	h.replace(ns, time.Duration(up))
+	h.replace(ns, up)
 	return nil
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/queuekit"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
@@ -36,15 +37,14 @@ const benchStrategy = `{"strategy":"bounded","max_attempts":100000,"window_secs"
 // policy's record, under benchStrategy.
 func jobWithFailures(n int, now time.Time) *rivertype.JobRow {
 	job := &rivertype.JobRow{ID: 4242, Attempt: n + 1, MaxAttempts: MaxAttempts, Kind: "bench", CreatedAt: now.Add(-8 * 24 * time.Hour)}
-	r := record{seen: n}
+	r := queuekit.Record{Seen: n}
 	gap := 7 * 24 * time.Hour / time.Duration(n+1)
 	for i := range n {
 		at := now.Add(-time.Duration(n-i) * gap)
 		job.Errors = append(job.Errors, rivertype.AttemptError{At: at.Add(-time.Second), Attempt: i + 1, Error: "upstream unavailable"})
-		r.failures = append([]int64{at.UnixMilli()}, r.failures...)
+		r.Failures = append(r.Failures, at.Truncate(time.Millisecond).UnixNano())
 	}
-	enc, _ := json.Marshal(r.encode())
-	job.Metadata = []byte(`{"retry_strategy":` + benchStrategy + `,"retrypolicy":` + string(enc) + `}`)
+	job.Metadata = []byte(`{"retry_strategy":` + benchStrategy + `,"retrypolicy":` + string(r.AppendJSON(nil)) + `}`)
 	attempted := now.Add(-time.Second)
 	job.AttemptedAt = &attempted
 	return job

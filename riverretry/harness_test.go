@@ -345,8 +345,8 @@ type tester interface {
 
 // testRecord is the policy's record as a test reads it.
 type testRecord struct {
-	Seen     int    `json:"seen_attempt"`
-	Failures string `json:"failures"`
+	Seen    int    `json:"seen_attempt"`
+	History string `json:"history"`
 }
 
 // recordOf reads the policy's record from a job's metadata with
@@ -364,25 +364,10 @@ func recordOf(t tester, metadata []byte) (seen int, failures []time.Time, ok boo
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	require.NoError(t, dec.Decode(&r), "%s", raw)
-	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
-	var ms int64
-	var v, shift int64
-	for i, c := range r.Failures {
-		d := int64(strings.IndexRune(alphabet, c))
-		require.GreaterOrEqual(t, d, int64(0), "%q", r.Failures)
-		v |= (d % 32) << shift
-		shift += 5
-		if d >= 32 {
-			require.Less(t, i, len(r.Failures)-1, "a token cut short: %q", r.Failures)
-			continue
-		}
-		if failures == nil {
-			ms = v
-		} else {
-			ms -= v
-		}
-		failures = append(failures, time.UnixMilli(ms))
-		v, shift = 0, 0
+	ns, ok := historyFailures(r.History)
+	require.True(t, ok, "%q", r.History)
+	for _, v := range ns {
+		failures = append(failures, time.Unix(0, v))
 	}
 	return r.Seen, failures, true
 }

@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/retrypolicy/retrypolicy/queuekit"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/assert"
@@ -86,26 +86,26 @@ func plantMetadata(meta string, now time.Time) string {
 	meta = strings.ReplaceAll(meta, "{spaces}", strings.Repeat(" ", 1<<20))
 	if i := strings.Index(meta, `"failures":"{`) + len(`"failures":`); i >= len(`"failures":`) {
 		j := strings.Index(meta[i:], `}"`) + i
-		var r record
+		var r []int64
 		for _, at := range strings.Split(meta[i+2:j], ",") {
 			switch {
 			case at == "9999":
-				r.failures = append(r.failures, time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC).UnixMilli())
+				r = append(r, time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC).UnixMilli())
 			case at == "1971":
-				r.failures = append(r.failures, time.Date(1971, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli())
+				r = append(r, time.Date(1971, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli())
 			case at == "many":
 				for k := range 100000 {
-					r.failures = append(r.failures, now.Add(-time.Duration(k)*time.Millisecond).UnixMilli())
+					r = append(r, now.Add(-time.Duration(k)*time.Millisecond).UnixMilli())
 				}
 			default:
 				d, err := time.ParseDuration(strings.TrimPrefix(at, "now"))
 				if err != nil {
 					panic(err)
 				}
-				r.failures = append(r.failures, now.Add(d).UnixMilli())
+				r = append(r, now.Add(d).UnixMilli())
 			}
 		}
-		meta = meta[:i+1] + r.encode().Failures + meta[j+1:]
+		meta = meta[:i+1] + legacyFailures(r...) + meta[j+1:]
 	}
 	return meta
 }
@@ -186,8 +186,9 @@ func TestHostileRecordsOnSQLite(t *testing.T) {
 			}
 		}
 		assert.NotContains(t, h.logs.String(), "level=ERROR", "no River service logs an error")
-		assert.LessOrEqual(t, h.policy.cache.bytes, maxCachedBytes)
-		assert.LessOrEqual(t, len(h.policy.cache.entries), 8, "the cache holds only valid strategies of at most 4 KiB")
+		cached, size := h.policy.policies.Cached()
+		assert.LessOrEqual(t, size, queuekit.MaxCachedBytes)
+		assert.LessOrEqual(t, cached, 8, "the cache holds only valid strategies of at most 4 KiB")
 	})
 }
 
@@ -248,46 +249,4 @@ func TestErrorVocabulary(t *testing.T) {
 			near(t, h.precision, runs[0].ended.Add(wait), runs[1].scheduled, "job %d waits %v", id, wait)
 		}
 	})
-}
-
-// TestCacheIsBounded: 100,000 distinct strategies keep the cache within
-// its bounds, a working set of 1,000 among them keeps hitting, and a
-// rejected strategy is never kept.
-func TestCacheIsBounded(t *testing.T) {
-	var c strategyCache
-	strategy := func(i int) []byte {
-		return fmt.Appendf(nil, `{"strategy":"bounded","max_attempts":%d}`, i+1)
-	}
-	for i := range 100000 {
-		_, err := c.get(strategy(i), "k")
-		require.NoError(t, err)
-		if i%1000 == 0 {
-			_, err := c.get(fmt.Appendf(nil, `{"strategy":"bounded","max_attempts":%d,"x":1}`, i), "k")
-			require.Error(t, err)
-		}
-	}
-	assert.LessOrEqual(t, len(c.entries), maxCachedEntries)
-	assert.LessOrEqual(t, c.bytes, maxCachedBytes)
-	for key := range c.entries {
-		assert.NotContains(t, key, `"x"`, "a rejected strategy is cached")
-	}
-
-	// A working set of 1,000 hits once warm, however many others pass by.
-	working := func(i int) []byte { return strategy(200000 + i) }
-	for i := range 1000 {
-		_, err := c.get(working(i), "k")
-		require.NoError(t, err)
-	}
-	for round := range 5 {
-		for i := range 1000 {
-			_, err := c.get(strategy(300000+round*1000+i%50), "k") // others, now and then
-			require.NoError(t, err)
-			e, ok := c.entries[string(working(i))]
-			require.True(t, ok, "round %d: working strategy %d was evicted", round, i)
-			_, err = c.get(working(i), "k")
-			require.NoError(t, err)
-			assert.Same(t, e.policy, c.entries[string(working(i))].policy)
-		}
-	}
-	assert.Less(t, math.Abs(float64(c.bytes-len(c.entries)*policyBytes)), float64(len(c.entries)*64), "bytes counts each entry")
 }

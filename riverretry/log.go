@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/retrypolicy/retrypolicy/attemptlog"
+	"github.com/retrypolicy/retrypolicy/queuekit"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 )
@@ -83,20 +84,20 @@ func WriteLog[TTx any](ctx context.Context, w io.Writer, client *river.Client[TT
 // attemptsOf returns the attempts of job that River holds, in order.
 func attemptsOf(job *rivertype.JobRow) []attemptlog.Attempt {
 	name := strconv.FormatInt(job.ID, 10)
-	seed := seedOf(job.ID)
+	seed := queuekit.Seed(job.ID)
 	errs := slices.Clone(job.Errors)
 	slices.SortStableFunc(errs, func(a, b rivertype.AttemptError) int { return a.Attempt - b.Attempt })
-	// The record's failures, newest first, are the newest failed
-	// attempts' ends.
+	// The record's failures, ascending, are the newest failed attempts'
+	// ends.
 	var ends []int64
-	if m := readMetadata(job.Metadata); m.failures != nil && m.problem == "" {
-		ends, _, _ = decodeFailures(m.failures, nil, len(errs))
+	if m := readMetadata(job.Metadata); m.HasRecord {
+		ends, _, _ = m.Failures(nil, len(errs))
 	}
 	out := make([]attemptlog.Attempt, 0, len(errs)+1)
 	for i, e := range errs {
 		end := e.At
-		if k := len(errs) - 1 - i; k < len(ends) {
-			if t := time.UnixMilli(ends[k]); !t.Before(e.At) {
+		if k := len(errs) - 1 - i; k < len(ends) { // the k-th newest
+			if t := time.Unix(0, ends[len(ends)-1-k]); !t.Before(e.At) {
 				end = t
 			}
 		}

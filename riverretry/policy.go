@@ -2,24 +2,20 @@ package riverretry
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
-	"unsafe"
 
 	"github.com/retrypolicy/retrypolicy"
-	"github.com/retrypolicy/retrypolicy/internal/echo"
-	"github.com/retrypolicy/retrypolicy/plan"
+	"github.com/retrypolicy/retrypolicy/queuekit"
 	"github.com/retrypolicy/retrypolicy/retry"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
@@ -101,8 +97,7 @@ type Hooks struct {
 // InsertMany for inserts); each alone is not enough. A Policy is safe for
 // concurrent use, and one Policy serves any number of clients.
 type Policy struct {
-	standard *retrypolicy.Policy
-	kinds    map[string]*retrypolicy.Policy
+	policies *queuekit.Policies
 	next     river.ErrorHandler
 	hooks    Hooks
 	logger   *slog.Logger
@@ -113,7 +108,6 @@ type Policy struct {
 	// setMetadata is river.MetadataSet, or a benchmark's stand-in for
 	// River's encoding of the value outside a job's run.
 	setMetadata func(ctx context.Context, key string, value any) error
-	cache       strategyCache
 	pending     pending
 }
 
@@ -128,8 +122,13 @@ var (
 // the field for an invalid strategy in cfg, and logs at Warn, once, each
 // trap that plan.LintGo finds in its strategies.
 func New(cfg Config) (*Policy, error) {
+	strategies := queuekit.Config{Default: cfg.Default, Kinds: cfg.Kinds}
+	policies, err := queuekit.NewPolicies(strategies)
+	if err != nil {
+		return nil, fmt.Errorf("riverretry: %w", err)
+	}
 	p := &Policy{
-		kinds:       make(map[string]*retrypolicy.Policy, len(cfg.Kinds)),
+		policies:    policies,
 		next:        cfg.ErrorHandler,
 		hooks:       cfg.Hooks,
 		logger:      cfg.Logger,
@@ -144,38 +143,13 @@ func New(cfg Config) (*Policy, error) {
 	if p.now == nil {
 		p.now = time.Now
 	}
-	var err error
-	if p.standard, err = retrypolicy.Compile(cfg.Default); err != nil {
-		return nil, fmt.Errorf("riverretry: Config.Default: %w", err)
-	}
-	for kind, s := range cfg.Kinds {
-		if p.kinds[kind], err = retrypolicy.Compile(s); err != nil {
-			return nil, fmt.Errorf("riverretry: Config.Kinds[%s]: %w", echo.Quote(kind), err)
-		}
-	}
-	p.lint("Config.Default", cfg.Default)
-	for _, kind := range slices.Sorted(maps.Keys(cfg.Kinds)) {
-		p.lint("Config.Kinds["+echo.Quote(kind)+"]", cfg.Kinds[kind])
+	// The lint has no tick: River runs a retry when it is due (within its
+	// scheduler's few seconds), not on a controller's minute.
+	for _, w := range strategies.Lint() {
+		p.logger.Warn("riverretry: "+w.Field+": "+w.Message, "code", w.Code, "fix", w.Fix,
+			"tick", "none: linted with each retry when due, as River runs it")
 	}
 	return p, nil
-}
-
-// lint logs, once, each warning plan.LintGo finds in the strategy of a
-// Config field, in the names of its Go fields: a bounded strategy that
-// never gives up, waits that grow to days, a retry storm. It lints with no
-// tick: River runs a retry when it is due (within its scheduler's few
-// seconds), not on a controller's minute, and the line says so.
-func (p *Policy) lint(field string, s retrypolicy.Strategy) {
-	report, err := plan.LintGo(context.Background(), s) // s compiled, no tick: no error
-	if err != nil {
-		return
-	}
-	for _, f := range report.Findings {
-		if f.Severity == plan.Warning {
-			p.logger.Warn("riverretry: "+field+": "+f.Message, "code", f.Code, "fix", f.Fix,
-				"tick", "none: linted with each retry when due, as River runs it")
-		}
-	}
 }
 
 // Install makes p the retry policy, the error handler and a middleware of
@@ -228,13 +202,13 @@ func (p *Policy) Work(ctx context.Context, job *rivertype.JobRow, doInner func(c
 	var room [16]int64
 	pol, rec, added := p.read(ctx, job, p.now(), room[:])
 	if added > 0 {
-		sortNewestFirst(rec.failures)
-		newest := time.UnixMilli(rec.failures[0])
+		slices.Sort(rec.Failures)
+		newest := time.Unix(0, rec.Failures[len(rec.Failures)-1])
 		// NextRetry decided on these failures and reported it when River
 		// asked it for their retry: this acts on them, and reports nothing.
-		d := p.decide(job, pol, rec.failures, 0, newest)
+		d := p.decide(job, pol, rec.Failures, 0, newest)
 		if d.Action == retrypolicy.Fatal {
-			rec.seen = job.Attempt
+			rec.Seen = job.Attempt
 			p.setRecord(ctx, pol, rec, d)
 			return river.JobCancel(&FatalError{Decision: d, Reason: retry.Reason(d.Reason), Err: errors.New(lastError(job))})
 		}
@@ -259,7 +233,7 @@ func (p *Policy) Work(ctx context.Context, job *rivertype.JobRow, doInner func(c
 type run struct {
 	job   *rivertype.JobRow
 	pol   *retrypolicy.Policy
-	rec   record
+	rec   queuekit.Record
 	start time.Time
 }
 
@@ -270,10 +244,8 @@ func (p *Policy) failed(ctx context.Context, r run, err error) error {
 	job, pol, rec, start := r.job, r.pol, r.rec, r.start
 	end := p.now()
 	at := end.Truncate(time.Millisecond)
-	rec.failures = append(rec.failures, 0)
-	copy(rec.failures[1:], rec.failures)
-	rec.failures[0] = at.UnixMilli()
-	v := verdictOn(p.decide(job, pol, rec.failures, end.Sub(start), at))
+	rec.Failures = append(rec.Failures, at.UnixNano())
+	v := verdictOn(p.decide(job, pol, rec.Failures, end.Sub(start), at))
 	d := &v.Decision
 	switch {
 	case retry.IsPermanent(err):
@@ -283,8 +255,8 @@ func (p *Policy) failed(ctx context.Context, r run, err error) error {
 			d.Action, d.Due = retrypolicy.Wait, at.Add(wait)
 		}
 	}
-	p.logDecision(ctx, job, rec.failures, end.Sub(start), v)
-	rec.seen = job.Attempt
+	p.logDecision(ctx, job, rec.Failures, end.Sub(start), v)
+	rec.Seen = job.Attempt
 	p.setRecord(ctx, pol, rec, *d)
 	if d.Action == retrypolicy.Fatal && err != nil {
 		if p.next != nil {
@@ -310,12 +282,13 @@ func verdictOn(d retrypolicy.Decision) verdict {
 }
 
 // setRecord writes rec into the job's metadata when the attempt ends,
-// keeping of its failures, newest first, only those that can count again:
-// those in the window of the newest, and for a bounded strategy no more
-// than its MaxAttempts.
-func (p *Policy) setRecord(ctx context.Context, pol *retrypolicy.Policy, rec record, d retrypolicy.Decision) {
-	rec.failures = rec.failures[:min(d.InWindow, mostKept(pol), len(rec.failures))]
-	if err := p.setMetadata(ctx, MetadataKey, rec.encode()); err != nil {
+// keeping of its failures only those that can count again: those in the
+// window of the newest, and for a bounded strategy no more than its
+// MaxAttempts.
+func (p *Policy) setRecord(ctx context.Context, pol *retrypolicy.Policy, rec queuekit.Record, d retrypolicy.Decision) {
+	slices.Sort(rec.Failures) // the failure just decided is the newest, unless a clock stepped back
+	rec.Failures = rec.Failures[len(rec.Failures)-min(d.InWindow, mostKept(pol), len(rec.Failures)):]
+	if err := p.setMetadata(ctx, MetadataKey, json.RawMessage(rec.AppendJSON(nil))); err != nil {
 		p.logger.ErrorContext(ctx, "riverretry: cannot record the failure in the job's metadata", slog.String("error", err.Error()))
 	}
 }
@@ -334,11 +307,11 @@ func mostKept(pol *retrypolicy.Policy) int {
 // with a log line, when it cannot be trusted), with the failures the
 // middleware never saw appended to it, and how many those were. The
 // failures are appended to room.
-func (p *Policy) read(ctx context.Context, job *rivertype.JobRow, now time.Time, room []int64) (*retrypolicy.Policy, record, int) {
+func (p *Policy) read(ctx context.Context, job *rivertype.JobRow, now time.Time, room []int64) (*retrypolicy.Policy, queuekit.Record, int) {
 	m := readMetadata(job.Metadata)
-	pol, err := p.policyFor(job.Kind, m.strategy)
+	pol, err := p.policyFor(job.Kind, m.Strategy)
 	if err != nil {
-		pol = p.kindPolicy(job.Kind)
+		pol = p.policies.Kind(job.Kind)
 		p.logger.WarnContext(ctx, "riverretry: the job's strategy is invalid; its kind's strategy applies",
 			slog.Int64("job_id", job.ID), slog.String("kind", job.Kind), slog.String("error", err.Error()))
 	}
@@ -351,13 +324,8 @@ func (p *Policy) read(ctx context.Context, job *rivertype.JobRow, now time.Time,
 		}
 	}
 	var added int
-	rec.failures, added = unseen(job, rec.seen, rec.failures, now)
+	rec.Failures, added = unseen(job, rec.Seen, rec.Failures, now)
 	return pol, rec, added
-}
-
-// sortNewestFirst orders failures from the newest.
-func sortNewestFirst(failures []int64) {
-	slices.SortFunc(failures, func(a, b int64) int { return cmp.Compare(b, a) })
 }
 
 // isFailure reports whether a run that returned err failed: not a cancel,
@@ -471,9 +439,9 @@ func (p *Policy) NextRetry(job *rivertype.JobRow) time.Time {
 func (p *Policy) decideUnseen(ctx context.Context, job *rivertype.JobRow, now time.Time, uptime time.Duration) retrypolicy.Decision {
 	var room [16]int64
 	pol, rec, _ := p.read(ctx, job, now, room[:])
-	rec.failures = append(rec.failures, now.UnixMilli())
-	d := p.decide(job, pol, rec.failures, uptime, now)
-	p.logDecision(ctx, job, rec.failures, uptime, verdictOn(d))
+	rec.Failures = append(rec.Failures, now.UnixNano())
+	d := p.decide(job, pol, rec.Failures, uptime, now)
+	p.logDecision(ctx, job, rec.Failures, uptime, verdictOn(d))
 	if d.Action == retrypolicy.Fatal {
 		p.logger.InfoContext(ctx, "riverretry: the strategy gives up on a failure River reports outside a run; the job is cancelled when next fetched",
 			slog.Int64("job_id", job.ID), slog.String("kind", job.Kind), slog.Any("decision", d))
@@ -481,7 +449,7 @@ func (p *Policy) decideUnseen(ctx context.Context, job *rivertype.JobRow, now ti
 	return d
 }
 
-// decide decides at now on job's failures (Unix milliseconds, in any
+// decide decides at now on job's failures (Unix nanoseconds, in any
 // order), the newest after a run of uptime.
 func (p *Policy) decide(job *rivertype.JobRow, pol *retrypolicy.Policy, failures []int64, uptime time.Duration, now time.Time) retrypolicy.Decision {
 	var room [32]time.Time
@@ -489,10 +457,10 @@ func (p *Policy) decide(job *rivertype.JobRow, pol *retrypolicy.Policy, failures
 	if len(failures) > len(room) {
 		times = make([]time.Time, 0, len(failures))
 	}
-	for _, ms := range failures {
-		times = append(times, time.UnixMilli(ms))
+	for _, ns := range failures {
+		times = append(times, time.Unix(0, ns))
 	}
-	d, _ := pol.Decide(times, uptime, seedOf(job.ID), now) // failures is never empty
+	d, _ := pol.Decide(times, uptime, queuekit.Seed(job.ID), now) // failures is never empty
 	return d
 }
 
@@ -506,35 +474,22 @@ func (p *Policy) logDecision(ctx context.Context, job *rivertype.JobRow, failure
 		return
 	}
 	p.logger.DebugContext(ctx, "riverretry: decided", slog.Int64("job_id", job.ID), slog.Int("attempt", job.Attempt),
-		slog.Time("failed_at", time.UnixMilli(slices.Max(failures)).UTC()), slog.Int("failures", len(failures)),
+		slog.Time("failed_at", time.Unix(0, slices.Max(failures)).UTC()), slog.Int("failures", len(failures)),
 		slog.Duration("uptime", uptime), slog.Any("decision", v.Decision), slog.String("gave_up", v.gaveUp.String()))
-}
-
-// seedOf is the jitter seed of job id: SeedFromString of its decimal id.
-// The digits are written on the stack and read in place, as SeedFromString
-// keeps nothing of its argument, so that a decision does not allocate.
-func seedOf(id int64) uint64 {
-	var room [20]byte
-	digits := strconv.AppendInt(room[:0], id, 10)
-	return retrypolicy.SeedFromString(unsafe.String(&digits[0], len(digits)))
 }
 
 // policyFor returns the policy of a job: its own strategy (the raw
 // MetadataStrategy value, nil when absent), else its kind's.
 func (p *Policy) policyFor(kind string, raw []byte) (*retrypolicy.Policy, error) {
-	if raw != nil {
-		return p.cache.get(raw, kind)
+	if raw == nil {
+		return p.policies.Kind(kind), nil
 	}
-	return p.kindPolicy(kind), nil
-}
-
-// kindPolicy returns the policy of the jobs of kind without their own
-// strategy: Config.Kinds of kind, else Config.Default.
-func (p *Policy) kindPolicy(kind string) *retrypolicy.Policy {
-	if pol, ok := p.kinds[kind]; ok {
-		return pol
+	pol, err := p.policies.Own(raw)
+	if err != nil {
+		ve, _ := errors.AsType[*retrypolicy.ValidationError](err)
+		return nil, &StrategyError{Kind: kind, Err: ve}
 	}
-	return p.standard
+	return pol, nil
 }
 
 // InsertMany is the insert middleware: it refuses a batch in which a job's
@@ -548,12 +503,12 @@ func (p *Policy) InsertMany(ctx context.Context, manyParams []*rivertype.JobInse
 			continue
 		}
 		m := readMetadata(params.Metadata)
-		if m.problem == metadataNotObject || !json.Valid(params.Metadata) {
+		if m.Problem == queuekit.NotObject || !json.Valid(params.Metadata) {
 			p.refused(ctx, params.Kind)
-			return nil, fmt.Errorf("riverretry: job of kind %s: %s", echo.Quote(params.Kind), metadataNotObject)
+			return nil, fmt.Errorf("riverretry: job of kind %s: %s", queuekit.Quote(params.Kind), queuekit.NotObject)
 		}
-		if m.strategy != nil {
-			if _, err := p.cache.get(m.strategy, params.Kind); err != nil {
+		if m.Strategy != nil {
+			if _, err := p.policyFor(params.Kind, m.Strategy); err != nil {
 				p.refused(ctx, params.Kind)
 				return nil, err
 			}
@@ -601,7 +556,7 @@ type StrategyError struct {
 // named from the metadata ("retry_strategy.max_attempts").
 func (e *StrategyError) Error() string {
 	var b strings.Builder
-	b.WriteString("riverretry: job of kind " + echo.Quote(e.Kind) + ": invalid " + MetadataStrategy + ": ")
+	b.WriteString("riverretry: job of kind " + queuekit.Quote(e.Kind) + ": invalid " + MetadataStrategy + ": ")
 	for i, fe := range e.Err.Errors {
 		if i > 0 {
 			b.WriteString("; ")

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/queuekit"
 	"github.com/retrypolicy/retrypolicy/retry"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
@@ -23,175 +24,130 @@ import (
 // TestRecordReadsBackWhatItWrites: a record written into metadata, among
 // other keys nested deeper than any limit, reads back with the same
 // attempt and failures, and the test's own decoder reads the same
-// failures from encoding/json's text.
+// failures from the text.
 func TestRecordReadsBackWhatItWrites(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		n := rapid.IntRange(0, 40).Draw(t, "failures")
-		r := record{seen: rapid.IntRange(0, MaxAttempts).Draw(t, "seen")}
-		ms := rapid.Int64Range(0, 1<<62).Draw(t, "newest")
+		r := queuekit.Record{Seen: rapid.IntRange(0, MaxAttempts).Draw(t, "seen")}
+		ns := rapid.Int64Range(0, 1<<62).Draw(t, "oldest")
 		for range n {
-			r.failures = append(r.failures, ms)
-			ms -= rapid.Int64Range(0, ms).Draw(t, "gap")
+			r.Failures = append(r.Failures, ns)
+			ns += rapid.Int64Range(0, 1<<62-ns).Draw(t, "gap")
 		}
-		text, err := json.Marshal(r.encode())
-		require.NoError(t, err)
 		deep := strings.Repeat(`[{"x":`, 40) + `"}"` + strings.Repeat(`}]`, 40)
-		meta := []byte(`{"a":` + deep + `,"` + MetadataKey + `":` + string(text) + `,"` + MetadataStrategy + `":{"strategy":"none"},"z":null}`)
+		meta := []byte(`{"a":` + deep + `,"` + MetadataKey + `":` + string(r.AppendJSON(nil)) + `,"` + MetadataStrategy + `":{"strategy":"none"},"z":null}`)
 		m := readMetadata(meta)
-		require.Empty(t, m.problem, "%s", meta)
-		assert.Equal(t, `{"strategy":"none"}`, string(m.strategy))
-		assert.Equal(t, r.seen, m.seen)
-		got, more, ok := decodeFailures(m.failures, nil, math.MaxInt)
+		require.Empty(t, m.Problem, "%s", meta)
+		assert.Equal(t, `{"strategy":"none"}`, string(m.Strategy))
+		assert.Equal(t, r.Seen, m.Seen)
+		got, more, ok := m.Failures(nil, math.MaxInt)
 		require.True(t, ok)
 		assert.False(t, more)
-		assert.Equal(t, r.failures, got[:len(got):len(got)])
+		assert.Equal(t, len(r.Failures), len(got))
+		assert.Equal(t, r.Failures, got[:len(got):len(got)])
 		seen, times, ok := recordOf(t, meta)
 		require.True(t, ok)
-		assert.Equal(t, r.seen, seen)
+		assert.Equal(t, r.Seen, seen)
 		require.Len(t, times, n)
 		for i, at := range times {
-			assert.Equal(t, r.failures[i], at.UnixMilli())
+			assert.Equal(t, r.Failures[n-1-i], at.UnixNano())
 		}
 	})
-}
-
-// TestRecordIsCompact: a record of 1,000 failures over a week takes at
-// most 8 bytes a failure, all of it counted as encoding/json writes it.
-func TestRecordIsCompact(t *testing.T) {
-	now := time.Date(2026, 11, 2, 15, 0, 0, 0, time.UTC)
-	for _, n := range []int{1000, 10} {
-		job := jobWithFailures(n, now)
-		m := readMetadata(job.Metadata)
-		text, err := json.Marshal(recordJSON{Seen: m.seen, Failures: string(m.failures)})
-		require.NoError(t, err)
-		perFailure := float64(len(text)) / float64(n)
-		t.Logf("%d failures over a week: %d bytes, %.2f a failure", n, len(text), perFailure)
-		if n == 1000 {
-			assert.LessOrEqual(t, perFailure, 8.0)
-		}
-	}
-}
-
-// token is v's token, as putToken writes it.
-func token(v uint64) []byte {
-	b := make([]byte, tokenLen(v))
-	putToken(b, v)
-	return b
-}
-
-// TestTokens: each value up to the largest a token holds reads back, and
-// a token too long, cut short, or of a character outside the alphabet is
-// refused.
-func TestTokens(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
-		v := rapid.Uint64Range(0, math.MaxInt64).Draw(t, "v")
-		enc := token(v)
-		got, n := nextToken(append(enc, 'A'))
-		assert.Equal(t, v, got)
-		assert.Equal(t, len(enc), n)
-	})
-	assert.Equal(t, "A", string(token(0)))
-	assert.Equal(t, "f", string(token(31)))
-	assert.Equal(t, "gB", string(token(32)))
-	for _, bad := range []string{"", "g", "gg", "*", "A=", strings.Repeat("_", 12) + "I", strings.Repeat("_", 13) + "A"} {
-		if _, n := nextToken([]byte(bad)); n != 0 && n == len(bad) {
-			t.Errorf("token %q read whole", bad)
-		}
-	}
-	// The record the package documentation shows.
-	doc, _, ok := decodeFailures([]byte("8-zssum0BstD8gD"), nil, 10)
-	require.True(t, ok)
-	var times []string
-	for _, ms := range doc {
-		times = append(times, time.UnixMilli(ms).UTC().Format(time.RFC3339Nano))
-	}
-	assert.Equal(t, []string{"2026-11-02T15:00:04.7Z", "2026-11-02T15:00:01.2Z", "2026-11-02T14:59:58.1Z"}, times)
-	if _, _, ok := decodeFailures([]byte("AAg"), nil, 10); ok {
-		t.Error("a list cut short is read")
-	}
 }
 
 // TestReadMetadata: what a job's metadata may hold.
 func TestReadMetadata(t *testing.T) {
 	deep := strings.Repeat(`{"k":`, 17) + `1` + strings.Repeat(`}`, 17)
 	for _, tc := range []struct {
-		meta     string
-		problem  string // a part of the problem named, "" for none
-		strategy string
-		failures string
+		meta      string
+		problem   string // a part of the problem named, "" for none
+		strategy  string
+		hasRecord bool
 	}{
-		{``, "", "", ""},
-		{`{}`, "", "", ""},
-		{` { "retry_strategy" : null } `, "", "", ""},
-		{`{"retry_strat\u0065gy":{"strategy":"none"}}`, "", `{"strategy":"none"}`, ""},
-		{`{"user":` + deep + `,"retry_strategy":"bounded"}`, "", `"bounded"`, ""},
-		{`{"retrypolicy":{"seen_attempt":2,"failures":"AB","future_key":[1]}}`, "", "", "AB"},
-		{`{"retrypolicy":null}`, "", "", ""},
-		{`{"retrypolicy":{"seen_attempt":1.0,"failures":""}}`, "is not {", "", ""},
-		{`{"retrypolicy":{"seen_attempt":"3","failures":""}}`, "is not {", "", ""},
-		{`{"retrypolicy":{"seen_attempt":3}}`, "is not {", "", ""},
-		{`{"retrypolicy":{"seen_attempt":3,"failures":[{"attempt":1,"at":"2026-11-02T15:00:00Z"}]}}`, "is not {", "", ""},
-		{`{"retrypolicy":[]}`, "is not {", "", ""},
-		{`{"retrypolicy":12}`, "is not {", "", ""},
-		{`[]`, "JSON object", "", ""},
-		{`{"a":1`, "JSON object", "", ""},
-		{`{,}`, "JSON object", "", ""},
+		{``, "", "", false},
+		{`{}`, "", "", false},
+		{` { "retry_strategy" : null } `, "", "", false},
+		{`{"retry_strat\u0065gy":{"strategy":"none"}}`, "", `{"strategy":"none"}`, false},
+		{`{"user":` + deep + `,"retry_strategy":"bounded"}`, "", `"bounded"`, false},
+		{`{"retrypolicy":{"seen_attempt":2,"failures":"AB","future_key":[1]}}`, "", "", true},
+		{`{"retrypolicy":{"seen_attempt":2,"history":"AgA","future_key":[1]}}`, "", "", true},
+		{`{"retrypolicy":null}`, "", "", false},
+		{`{"retrypolicy":{"seen_attempt":1.0,"failures":""}}`, "is not {", "", false},
+		{`{"retrypolicy":{"seen_attempt":"3","failures":""}}`, "is not {", "", false},
+		{`{"retrypolicy":{"seen_attempt":3}}`, "is not {", "", false},
+		{`{"retrypolicy":{"seen_attempt":3,"failures":[{"attempt":1,"at":"2026-11-02T15:00:00Z"}]}}`, "is not {", "", false},
+		{`{"retrypolicy":[]}`, "is not {", "", false},
+		{`{"retrypolicy":12}`, "is not {", "", false},
+		{`[]`, "JSON object", "", false},
+		{`{"a":1`, "JSON object", "", false},
+		{`{,}`, "JSON object", "", false},
 	} {
 		m := readMetadata([]byte(tc.meta))
 		if tc.problem == "" {
-			assert.Empty(t, m.problem, "%s", tc.meta)
+			assert.Empty(t, m.Problem, "%s", tc.meta)
 		} else {
-			assert.Contains(t, m.problem, tc.problem, "%s", tc.meta)
+			assert.Contains(t, m.Problem, tc.problem, "%s", tc.meta)
 		}
-		assert.Equal(t, tc.strategy, string(m.strategy), "%s", tc.meta)
-		assert.Equal(t, tc.failures, string(m.failures), "%s", tc.meta)
+		assert.Equal(t, tc.strategy, string(m.Strategy), "%s", tc.meta)
+		assert.Equal(t, tc.hasRecord, m.HasRecord, "%s", tc.meta)
 	}
 }
 
 // TestCheckRecord: a record is checked against River's columns and the
 // clock; what cannot be trusted is named, and instants a little ahead
-// (another client's clock) count as now.
+// (another client's clock) count as now. Records in the History's
+// encoding and in the earlier text are checked alike.
 func TestCheckRecord(t *testing.T) {
 	now := time.Date(2026, 11, 2, 15, 0, 0, 0, time.UTC)
-	enc := func(times ...time.Time) string {
-		var r record
-		for _, at := range times {
-			r.failures = append(r.failures, at.UnixMilli())
+	for _, legacy := range []bool{false, true} {
+		// enc is a record of seen with these failures, newest first.
+		enc := func(seen int, times ...time.Time) queuekit.Metadata {
+			if legacy {
+				var ms []int64
+				for _, at := range times {
+					ms = append(ms, at.UnixMilli())
+				}
+				return readMetadata([]byte(`{"retrypolicy":{"seen_attempt":` + strconv.Itoa(seen) + `,"failures":"` + legacyFailures(ms...) + `"}}`))
+			}
+			r := queuekit.Record{Seen: seen}
+			for i := len(times) - 1; i >= 0; i-- {
+				r.Failures = append(r.Failures, times[i].UnixNano())
+			}
+			return readMetadata([]byte(`{"retrypolicy":` + string(r.AppendJSON(nil)) + `}`))
 		}
-		return r.encode().Failures
-	}
-	for _, tc := range []struct {
-		name     string
-		attempt  int
-		errors   int
-		seen     int
-		failures string
-		limit    int
-		problem  string
-		want     []time.Time
-	}{
-		{"sound", 3, 2, 2, enc(now.Add(-time.Minute), now.Add(-2*time.Minute)), 10, "", []time.Time{now.Add(-time.Minute), now.Add(-2 * time.Minute)}},
-		{"ahead within the skew", 3, 2, 2, enc(now.Add(10*time.Minute), now.Add(-time.Minute)), 10, "", []time.Time{now, now.Add(-time.Minute)}},
-		{"far in the future", 2, 1, 1, enc(time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)), 10, "after the allowed clock skew", nil},
-		{"before the job", 2, 1, 1, enc(now.Add(-48 * time.Hour)), 10, "before the job was created", nil},
-		{"seen beyond the job", 3, 2, 7, enc(now), 10, "has seen attempt 7", nil},
-		{"more failures than attempts", 3, 2, 2, enc(now, now, now), 10, "more failures than the job's 2 attempts", nil},
-		{"more failures than errors", 5, 1, 4, enc(now, now), 10, "and 1 errors", nil},
-		{"cut to the strategy's bound", 5, 4, 4, enc(now, now.Add(-time.Second), now.Add(-2*time.Second)), 2, "", []time.Time{now, now.Add(-time.Second)}},
-		{"not tokens", 2, 1, 1, "*", 10, "not a list of failure times", nil},
-	} {
-		job := &rivertype.JobRow{ID: 1, Attempt: tc.attempt, CreatedAt: now.Add(-24 * time.Hour), Errors: make([]rivertype.AttemptError, tc.errors)}
-		rec, problem := checkRecord(job, meta{seen: tc.seen, failures: []byte(tc.failures)}, now, tc.limit, nil)
-		if tc.problem == "" {
-			assert.Empty(t, problem, tc.name)
-		} else {
-			assert.Contains(t, problem, tc.problem, tc.name)
+		for _, tc := range []struct {
+			name    string
+			attempt int
+			errors  int
+			m       queuekit.Metadata
+			limit   int
+			problem string
+			want    []time.Time // newest first
+		}{
+			{"sound", 3, 2, enc(2, now.Add(-time.Minute), now.Add(-2*time.Minute)), 10, "", []time.Time{now.Add(-time.Minute), now.Add(-2 * time.Minute)}},
+			{"ahead within the skew", 3, 2, enc(2, now.Add(10*time.Minute), now.Add(-time.Minute)), 10, "", []time.Time{now, now.Add(-time.Minute)}},
+			{"far in the future", 2, 1, enc(1, time.Date(2200, 12, 31, 23, 59, 59, 0, time.UTC)), 10, "after the allowed clock skew", nil},
+			{"before the job", 2, 1, enc(1, now.Add(-48*time.Hour)), 10, "before the job was created", nil},
+			{"seen beyond the job", 3, 2, enc(7, now), 10, "has seen attempt 7", nil},
+			{"more failures than attempts", 3, 2, enc(2, now, now, now), 10, "more failures than the job's 2 attempts", nil},
+			{"more failures than errors", 5, 1, enc(4, now, now), 10, "and 1 errors", nil},
+			{"cut to the strategy's bound", 5, 4, enc(4, now, now.Add(-time.Second), now.Add(-2*time.Second)), 2, "", []time.Time{now, now.Add(-time.Second)}},
+			{"not a list", 2, 1, readMetadata([]byte(`{"retrypolicy":{"seen_attempt":1,"failures":"*"}}`)), 10, "not a list of failure times", nil},
+			{"not a history", 2, 1, readMetadata([]byte(`{"retrypolicy":{"seen_attempt":1,"history":"AgEA"}}`)), 10, "not a list of failure times", nil},
+		} {
+			job := &rivertype.JobRow{ID: 1, Attempt: tc.attempt, CreatedAt: now.Add(-24 * time.Hour), Errors: make([]rivertype.AttemptError, tc.errors)}
+			rec, problem := checkRecord(job, tc.m, now, tc.limit, nil)
+			if tc.problem == "" {
+				assert.Empty(t, problem, tc.name)
+			} else {
+				assert.Contains(t, problem, tc.problem, tc.name)
+			}
+			var got []time.Time
+			for i := len(rec.Failures) - 1; i >= 0; i-- {
+				got = append(got, time.Unix(0, rec.Failures[i]).UTC())
+			}
+			assert.Equal(t, tc.want, got, "%s (legacy %v)", tc.name, legacy)
 		}
-		var got []time.Time
-		for _, ms := range rec.failures {
-			got = append(got, time.UnixMilli(ms).UTC())
-		}
-		assert.Equal(t, tc.want, got, tc.name)
 	}
 }
 
@@ -200,7 +156,7 @@ func TestCheckRecord(t *testing.T) {
 func TestSeedIsTheDecimalID(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		id := rapid.Int64().Draw(t, "id")
-		assert.Equal(t, retrypolicy.SeedFromString(strconv.FormatInt(id, 10)), seedOf(id))
+		assert.Equal(t, retrypolicy.SeedFromString(strconv.FormatInt(id, 10)), queuekit.Seed(id))
 	})
 }
 

@@ -1,4 +1,4 @@
-package riverretry
+package queuekit
 
 import (
 	"errors"
@@ -9,10 +9,10 @@ import (
 
 // strategyCache holds the strategies jobs carry, compiled, by their bytes:
 // jobs repeat a few, and compiling costs more than deciding. It keeps the
-// most recently used, at most maxCachedEntries of them and maxCachedBytes
+// most recently used, at most MaxCachedStrategies of them and MaxCachedBytes
 // counted as each one's bytes plus the most a compiled Policy takes, and
-// never a strategy that is invalid or longer than maxCachedKey, which are
-// parsed again on each use.
+// never a strategy that is invalid or longer than MaxCachedDescriptor,
+// which are parsed again on each use.
 type strategyCache struct {
 	mu      sync.Mutex
 	entries map[string]*cacheEntry
@@ -26,18 +26,31 @@ type cacheEntry struct {
 	prev, next *cacheEntry
 }
 
+// The bounds of the cache of jobs' own strategies.
 const (
-	maxCachedEntries = 2048
-	maxCachedBytes   = 16 << 20
-	maxCachedKey     = 4 << 10
+	// MaxCachedStrategies is the most strategies the cache holds.
+	MaxCachedStrategies = 2048
+	// MaxCachedBytes is the most bytes it holds, each strategy counted as
+	// its descriptor's bytes plus the most a compiled Policy takes.
+	MaxCachedBytes = 16 << 20
+	// MaxCachedDescriptor is the longest descriptor it keeps; a longer one
+	// is compiled on each use.
+	MaxCachedDescriptor = 4 << 10
 	// policyBytes is what an entry costs beside its key: a compiled Policy
 	// takes at most 8.5 KiB, the entry and the map's slot the rest.
 	policyBytes = 9 << 10
 )
 
-// get returns the compiled strategy raw, or a *StrategyError for the job
-// kind.
-func (c *strategyCache) get(raw []byte, kind string) (*retrypolicy.Policy, error) {
+// Cached returns how many of the jobs' own strategies p's cache holds,
+// and the bytes it counts for them.
+func (p *Policies) Cached() (strategies, bytes int) {
+	p.cache.mu.Lock()
+	defer p.cache.mu.Unlock()
+	return len(p.cache.entries), p.cache.bytes
+}
+
+// get returns the compiled strategy raw, or a *retrypolicy.ValidationError.
+func (c *strategyCache) get(raw []byte) (*retrypolicy.Policy, error) {
 	c.mu.Lock()
 	if e, ok := c.entries[string(raw)]; ok {
 		c.unlink(e)
@@ -46,11 +59,11 @@ func (c *strategyCache) get(raw []byte, kind string) (*retrypolicy.Policy, error
 		return e.policy, nil
 	}
 	c.mu.Unlock()
-	p, err := compileStrategy(raw)
-	if err != nil {
-		return nil, &StrategyError{Kind: kind, Err: err}
+	p, ve := compileStrategy(raw)
+	if ve != nil {
+		return nil, ve
 	}
-	if len(raw) <= maxCachedKey {
+	if len(raw) <= MaxCachedDescriptor {
 		c.add(string(raw), p)
 	}
 	return p, nil
@@ -68,7 +81,7 @@ func (c *strategyCache) add(key string, p *retrypolicy.Policy) {
 	if _, ok := c.entries[key]; ok { // another goroutine compiled it too
 		return
 	}
-	for len(c.entries) > 0 && (len(c.entries) >= maxCachedEntries || c.bytes+len(key)+policyBytes > maxCachedBytes) {
+	for len(c.entries) > 0 && (len(c.entries) >= MaxCachedStrategies || c.bytes+len(key)+policyBytes > MaxCachedBytes) {
 		oldest := c.recent.prev
 		c.unlink(oldest)
 		delete(c.entries, oldest.key)

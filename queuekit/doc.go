@@ -1,0 +1,23 @@
+// Package queuekit holds what every queue adapter of retrypolicy needs besides its queue.
+//
+// An adapter (riverretry for River, natsretry for NATS JetStream) is the
+// glue between a queue's hooks and the decision; what does not depend on
+// the queue lives here, once:
+//
+//   - [Policies]: the strategies of a queue's jobs, a default and one for
+//     each kind, compiled at start and linted for the traps a crash loop
+//     shows ([Config.Lint]); a job's own strategy, carried with it as a
+//     descriptor, compiled once and cached by its bytes.
+//   - [Record]: what an adapter keeps of a job between its runs (the last
+//     attempt it saw end and the failures that can still count), in the
+//     binary encoding of the root History, as bytes ([Record.AppendBinary])
+//     or inside a job's JSON metadata ([ReadMetadata], [Record.AppendJSON]).
+//   - [Seed]: the jitter seed of a job with a numeric id, computed without
+//     allocating.
+//   - [Quote]: a name from outside (a job's kind) made safe for a message.
+//
+// The attempt log that adapters write for replay is package attemptlog.
+//
+// Everything here is safe for concurrent use; none of it logs: an adapter
+// reports what it is given in its own logger's words.
+package queuekit

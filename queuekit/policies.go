@@ -1,0 +1,106 @@
+package queuekit
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/internal/echo"
+	"github.com/retrypolicy/retrypolicy/plan"
+)
+
+// Config is the strategies of a queue's jobs.
+type Config struct {
+	// Default is the strategy of a job without its own and without one for
+	// its kind in Kinds. The zero Strategy means retrypolicy.Default().
+	Default retrypolicy.Strategy
+	// Kinds maps a job kind to the strategy of its jobs that do not carry
+	// their own.
+	Kinds map[string]retrypolicy.Strategy
+}
+
+// Policies are the compiled strategies of a queue's jobs. The zero value is
+// not usable: make one with NewPolicies. Policies are safe for concurrent
+// use.
+type Policies struct {
+	standard *retrypolicy.Policy
+	kinds    map[string]*retrypolicy.Policy
+	cache    strategyCache
+}
+
+// NewPolicies compiles c's strategies. Its error names the field at fault
+// as Go writes it, Config.Default or Config.Kinds["kind"], and matches
+// retrypolicy.ErrInvalid.
+func NewPolicies(c Config) (*Policies, error) {
+	p := &Policies{kinds: make(map[string]*retrypolicy.Policy, len(c.Kinds))}
+	var err error
+	if p.standard, err = retrypolicy.Compile(c.Default); err != nil {
+		return nil, fmt.Errorf("Config.Default: %w", err)
+	}
+	for kind, s := range c.Kinds {
+		if p.kinds[kind], err = retrypolicy.Compile(s); err != nil {
+			return nil, fmt.Errorf("Config.Kinds[%s]: %w", Quote(kind), err)
+		}
+	}
+	return p, nil
+}
+
+// Kind returns the policy of the jobs of kind that do not carry their own
+// strategy: Config.Kinds of kind, else Config.Default.
+func (p *Policies) Kind(kind string) *retrypolicy.Policy {
+	if pol, ok := p.kinds[kind]; ok {
+		return pol
+	}
+	return p.standard
+}
+
+// Own returns the policy of a job's own strategy, raw, a strategy
+// descriptor in JSON, or a *retrypolicy.ValidationError listing what makes
+// it invalid. Strategies are compiled once and cached by their bytes
+// (within MaxCachedStrategies and MaxCachedBytes), so that a job's
+// decision does not parse its strategy again.
+func (p *Policies) Own(raw []byte) (*retrypolicy.Policy, error) {
+	return p.cache.get(raw)
+}
+
+// Warning is a trap that plan.LintGo finds in one of Config's strategies.
+type Warning struct {
+	// Field is the strategy's field in Config: Config.Default or
+	// Config.Kinds["kind"].
+	Field string
+	plan.Finding
+}
+
+// Lint returns the warnings plan.LintGo finds in c's strategies, in the
+// names of their Go fields, with no controller tick (a queue runs a retry
+// when it is due): a bounded strategy that never gives up, one that gives
+// up within a minute of an outage, waits that grow to days, a retry storm.
+// Default comes first, then the kinds in order. An invalid strategy has
+// none (NewPolicies refuses it).
+func (c Config) Lint() []Warning {
+	var out []Warning
+	add := func(field string, s retrypolicy.Strategy) {
+		report, err := plan.LintGo(context.Background(), s)
+		if err != nil {
+			return
+		}
+		for _, f := range report.Findings {
+			if f.Severity == plan.Warning {
+				out = append(out, Warning{Field: field, Finding: f})
+			}
+		}
+	}
+	add("Config.Default", c.Default)
+	for _, kind := range slices.Sorted(maps.Keys(c.Kinds)) {
+		add("Config.Kinds["+Quote(kind)+"]", c.Kinds[kind])
+	}
+	return out
+}
+
+// Quote returns s quoted for a message: at most 64 bytes of it, with
+// quotes, backslashes, control characters and invalid UTF-8 escaped, so
+// that a name from outside (a job's kind) cannot forge a second line or
+// drive a terminal.
+func Quote(s string) string { return echo.Quote(s) }
