@@ -7,7 +7,7 @@ require (
 	github.com/cenkalti/backoff/v5 v5.0.3
 	github.com/failsafe-go/failsafe-go v0.9.8
 	github.com/hashicorp/go-retryablehttp v0.7.8
-	github.com/retrypolicy/retrypolicy v0.0.0
+	github.com/retrypolicy/retrypolicy v0.1.0
 	github.com/riverqueue/river v0.51.2
 	github.com/riverqueue/river/rivertype v0.51.2
 	github.com/sethvargo/go-retry v0.5.0
@@ -27,4 +27,6 @@ require (
 	golang.org/x/sync v0.24.0 // indirect
 )
 
+// For development in a checkout of the repository; a user's build ignores
+// these lines.
 replace github.com/retrypolicy/retrypolicy => ../

@@ -4,7 +4,7 @@ go 1.26.0
 
 require (
 	github.com/jackc/pgx/v5 v5.13.0
-	github.com/retrypolicy/retrypolicy v0.0.0
+	github.com/retrypolicy/retrypolicy v0.1.0
 	github.com/riverqueue/river v0.51.2
 	github.com/riverqueue/river/riverdriver v0.51.2
 	github.com/riverqueue/river/riverdriver/riverpgxv5 v0.51.2
@@ -38,4 +38,6 @@ require (
 	modernc.org/memory v1.12.1 // indirect
 )
 
+// For development in a checkout of the repository; a user's build ignores
+// these lines.
 replace github.com/retrypolicy/retrypolicy => ../

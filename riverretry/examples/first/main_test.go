@@ -7,8 +7,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/retrypolicy/retrypolicy/internal/readme"
 )
 
 // TestFirstProgram: the job fails twice and completes at its third
@@ -17,10 +15,4 @@ func TestFirstProgram(t *testing.T) {
 	var out bytes.Buffer
 	require.NoError(t, run(context.Background(), &out))
 	assert.Equal(t, "completed after 3 attempts; 2 errors recorded\n", out.String())
-}
-
-// TestReadmeOpensWithThisProgram: the README's first code is this file,
-// as it is, so that what a reader copies compiles, imports included.
-func TestReadmeOpensWithThisProgram(t *testing.T) {
-	require.NoError(t, readme.OpensWith("../../README.md", "main.go"))
 }
