@@ -72,7 +72,7 @@ const (
 	// days. Longer delays saturate at it; jitter may add a quarter on top.
 	ceiling = 100 * 365 * 24 * time.Hour
 	// minDelay is the shortest delay a Strategy built in Go may use: any
-	// positive whole number of nanoseconds (SEMANTICS section 4), for an
+	// positive whole number of nanoseconds (docs/semantics.md, section 4), for an
 	// in-process loop around a lock or a local socket.
 	minDelay = time.Nanosecond
 	// maxDelaySecs is the most whole seconds a time.Duration holds.
@@ -96,7 +96,7 @@ const _ = uint64(math.MaxInt64 - int64(ceiling) - int64(ceiling/4))
 // (type wide), so that every machine gets the same nanoseconds: m^(k-1) =
 // M^h × m^i for k-1 = 256h + i, with m^i = m^(i-1) × m, M = m^255 × m and
 // M^h by binary exponentiation. Its relative error is below 2^-60 for any
-// k: far inside the semantics' tolerance, and below the smallest step a
+// k: far inside the rule's tolerance (1 ns or 10^-9 of the value), and below the smallest step a
 // multiplier other than 1 takes (2^-53), so the delays never decrease with
 // k for a multiplier above 1 and never increase below 1. The limit is
 // MaxDelay, or the 100-year ceiling; the product saturates, not the base.

@@ -54,7 +54,7 @@ func TestDelayByKind(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := tt.b.delay(tt.k)
-			// Within the semantics' tolerance of the exact value (the
+			// Within the rule's tolerance (1 ns or 10^-9 of the value) of the exact value (the
 			// near-one case is not a whole number of nanoseconds in binary).
 			assert.InDelta(t, float64(tt.want), float64(got), 1, "got %v", got)
 		})
@@ -89,7 +89,7 @@ func exactStep(base time.Duration, m float64, k int64) *big.Float {
 }
 
 // withinTolerance reports whether got is within 1 µs or 10^-9 of want,
-// whichever is larger (SEMANTICS 2.3).
+// whichever is larger (docs/semantics.md, section 2).
 func withinTolerance(got int64, want *big.Float) bool {
 	diff := new(big.Float).Sub(new(big.Float).SetInt64(got), want)
 	tol := new(big.Float).Mul(want, big.NewFloat(1e-9))

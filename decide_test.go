@@ -457,7 +457,7 @@ func TestCompiledPolicyDecidesAsTheRule(t *testing.T) {
 }
 
 // TestDecisionReadsAsASentence: fmt prints a decision as what it says
-// (it had printed {wait  4 8s 4s 0s ...}): the seed's worked example with
+// (it had printed {wait  4 8s 4s 0s ...}): the worked example of uptime credit with
 // a 10 s run, the same due, and a fatal decision.
 func TestDecisionReadsAsASentence(t *testing.T) {
 	last := time.Date(2026, 11, 2, 15, 0, 0, 0, time.UTC)

@@ -124,7 +124,7 @@ func TestAMillionFailuresInTheWindow(t *testing.T) {
 
 // TestClockTrouble: clocks that disagree, histories out of order, repeated
 // instants, the zero time, other locations and monotonic readings all give
-// the answer the semantics give, never an error or a panic.
+// the answer docs/semantics.md gives, never an error or a panic.
 func TestClockTrouble(t *testing.T) {
 	s := Default()
 	sorted := failuresAt(-3, -2, -1, 0)

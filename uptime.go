@@ -20,7 +20,7 @@ func (d *delays) owe(n int64, uptime time.Duration) (owed, credited int64) {
 	return d.credit(n, max(int64(uptime), 0))
 }
 
-// credit returns what the semantics' reference loop returns for n >= 1
+// credit returns what the reference loop of uptime credit (docs/semantics.md) returns for n >= 1
 // failures and an uptime u >= 0:
 //
 //	s, c := n, u

@@ -177,7 +177,7 @@ func (b Backoff) credited(n int, uptime time.Duration) time.Duration {
 	return time.Duration(c)
 }
 
-// creditReference is the uptime-credit rule exactly as the semantics state
+// creditReference is the uptime-credit rule exactly as docs/semantics.md states
 // it, one step at a time: the oracle the credit is held to.
 func (b Backoff) creditReference(n int, uptime time.Duration) time.Duration {
 	d := b.compiled()

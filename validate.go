@@ -69,7 +69,7 @@ func givenOf(s *Strategy) given {
 }
 
 // Validate reports whether s, its zero fields taken as defaults, is a
-// strategy the semantics allow. It returns nil or a *ValidationError naming
+// strategy the rules of docs/semantics.md allow. It returns nil or a *ValidationError naming
 // each field by its Go name ("Backoff.BaseDelay"), durations as Go writes
 // them. It does not allocate when s is valid.
 func (s Strategy) Validate() error { return s.effective().validate() }

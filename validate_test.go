@@ -174,7 +174,7 @@ func TestFormatMultiplier(t *testing.T) {
 }
 
 // TestBackoffOfDelaysOnly: in Go, a Backoff that sets only its delays is
-// the default kind, exponential (SEMANTICS section 1), as the README's
+// the default kind, exponential (docs/semantics.md, section 1), as the README's
 // "zero fields mean their defaults" promises; in JSON a backoff object
 // still needs its kind, and the error lists the kinds.
 func TestBackoffOfDelaysOnly(t *testing.T) {

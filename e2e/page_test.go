@@ -142,7 +142,7 @@ func TestPageShowsErrorsInPlaceAndWhatAStrategyDoes(t *testing.T) {
 	}
 
 	// A fresh load on a phone's width opens on a comparison that shows
-	// something: the seed's bounded strategy beside the default, under the
+	// something: Amp's bounded example strategy beside the default, under the
 	// controller's minute.
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(420, 900)); err != nil {
 		t.Fatal(err)

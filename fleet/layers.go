@@ -107,7 +107,7 @@ type Layers struct {
 	onDecide func(call uint64, layer int, failure time.Time, uptime time.Duration)
 }
 
-// DefaultLayers is the retries document's chain of four, a client, a
+// DefaultLayers is the chain of four layers of the general retry rules' example, a client, a
 // gateway, a service and a database driver, each making up to k attempts
 // a call (5 ms × 2 between them) with a 5 ms hop to the layer below.
 func DefaultLayers(k int) []Layer {
@@ -653,8 +653,8 @@ type Chain struct {
 	Layers []Layer
 }
 
-// DocumentedChains are the retries document's four ways through its chain
-// of four layers (DefaultLayers): every layer retrying 3 times; only the
+// DocumentedChains are the four ways of the general retry rules through
+// the chain of four layers (DefaultLayers): every layer retrying 3 times; only the
 // client retrying; every layer retrying within a budget of 10% (burst 10);
 // and only the client retrying, behind a circuit breaker that opens for
 // 10 s after 5 failures in a row.

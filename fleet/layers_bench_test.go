@@ -9,7 +9,7 @@ import (
 )
 
 // BenchmarkLayers runs 100,000 requests (1,000 a second) through the
-// seed's chain of four layers of 3 attempts, the bottom down for the first
+// chain of four layers of 3 attempts, the bottom down for the first
 // 30 s and then serving 1,500 calls a second (impl=simulate), beside the
 // same History.Record and History.Decide calls alone, replayed from a
 // trace of the run on fresh histories (impl=decide): the simulator's cost

@@ -38,7 +38,7 @@ func alwaysDown(layers []Layer, requests int) Layers {
 
 // TestAmplificationClosedForms: with the bottom always down, every layer
 // making k attempts and no budget, the bottom sees exactly k^L calls a
-// request, 81 for the seed's chain of 4 layers of 3; with one layer
+// request, 81 for the chain of 4 layers of 3; with one layer
 // retrying, k.
 func TestAmplificationClosedForms(t *testing.T) {
 	for _, c := range []struct {

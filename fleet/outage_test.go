@@ -212,7 +212,7 @@ func TestContentionOfCenturies(t *testing.T) {
 var zeroDelay = retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped, Backoff: retrypolicy.Backoff{
 	Kind: retrypolicy.Exponential, BaseDelay: time.Second, Multiplier: 1e-300}}
 
-// TestZeroDelayWaitsATickUnderAController pins SEMANTICS section 5: a job
+// TestZeroDelayWaitsATickUnderAController pins docs/semantics.md, section 5: a job
 // that fails on a tick is seen at the next one, so a delay of 0 ns under a
 // one-minute tick retries once a minute. Worked by hand: runs at 0, 1m, …,
 // 29m fail (30 decisions), the run at 30m finds the provider back.
@@ -327,5 +327,5 @@ func parse(t require.TestingT, doc string) retrypolicy.Strategy {
 	return s
 }
 
-// seedJitter is the seed's jitter example.
+// seedJitter is Amp's jitter example.
 const seedJitter = `{"strategy":"unless_stopped","backoff":{"kind":"exponential_with_jitter","base_delay_secs":2,"max_delay_secs":300}}`

@@ -18,7 +18,7 @@ const DefaultMaxReplayed = 10_000_000
 // follows: a job whose next attempt would start later is Unfinished.
 const ReplayHorizon = 24 * time.Hour
 
-// Replay is a strategy run on a recorded history (SEMANTICS section 6):
+// Replay is a strategy run on a recorded history (docs/semantics.md, section 6):
 // the dependency's availability read from a [Log], each job that failed
 // there started when it was and retried by the library's decisions under
 // the strategy and the controller's Tick (ticks at multiples of it since

@@ -75,7 +75,7 @@ func TestPlanPictureSharesAnAxis(t *testing.T) {
 }
 
 // TestSimulateLayers: scenario=layers runs the posted strategy at every
-// layer of the seed's chain of four and at the client alone, and answers
+// layer of the chain of four layers of four and at the client alone, and answers
 // both, in JSON and on one chart; an option of another scenario is named.
 func TestSimulateLayers(t *testing.T) {
 	h := New(Options{})

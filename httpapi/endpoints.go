@@ -395,7 +395,7 @@ func (h *Handler) replay(w http.ResponseWriter, r *http.Request, body []byte) *a
 	return writeJSON(w, jsonArray(len(rr.Results), func(i int) []byte { return report.ReplayJSON(rr.Names[i], rr.Results[i], i > 0) }))
 }
 
-// layers runs the seed's chain of four layers with st at every layer, and
+// layers runs the chain of four layers (a client, a gateway, a service, a database driver) with st at every layer, and
 // with st at the client alone, within the request's budget, and answers
 // a JSON array of both, or their chart.
 func (h *Handler) layers(ctx context.Context, w http.ResponseWriter, r *http.Request, l fleet.Layers, st retrypolicy.Strategy) *apiError {

@@ -64,7 +64,7 @@ func ExampleTimeline() {
 	// 1m23s 6 32s 32s
 }
 
-// The seed's controller looks for failed jobs once a minute. Five failures
+// Amp's controller looks for failed jobs once a minute. Five failures
 // in a minute's window then never happen: the job retries a minute apart
 // for ever, though with each retry exactly when due it gives up 15 s in.
 func ExampleWithTick() {

@@ -453,7 +453,7 @@ func noCap(add recordFinding, f *loopFacts, t *fieldNames) {
 
 // windowForgets records that a loop that never gives up settles below the
 // delay's limit: the window forgets failures before the delay reaches it,
-// so the waits cycle, or stay on a plateau (SEMANTICS section 5).
+// so the waits cycle, or stay on a plateau (docs/semantics.md, section 5).
 func windowForgets(add recordFinding, s retrypolicy.Strategy, f *loopFacts, t *fieldNames) {
 	limit, limitText := 100*365*24*time.Hour, "the 100-year ceiling"
 	if s.Backoff.MaxDelay > 0 {

@@ -29,7 +29,7 @@ func codes(r Report) []string {
 	return out
 }
 
-// The four example strategies of the retries document.
+// Amp's four example strategies.
 const (
 	seedBoundedHour = `{"strategy":"bounded","max_attempts":5,"backoff":{"kind":"exponential","base_delay_secs":1,"max_delay_secs":60}}`
 	seedBoundedDay  = `{"strategy":"bounded","max_attempts":5,"window_secs":86400,"backoff":{"kind":"exponential","base_delay_secs":1,"max_delay_secs":600}}`
@@ -48,10 +48,10 @@ func TestFindings(t *testing.T) {
 	}{
 		{"the default cycles", `null`, []string{"window-forgets"}},
 		{"a cap the window holds: no cycle", `{"strategy":"unless_stopped","backoff":{"kind":"exponential","base_delay_secs":2,"max_delay_secs":300}}`, nil},
-		{"the seed's jitter example", seedJitter, nil},
-		{"the seed's hour: fatal 15 s in", seedBoundedHour, []string{"gives-up-fast"}},
-		{"the seed's day: fatal 15 s in too", seedBoundedDay, []string{"gives-up-fast"}},
-		{"the seed's none", seedNone, []string{"never-retries"}},
+		{"Amp's jitter example", seedJitter, nil},
+		{"Amp's bounded hour: fatal 15 s in", seedBoundedHour, []string{"gives-up-fast"}},
+		{"Amp's bounded day: fatal 15 s in too", seedBoundedDay, []string{"gives-up-fast"}},
+		{"Amp's none", seedNone, []string{"never-retries"}},
 		{"3 failures 29 s apart: fatal at 58 s", `{"strategy":"bounded","max_attempts":3,"backoff":{"kind":"fixed","base_delay_secs":29}}`, []string{"gives-up-fast"}},
 		{"3 failures 30 s apart: fatal at 60 s", `{"strategy":"bounded","max_attempts":3,"backoff":{"kind":"fixed","base_delay_secs":30}}`, nil},
 		{"5 in 60 s, 30 s apart: never", `{"strategy":"bounded","max_attempts":5,"window_secs":60,"backoff":{"kind":"fixed","base_delay_secs":30}}`, []string{"never-fatal"}},
@@ -160,7 +160,7 @@ func TestLintRefusesAnInvalidStrategy(t *testing.T) {
 // reference is the crash loop worked with the library's plain Decide on
 // every failure so far, for n failures: each wait is the decision's
 // credited delay, without jitter, or under a tick T the gap to the run
-// after it, T * max(1, ceil(delay / T)) (SEMANTICS section 5).
+// after it, T * max(1, ceil(delay / T)) (docs/semantics.md, section 5).
 type reference struct {
 	fatalAt   int // the failure that is fatal, from 1, or 0
 	fatalTime time.Duration
@@ -425,7 +425,7 @@ func findingOf(t *testing.T, r Report, code string) Finding {
 }
 
 // TestNanosecondDelaysStayBounded: a Go strategy may wait 1 ns
-// (SEMANTICS section 4); its crash loop and its timeline still end, at
+// (docs/semantics.md, section 4); its crash loop and its timeline still end, at
 // MaxFailures at the most.
 func TestNanosecondDelaysStayBounded(t *testing.T) {
 	s := retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped, Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: time.Nanosecond}}
@@ -440,7 +440,7 @@ func TestNanosecondDelaysStayBounded(t *testing.T) {
 	assert.Equal(t, time.Nanosecond, steps[1].Failure.Sub(steps[0].Failure))
 }
 
-// TestLintUnderATick works SEMANTICS section 5's crash loop under a
+// TestLintUnderATick works the 5th section of docs/semantics.md's crash loop under a
 // minute's tick by hand: every failure falls on a tick, and the next is a
 // whole number of ticks after it, at least one. Delays of 59, 60 and 61 s
 // fall just below, on and just above a tick.

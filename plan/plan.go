@@ -18,7 +18,7 @@
 // a controller's check in the loop, as a scheduler that looks for failed
 // jobs once a minute has: each retry then starts at the first tick at or
 // after its due time that comes after its failure, ticks falling at
-// multiples of the tick from the first run's start (SEMANTICS section 5).
+// multiples of the tick from the first run's start (docs/semantics.md, section 5).
 // With no tick, the default in Go, a retry starts exactly when due: the
 // in-process loop. A crash loop follows at most MaxFailures failures, and
 // Lint stops when its context is done. Lint and Timeline share nothing mutable: each is safe

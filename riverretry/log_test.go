@@ -130,7 +130,7 @@ func TestWriteLogBounds(t *testing.T) {
 var updateLog = flag.Bool("update-log", false, "rewrite testdata/river-outage.jsonl, the log the docs replay")
 
 // TestTheDocsLogIsARiverRun: River on SQLite runs 100 jobs, inserted over
-// the first two minutes, under the retries document's jittered strategy
+// the first two minutes, under Amp's jittered example strategy
 // (retry forever, 2 s doubling to 5 minutes), while their dependency is
 // down for the first three minutes of River's clock. WriteLog's log of it
 // is testdata/river-outage.jsonl, which docs/what-if.md replays: the

@@ -29,7 +29,7 @@ in between it is as last observed. Each job with a failure starts when it did an
 by the library under each strategy and the controller's --tick (ticks from the Unix epoch): an
 attempt while down fails after the job's median failed attempt, one while up succeeds. A job
 whose next attempt would start over a day after the log's last line is unfinished. Without a
-strategy: the default and the retries document's four examples. A bad line is an error that
+strategy: the default and Amp's four example strategies. A bad line is an error that
 names its number and field, and nothing is replayed; a line over 1 MiB is refused. The log is
 read once, in 300 to 400 bytes a line at the peak of reading.
 

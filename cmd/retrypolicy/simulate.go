@@ -46,9 +46,10 @@ layers: --rate requests a second for --duration go down a chain of four layers (
 gateway, a service, a database driver) to a bottom that is down for --outage and then serves
 at most --capacity calls a second; every layer is a retry loop of its own. Prints, for each
 chain, the requests, the calls the bottom saw and their amplification, the peak load over
-capacity, the p99 latency and the recovery. Without a strategy: the retries document's four
-ways (every layer retrying, the client alone, a budget, a breaker); with strategies, one a
-layer, top first. A run follows at most --max-runs calls. --svg draws the bottom's load.`
+capacity, the p99 latency and the recovery. Without a strategy: the four ways
+of the general retry rules (every layer retrying, the client alone, a budget, a
+breaker); with strategies, one a layer, top first. A run follows at most --max-runs
+calls. --svg draws the bottom's load.`
 )
 
 func runSimulate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -159,7 +160,7 @@ func (out output) refused(err error) int {
 	return exitInvalid
 }
 
-// chains are the layers scenario's chains: the seed's four ways, or one
+// chains are the layers scenario's chains: the four ways of the general retry rules, or one
 // chain with a strategy a layer, as given, top first.
 func chains(strategies []report.Named) []fleet.Chain {
 	if len(strategies) == 0 {

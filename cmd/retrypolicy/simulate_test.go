@@ -13,7 +13,7 @@ import (
 )
 
 // TestSimulateDefaults: the outage's default strategies are the default
-// and the retries document's four examples.
+// and Amp's four example strategies.
 func TestSimulateDefaults(t *testing.T) {
 	var names []string
 	for _, n := range report.DocumentedStrategies() {
@@ -82,8 +82,8 @@ func loadPicture(t *testing.T, args ...string) ([]byte, []svgElement) {
 }
 
 // TestDocsLayersChartIsCurrent: the README's picture of the layers is the
-// command's: a line for each of the seed's four ways, the capacity drawn,
-// and a PNG of its size.
+// command's: a line for each of the four ways of the general retry
+// rules, the capacity drawn, and a PNG of its size.
 func TestDocsLayersChartIsCurrent(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "layers.svg")
 	var stdout, stderr bytes.Buffer

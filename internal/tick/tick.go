@@ -1,5 +1,5 @@
 // Package tick is the controller's tick, in one place for every what-if
-// tool (SEMANTICS section 5): when a retry starts under it, its bounds and
+// tool (docs/semantics.md, section 5): when a retry starts under it, its bounds and
 // the default the command and the server assume.
 package tick
 

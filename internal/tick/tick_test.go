@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// TestNext works SEMANTICS section 5's rule by hand: the first tick at or
+// TestNext works the 5th section of docs/semantics.md's rule by hand: the first tick at or
 // after due, strictly after the failure; none without a tick.
 func TestNext(t *testing.T) {
 	const m = time.Minute

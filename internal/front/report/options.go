@@ -79,10 +79,10 @@ func (e Option) Error() string { return e.Name + ": " + e.Rule }
 
 // TickOption is the controller's tick that plan, lint and simulate
 // assume: a flag of the command, a query parameter of the server's, the
-// same default everywhere (SEMANTICS section 5).
+// same default everywhere (docs/semantics.md, section 5).
 type TickOption struct{ Tick Duration }
 
-// Define defines the tick as a flag of fs, its default the seed's
+// Define defines the tick as a flag of fs, its default the controller's
 // minute; what is the help's prefix (simulate's "outage: ").
 func (o *TickOption) Define(fs *flag.FlagSet, what string) {
 	o.Tick = Duration(tick.Default)

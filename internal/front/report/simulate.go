@@ -81,8 +81,8 @@ var scenarioOptions = map[string]struct {
 	"duration":   {[]string{"layers"}, nil},
 }
 
-// seedStrategies are the default strategy and the retries document's four
-// examples, as descriptors.
+// seedStrategies are the default strategy and Amp's four example
+// strategies, as descriptors.
 var seedStrategies = []struct{ name, doc string }{
 	{"default", `null`},
 	{"bounded-hour", `{"strategy":"bounded","max_attempts":5,"backoff":{"kind":"exponential","base_delay_secs":1,"max_delay_secs":60}}`},
@@ -93,7 +93,7 @@ var seedStrategies = []struct{ name, doc string }{
 
 // DocumentedStrategies returns the strategies simulate compares when given
 // none, and the server's page offers to compare with: the default strategy
-// and the retries document's four examples, by name.
+// and Amp's four example strategies, by name.
 func DocumentedStrategies() []Named {
 	out := make([]Named, len(seedStrategies))
 	for i, d := range seedStrategies {
