@@ -45,13 +45,15 @@
 // the largest. [Decide] and [Policy.Decide] are pure and do not allocate; a
 // [History] keeps one job's failures and last uptime in memory.
 //
-// [Retry] gives up with a [*GiveUpError] on a fatal decision, a [Permanent]
-// error, the context, a deadline the next retry would pass, or a spent
-// [Budget]; a [RetryAfter] error stretches the wait, up to a cap. The job
+// Package retry's Do (github.com/retrypolicy/retrypolicy/retry) gives up
+// with a *GiveUpError on a fatal decision, an error marked Permanent, the
+// context, a deadline the next retry would pass, or a spent Budget; an
+// error marked with After stretches the wait, up to a cap. The job
 // lifecycle (statuses, events, legal moves, the controller's step) is in
-// github.com/retrypolicy/retrypolicy/lifecycle.
+// github.com/retrypolicy/retrypolicy/lifecycle. The rules in full are in
+// docs/semantics.md of this module.
 //
 // Strategy, Backoff and Decision are plain values and a Policy is
-// immutable: all are safe to share between goroutines. A History and a
-// Budget are safe for concurrent use.
+// immutable: all are safe to share between goroutines. A History is safe
+// for concurrent use.
 package retrypolicy

@@ -20,6 +20,14 @@ import (
 // A History saves itself as binary or as JSON, its times in UTC without a
 // monotonic reading. The zero History is empty, under the Default strategy.
 // A History is safe for concurrent use; encoding one copies it under its lock.
+//
+// Its life follows the job's: each failed run is a [History.Record], each
+// controller tick a [History.Decide] for a job in ERROR. A run that succeeds
+// changes nothing: failures leave the window as they age, so a job that
+// fails again soon after a success is decided with its recent failures
+// still counted (a job that fails on every run of a trigger still ends
+// fatal under a bounded strategy). [History.Reset] is for a job that starts
+// over as a new one, created again with the same idempotency key.
 type History struct {
 	mu sync.Mutex
 	p  *Policy       // nil: the Default strategy
@@ -51,7 +59,9 @@ func (h *History) policy() *Policy {
 
 // Record adds a failure at failedAt of a run that lasted uptime: when it is
 // the newest failure held, its uptime is the one [History.Decide] credits.
-// A negative uptime is taken as 0, not refused. It returns an error, and
+// failedAt is when the run ended with the error; uptime is how long it ran,
+// from when it started running to that failure, and 0 for a job that failed
+// before it started running. A negative uptime is taken as 0, not refused. It returns an error, and
 // records nothing, for an instant outside 1677-09-21 to 2262-04-11 (int64
 // nanoseconds).
 func (h *History) Record(failedAt time.Time, uptime time.Duration) error {
@@ -103,7 +113,9 @@ func (h *History) Len() int {
 	return len(h.t)
 }
 
-// Reset forgets every failure and uptime; the strategy stays.
+// Reset forgets every failure and uptime; the strategy stays. Call it when
+// the job starts over as a new job, not after a success: a success leaves
+// the failures to age out of the window.
 func (h *History) Reset() { h.replace(nil, 0) }
 
 // failures returns a copy of the failures held, and the last uptime.

@@ -1,4 +1,6 @@
-// Command retrypolicy validates retry strategy descriptors, builds them from
+// Command retrypolicy checks, decides, plans and simulates retry strategies from the shell.
+//
+// It validates retry strategy descriptors, builds them from
 // ampctl-style flags, decides what to do with failed jobs (one at a time or
 // as a stream of JSON Lines), plans what a strategy does to a job that
 // keeps failing, with a timeline picture, lints a strategy for traps, and

@@ -1,6 +1,6 @@
-// Command breaker puts a circuit breaker (github.com/sony/gobreaker/v2)
-// beside retry.Do, as the rules for retrying advise: the breaker
-// counts every run of the operation, and once it opens, a call it refuses
+// Command breaker puts a circuit breaker beside retry.Do, as the rules for retrying advise.
+//
+// The breaker (github.com/sony/gobreaker/v2) counts every run of the operation, and once it opens, a call it refuses
 // is a permanent error for that job, which gives up at once instead of
 // adding load to a dependency that is down. After the breaker's timeout, a
 // trial call goes through, the dependency has recovered, and the breaker

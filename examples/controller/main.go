@@ -1,6 +1,7 @@
-// Command controller simulates a scheduler's controller driving a few hundred
-// jobs through their lifecycle with retrypolicy, on a simulated clock, twice:
-// once waking every minute (as a controller that polls does), once sleeping
+// Command controller simulates a scheduler's controller driving a few hundred jobs.
+//
+// It drives them through their lifecycle with retrypolicy, on a simulated
+// clock, twice: once waking every minute (as a controller that polls does), once sleeping
 // exactly until the next retry is due. Each job keeps its failures in a
 // retrypolicy.History, and the controller moves a job in ERROR with
 // lifecycle.Step. It prints the first events of a few jobs and a summary per

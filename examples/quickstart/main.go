@@ -1,6 +1,7 @@
-// Command quickstart reads a retry strategy descriptor, decides what to do
-// with a job that has failed four times within the hour, and prints the
-// decision.
+// Command quickstart decides on a job that has failed four times within the hour.
+//
+// It reads a retry strategy descriptor, decides what to do with the job,
+// and prints the decision.
 //
 //	go run ./examples/quickstart                  # the strategy below
 //	go run ./examples/quickstart descriptor.json  # a descriptor of yours

@@ -1,5 +1,7 @@
-// Command tick is a scheduler's controller tick: once a minute it decides,
-// for every job in ERROR, to retry it now, let it wait or give it up.
+// Command tick is a scheduler's controller tick, once a minute.
+//
+// On each tick it decides, for every job in ERROR, to retry it now, let it
+// wait or give it up.
 package main
 
 import (

@@ -1,6 +1,6 @@
-// Command worker calls a flaky HTTP service through retryhttp, as a custom
-// worker would, and prints each retry: the failure, the wait and why. The
-// service runs on loopback in the same process: it fails twice with 503,
+// Command worker calls a flaky HTTP service through retryhttp, as a custom worker would.
+//
+// It prints each retry: the failure, the wait and why. The service runs on loopback in the same process: it fails twice with 503,
 // then asks for two seconds with 429 and Retry-After, then answers; a
 // second resource does not exist (404), which is never retried. The worker
 // sends one idempotency key for every attempt of a job, so the service

@@ -1,6 +1,7 @@
-// Package say writes the project's figures for people: one way to write a
-// duration in a message, a table, a chart or a finding, and one way to
-// write it as a flag or a query takes it back.
+// Package say writes the project's figures for people, one way each.
+//
+// It has one way to write a duration in a message, a table, a chart or a
+// finding, and one way to write it as a flag or a query takes it back.
 package say
 
 import (

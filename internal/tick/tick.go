@@ -1,6 +1,7 @@
-// Package tick is the controller's tick, in one place for every what-if
-// tool (docs/semantics.md, section 5): when a retry starts under it, its bounds and
-// the default the command and the server assume.
+// Package tick is the controller's tick, in one place for every what-if tool.
+//
+// It says when a retry starts under a tick (docs/semantics.md, section 5),
+// the tick's bounds, and the default the command and the server assume.
 package tick
 
 import (

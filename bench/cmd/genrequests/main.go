@@ -1,6 +1,7 @@
-// Command genrequests writes requests for `retrypolicy decide --lines` to
-// standard output, the same ones on every run, for measuring the command
-// beside other tools that read JSON Lines:
+// Command genrequests writes requests for `retrypolicy decide --lines` to standard output.
+//
+// It writes the same ones on every run, for measuring the command beside
+// other tools that read JSON Lines:
 //
 //	go run ./bench/cmd/genrequests -n 200000 > requests.jsonl
 package main

@@ -1,5 +1,6 @@
-// Command first is otelretry's first program: an operation that fails
-// twice, retried under its strategy while OpenTelemetry's SDK records the
+// Command first is otelretry's first program: an operation that fails twice.
+//
+// It is retried under its strategy while OpenTelemetry's SDK records the
 // retries.
 package main
 

@@ -1,5 +1,6 @@
-// Command metrics runs a small flaky workload under otelretry and prints
-// the Prometheus exposition of its metrics, as a scrape of /metrics would
+// Command metrics prints the Prometheus metrics of a small flaky workload under otelretry.
+//
+// It prints the exposition as a scrape of /metrics would
 // read them: an operation retried through Retry, one given up, HTTP
 // requests through retryhttp against a service that answers 503 first,
 // and a retry budget's tokens.

@@ -1,6 +1,7 @@
-// Command first is riverretry's first program: River on SQLite in memory,
-// its schema migrated, the policy installed, and a job that fails twice,
-// retried under its kind's strategy.
+// Command first is riverretry's first program: a River job that fails twice.
+//
+// River runs on SQLite in memory, its schema migrated and the policy
+// installed; the job is retried under its kind's strategy.
 package main
 
 import (

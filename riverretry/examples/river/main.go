@@ -1,6 +1,7 @@
-// Command river runs River jobs under retrypolicy strategies: on an
-// in-memory SQLite database by default, on PostgreSQL when DATABASE_URL is
-// set. Four jobs fail in their own ways (errors, a panic, long runs that
+// Command river runs River jobs under retrypolicy strategies.
+//
+// It runs on an in-memory SQLite database by default, on PostgreSQL when
+// DATABASE_URL is set. Four jobs fail in their own ways (errors, a panic, long runs that
 // earn uptime credit, one that never recovers) under three strategies, and
 // the program prints each job's timeline: every attempt, the decision on
 // its failure, when the retry was scheduled, and how the job ended. Last, it
