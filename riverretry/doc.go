@@ -45,8 +45,8 @@
 // (written to the database by other means) runs under its kind's strategy,
 // with a log line on each read; never under River's default schedule.
 //
-// New lints Config.Default and each of Config.Kinds with plan.LintGo
-// (github.com/retrypolicy/retrypolicy/plan) and logs each warning once, at
+// New lints Config.Default and each of Config.Kinds (queuekit.Config.Lint)
+// and logs each warning once, at
 // Warn, naming the field, its fix in the Strategy's Go names: a bounded strategy that never gives up, one
 // that gives up within a minute of an outage, waits that grow to days, a
 // retry storm. It still returns the policy: a warning is not an error.
@@ -85,13 +85,16 @@
 // middleware keeps a record of its own in the job's metadata under
 // MetadataKey, only what deciding needs: the last attempt it saw end, and
 // the failures that can still count (those in the window of the newest,
-// for a bounded strategy at most its MaxAttempts), newest first, in a
-// compact text of about 4 bytes a failure:
+// for a bounded strategy at most its MaxAttempts), to the millisecond, in
+// the binary encoding of retrypolicy.History as base64url (a failure a few
+// seconds after the one before takes about 7 bytes; see queuekit.Record):
 //
-//	{"retrypolicy": {"seen_attempt": 3, "failures": "8-zssum0BstD8gD"}}
+//	{"retrypolicy": {"seen_attempt": 3, "history": "AgOAtNXq7puh5DGA_pjGC4CG94QNAA"}}
 //
-// holds three failures: at 15:00:04.7, 15:00:01.2 and 14:59:58.1 UTC on
-// 2 November 2026.
+// holds three failures: at 14:59:58.1, 15:00:01.2 and 15:00:04.7 UTC on
+// 2 November 2026. A record that earlier versions wrote, with its failures
+// as "failures" in a text of their own, is read as it was, and written
+// anew at the job's next failure.
 //
 // Every read checks the record against what River keeps and the clock: a
 // record of the wrong shape, an attempt seen beyond the job's, more

@@ -10,9 +10,10 @@
 // Each decision on a failed job is a retrypolicy.decisions (by action,
 // and reason when fatal) and a retry with its wait, or a give-up by
 // reason; each record repaired and each insert refused is counted; all by
-// the job's kind. It is a package of its own so that otelretry's users
-// without River do not build River; River's own instruments are made here,
-// in otelretry's scope.
+// the job's kind. It is a module of its own
+// (github.com/retrypolicy/retrypolicy/otelretry/otelriver), so that
+// otelretry's users without River fetch no River; River's own instruments
+// are made here, in otelretry's scope.
 package otelriver
 
 import (
