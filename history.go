@@ -138,15 +138,19 @@ func (h *History) replace(ns []int64, up time.Duration) {
 	h.t, h.up = slices.Clip(ns), up
 }
 
-// MarshalBinary encodes the history: a version byte, the count of failures
-// and the first instant as varints, each gap to the next as a uvarint, then
-// the last uptime in nanoseconds as a uvarint.
+// MarshalBinary encodes the history: a version byte and a unit (the
+// coarsest of a second, a millisecond, a microsecond and a nanosecond that
+// holds every instant and the uptime exactly), the count of failures and the
+// first instant as varints, each gap to the next as a uvarint, then the last
+// uptime, all in that unit. Failures to the millisecond a few minutes apart
+// take 3 bytes each.
 func (h *History) MarshalBinary() ([]byte, error) {
 	ts, up := h.failures()
 	return histcode.Append(nil, ts, up), nil
 }
 
-// UnmarshalBinary replaces the history with one MarshalBinary encoded,
+// UnmarshalBinary replaces the history with one MarshalBinary encoded (by
+// this version or the one before, which wrote nanoseconds without a unit),
 // keeping the failures within the window of the newest. On error the
 // history is left unchanged.
 func (h *History) UnmarshalBinary(data []byte) error {

@@ -12,14 +12,16 @@ import (
 // attempt whose end it saw, and the failures that can still count.
 //
 // Its binary form ([Record.AppendBinary]) is the root History's
-// (History.MarshalBinary): a version byte, the count of failures, the
-// first instant and each gap to the next as varints, and an uptime that a
-// record leaves at 0 (each run measures its own); a failure a few seconds
-// after the one before takes 5 bytes, one a week after 7. In a job's JSON
+// (History.MarshalBinary): a version byte and a unit, the count of
+// failures, the first instant and each gap to the next as varints in the
+// coarsest unit that holds them exactly (a second, a millisecond, a
+// microsecond or a nanosecond), and an uptime that a record leaves at 0
+// (each run measures its own). Failures to the millisecond take 2 bytes a
+// failure a few seconds apart, 3 minutes apart, 5 a week apart. In a job's JSON
 // metadata ([Record.AppendJSON]) the binary form is a base64url string
 // beside the attempt:
 //
-//	{"seen_attempt": 3, "history": "AgOAtNXq7puh5DGA_pjGC4CG94QNAA"}
+//	{"seen_attempt": 3, "history": "AwIDqNixzLNonBisGwA"}
 //
 // holds three failures: at 15:00:04.7, 15:00:01.2 and 14:59:58.1 UTC on
 // 2 November 2026, the newest after attempt 3.

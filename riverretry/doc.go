@@ -87,9 +87,10 @@
 // the failures that can still count (those in the window of the newest,
 // for a bounded strategy at most its MaxAttempts), to the millisecond, in
 // the binary encoding of retrypolicy.History as base64url (a failure a few
-// seconds after the one before takes about 7 bytes; see queuekit.Record):
+// seconds after the one before takes 3 bytes, minutes after 4; see
+// queuekit.Record):
 //
-//	{"retrypolicy": {"seen_attempt": 3, "history": "AgOAtNXq7puh5DGA_pjGC4CG94QNAA"}}
+//	{"retrypolicy": {"seen_attempt": 3, "history": "AwIDqNixzLNonBisGwA"}}
 //
 // holds three failures: at 14:59:58.1, 15:00:01.2 and 15:00:04.7 UTC on
 // 2 November 2026. A record that earlier versions wrote, with its failures

@@ -30,15 +30,20 @@ func legacyFailures(ms ...int64) string {
 }
 
 // historyFailures decodes a record's "history" with a decoder of the
-// test's own: base64url, then a version byte 2, the count and the first
-// Unix nanosecond as varints, each gap as a uvarint, and an uptime. It
-// returns the failures newest first, or false.
+// test's own: base64url, then a version byte 3 and a unit byte (0 to 3:
+// 10^(3·unit) nanoseconds), the count and the first instant as varints,
+// each gap as a uvarint, and an uptime, all in the unit. It returns the
+// failures in Unix nanoseconds, newest first, or false.
 func historyFailures(text string) ([]int64, bool) {
 	b, err := base64.RawURLEncoding.DecodeString(text)
-	if err != nil || len(b) == 0 || b[0] != 2 {
+	if err != nil || len(b) < 2 || b[0] != 3 || b[1] > 3 {
 		return nil, false
 	}
-	b = b[1:]
+	unit := int64(1)
+	for range b[1] {
+		unit *= 1000
+	}
+	b = b[2:]
 	n, k := binary.Uvarint(b)
 	if k <= 0 {
 		return nil, false
@@ -65,7 +70,7 @@ func historyFailures(text string) ([]int64, bool) {
 	}
 	out := make([]int64, len(asc))
 	for i, v := range asc {
-		out[len(asc)-1-i] = v
+		out[len(asc)-1-i] = v * unit
 	}
 	return out, true
 }

@@ -12,7 +12,8 @@
 //   - builds and runs a River user's program from riverretry alone, and
 //     checks that it links no simulator (fleet) and no renderer;
 //   - checks that the module graph of a program that imports only
-//     otelretry holds no River, no PostgreSQL driver and no SQLite.
+//     otelretry holds no River, no PostgreSQL driver and no SQLite;
+//   - installs the command with go install at the version, and runs it.
 //
 // Run it from the repository's root: go run -C .ci/release . [-version v0.1.0]
 package main
@@ -81,6 +82,23 @@ func run(version string) error {
 			return fmt.Errorf("%s: %w", p.name, err)
 		}
 	}
+	return installCommand(work, env, version)
+}
+
+// installCommand installs the command as the README says, with go install
+// at the version (which refuses a module whose go.mod replaces anything),
+// and runs its main job.
+func installCommand(work string, env []string, version string) error {
+	bin := filepath.Join(work, "bin")
+	env = append(env, "GOBIN="+bin)
+	if _, err := goIn(work, env, "install", root+"/cmd/retrypolicy@"+version); err != nil {
+		return err
+	}
+	out, err := exec.Command(filepath.Join(bin, "retrypolicy"), "plan").Output()
+	if err != nil || !strings.Contains(string(out), `"strategy":"unless_stopped"`) {
+		return fmt.Errorf("the installed command's plan: %v\n%s", err, out)
+	}
+	fmt.Printf("command: go install %s/cmd/retrypolicy@%s, and its plan runs\n", root, version)
 	return nil
 }
 

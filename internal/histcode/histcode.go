@@ -1,9 +1,13 @@
 // Package histcode is the binary encoding of a job's failures, written once.
 //
-// The encoding is a version byte, the count of failures and the first
-// instant (Unix nanoseconds) as varints, each gap to the next as a uvarint,
-// then the last run's uptime in nanoseconds as a uvarint. The root
-// History's MarshalBinary writes it, and the queue kit's records hold it.
+// The encoding is a version byte (3) and a unit byte, then the count of
+// failures and the first instant as varints, each gap to the next as a
+// uvarint, and the last run's uptime as a uvarint, every value in the unit:
+// the coarsest of a second, a millisecond, a microsecond and a nanosecond
+// that holds every instant and the uptime exactly, so that failures kept to
+// the millisecond take a few bytes each. Version 2, the same in
+// nanoseconds without a unit byte, is read too. The root History's
+// MarshalBinary writes it, and the queue kit's records hold it.
 package histcode
 
 import (
@@ -13,31 +17,54 @@ import (
 	"time"
 )
 
-// Version is the encoding's first byte.
-const Version = 2
+// Version is the first byte of what Append writes.
+const Version = 3
+
+// units are the units a unit byte names, from 0.
+var units = [...]int64{1, 1e3, 1e6, 1e9}
 
 // Append appends the encoding of ns, ascending Unix nanoseconds, and the
 // uptime up.
 func Append(b []byte, ns []int64, up time.Duration) []byte {
-	b = append(b, Version)
+	up = max(up, 0)
+	code := len(units) - 1
+	for code > 0 && !allIn(ns, int64(up), units[code]) {
+		code--
+	}
+	unit := units[code]
+	b = append(b, Version, byte(code))
 	b = binary.AppendUvarint(b, uint64(len(ns)))
 	if len(ns) > 0 {
-		b = binary.AppendVarint(b, ns[0])
+		b = binary.AppendVarint(b, ns[0]/unit)
 	}
 	for i := 1; i < len(ns); i++ {
-		b = binary.AppendUvarint(b, uint64(ns[i]-ns[i-1]))
+		b = binary.AppendUvarint(b, uint64(ns[i]-ns[i-1])/uint64(unit))
 	}
-	return binary.AppendUvarint(b, uint64(max(up, 0)))
+	return binary.AppendUvarint(b, uint64(up)/uint64(unit))
+}
+
+// allIn reports whether every instant of ns and up is a whole number of
+// unit.
+func allIn(ns []int64, up, unit int64) bool {
+	if up%unit != 0 {
+		return false
+	}
+	for _, v := range ns {
+		if v%unit != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // Decode appends to room[:0] the failures data holds, ascending, and
 // returns them with the uptime, or an error saying what is wrong (the
 // caller names the history). It allocates only when room is too small.
 func Decode(data []byte, room []int64) ([]int64, time.Duration, error) {
-	if len(data) == 0 || data[0] != Version {
-		return nil, 0, errors.New("not a history encoding")
+	unit, data, err := header(data)
+	if err != nil {
+		return nil, 0, err
 	}
-	data = data[1:]
 	n, k := binary.Uvarint(data)
 	if k <= 0 || n > uint64(len(data)) { // every failure takes a byte at least
 		return nil, 0, errors.New("bad count")
@@ -47,31 +74,56 @@ func Decode(data []byte, room []int64) ([]int64, time.Duration, error) {
 	if uint64(cap(ns)) < n {
 		ns = make([]int64, 0, n)
 	}
-	for i := range int(n) {
-		var at int64
-		if i == 0 {
-			at, k = binary.Varint(data)
-		} else {
-			var gap uint64
-			gap, k = binary.Uvarint(data)
-			prev := ns[i-1]
-			if gap > uint64(math.MaxInt64-prev) {
-				return nil, 0, errors.New("failure time out of range")
-			}
-			at = prev + int64(gap)
+	for range int(n) {
+		at, rest, err := next(data, unit, ns)
+		if err != nil {
+			return nil, 0, err
 		}
-		if k <= 0 {
-			return nil, 0, errors.New("truncated")
-		}
-		ns = append(ns, at)
-		data = data[k:]
+		ns, data = append(ns, at), rest
 	}
 	up, k := binary.Uvarint(data)
-	if k <= 0 || up > math.MaxInt64 {
+	if k <= 0 || up > math.MaxInt64/uint64(unit) {
 		return nil, 0, errors.New("bad uptime")
 	}
 	if len(data) > k {
 		return nil, 0, errors.New("trailing data")
 	}
-	return ns, time.Duration(up), nil
+	return ns, time.Duration(up) * time.Duration(unit), nil
+}
+
+// header reads the version and the unit, and returns the unit and the
+// rest.
+func header(data []byte) (int64, []byte, error) {
+	switch {
+	case len(data) > 0 && data[0] == 2:
+		return 1, data[1:], nil
+	case len(data) > 1 && data[0] == Version && int(data[1]) < len(units):
+		return units[data[1]], data[2:], nil
+	}
+	return 0, nil, errors.New("not a history encoding")
+}
+
+// next reads the instant after those of ns from data, in unit: the first
+// as a varint, a later one as a uvarint gap. It returns the instant in
+// nanoseconds and the rest of data.
+func next(data []byte, unit int64, ns []int64) (int64, []byte, error) {
+	if len(ns) == 0 {
+		v, k := binary.Varint(data)
+		if k <= 0 {
+			return 0, nil, errors.New("truncated")
+		}
+		if v > math.MaxInt64/unit || v < math.MinInt64/unit {
+			return 0, nil, errors.New("failure time out of range")
+		}
+		return v * unit, data[k:], nil
+	}
+	gap, k := binary.Uvarint(data)
+	if k <= 0 {
+		return 0, nil, errors.New("truncated")
+	}
+	prev := ns[len(ns)-1]
+	if gap > uint64(math.MaxInt64-prev)/uint64(unit) {
+		return 0, nil, errors.New("failure time out of range")
+	}
+	return prev + int64(gap)*unit, data[k:], nil
 }
