@@ -116,7 +116,7 @@ func TestCapacityTurnsRunsAway(t *testing.T) {
 // TestOutageIsDeterministic: the same seed gives the same results; another
 // seed, other jitter and other first runs.
 func TestOutageIsDeterministic(t *testing.T) {
-	s := parse(t, seedJitter)
+	s := parse(t, ampJitter)
 	o := Outage{Jobs: 500, Spread: 5 * time.Minute, Tick: 0, Seed: 7}
 	a, err := o.Run(context.Background(), s)
 	require.NoError(t, err)
@@ -327,5 +327,5 @@ func parse(t require.TestingT, doc string) retrypolicy.Strategy {
 	return s
 }
 
-// seedJitter is Amp's jitter example.
-const seedJitter = `{"strategy":"unless_stopped","backoff":{"kind":"exponential_with_jitter","base_delay_secs":2,"max_delay_secs":300}}`
+// ampJitter is Amp's jitter example.
+const ampJitter = `{"strategy":"unless_stopped","backoff":{"kind":"exponential_with_jitter","base_delay_secs":2,"max_delay_secs":300}}`

@@ -429,7 +429,7 @@ func jsonArray(n int, item func(i int) []byte) []byte {
 	return append(b, ']')
 }
 
-// compared returns the seed strategy named to compare with, or the
+// compared returns the example strategy named to compare with, or the
 // problem with the name.
 func compared(name, scenario string) ([]report.Named, []report.Option) {
 	if scenario != "outage" {

@@ -31,10 +31,10 @@ func codes(r Report) []string {
 
 // Amp's four example strategies.
 const (
-	seedBoundedHour = `{"strategy":"bounded","max_attempts":5,"backoff":{"kind":"exponential","base_delay_secs":1,"max_delay_secs":60}}`
-	seedBoundedDay  = `{"strategy":"bounded","max_attempts":5,"window_secs":86400,"backoff":{"kind":"exponential","base_delay_secs":1,"max_delay_secs":600}}`
-	seedJitter      = `{"strategy":"unless_stopped","backoff":{"kind":"exponential_with_jitter","base_delay_secs":2,"max_delay_secs":300}}`
-	seedNone        = `{"strategy":"none"}`
+	ampBoundedHour = `{"strategy":"bounded","max_attempts":5,"backoff":{"kind":"exponential","base_delay_secs":1,"max_delay_secs":60}}`
+	ampBoundedDay  = `{"strategy":"bounded","max_attempts":5,"window_secs":86400,"backoff":{"kind":"exponential","base_delay_secs":1,"max_delay_secs":600}}`
+	ampJitter      = `{"strategy":"unless_stopped","backoff":{"kind":"exponential_with_jitter","base_delay_secs":2,"max_delay_secs":300}}`
+	ampNone        = `{"strategy":"none"}`
 )
 
 // TestFindings: each finding on a strategy that shows it, and not on a
@@ -48,10 +48,10 @@ func TestFindings(t *testing.T) {
 	}{
 		{"the default cycles", `null`, []string{"window-forgets"}},
 		{"a cap the window holds: no cycle", `{"strategy":"unless_stopped","backoff":{"kind":"exponential","base_delay_secs":2,"max_delay_secs":300}}`, nil},
-		{"Amp's jitter example", seedJitter, nil},
-		{"Amp's bounded hour: fatal 15 s in", seedBoundedHour, []string{"gives-up-fast"}},
-		{"Amp's bounded day: fatal 15 s in too", seedBoundedDay, []string{"gives-up-fast"}},
-		{"Amp's none", seedNone, []string{"never-retries"}},
+		{"Amp's jitter example", ampJitter, nil},
+		{"Amp's bounded hour: fatal 15 s in", ampBoundedHour, []string{"gives-up-fast"}},
+		{"Amp's bounded day: fatal 15 s in too", ampBoundedDay, []string{"gives-up-fast"}},
+		{"Amp's none", ampNone, []string{"never-retries"}},
 		{"3 failures 29 s apart: fatal at 58 s", `{"strategy":"bounded","max_attempts":3,"backoff":{"kind":"fixed","base_delay_secs":29}}`, []string{"gives-up-fast"}},
 		{"3 failures 30 s apart: fatal at 60 s", `{"strategy":"bounded","max_attempts":3,"backoff":{"kind":"fixed","base_delay_secs":30}}`, nil},
 		{"5 in 60 s, 30 s apart: never", `{"strategy":"bounded","max_attempts":5,"window_secs":60,"backoff":{"kind":"fixed","base_delay_secs":30}}`, []string{"never-fatal"}},
@@ -91,7 +91,7 @@ func TestFindingsSayTheNumbers(t *testing.T) {
 	}, r.Summary)
 	assert.Equal(t, "the 1h window forgets failures before the delay reaches its cap of 1h: waits climb to 34m8s, fall back to 8s at failure 13, and cycle", r.Findings[0].Message)
 
-	r, err = Lint(context.Background(), parse(t, seedBoundedHour))
+	r, err = Lint(context.Background(), parse(t, ampBoundedHour))
 	require.NoError(t, err)
 	assert.True(t, r.Summary.Fatal)
 	assert.Equal(t, 5, r.Summary.FailuresToFatal)
@@ -116,7 +116,7 @@ func TestFindingsSayTheNumbers(t *testing.T) {
 	assert.Equal(t, 30*time.Second, r.Summary.LongestWait, "3 s, then 30 s for ever: failures 30 s apart, two in the window")
 	assert.Equal(t, "the 30s window forgets failures before the delay reaches its cap of 10m7s: it never holds more than 2, so the waits climb to 30s and stay there", r.Findings[1].Message)
 
-	r, err = Lint(context.Background(), parse(t, seedNone))
+	r, err = Lint(context.Background(), parse(t, ampNone))
 	require.NoError(t, err)
 	assert.Equal(t, Summary{Fatal: true, FailuresToFatal: 1, MostInWindow: 1, FirstStepUptime: -1, Settled: true, Failures: 1}, r.Summary)
 }
