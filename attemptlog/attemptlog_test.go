@@ -84,7 +84,7 @@ func TestTheLineFormat(t *testing.T) {
 func TestBadLinesAreNamed(t *testing.T) {
 	good := `{"job":"a","started_at":"2026-11-02T15:00:00Z","ended_at":"2026-11-02T15:00:00Z","outcome":"failed"}` + "\n\n"
 	for _, tc := range []struct{ line, want string }{
-		{`[1]`, "line 3: not a JSON object of an attempt"},
+		{`[1]`, "line 3: not a JSON object"},
 		{`{"started_at":"2026-11-02T15:00:00Z","ended_at":"2026-11-02T15:00:00Z","outcome":"failed"}`, "line 3: job: missing"},
 		{`{"job":"a","started_at":"yesterday","ended_at":"2026-11-02T15:00:00Z","outcome":"failed"}`, `line 3: started_at: must be an RFC 3339 time, got "yesterday"`},
 		{`{"job":"a","started_at":"2026-11-02T15:00:01Z","ended_at":"2026-11-02T15:00:00Z","outcome":"failed"}`, "line 3: ended_at: must not be before started_at"},
@@ -145,4 +145,59 @@ func Example() {
 	// Output:
 	// {"job":"42","started_at":"2026-11-02T15:00:00Z","ended_at":"2026-11-02T15:00:03Z","outcome":"failed"}
 	// {"job":"42","started_at":"2026-11-02T15:01:00Z","ended_at":"2026-11-02T15:01:01Z","outcome":"succeeded"}
+}
+
+// TestTheLineRules: a line of exactly MaxLine bytes reads, with an LF or a
+// CR LF after it; a longer one is named by its number, blank lines
+// counted; escapes are decoded before fields and outcomes are compared; a
+// byte order mark before the first line is skipped; every line is valid
+// JSON, ignored fields included; a value that is not a JSON object is
+// named so.
+func TestTheLineRules(t *testing.T) {
+	const line = `{"job":"a","started_at":"2026-11-02T15:00:00Z","ended_at":"2026-11-02T15:00:00Z","outcome":"failed"`
+	exact := line + `,"pad":"` + strings.Repeat("x", attemptlog.MaxLine-len(line)-len(`,"pad":""}`)) + `"}`
+	require.Len(t, exact, attemptlog.MaxLine)
+	for _, ending := range []string{"\n", "\r\n", ""} {
+		got, err := readAll(exact + ending)
+		require.NoError(t, err, "a line of exactly MaxLine bytes, ending %q", ending)
+		assert.Len(t, got, 1)
+	}
+	longer := strings.Replace(exact, `"pad":"`, `"pad":"x`, 1)
+	_, err := readAll("\n\n\n\n\n\n" + longer + "\n")
+	assert.EqualError(t, err, "line 7: longer than 1048576 bytes", "after six blank lines")
+	_, err = readAll("\n\n" + longer + "x\r\n")
+	assert.EqualError(t, err, "line 3: longer than 1048576 bytes")
+
+	escaped, err := readAll(`{"j\u006fb":"\u0061","started_at":"2026-11-02T15:00:00Z","ended_at":"2026-11-02T15:00:00Z","outcome":"fail\u0065d"}` + "\n")
+	require.NoError(t, err)
+	assert.Equal(t, "a", escaped[0].Job)
+	assert.False(t, escaped[0].Succeeded)
+
+	bom, err := readAll("\xef\xbb\xbf" + line + "}\n")
+	require.NoError(t, err)
+	assert.Len(t, bom, 1)
+
+	badUTF8, err := readAll(`{"job":"a` + "\xff" + `b","started_at":"2026-11-02T15:00:00Z","ended_at":"2026-11-02T15:00:00Z","outcome":"failed"}`)
+	require.NoError(t, err)
+	assert.Equal(t, "a\uFFFDb", badUTF8[0].Job)
+
+	for _, bad := range []string{
+		line + `,"x":[1}}`,
+		line + `,"x":{"a" "b"}}`,
+		line + `,"x":tru}`,
+		line + `,"x":"\q"}`,
+		line + `}}`,
+		line + `} 1`,
+		`[` + line + `}]`,
+		`"a line"`,
+		line + `,"x":` + strings.Repeat("[", attemptlog.MaxDepth) + strings.Repeat("]", attemptlog.MaxDepth) + `}`,
+	} {
+		_, err := readAll(bad + "\n")
+		assert.EqualError(t, err, "line 1: not a JSON object", "%.80s", bad)
+	}
+	deep, err := readAll(line + `,"x":` + strings.Repeat("[", attemptlog.MaxDepth-1) + strings.Repeat("]", attemptlog.MaxDepth-1) + "}\n")
+	require.NoError(t, err, "nested %d levels in all", attemptlog.MaxDepth)
+	assert.Len(t, deep, 1)
+	_, err = readAll(`{"job":1,"started_at":"2026-11-02T15:00:00Z","ended_at":"2026-11-02T15:00:00Z","outcome":"failed"}`)
+	assert.EqualError(t, err, "line 1: job: must be a string")
 }

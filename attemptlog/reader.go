@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/retrypolicy/retrypolicy"
 	"github.com/retrypolicy/retrypolicy/internal/echo"
@@ -40,19 +42,31 @@ type Reader struct {
 // NewReader returns a Reader of r.
 func NewReader(r io.Reader) *Reader {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), MaxLine)
+	sc.Buffer(make([]byte, 0, 64<<10), MaxLine+len("\r\n")) // a line's ending is not counted
 	return &Reader{sc: sc, names: map[string]string{}}
 }
 
 // Read returns the next attempt, skipping blank lines, or io.EOF after the
-// last. A line that is not a JSON object of an attempt, one with a missing
-// field, a time that does not parse or is out of range, an ended_at before
-// its started_at, or an unknown outcome, and one longer than MaxLine, is a
-// *LineError; a failure to read r is returned as it is.
+// last. Lines are numbered from 1, blank ones counted; a UTF-8 byte order
+// mark before the first is skipped. A line longer than MaxLine (not
+// counting its ending, LF or CR LF), one that is not a JSON object (or not
+// valid JSON anywhere, ignored fields included, nested at most MaxDepth
+// levels), one with a missing field, a time that does not parse or is out
+// of range, an ended_at before its started_at, or an unknown outcome is a
+// *LineError; a failure to read r is returned as it is. Strings are read
+// after JSON's escapes are decoded ("fail\u0065d" is failed), and bytes
+// that are not UTF-8 read as U+FFFD.
 func (r *Reader) Read() (Attempt, error) {
 	for r.sc.Scan() {
 		r.line++
-		text := bytes.TrimSpace(r.sc.Bytes())
+		line := r.sc.Bytes()
+		if r.line == 1 {
+			line = bytes.TrimPrefix(line, []byte("\xef\xbb\xbf"))
+		}
+		if len(line) > MaxLine {
+			return Attempt{}, &LineError{Line: r.line, Err: fmt.Errorf("longer than %d bytes", MaxLine)}
+		}
+		text := bytes.TrimSpace(line)
 		if len(text) == 0 {
 			continue
 		}
@@ -71,17 +85,21 @@ func (r *Reader) Read() (Attempt, error) {
 	return Attempt{}, io.EOF
 }
 
+// MaxDepth is the deepest nesting a line may hold, the line's object being
+// level 1.
+const MaxDepth = 10_000
+
 // fields are the fields of a line, as written (escapes included).
 type fields struct {
 	job, startedAt, endedAt, outcome, seed []byte
 }
 
-// scanLine reads a line's fields, and skips every other value.
+// scanLine reads a line's fields, and checks every other value.
 func scanLine(text []byte) (fields, error) {
 	var f fields
 	var sc jsonscan.Scanner
 	sc.Reset(text)
-	notObject := errors.New("not a JSON object of an attempt")
+	notObject := errors.New("not a JSON object")
 	if !sc.Consume('{') {
 		return f, notObject
 	}
@@ -90,8 +108,9 @@ func scanLine(text []byte) (fields, error) {
 		if sc.Bad() || !sc.Consume(':') {
 			return f, notObject
 		}
+		name := unquoted(k)
 		var into *[]byte
-		switch string(k) {
+		switch name {
 		case "job":
 			into = &f.job
 		case "started_at":
@@ -101,13 +120,17 @@ func scanLine(text []byte) (fields, error) {
 		case "outcome":
 			into = &f.outcome
 		case "jitter_seed":
-			f.seed = sc.Skip()
+			f.seed = sc.Checked(MaxDepth - 1)
 		default:
-			sc.Skip()
+			sc.Checked(MaxDepth - 1)
 		}
 		if into != nil {
 			if sc.Peek() != '"' {
-				return f, errors.New(string(k) + ": must be a string")
+				sc.Checked(MaxDepth - 1)
+				if sc.Bad() {
+					return f, notObject
+				}
+				return f, errors.New(name + ": must be a string")
 			}
 			*into = sc.Str()
 		}
@@ -119,6 +142,25 @@ func scanLine(text []byte) (fields, error) {
 		return f, notObject
 	}
 	return f, nil
+}
+
+// unquoted returns a string's contents as written, decoded: its escapes,
+// and each byte that is not UTF-8 as U+FFFD, as encoding/json reads them.
+func unquoted(raw []byte) string {
+	s := string(raw)
+	if bytes.IndexByte(raw, '\\') >= 0 {
+		s = jsonscan.Unquoted(raw)
+	}
+	if utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		b.WriteRune(r) // RuneError for a byte that is not UTF-8
+		i += n
+	}
+	return b.String()
 }
 
 // parseLine reads one line, its job's name taken from names when seen.
@@ -138,7 +180,7 @@ func parseLine(text []byte, names map[string]string) (Attempt, error) {
 	var a Attempt
 	name, seen := names[string(f.job)]
 	if !seen {
-		name = jsonscan.Unquoted(f.job)
+		name = unquoted(f.job)
 		names[string(f.job)] = name
 	}
 	a.Job = name
@@ -148,12 +190,12 @@ func parseLine(text []byte, names map[string]string) (Attempt, error) {
 	if a.End, err = parseTime("ended_at", f.endedAt); err != nil {
 		return Attempt{}, err
 	}
-	switch string(f.outcome) {
+	switch outcome := unquoted(f.outcome); outcome {
 	case Succeeded:
 		a.Succeeded = true
 	case Failed:
 	default:
-		return Attempt{}, errors.New("outcome: must be succeeded or failed, got " + echo.Quote(jsonscan.Unquoted(f.outcome)))
+		return Attempt{}, errors.New("outcome: must be succeeded or failed, got " + echo.Quote(outcome))
 	}
 	if a.Seed, a.HasSeed, err = parseSeed(f.seed); err != nil {
 		return Attempt{}, err
@@ -165,7 +207,7 @@ func parseLine(text []byte, names map[string]string) (Attempt, error) {
 func parseTime(name string, raw []byte) (time.Time, error) {
 	text := raw
 	if bytes.IndexByte(raw, '\\') >= 0 {
-		text = []byte(jsonscan.Unquoted(raw))
+		text = []byte(unquoted(raw))
 	}
 	t, ok := jsonscan.RFC3339(text)
 	if !ok {
@@ -181,7 +223,7 @@ func parseSeed(raw []byte) (uint64, bool, error) {
 		return 0, false, nil
 	}
 	if raw[0] == '"' {
-		return retrypolicy.SeedFromString(jsonscan.Unquoted(raw[1 : len(raw)-1])), true, nil
+		return retrypolicy.SeedFromString(unquoted(raw[1 : len(raw)-1])), true, nil
 	}
 	n, err := strconv.ParseUint(string(raw), 10, 64)
 	if err != nil {

@@ -69,10 +69,6 @@ func NewLog(attempts []attemptlog.Attempt) (*Log, error) {
 	return newLog(attempts), nil
 }
 
-// inRange reports whether t is from the epoch to the last instant a
-// Duration from it holds.
-func inRange(t time.Time) bool { return attemptlog.InRange(t) }
-
 // ReadLog reads an attempt log of JSON Lines, one attempt a line in any
 // order:
 //

@@ -280,10 +280,10 @@ func TestReadLog(t *testing.T) {
 		`{"job":"a","started_at":"2026-03-03T10:00:00Z","ended_at":"2026-03-03T10:00:02Z","outcome":"crashed"}`:                 `line 1: outcome: must be succeeded or failed, got "crashed"`,
 		`{"job":"a","started_at":"1969-12-31T23:59:59Z","ended_at":"2026-03-03T10:00:02Z","outcome":"failed"}`:                  "line 1: started_at: must be from 1970 to 2262, got 1969-12-31T23:59:59Z",
 		`{"job":"a","started_at":"2026-03-03T10:00:00Z","ended_at":"2026-03-03T10:00:02Z","outcome":"failed","jitter_seed":-1}`: `line 1: jitter_seed: must be a string or an unsigned integer, got "-1"`,
-		`[1, 2]`: "line 1: not a JSON object of an attempt",
+		`[1, 2]`: "line 1: not a JSON object",
 		`{"job":5,"started_at":"2026-03-03T10:00:00Z","ended_at":"2026-03-03T10:00:02Z","outcome":"failed"}`:     "line 1: job: must be a string",
-		`{"job":"a","started_at":"2026-03-03T10:00:00Z","ended_at":"2026-03-03T10:00:02Z","outcome":"failed"} x`: "line 1: not a JSON object of an attempt",
-		`{"job":"a","started_at":"2026-03-03T10:00:00Z",`:                                                        "line 1: not a JSON object of an attempt",
+		`{"job":"a","started_at":"2026-03-03T10:00:00Z","ended_at":"2026-03-03T10:00:02Z","outcome":"failed"} x`: "line 1: not a JSON object",
+		`{"job":"a","started_at":"2026-03-03T10:00:00Z",`:                                                        "line 1: not a JSON object",
 	} {
 		_, err := ReadLog(strings.NewReader(good + text + "\n"))
 		require.Error(t, err, text)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/retrypolicy/retrypolicy/attemptlog"
 	"github.com/retrypolicy/retrypolicy/fleet"
 	"github.com/retrypolicy/retrypolicy/internal/front/report"
 )
@@ -112,7 +114,10 @@ func replayInputs(positional []string, stdin io.Reader, stderr io.Writer, fs *fl
 	in.Close()
 	if err != nil {
 		fmt.Fprintln(stderr, "retrypolicy: replay:", strings.TrimPrefix(err.Error(), "fleet: ReadLog: "))
-		return nil, nil, exitInvalid
+		if _, bad := errors.AsType[*attemptlog.LineError](err); bad {
+			return nil, nil, exitInvalid
+		}
+		return nil, nil, exitIO // the log could not be read: a directory, a failing disk
 	}
 	return log, candidates, -1
 }

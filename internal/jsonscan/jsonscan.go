@@ -241,6 +241,72 @@ func (s *Scanner) Value(depth int) []byte {
 	return s.b[start:s.i]
 }
 
+// Checked skips the value that starts here, checking its syntax in full,
+// nested to at most maxDepth levels, and returns its text, or nil after a
+// syntax error (tooDeep for nesting past maxDepth). It keeps a byte for
+// each level open, not a call: a deep value costs no stack.
+func (s *Scanner) Checked(maxDepth int) []byte {
+	start := s.peekStart()
+	var closers []byte // of the containers open, innermost last
+	for !s.bad {
+		if c := s.Peek(); c == '{' || c == '[' {
+			if len(closers) >= maxDepth {
+				s.bad, s.tooDeep = true, true
+				return nil
+			}
+			s.i++
+			closer := byte(']')
+			if c == '{' {
+				closer = '}'
+			}
+			if s.Peek() != closer {
+				closers = append(closers, closer)
+				s.member(closer)
+				continue // the container's first value
+			}
+			s.i++
+		} else {
+			s.scalarOrString()
+		}
+		// After a value: the containers it closes, then the next member.
+		for !s.bad && len(closers) > 0 {
+			closer := closers[len(closers)-1]
+			if s.Peek() == ',' {
+				s.i++
+				s.member(closer)
+				break
+			}
+			s.Consume(closer)
+			closers = closers[:len(closers)-1]
+		}
+		if len(closers) == 0 {
+			break
+		}
+	}
+	if s.bad {
+		return nil
+	}
+	return s.b[start:s.i]
+}
+
+// member reads an object member's key and ':' when the container is an
+// object (its closer '}'); nothing in an array.
+func (s *Scanner) member(closer byte) {
+	if closer == '}' {
+		s.Str()
+		s.Consume(':')
+	}
+}
+
+// scalarOrString reads a string, a number or a literal.
+func (s *Scanner) scalarOrString() {
+	if s.Peek() == '"' {
+		s.Str()
+		return
+	}
+	s.scalar()
+}
+
 // Skip skips the value that starts here, nested to any depth, and returns
 // its text, or nil after a syntax error. Scalars are checked; objects and
 // arrays are only read to their matching bracket, outside strings, so that

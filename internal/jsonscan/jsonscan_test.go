@@ -130,3 +130,36 @@ func TestSkipAnyDepth(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckedAgreesWithEncodingJSON: Checked takes a document exactly
+// when encoding/json.Valid does (nesting within the limit), on documents
+// built from JSON's pieces, valid and broken alike.
+func TestCheckedAgreesWithEncodingJSON(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		pieces := rapid.SliceOfN(rapid.SampledFrom([]string{
+			"{", "}", "[", "]", ",", ":", `"a"`, `"\u00e9"`, `"\x"`, "1", "-0.5e3", "01", "true", "nul", " ",
+		}), 0, 30).Draw(t, "pieces")
+		doc := []byte(strings.Join(pieces, ""))
+		var s Scanner
+		s.Reset(doc)
+		got := s.Checked(10000) != nil && s.Peek() == 0
+		if want := json.Valid(doc); got != want {
+			t.Fatalf("%q: Checked %v, encoding/json %v", doc, got, want)
+		}
+	})
+}
+
+// TestCheckedTakesDeepNesting: 10,000 levels are read without recursion,
+// and one more is too deep.
+func TestCheckedTakesDeepNesting(t *testing.T) {
+	deep := strings.Repeat(`{"k":[`, 5000) + "1" + strings.Repeat(`]}`, 5000)
+	var s Scanner
+	s.Reset([]byte(deep))
+	if s.Checked(10000) == nil {
+		t.Fatal("10,000 levels refused")
+	}
+	s.Reset([]byte("[" + deep + "]"))
+	if s.Checked(10000) != nil || !s.TooDeep() {
+		t.Fatal("10,001 levels taken")
+	}
+}
