@@ -108,31 +108,8 @@ func scanLine(text []byte) (fields, error) {
 		if sc.Bad() || !sc.Consume(':') {
 			return f, notObject
 		}
-		name := unquoted(k)
-		var into *[]byte
-		switch name {
-		case "job":
-			into = &f.job
-		case "started_at":
-			into = &f.startedAt
-		case "ended_at":
-			into = &f.endedAt
-		case "outcome":
-			into = &f.outcome
-		case "jitter_seed":
-			f.seed = sc.Checked(MaxDepth - 1)
-		default:
-			sc.Checked(MaxDepth - 1)
-		}
-		if into != nil {
-			if sc.Peek() != '"' {
-				sc.Checked(MaxDepth - 1)
-				if sc.Bad() {
-					return f, notObject
-				}
-				return f, errors.New(name + ": must be a string")
-			}
-			*into = sc.Str()
+		if err := f.read(&sc, unquoted(k)); err != nil {
+			return f, err
 		}
 		if sc.Bad() {
 			return f, notObject
@@ -142,6 +119,37 @@ func scanLine(text []byte) (fields, error) {
 		return f, notObject
 	}
 	return f, nil
+}
+
+// read reads the value of the field name into f, or checks and skips it
+// when f has no place for it. A field of f that is not a string is an
+// error naming it.
+func (f *fields) read(sc *jsonscan.Scanner, name string) error {
+	var into *[]byte
+	switch name {
+	case "job":
+		into = &f.job
+	case "started_at":
+		into = &f.startedAt
+	case "ended_at":
+		into = &f.endedAt
+	case "outcome":
+		into = &f.outcome
+	case "jitter_seed":
+		f.seed = sc.Checked(MaxDepth - 1)
+		return nil
+	default:
+		sc.Checked(MaxDepth - 1)
+		return nil
+	}
+	if sc.Peek() != '"' {
+		if sc.Checked(MaxDepth-1) == nil {
+			return errors.New("not a JSON object")
+		}
+		return errors.New(name + ": must be a string")
+	}
+	*into = sc.Str()
+	return nil
 }
 
 // unquoted returns a string's contents as written, decoded: its escapes,

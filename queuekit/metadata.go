@@ -84,26 +84,35 @@ func readRecord(s *jsonscan.Scanner, m Metadata, recordKey string) Metadata {
 	}
 	haveSeen := false
 	for key, more := firstKey(s); more; key, more = nextKey(s) {
-		switch {
-		case keyIs(key, "seen_attempt") && s.Peek() != '"':
+		if keyIs(key, "seen_attempt") && s.Peek() != '"' {
 			n := s.Number()
 			m.Seen, haveSeen = attemptNumber(n)
 			if !haveSeen && n != nil {
 				m.Problem = shape()
 			}
-		case keyIs(key, "history") && s.Peek() == '"':
-			m.failures, m.legacy = stringContents(s), false
-		case keyIs(key, "failures") && s.Peek() == '"' && (m.failures == nil || m.legacy):
-			m.failures, m.legacy = stringContents(s), true
-		default:
-			s.Skip()
+			continue
 		}
+		m.readFailures(s, key)
 	}
 	if !haveSeen || m.failures == nil {
 		m.Problem, m.failures = shape(), nil
 	}
 	m.HasRecord = m.Problem == ""
 	return m
+}
+
+// readFailures reads the record's member key: its failures in the
+// History's encoding, or in the earlier text when it has no other; any
+// other member is skipped.
+func (m *Metadata) readFailures(s *jsonscan.Scanner, key []byte) {
+	switch {
+	case keyIs(key, "history") && s.Peek() == '"':
+		m.failures, m.legacy = stringContents(s), false
+	case keyIs(key, "failures") && s.Peek() == '"' && (m.failures == nil || m.legacy):
+		m.failures, m.legacy = stringContents(s), true
+	default:
+		s.Skip()
+	}
 }
 
 // Failures returns the record's failures, ascending Unix nanoseconds, in
