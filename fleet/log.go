@@ -30,6 +30,9 @@ type Log struct {
 	avail    availability
 	jobs     []logJob
 	recorded ReplayResult
+	// firstMinute is the minute, from the epoch, of the first attempt: a
+	// Load's first bucket starts there.
+	firstMinute int64
 	// What the jobs that are not replayed (none of their attempts failed)
 	// add to every replay: their attempts, those that start while down
 	// and the minutes they start in, and their completions.
@@ -201,10 +204,20 @@ func (l *Log) recordedResult(attempts []attemptlog.Attempt, groups [][]int32) Re
 		}
 	}
 	r.Fatal = r.Jobs - r.Completed
-	r.PeakPerMin = peak(countMinutes(all), nil)
+	for _, c := range countMinutes(all) {
+		r.PeakPerMin = max(r.PeakPerMin, c.n)
+	}
 	l.asRecorded.downMinutes = countMinutes(asRecorded)
 	l.asRecorded.allMinutes = countMinutes(everyAsRecorded)
-	r.PerMinute = perMinute(countMinutes(every))
+	counts := countMinutes(every)
+	if len(counts) > 0 {
+		l.firstMinute = counts[0].minute
+	}
+	load := newLoadSeries(l.firstMinute)
+	for _, c := range counts {
+		load.add(c)
+	}
+	r.Load = load.load()
 	r.Recovery, r.Recovered = l.recoveries(completionsOf(attempts, groups))
 	return r
 }
@@ -251,25 +264,6 @@ func countMinutes(minutes []int64) []minuteCount {
 		}
 	}
 	return out
-}
-
-// peak returns the most attempts in one minute of a and b together, each
-// in order of its minutes.
-func peak(a, b []minuteCount) int {
-	most := 0
-	for len(a) > 0 || len(b) > 0 {
-		var n int
-		switch {
-		case len(b) == 0 || len(a) > 0 && a[0].minute < b[0].minute:
-			n, a = a[0].n, a[1:]
-		case len(a) == 0 || b[0].minute < a[0].minute:
-			n, b = b[0].n, b[1:]
-		default:
-			n, a, b = a[0].n+b[0].n, a[1:], b[1:]
-		}
-		most = max(most, n)
-	}
-	return most
 }
 
 // Recorded returns the figures of the log as it records them: its jobs;

@@ -1,9 +1,11 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/retrypolicy/retrypolicy"
@@ -15,8 +17,14 @@ import (
 const DefaultMaxReplayed = 10_000_000
 
 // ReplayHorizon is how long after a log's last observation a replay
-// follows: a job whose next attempt would start later is Unfinished.
+// follows: a job whose next attempt would start at or after it (or past
+// the last instant a log holds) is Unfinished.
 const ReplayHorizon = 24 * time.Hour
+
+// ReplayJobBytes is the most a replay holds for each job of its log: the
+// job's History and its place among the jobs, its completion, and the
+// event that waits for it. See Replay for the whole bound.
+const ReplayJobBytes = 160
 
 // Replay is a strategy run on a recorded history (docs/semantics.md, section 6):
 // the dependency's availability read from a [Log], each job that failed
@@ -32,6 +40,15 @@ const ReplayHorizon = 24 * time.Hour
 // deterministic, and bounded: at most MaxAttempts replayed attempts, a
 // History's [MaxJobFailures], the held failures' [MaxHeldFailures], and
 // its context. A zero field means its default.
+//
+// Its memory is a function of its log, never of the attempts it makes or
+// the time they span: beside the Log, a replay holds at most
+// [ReplayJobBytes] for each job of the log, 16 bytes for each failure its
+// Histories hold at once (at most MaxHeldFailures), 64 bytes for each job
+// waiting for an attempt at once (at most one a job: jobs arrive as the run
+// reaches their first attempt), and 64 KiB for its [Load] of at most
+// [MaxLoadBuckets] buckets. A two-line log from 1970 to 2262 costs what any
+// two-line log costs.
 type Replay struct {
 	// Tick is the controller's check; zero retries exactly when due.
 	Tick time.Duration
@@ -62,10 +79,9 @@ type ReplayResult struct {
 	// one), the time from it to each.
 	Recovery  Percentiles
 	Recovered int
-	// PerMinute counts the attempts that start in each minute from the
-	// Unix epoch, down or up, the minutes with none left out: in order, at
-	// most one for each attempt.
-	PerMinute []MinuteCount
+	// Load is the attempts that start in each minute, down or up, over
+	// the run, in at most MaxLoadBuckets buckets.
+	Load Load
 	// Tick is the controller tick the replay ran under; 0 for the log as
 	// recorded, and for a replay with none.
 	Tick time.Duration
@@ -73,12 +89,6 @@ type ReplayResult struct {
 	// horizon, TruncatedBy which: its counts are then lower bounds.
 	Truncated   bool
 	TruncatedBy Bound
-}
-
-// MinuteCount is how many attempts start in the minute from Minute.
-type MinuteCount struct {
-	Minute time.Time
-	N      int
 }
 
 // check returns an error for a Replay that cannot run.
@@ -108,7 +118,7 @@ func (r Replay) Run(ctx context.Context, log *Log, s retrypolicy.Strategy) (Repl
 		return ReplayResult{}, err
 	}
 	rp := newReplaying(r, log, p)
-	bound, err := rp.eng.run(ctx, saturatingAdd(log.avail.last, ReplayHorizon), rp.step)
+	bound, err := rp.eng.run(ctx, rp.end-1, rp.step)
 	res := rp.result(bound)
 	if err != nil {
 		return res, fmt.Errorf("fleet: Replay: %w", err)
@@ -116,42 +126,67 @@ func (r Replay) Run(ctx context.Context, log *Log, s retrypolicy.Strategy) (Repl
 	return res, nil
 }
 
-// replaying is a Replay under way: its events are the replayed jobs'
-// attempts.
+// replaying is a Replay under way. Its events are the replayed jobs'
+// attempts, an int32 each: a job's index for a retry, and -(k+1) for the
+// first attempt of the k-th job in order of first attempts, which arrive
+// one at a time (each arrival schedules the next), so that what waits is
+// the jobs under way, not every job of the log.
 type replaying struct {
 	r         Replay
 	log       *Log
 	res       ReplayResult
 	histories []history // by job, for the replayed ones
 	eng       *engine[int32]
-	minutes   []minuteCount // the minutes of the attempts that start while down, in order
-	all       []minuteCount // the minutes of every attempt, in order
+	order     []int32       // the replayed jobs, by first attempt
+	end       time.Duration // the horizon: no attempt starts at or after it
+	down, all minuteStream  // the attempts a minute, as the run goes
+	load      *loadSeries
 	done      []time.Duration
 	ended     int // jobs completed or fatal
 }
 
 func newReplaying(r Replay, log *Log, p *retrypolicy.Policy) *replaying {
-	rp := &replaying{r: r, log: log, res: ReplayResult{Strategy: p.Strategy(), Jobs: len(log.jobs)}}
+	rp := &replaying{r: r, log: log, res: ReplayResult{Strategy: p.Strategy(), Jobs: len(log.jobs)},
+		end: saturatingAdd(log.avail.last, ReplayHorizon), load: newLoadSeries(log.firstMinute)}
 	rp.histories = make([]history, len(log.jobs))
-	rp.eng = newEngine[int32](r.MaxAttempts, BoundMaxRuns)
-	var replayed []int32
 	for j := range log.jobs {
 		if log.jobs[j].replayed {
 			rp.histories[j].History = retrypolicy.NewHistory(p)
-			replayed = append(replayed, int32(j))
+			rp.order = append(rp.order, int32(j))
 		}
 	}
-	rp.eng.seed(len(replayed), func(i int) (time.Duration, int32) {
-		return log.jobs[replayed[i]].first, replayed[i]
-	})
+	slices.SortStableFunc(rp.order, func(a, b int32) int { return cmp.Compare(log.jobs[a].first, log.jobs[b].first) })
+	rp.eng = newEngine[int32](r.MaxAttempts, BoundMaxRuns)
+	// Every job of the log replays: at most one event waits for each.
+	rp.eng.maxPending = max(MaxPendingEvents, len(rp.order)+1)
+	rp.down = minuteStream{recorded: log.asRecorded.downMinutes, emit: func(c minuteCount) {
+		rp.res.PeakPerMin = max(rp.res.PeakPerMin, c.n)
+	}}
+	rp.all = minuteStream{recorded: log.asRecorded.allMinutes, emit: rp.load.add}
+	if len(rp.order) > 0 {
+		rp.eng.scheduleFirst(log.jobs[rp.order[0]].first, -1)
+	}
 	return rp
 }
 
-// step makes job's attempt that starts at at.
-func (rp *replaying) step(at time.Duration, job int32) {
+// step makes the attempt ev that starts at at: a job's first, or a retry.
+func (rp *replaying) step(at time.Duration, ev int32) {
+	job := ev
+	if ev < 0 {
+		k := int(-ev - 1)
+		job = rp.order[k]
+		if k+1 < len(rp.order) {
+			rp.eng.scheduleFirst(rp.log.jobs[rp.order[k+1]].first, int32(-(k + 2)))
+		}
+	}
+	rp.attempt(at, job)
+}
+
+// attempt makes job's attempt that starts at at.
+func (rp *replaying) attempt(at time.Duration, job int32) {
 	j := &rp.log.jobs[job]
 	rp.res.Attempts++
-	rp.all = addMinute(rp.all, at)
+	rp.all.add(at)
 	if !rp.log.avail.downAt(at) {
 		rp.res.Completed++
 		rp.ended++
@@ -159,7 +194,7 @@ func (rp *replaying) step(at time.Duration, job int32) {
 		return
 	}
 	rp.res.AttemptsDown++
-	rp.minutes = addMinute(rp.minutes, at)
+	rp.down.add(at)
 	failure := saturatingAdd(at, j.failed)
 	d, ok := rp.eng.decide(&rp.histories[job], epoch.Add(failure), j.failed, j.seed)
 	if !ok { // past what a History holds: past every horizon
@@ -174,7 +209,9 @@ func (rp *replaying) step(at time.Duration, job int32) {
 		rp.eng.forget(&rp.histories[job])
 		return
 	}
-	rp.eng.schedule(tick.Next(d.Due.Sub(epoch), failure, rp.r.Tick), job)
+	if next := tick.Next(d.Due.Sub(epoch), failure, rp.r.Tick); next < rp.end {
+		rp.eng.schedule(next, job)
+	} // else at or past the horizon: the job is unfinished
 }
 
 // result is the figures of the attempts made, with those of the jobs not
@@ -186,46 +223,12 @@ func (rp *replaying) result(bound Bound) ReplayResult {
 	res.Completed += len(as.completions)
 	res.Attempts += as.attempts
 	res.AttemptsDown += as.down
-	res.PeakPerMin = peak(rp.minutes, as.downMinutes)
+	rp.down.close()
+	rp.all.close()
+	res.PeakPerMin = rp.res.PeakPerMin
+	res.Load = rp.load.load()
 	res.Recovery, res.Recovered = rp.log.recoveries(append(rp.done, as.completions...))
 	res.TruncatedBy, res.Truncated = bound, bound != ""
-	res.PerMinute = perMinute(merge(rp.all, as.allMinutes))
 	res.Tick = rp.r.Tick
 	return res
-}
-
-// addMinute counts an attempt at at in counts, whose minutes come in order.
-func addMinute(counts []minuteCount, at time.Duration) []minuteCount {
-	m := int64(at / time.Minute)
-	if n := len(counts); n > 0 && counts[n-1].minute == m {
-		counts[n-1].n++
-		return counts
-	}
-	return append(counts, minuteCount{m, 1})
-}
-
-// merge returns the counts of a and b together, each in order of its
-// minutes.
-func merge(a, b []minuteCount) []minuteCount {
-	out := make([]minuteCount, 0, len(a)+len(b))
-	for len(a) > 0 || len(b) > 0 {
-		switch {
-		case len(b) == 0 || len(a) > 0 && a[0].minute < b[0].minute:
-			out, a = append(out, a[0]), a[1:]
-		case len(a) == 0 || b[0].minute < a[0].minute:
-			out, b = append(out, b[0]), b[1:]
-		default:
-			out, a, b = append(out, minuteCount{a[0].minute, a[0].n + b[0].n}), a[1:], b[1:]
-		}
-	}
-	return out
-}
-
-// perMinute returns counts as the exported form.
-func perMinute(counts []minuteCount) []MinuteCount {
-	out := make([]MinuteCount, len(counts))
-	for i, c := range counts {
-		out[i] = MinuteCount{epoch.Add(time.Duration(c.minute) * time.Minute), c.n}
-	}
-	return out
 }

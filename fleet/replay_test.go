@@ -130,12 +130,9 @@ func TestReplayWorkedByHand(t *testing.T) {
 	})
 	require.NoError(t, err)
 	rec := log.Recorded()
-	minute := func(m int, n int) MinuteCount {
-		return MinuteCount{time.Date(2026, 3, 3, 10, m, 0, 0, time.UTC), n}
-	}
 	assert.Equal(t, ReplayResult{Jobs: 3, Completed: 3, Attempts: 6, AttemptsDown: 4, PeakPerMin: 3,
 		Recovery: Percentiles{P50: time.Second, P99: 110 * time.Second, Max: 110 * time.Second}, Recovered: 2,
-		PerMinute: []MinuteCount{minute(0, 1), minute(1, 3), minute(3, 1), minute(5, 1)}}, rec,
+		Load: Load{From: time.Date(2026, 3, 3, 10, 0, 0, 0, time.UTC), Width: time.Minute, Busiest: []int{1, 3, 0, 1, 0, 1}}}, rec,
 		"c's success at 100 s is a down start; a completes at 201 s, b at 310 s, c at 100 s (before the recovery)")
 	assert.Equal(t, []Stretch{{time.Date(2026, 3, 3, 10, 0, 0, 0, time.UTC), time.Date(2026, 3, 3, 10, 3, 20, 0, time.UTC)}}, log.Down())
 
@@ -182,11 +179,8 @@ func TestReplayTicksFromTheEpoch(t *testing.T) {
 	assert.Equal(t, 1, got.Completed, "b alone completes")
 	assert.Equal(t, 4, got.Attempts, "a's 3 and b's recorded one")
 	assert.Equal(t, 3, got.AttemptsDown)
-	assert.Equal(t, []MinuteCount{
-		{time.Date(2026, 3, 3, 10, 0, 0, 0, time.UTC), 1},
-		{time.Date(2026, 3, 3, 10, 1, 0, 0, time.UTC), 1},
-		{time.Date(2026, 3, 3, 10, 2, 0, 0, time.UTC), 2},
-	}, got.PerMinute, "a at 10:00:50, 10:01:00 and 10:02:00; b at 10:02:30")
+	assert.Equal(t, Load{From: time.Date(2026, 3, 3, 10, 0, 0, 0, time.UTC), Width: time.Minute, Busiest: []int{1, 1, 2}},
+		got.Load, "a at 10:00:50, 10:01:00 and 10:02:00; b at 10:02:30")
 	// With no tick the three come a second apart, in one minute.
 	due, err := Replay{}.Run(context.Background(), log, fixed)
 	require.NoError(t, err)
@@ -196,15 +190,16 @@ func TestReplayTicksFromTheEpoch(t *testing.T) {
 // TestReplayStopsAtTheHorizon: an attempt that would start more than a
 // day after the log's last observation is not made, and its job is
 // unfinished. A log that saw the dependency down once, at 10:00:00,
-// replayed under an hourly retry for ever: attempts on every hour up to
-// and with the day's last, 25 in all.
+// replayed under an hourly retry for ever: attempts on every hour of the
+// day after it, 24 in all; the one that would start at the horizon itself,
+// 24 hours after, is not made.
 func TestReplayStopsAtTheHorizon(t *testing.T) {
 	log, err := NewLog([]attemptlog.Attempt{attempt("a", 0, 0, false)})
 	require.NoError(t, err)
 	hourly := retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped, Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: time.Hour}}
 	got, err := Replay{}.Run(context.Background(), log, hourly)
 	require.NoError(t, err)
-	assert.Equal(t, 25, got.Attempts)
+	assert.Equal(t, 24, got.Attempts)
 	assert.Equal(t, 1, got.Unfinished)
 	assert.False(t, got.Truncated, "the horizon is the replay's end, not a bound")
 }

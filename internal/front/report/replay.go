@@ -136,38 +136,29 @@ func downText(down []fleet.Stretch) string {
 	return b.String()
 }
 
-// maxReplayUnits is the most units a replay's chart counts, whatever the
-// log's span: past it a unit is several minutes.
-const maxReplayUnits = 100_000
-
 // ReplayChart draws the attempts a minute of the log as recorded and of
 // each candidate over the log's time, on a log scale, with the stretches
-// the dependency was down shaded.
+// the dependency was down shaded: at most MaxChartPoints points a line and
+// as many shaded stretches, however long or flapping the log.
 func ReplayChart(log *fleet.Log, tick time.Duration, rr Replayed) []byte {
-	first, last := span(rr.Results)
-	unit := time.Minute * time.Duration(max(1, (last-first)/maxReplayUnits+1))
-	units := int((last-first)/int64(unit/time.Minute)) + 1
-	loads := make([][]int, len(rr.Results))
-	peak := 1
-	for i, r := range rr.Results {
-		loads[i] = make([]int, units)
-		for _, m := range r.PerMinute {
-			u := int((m.Minute.Unix()/60 - first) / int64(unit/time.Minute))
-			loads[i][u] += m.N
-			peak = max(peak, loads[i][u])
+	loads, from, width := alignLoads(rr.Results)
+	units, peak := 1, 1
+	for _, l := range loads {
+		units = max(units, len(l))
+		for _, n := range l {
+			peak = max(peak, n)
 		}
 	}
-	c := newLoadChart(units, unit, peak)
-	c.xLabel = "time since the log's first attempt, " + epochMinute(first).Format(time.RFC3339)
+	c := newLoadChart(units, width, peak)
+	c.xLabel = "time since the log's first attempt, " + from.Format(time.RFC3339)
 	var b bytes.Buffer
 	c.start(&b, "attempts a minute (log scale), as recorded and replayed; "+TickText(tick), 0, "")
-	for i, s := range log.Down() {
+	for i, s := range mergeStretches(log.Down(), from, width, float64(c.per)) {
 		label := ""
 		if i == 0 {
 			label = "down"
 		}
-		from := float64(s.From.Sub(epochMinute(first))) / float64(unit)
-		c.shade(&b, from, float64(s.To.Sub(epochMinute(first)))/float64(unit), label)
+		c.shade(&b, s[0], s[1], label)
 	}
 	for i, r := range rr.Results {
 		c.line(&b, i, loads[i], nil)
@@ -184,21 +175,43 @@ func ReplayChart(log *fleet.Log, tick time.Duration, rr Replayed) []byte {
 	return b.Bytes()
 }
 
-// span returns the first and last minute, from the epoch, that any result
-// has an attempt in.
-func span(results []fleet.ReplayResult) (int64, int64) {
-	first, last := int64(-1), int64(0)
+// alignLoads returns the results' loads in buckets of one width, the
+// widest of theirs (every Load of a log starts at its first attempt's
+// minute, and widths are a minute times a power of two), each bucket the
+// busiest of those it takes in.
+func alignLoads(results []fleet.ReplayResult) ([][]int, time.Time, time.Duration) {
+	from, width := time.Time{}, time.Minute
 	for _, r := range results {
-		if n := len(r.PerMinute); n > 0 {
-			a, z := r.PerMinute[0].Minute.Unix()/60, r.PerMinute[n-1].Minute.Unix()/60
-			if first < 0 || a < first {
-				first = a
+		width = max(width, r.Load.Width)
+		from = r.Load.From
+	}
+	loads := make([][]int, len(results))
+	for i, r := range results {
+		per := int(width / max(r.Load.Width, time.Minute))
+		for j, n := range r.Load.Busiest {
+			k := j / per
+			for len(loads[i]) <= k {
+				loads[i] = append(loads[i], 0)
 			}
-			last = max(last, z)
+			loads[i][k] = max(loads[i][k], n)
 		}
 	}
-	return max(first, 0), max(last, first)
+	return loads, from, width
 }
 
-// epochMinute is the instant of minute m from the Unix epoch.
-func epochMinute(m int64) time.Time { return time.Unix(m*60, 0).UTC() }
+// mergeStretches returns the down stretches as spans of units of width from
+// from, each stretch joined to the one before when it starts within one
+// point (per units) of its end: at most one span a point.
+func mergeStretches(down []fleet.Stretch, from time.Time, width time.Duration, per float64) [][2]float64 {
+	var out [][2]float64
+	for _, s := range down {
+		a, z := float64(s.From.Sub(from))/float64(width), float64(s.To.Sub(from))/float64(width)
+		if n := len(out); n > 0 && a <= out[n-1][1]+per {
+			out[n-1][1] = max(out[n-1][1], z)
+			continue
+		}
+		out = append(out, [2]float64{a, z})
+	}
+	return out
+}
+
