@@ -214,4 +214,3 @@ func mergeStretches(down []fleet.Stretch, from time.Time, width time.Duration, p
 	}
 	return out
 }
-
