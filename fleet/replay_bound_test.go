@@ -1,7 +1,9 @@
 package fleet
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"runtime"
 	"testing"
 	"time"
@@ -153,4 +155,35 @@ func TestReplayBounds(t *testing.T) {
 		assert.LessOrEqual(t, rp.eng.peakPending, replayed+1)
 		assert.Equal(t, replayed, res.Fatal+res.Unfinished+res.Completed-len(log.asRecorded.completions))
 	})
+}
+
+// TestAServersReplayHoldsUnder100MB (N2): the worst log a server's body of
+// 1 MiB holds (every line a job of its own, failing at one instant),
+// replayed as /v1/replay does (one candidate at a time, at most the
+// server's 2,000,000 attempts) under a retry every second with no tick,
+// holds its Log and one replay, together under 100 MB.
+func TestAServersReplayHoldsUnder100MB(t *testing.T) {
+	if testing.Short() {
+		t.Skip("replays 2,000,000 attempts")
+	}
+	var body []byte
+	for i := 0; len(body) < 1<<20-200; i++ {
+		body = fmt.Appendf(body, `{"job":"%d","started_at":"2026-11-02T15:00:00Z","ended_at":"2026-11-02T15:00:00Z","outcome":"failed"}`+"\n", i)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	log, err := ReadLog(bytes.NewReader(body))
+	require.NoError(t, err)
+	rp, res := runReplaying(t, Replay{MaxAttempts: 2_000_000}, log, everySecond)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	jobs, _ := log.Jobs()
+	assert.Greater(t, jobs, 9_000)
+	assert.Equal(t, BoundMaxRuns, res.TruncatedBy)
+	held := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	t.Logf("%d jobs, %d failures held at the end: %d MB", jobs, rp.eng.held, held>>20)
+	assert.Less(t, held, int64(100<<20))
+	runtime.KeepAlive(rp)
+	runtime.KeepAlive(log)
 }

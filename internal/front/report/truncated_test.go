@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/retrypolicy/retrypolicy/attemptlog"
 	"github.com/retrypolicy/retrypolicy/fleet"
 )
 
@@ -72,4 +73,22 @@ func TestLayersChartOfTheLongestOutage(t *testing.T) {
 	points := strings.Fields(svg[i+len(`points="`) : i+strings.Index(svg[i:], `"/>`)])
 	assert.LessOrEqual(t, len(points), MaxChartPoints)
 	assert.GreaterOrEqual(t, len(points), MaxChartPoints/2)
+}
+
+// TestAFlappingLogsChartStaysSmall (N7): a dependency that flaps every
+// minute for 100,000 minutes is drawn as at most one shaded stretch a
+// point, not one a flap.
+func TestAFlappingLogsChartStaysSmall(t *testing.T) {
+	var attempts []attemptlog.Attempt
+	t0 := time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)
+	for i := range 100_000 {
+		at := t0.Add(time.Duration(i) * time.Minute)
+		attempts = append(attempts, attemptlog.Attempt{Job: "j", Start: at, End: at, Succeeded: i%2 == 1})
+	}
+	log, err := fleet.NewLog(attempts)
+	require.NoError(t, err)
+	require.Len(t, log.Down(), 50_000)
+	svg := ReplayChart(log, 0, Replayed{Names: []string{"recorded"}, Results: []fleet.ReplayResult{log.Recorded()}})
+	assert.LessOrEqual(t, strings.Count(string(svg), `class="outage"`), MaxChartPoints+1)
+	assert.Less(t, len(svg), 400<<10, "a few hundred KB at most")
 }
