@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"slices"
 	"strconv"
 	"time"
@@ -21,6 +22,51 @@ type LogOptions struct {
 	// From and To bound the attempts written to those that start at or
 	// after From and before To; a zero one is no bound.
 	From, To time.Time
+	// Mended, if not nil, is called for each attempt River holds that a
+	// log cannot hold as it is, with what WriteLog did: an attempt that
+	// ends before it starts (a clock stepped back) is written as ending as
+	// it starts; one outside 1970 to 2262 (an error stamped year 1) is
+	// left out. Each is logged at Warn too.
+	Mended func(Mended)
+	// Logger receives those warnings; nil is slog.Default().
+	Logger *slog.Logger
+}
+
+// Mended is an attempt that WriteLog mended or left out.
+type Mended struct {
+	// JobID is the River job's id.
+	JobID int64
+	// Attempt is the attempt as River holds it.
+	Attempt attemptlog.Attempt
+	// Problem says what a log could not hold, naming the field.
+	Problem error
+	// Written reports whether the attempt was written, clamped; else it
+	// was left out.
+	Written bool
+}
+
+// mend returns a as a log can hold it, and false when it cannot: an end
+// before the start is taken as the start, a time out of range leaves the
+// attempt out. It reports each attempt it mends or leaves out.
+func (o LogOptions) mend(ctx context.Context, id int64, a attemptlog.Attempt) (attemptlog.Attempt, bool) {
+	problem := a.Check()
+	if problem == nil {
+		return a, true
+	}
+	m := Mended{JobID: id, Attempt: a, Problem: problem}
+	if attemptlog.InRange(a.Start) && attemptlog.InRange(a.End) && a.End.Before(a.Start) {
+		a.End, m.Written = a.Start, true
+	}
+	logger := o.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	logger.WarnContext(ctx, "riverretry: WriteLog: an attempt a log cannot hold as River holds it",
+		slog.Int64("job_id", id), slog.String("problem", problem.Error()), slog.Bool("written_clamped", m.Written))
+	if o.Mended != nil {
+		o.Mended(m)
+	}
+	return a, m.Written
 }
 
 // selects reports whether a starts within o's bounds.
@@ -44,9 +90,10 @@ const logPage = 1000
 // millisecond, and where the record has forgotten it (a failure out of
 // every window), as it started. A completed job's last attempt
 // succeeded, from attempted_at to finalized_at. A running
-// attempt has not ended and is left out, and so is an attempt a log cannot
-// hold (times out of order or outside 1970 to 2262). River deletes
-// completed jobs after a day by default (Config.CompletedJobRetentionPeriod), cancelled
+// attempt has not ended and is left out. An attempt a log cannot hold as
+// River holds it is mended or left out (LogOptions.Mended), so that what
+// WriteLog writes always reads back. River deletes completed jobs after a
+// day by default (Config.CompletedJobRetentionPeriod), cancelled
 // and discarded ones after a week: a log of an older outage lacks the jobs
 // that succeeded, and a replay of it sees their dependency as down.
 func WriteLog[TTx any](ctx context.Context, w io.Writer, client *river.Client[TTx], o LogOptions) (int, error) {
@@ -62,7 +109,8 @@ func WriteLog[TTx any](ctx context.Context, w io.Writer, client *river.Client[TT
 		}
 		for _, job := range res.Jobs {
 			for _, a := range attemptsOf(job) {
-				if !o.selects(a) || a.Check() != nil { // a log cannot hold it
+				a, ok := o.mend(ctx, job.ID, a)
+				if !ok || !o.selects(a) {
 					continue
 				}
 				if err := lw.Write(a); err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/attemptlog"
 	"github.com/retrypolicy/retrypolicy/fleet"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
@@ -172,4 +174,48 @@ func TestTheDocsLogIsARiverRun(t *testing.T) {
 	assert.Equal(t, 100, w.Completed, "every job outlives the outage")
 	assert.Equal(t, w.Completed, g.Completed)
 	assert.InDelta(t, w.Attempts, g.Attempts, 0.05*float64(w.Attempts))
+}
+
+// TestWriteLogWritesOnlyWhatReads (N8): a completed job whose attempt
+// ended before it started (a clock stepped back) is written ending as it
+// started, and an error stamped year 1 is left out; each is reported to
+// Mended and logged, WriteLog returns no error, and the whole log reads.
+func TestWriteLogWritesOnlyWhatReads(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newSQLiteHarness(t, nil)
+		ctx := context.Background()
+		stepped := plantJob(t, h, testArgs{Case: "stepped"}, 0, `{}`)
+		now := time.Now()
+		_, err := h.db.ExecContext(ctx, `UPDATE river_job SET state = 'completed', attempt = 1, attempted_at = ?, finalized_at = ? WHERE id = ?`,
+			sqliteTime(now), sqliteTime(now.Add(-time.Hour)), stepped)
+		require.NoError(t, err)
+		yearOne := plantJob(t, h, testArgs{Case: "year one"}, 0, `{}`)
+		_, err = h.db.ExecContext(ctx, `UPDATE river_job SET attempt = 2, errors = jsonb(?) WHERE id = ?`,
+			`[{"at":"0001-01-01T00:00:00Z","attempt":1,"error":"stamped year 1","trace":""}]`, yearOne)
+		require.NoError(t, err)
+
+		var mended []Mended
+		var logs, out bytes.Buffer
+		n, err := WriteLog(ctx, &out, h.client, LogOptions{Mended: func(m Mended) { mended = append(mended, m) },
+			Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		require.NoError(t, err)
+		assert.Equal(t, 1, n, "the stepped job's attempt, clamped")
+		require.Len(t, mended, 2)
+		for _, m := range mended {
+			switch m.JobID {
+			case stepped:
+				assert.True(t, m.Written)
+				assert.ErrorContains(t, m.Problem, "ended_at: must not be before started_at")
+			case yearOne:
+				assert.False(t, m.Written)
+				assert.ErrorContains(t, m.Problem, "started_at: must be from 1970 to 2262")
+			default:
+				t.Errorf("job %d reported", m.JobID)
+			}
+		}
+		assert.Equal(t, 2, strings.Count(logs.String(), "level=WARN"))
+		got, err := attemptlog.NewReader(&out).Read()
+		require.NoError(t, err, "%s", out.String())
+		assert.True(t, got.Start.Equal(got.End), "written ending as it started")
+	})
 }
