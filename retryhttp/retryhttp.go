@@ -332,17 +332,18 @@ func (e *StatusError) handOver() *http.Response {
 	return resp
 }
 
-// discard reads the response's body up to DrainLimit and closes it, and
-// stops its attempt's timer.
+// discard reads the response's body up to DrainLimit and closes it, then
+// stops its attempt's timer: the drain is part of the attempt, so a body
+// that stalls ends when the attempt's timeout does.
 func (e *StatusError) discard() {
 	if e.resp == nil {
 		return
 	}
-	e.timer.stop()
 	body := e.resp.Body
 	e.resp = nil
 	drain(body)
 	body.Close()
+	e.timer.stop()
 }
 
 // drainBuffers are the buffers drain reads into, so that draining a
