@@ -82,10 +82,10 @@ func runSimulate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if code >= 0 {
 		return code
 	}
-	if *logPath != "" {
-		return writeLog(*logPath, o.Outage(), strategies[0], stdout, stderr)
-	}
 	out := output{asJSON: *asJSON, svgPath: *svgPath, stdout: stdout, stderr: stderr}
+	if *logPath != "" {
+		return out.writeLog(*logPath, o.Outage(), strategies[0])
+	}
 	switch o.Scenario {
 	case "contention":
 		return out.contention(o.Contention(), contenders(strategies))
@@ -99,11 +99,11 @@ func runSimulate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 // writeLog runs the outage under one strategy, writes its attempts to
-// path as an attempt log and prints its table.
-func writeLog(path string, o fleet.Outage, s report.Named, stdout, stderr io.Writer) int {
+// path as an attempt log and prints its result, as a table or JSON.
+func (out output) writeLog(path string, o fleet.Outage, s report.Named) int {
 	f, err := os.Create(path)
 	if err != nil {
-		fmt.Fprintln(stderr, "retrypolicy:", err)
+		fmt.Fprintln(out.stderr, "retrypolicy:", err)
 		return exitIO
 	}
 	w := bufio.NewWriterSize(f, 64<<10)
@@ -120,11 +120,13 @@ func writeLog(path string, o fleet.Outage, s report.Named, stdout, stderr io.Wri
 		err = cerr
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "retrypolicy:", strings.TrimPrefix(err.Error(), "fleet: "))
+		fmt.Fprintln(out.stderr, "retrypolicy:", strings.TrimPrefix(err.Error(), "fleet: "))
 		return exitIO
 	}
-	writeOutage(stdout, o, []report.Named{s}, []fleet.OutageResult{r})
-	return exitOK
+	strategies, results := []report.Named{s}, []fleet.OutageResult{r}
+	return out.emit(1, func(int) []byte { return report.OutageJSON(s.Name, r) },
+		func(w io.Writer) { writeOutage(w, o, strategies, results) },
+		func() []byte { return report.LoadChart(o, strategies, results) })
 }
 
 // output is where simulate writes, and how: a JSON line a run, or a table;
