@@ -23,7 +23,8 @@ var epoch = time.Unix(0, 0).UTC()
 // succeeded, down if it failed), its jobs, and what it records. A Log is
 // read once and replayed under as many strategies as wanted; it is not
 // changed by a replay, and many goroutines may replay it at once. Reading
-// one takes 300 to 400 bytes an attempt at its peak; the Log then holds
+// one takes 370 to 510 bytes an attempt at its peak (the more, the more
+// of its attempts are jobs of their own); the Log then holds
 // about 20 bytes an attempt, and each job's name once with a few dozen
 // bytes beside it.
 type Log struct {

@@ -33,7 +33,8 @@ attempt while down fails after the job's median failed attempt, one while up suc
 whose next attempt would start over a day after the log's last line is unfinished. Without a
 strategy: the default and Amp's four example strategies. A bad line is an error that
 names its number and field, and nothing is replayed; a line over 1 MiB is refused. The log is
-read once, in 300 to 400 bytes a line at the peak of reading.
+read once, in 370 to 510 bytes a line at the peak of reading (the more, the more of its lines
+are jobs of their own). A replay's memory grows with the log's jobs, not the time it spans.
 
 Prints, for the log as recorded and each strategy, the attempts (in all, while down, and the
 most in a minute while down), the jobs completed, FATAL (and of those, completed in reality)
