@@ -171,15 +171,18 @@ func newReplaying(r Replay, log *Log, p *retrypolicy.Policy) *replaying {
 
 // step makes the attempt ev that starts at at: a job's first, or a retry.
 func (rp *replaying) step(at time.Duration, ev int32) {
-	job := ev
-	if ev < 0 {
-		k := int(-ev - 1)
-		job = rp.order[k]
-		if k+1 < len(rp.order) {
-			rp.eng.scheduleFirst(rp.log.jobs[rp.order[k+1]].first, int32(-(k + 2)))
-		}
+	if k := int(-ev - 1); ev < 0 && k+1 < len(rp.order) {
+		rp.eng.scheduleFirst(rp.log.jobs[rp.order[k+1]].first, int32(-(k + 2)))
 	}
-	rp.attempt(at, job)
+	rp.attempt(at, rp.jobOf(ev))
+}
+
+// jobOf returns the job whose attempt ev is.
+func (rp *replaying) jobOf(ev int32) int32 {
+	if ev < 0 {
+		return rp.order[-ev-1]
+	}
+	return ev
 }
 
 // attempt makes job's attempt that starts at at.

@@ -68,12 +68,12 @@ func BenchmarkReplay(b *testing.B) {
 	for i, s := range strategies {
 		policies[i], _ = retrypolicy.Compile(s)
 		rp := newReplaying(Replay{Tick: time.Minute, MaxAttempts: DefaultMaxReplayed}, log, policies[i])
-		rp.eng.run(context.Background(), maxDuration, func(at time.Duration, job int32) {
-			if log.avail.downAt(at) {
+		rp.eng.run(context.Background(), rp.end-1, func(at time.Duration, ev int32) {
+			if job := rp.jobOf(ev); log.avail.downAt(at) {
 				j := &log.jobs[job]
 				traces[i] = append(traces[i], call{job, epoch.Add(at + j.failed), j.failed})
 			}
-			rp.step(at, job)
+			rp.step(at, ev)
 		})
 		decisions += len(traces[i])
 	}
