@@ -74,6 +74,9 @@ type ReplayResult struct {
 	// down, and PeakPerMin the most of those that start in one minute
 	// (minutes from the Unix epoch).
 	Attempts, AttemptsDown, PeakPerMin int
+	// Replayed counts the attempts the replay made: Attempts less the
+	// recorded ones of the jobs not replayed. MaxAttempts bounds it.
+	Replayed int
 	// Recovery is, over the Recovered completions at or after the
 	// dependency's recovery (its first up observation after its last down
 	// one), the time from it to each.
@@ -223,6 +226,7 @@ func (rp *replaying) result(bound Bound) ReplayResult {
 	res, as := rp.res, &rp.log.asRecorded
 	_, replayed := rp.log.Jobs()
 	res.Unfinished = replayed - rp.ended
+	res.Replayed = res.Attempts
 	res.Completed += len(as.completions)
 	res.Attempts += as.attempts
 	res.AttemptsDown += as.down

@@ -61,6 +61,7 @@ func TestAReplayHoldsWhatItsLogAsks(t *testing.T) {
 		runtime.ReadMemStats(&after)
 		assert.Equal(t, BoundMaxRuns, res.TruncatedBy)
 		assert.Equal(t, attempts+1, res.Attempts, "the replayed ones and b's recorded one")
+		assert.Equal(t, attempts, res.Replayed, "MaxAttempts bounds the replayed ones")
 		assert.LessOrEqual(t, len(res.Load.Busiest), MaxLoadBuckets)
 		h := int64(after.HeapAlloc) - int64(before.HeapAlloc)
 		assert.Less(t, h, replayMemoryBound(rp), "heap held %d bytes", h)

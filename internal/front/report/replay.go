@@ -106,7 +106,7 @@ func WriteReplay(w io.Writer, log *fleet.Log, tick time.Duration, rr Replayed) {
 	fmt.Fprintln(w, "\nrecorded: FATAL counts the jobs the log never completes (it cannot tell a fatal job from one still waiting)")
 	for i, r := range rr.Results {
 		if r.Truncated {
-			fmt.Fprint(w, Truncated(rr.Names[i], r.TruncatedBy, fmt.Sprintf("after %d attempts, its counts are lower bounds", r.Attempts)))
+			fmt.Fprint(w, Truncated(rr.Names[i], r.TruncatedBy, fmt.Sprintf("after %d replayed attempts, its counts are lower bounds", r.Replayed)))
 		}
 	}
 }
