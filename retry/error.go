@@ -31,10 +31,20 @@ const (
 	// BudgetExhausted: the retry budget (WithBudget) allowed no more
 	// retries.
 	BudgetExhausted Reason = 6
+	// RetriedBelow: the attempt that failed was retried below, by a layer
+	// that ran under it and gave up after retrying (or reported so with
+	// Report), so Do retried at one layer, that one, and gave up at once.
+	// WithNestedRetries turns this off.
+	RetriedBelow Reason = 7
+	// Deferred: the next wait was longer than the defer threshold of the
+	// durable layer (a queue's job) Do ran under (DeferAfter), which runs
+	// the work again after that wait instead; GiveUpError.Wait holds it.
+	Deferred Reason = 8
 )
 
 // reasonNames are the reasons' names, by value.
-var reasonNames = [...]string{"", "strategy_none", "attempts_exhausted", "not_retryable", "context_done", "past_deadline", "budget_exhausted"}
+var reasonNames = [...]string{"", "strategy_none", "attempts_exhausted", "not_retryable", "context_done", "past_deadline", "budget_exhausted",
+	"retried_below", "deferred"}
 
 // String returns the reason's name ("not_retryable"), "" for the zero
 // Reason, or "Reason(N)".
@@ -75,6 +85,9 @@ type GiveUpError struct {
 	// Err is op's last error (unwrapped from Permanent or After); when the
 	// context ended the loop, the context's cause joined with it.
 	Err error
+	// Wait is, for the reason Deferred, the wait Do would have made before
+	// its next call, from the failure (capped as Do caps a wait).
+	Wait time.Duration
 }
 
 // Error names the reason and the number of failures, then Err.

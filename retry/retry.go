@@ -27,7 +27,15 @@ type config struct {
 	fullJitter bool
 	observe    func(Event)
 	end        func(End)
+	nested     bool
 	calls      int // op's calls so far
+}
+
+// WithNestedRetries makes Do retry an attempt that was retried below as
+// if its failure were fresh, as it did before it retried at one layer. Do
+// still reports to the layer above it when it gives up after retrying.
+func WithNestedRetries() Option {
+	return Option{func(c config) config { c.nested = true; return c }}
 }
 
 // WithPermanent classifies the errors op returns that the caller does not
@@ -123,11 +131,22 @@ type Event struct {
 // and an op that ran an hour before failing is retried almost at once.
 //
 // It returns op's value at the first success, or else the zero T and a
-// *GiveUpError that unwraps to op's last error and says why: a fatal
-// decision, a permanent error (context.Canceled from op is one), the
-// context done, a next retry due past the context's deadline (Do returns
-// at once rather than sleep into it), or a spent budget. An invalid
-// strategy is a *retrypolicy.ValidationError, before op is called.
+// *GiveUpError that unwraps to op's last error and says why, checked in
+// this order: the context done, a permanent error (context.Canceled from
+// op is one), an attempt retried below, a fatal decision, a next retry due
+// past the context's deadline (Do returns at once rather than sleep into
+// it), a wait a durable layer above takes over (Deferred), or a spent
+// budget. An invalid strategy is a *retrypolicy.ValidationError, before
+// op is called.
+//
+// Do retries at one layer. It calls op under a context that is op's
+// attempt: a loop of this library that runs under it (another Do, a
+// retryhttp transport) and gives up after retrying reports to it, and Do
+// then gives up at once with the reason RetriedBelow rather than multiply
+// the calls below (WithNestedRetries turns this off). Do reports so to the
+// layer it runs under when it gives up after more than one call, or for
+// RetriedBelow, Deferred or BudgetExhausted. Three loops nested in one
+// another each allowing 3 attempts make 3 calls at the bottom, not 27.
 //
 // Only idempotent operations are safe to retry: one that creates something
 // should carry an idempotency key made once and sent with every call. Do
@@ -143,14 +162,19 @@ func Do[T any](ctx context.Context, s retrypolicy.Strategy, op func(context.Cont
 			cfg = opt.set(cfg) // by value, so that cfg stays on the stack
 		}
 	}
-	if cfg.end == nil {
-		return loop(ctx, &s, &cfg, op)
+	up := enclosingOf(ctx) // the layer Do runs under, as Do starts
+	var begin time.Time
+	if cfg.end != nil {
+		begin = time.Now()
 	}
-	begin := time.Now()
 	v, err := loop(ctx, &s, &cfg, op)
-	end := End{Attempts: cfg.calls, Took: time.Since(begin)}
-	end.GaveUp, _ = err.(*GiveUpError)
-	cfg.end(end)
+	gaveUp, _ := err.(*GiveUpError)
+	if gaveUp != nil && (cfg.calls > 1 || gaveUp.Reason == RetriedBelow || gaveUp.Reason == Deferred || gaveUp.Reason == BudgetExhausted) {
+		up.report()
+	}
+	if cfg.end != nil {
+		cfg.end(End{Attempts: cfg.calls, GaveUp: gaveUp, Took: time.Since(begin)})
+	}
 	return v, err
 }
 
@@ -161,6 +185,7 @@ type failure struct {
 	err      error
 	uptime   time.Duration
 	failedAt time.Time
+	below    bool // the attempt was retried below
 }
 
 // loop is Do's loop, for a valid strategy and its options.
@@ -171,6 +196,7 @@ func loop[T any](ctx context.Context, s *retrypolicy.Strategy, cfg *config, op f
 	}
 	var h *retrypolicy.History
 	var timer *time.Timer
+	attempt := &attemptCtx{Context: ctx} // every call's, in turn
 	defer func() {
 		if timer != nil {
 			timer.Stop()
@@ -182,7 +208,9 @@ func loop[T any](ctx context.Context, s *retrypolicy.Strategy, cfg *config, op f
 		}
 		start := time.Now()
 		cfg.calls++
-		v, opErr := op(ctx)
+		attempt.begin()
+		v, opErr := op(attempt)
+		below := attempt.end()
 		if opErr == nil {
 			return v, nil
 		}
@@ -190,7 +218,7 @@ func loop[T any](ctx context.Context, s *retrypolicy.Strategy, cfg *config, op f
 		if h == nil {
 			h = cfg.start(*s)
 		}
-		wait, giveUp := cfg.decide(ctx, h, failure{failures, opErr, failedAt.Sub(start), failedAt}, s)
+		wait, giveUp := cfg.decide(ctx, h, failure{failures, opErr, failedAt.Sub(start), failedAt, below}, s)
 		if giveUp != nil {
 			return zero, giveUp
 		}
@@ -225,6 +253,9 @@ func (c *config) decide(ctx context.Context, h *retrypolicy.History, f failure, 
 	if errors.Is(f.err, context.Canceled) || c.permanent != nil && c.permanent(f.err) || IsPermanent(f.err) {
 		return giveUp(NotRetryable, unwrapMarks(f.err))
 	}
+	if f.below && !c.nested {
+		return giveUp(RetriedBelow, unwrapMarks(f.err))
+	}
 	if rerr := h.Record(f.failedAt, f.uptime); rerr != nil {
 		return giveUp(NotRetryable, errors.Join(unwrapMarks(f.err), rerr))
 	}
@@ -253,6 +284,9 @@ func (c *config) wait(ctx context.Context, d retrypolicy.Decision, f failure, s 
 	}
 	if deadline, ok := ctx.Deadline(); ok && deadline.Sub(f.failedAt) <= wait {
 		return giveUp(PastDeadline)
+	}
+	if threshold, ok := deferAfter(ctx); ok && wait > threshold {
+		return 0, &GiveUpError{Reason: Deferred, Failures: f.n, Err: unwrapMarks(f.err), Wait: wait}
 	}
 	if c.budget != nil && !c.budget.withdraw() {
 		return giveUp(BudgetExhausted)

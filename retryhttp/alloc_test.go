@@ -126,11 +126,12 @@ func testARetryAllocates(t *testing.T) {
 	}
 }
 
-// TestAFirstTryAllocatesNothing: a request that succeeds at once
-// allocates nothing in the transport beyond what its base transport does:
-// the options are made in NewTransport, the loop's state stays on the
-// stack, and the History is made at the first failure.
-func TestAFirstTryAllocatesNothing(t *testing.T) {
+// TestAFirstTryAllocatesOnlyItsAttempt: a request that succeeds at once
+// allocates one object in the transport beyond what its base transport
+// does, the attempt's context its loop hands the attempt (which the layers
+// below report to): the options are made in NewTransport, the loop's
+// state stays on the stack, and the History is made at the first failure.
+func TestAFirstTryAllocatesOnlyItsAttempt(t *testing.T) {
 	s := retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 5, Window: time.Minute,
 		Backoff: retrypolicy.Backoff{Kind: retrypolicy.ExponentialWithJitter, BaseDelay: time.Second}}
 	req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, "http://example.test/x", nil)
@@ -148,7 +149,7 @@ func TestAFirstTryAllocatesNothing(t *testing.T) {
 		}
 	}
 	bare, ours := testing.AllocsPerRun(100, send(base)), testing.AllocsPerRun(100, send(tr))
-	if ours > bare {
-		t.Errorf("a first try allocates %v times through the transport, %v through its base alone", ours, bare)
+	if ours > bare+1 {
+		t.Errorf("a first try allocates %v times through the transport, %v through its base alone (and one for its attempt)", ours, bare)
 	}
 }

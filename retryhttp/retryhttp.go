@@ -98,8 +98,17 @@ type config struct {
 	afterCap       time.Duration
 	attemptTimeout time.Duration
 	fullJitter     bool
+	nested         bool
 	observe        []func(retry.Event)
 	end            []func(retry.End)
+}
+
+// WithNestedRetries makes the transport retry a request whose attempt was
+// retried below (a marked response, see [Handler]) as if it were a fresh
+// failure, as retry.WithNestedRetries does for its loop. The transport
+// still reports to the layer above it.
+func WithNestedRetries() Option {
+	return Option{func(c config) config { c.nested = true; return c }}
 }
 
 // WithClassifier replaces [Transient]: transient reports whether an
@@ -241,6 +250,9 @@ func (c *config) retryOptions(onRetry func(retry.Event)) []retry.Option {
 	}
 	if c.budget != nil {
 		opts = append(opts, retry.WithBudget(c.budget))
+	}
+	if c.nested {
+		opts = append(opts, retry.WithNestedRetries())
 	}
 	return opts
 }
@@ -423,6 +435,12 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	if !c.resend || !c.t.transient(resp, nil) {
 		timer.stop()
 		return resp, nil
+	}
+	if resp.Header.Get(RetriedBelowHeader) != "" {
+		// Retried below, in the server: this attempt is not retried (Do
+		// gives up RetriedBelow), and the layer above hears of it.
+		retry.Report(ctx)
+		retry.Report(c.req.Context())
 	}
 	se := &StatusError{StatusCode: resp.StatusCode, resp: resp, timer: timer}
 	if wait, ok := ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {

@@ -32,15 +32,7 @@ import (
 // done, nothing is retried.
 func Transient(resp *http.Response, err error) bool {
 	if err == nil {
-		if resp == nil {
-			return false
-		}
-		switch resp.StatusCode {
-		case http.StatusRequestTimeout, http.StatusTooManyRequests, http.StatusInternalServerError,
-			http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-			return true
-		}
-		return false
+		return resp != nil && retriedStatus(resp.StatusCode)
 	}
 	var (
 		cert      *tls.CertificateVerificationError
@@ -68,4 +60,15 @@ func Transient(resp *http.Response, err error) bool {
 		return true
 	}
 	return errors.As(err, &op)
+}
+
+// retriedStatus reports whether Transient retries a response of status
+// code: 408, 429, 500, 502, 503 and 504.
+func retriedStatus(code int) bool {
+	switch code {
+	case http.StatusRequestTimeout, http.StatusTooManyRequests, http.StatusInternalServerError,
+		http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
 }
