@@ -240,6 +240,14 @@ func TestDeferredWaits(t *testing.T) {
 		ge, _ := errors.AsType[*GiveUpError](err)
 		assert.Equal(t, RetriedBelow, ge.Reason, "the loop above the deferred one")
 
+		// A queue's job runs under a deadline (River's a minute): the wait
+		// is deferred, not given up past the deadline.
+		withDeadline, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		_, err = Do(withDeadline, three, func(context.Context) (int, error) { return 0, After(errDown, 10*time.Minute) })
+		ge, _ = errors.AsType[*GiveUpError](err)
+		assert.Equal(t, Deferred, ge.Reason, "not PastDeadline")
+
 		calls = 0
 		_, err = Do(ctx, three, func(context.Context) (int, error) { calls++; return 0, errDown })
 		assert.Equal(t, 3, calls, "waits of a millisecond are made")

@@ -133,9 +133,9 @@ type Event struct {
 // It returns op's value at the first success, or else the zero T and a
 // *GiveUpError that unwraps to op's last error and says why, checked in
 // this order: the context done, a permanent error (context.Canceled from
-// op is one), an attempt retried below, a fatal decision, a next retry due
-// past the context's deadline (Do returns at once rather than sleep into
-// it), a wait a durable layer above takes over (Deferred), or a spent
+// op is one), an attempt retried below, a fatal decision, a wait a durable
+// layer above takes over (Deferred), a next retry due past the context's
+// deadline (Do returns at once rather than sleep into it), or a spent
 // budget. An invalid strategy is a *retrypolicy.ValidationError, before
 // op is called.
 //
@@ -282,11 +282,13 @@ func (c *config) wait(ctx context.Context, d retrypolicy.Decision, f failure, s 
 	giveUp := func(r Reason) (time.Duration, *GiveUpError) {
 		return 0, &GiveUpError{Reason: r, Failures: f.n, Err: unwrapMarks(f.err)}
 	}
-	if deadline, ok := ctx.Deadline(); ok && deadline.Sub(f.failedAt) <= wait {
-		return giveUp(PastDeadline)
-	}
+	// A durable layer above takes a long wait over, so the loop neither
+	// sleeps it nor gives up at the deadline it would sleep into.
 	if threshold, ok := deferAfter(ctx); ok && wait > threshold {
 		return 0, &GiveUpError{Reason: Deferred, Failures: f.n, Err: unwrapMarks(f.err), Wait: wait}
+	}
+	if deadline, ok := ctx.Deadline(); ok && deadline.Sub(f.failedAt) <= wait {
+		return giveUp(PastDeadline)
 	}
 	if c.budget != nil && !c.budget.withdraw() {
 		return giveUp(BudgetExhausted)

@@ -42,6 +42,20 @@
 // closes on a timer of its own: once either is done no attempt is sent,
 // and the transport gives up as ContextDone.
 //
+// # Retrying at one layer
+//
+// Retries multiply across layers, so the transport retries at one: each
+// request is a layer of retry.Do, under whatever loop of this library
+// sent it. A transport that gives up after retrying reports to the
+// attempt its request's context belongs to, and [Handler], on the server,
+// marks a response with [RetriedBelowHeader] when the request was retried
+// below; a transport returns such a response as received, without
+// retrying it. [WithNestedRetries] turns this off for a transport. Inside
+// a queue's job (see retry.DeferAfter), a wait longer than the queue
+// adapter's threshold is not made: the transport returns a
+// *retry.GiveUpError with the reason Deferred and the wait, and the job
+// runs again after it.
+//
 // A strategy that never gives up (unless_stopped, the default) retries
 // until the request's context ends: give requests a deadline
 // ([http.Client.Timeout] does) or use a bounded strategy.
@@ -296,7 +310,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	var gu *retry.GiveUpError
 	var se *StatusError
 	if errors.As(err, &se) && se.resp != nil {
-		if errors.As(err, &gu) && gu.Reason != retry.ContextDone {
+		// A deferred wait is the durable layer's to make: the caller gets
+		// the *GiveUpError that carries it, not the response.
+		if errors.As(err, &gu) && gu.Reason != retry.ContextDone && gu.Reason != retry.Deferred {
 			return se.handOver(), nil
 		}
 		se.discard()

@@ -78,6 +78,16 @@
 // meaning. Each decision is logged at the Debug level, with the job, the
 // attempt, the failure's instant and the run's uptime.
 //
+// A job is a durable retry layer: its strategy decides every failure,
+// whatever happened inside the run. The loops of this library that run
+// inside it (retry.Do, a retryhttp transport, under the context Work
+// hands the worker) retry at one layer, and do not sleep a wait longer
+// than Config.DeferAfter (5 s by default): they give up at once with the
+// reason deferred, and the job runs again no earlier than its failure plus
+// that wait (or its strategy's due time, whichever is later), so that a
+// worker is never held by a long Retry-After. The job's strategy still
+// counts the failure, and a fatal decision still ends the job.
+//
 // # The record
 //
 // River's AttemptError.At is when a run started, and the failure being

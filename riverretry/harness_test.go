@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/retrypolicy/retrypolicy"
 	"github.com/retrypolicy/retrypolicy/retry"
+	"github.com/retrypolicy/retrypolicy/retryhttp"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver"
 	"github.com/riverqueue/river/riverdriver/riversqlite"
@@ -39,6 +42,10 @@ const (
 	// retryAfter returns retry.After of an error, asking for
 	// testArgs.After.
 	retryAfter outcome = "retry-after"
+	// httpRetryAfter calls a service through a retryhttp transport, which
+	// answers 429 with a Retry-After of testArgs.After, and returns the
+	// client's error.
+	httpRetryAfter outcome = "http-retry-after"
 	// hang runs for hangFor, whatever its context says, as a run whose
 	// client died looks to the others.
 	hang outcome = "hang"
@@ -132,6 +139,8 @@ func (w *testWorker[T]) Work(ctx context.Context, job *river.Job[T]) error {
 		return retry.Permanent(fmt.Errorf("%s: attempt %d: 404 not found", a.Case, job.Attempt))
 	case retryAfter:
 		return retry.After(fmt.Errorf("%s: attempt %d: 429 too many requests", a.Case, job.Attempt), a.After)
+	case httpRetryAfter:
+		return callTooManyRequests(ctx, a.After)
 	case hang:
 		time.Sleep(hangFor)
 		return fmt.Errorf("%s: attempt %d hung", a.Case, job.Attempt)
@@ -429,3 +438,29 @@ func near(t testing.TB, precision time.Duration, want, got time.Time, msg string
 	}
 	assert.Less(t, diff, precision, "%s: want %v, got %v", fmt.Sprintf(msg, args...), want, got)
 }
+
+// callTooManyRequests calls a service that answers 429 with a Retry-After
+// of after, through a retryhttp transport that retries 5 times, with ctx,
+// and returns the client's error.
+func callTooManyRequests(ctx context.Context, after time.Duration) error {
+	busy := roundTripper(func(req *http.Request) (*http.Response, error) {
+		h := http.Header{"Retry-After": {strconv.Itoa(int(after / time.Second))}}
+		return &http.Response{StatusCode: http.StatusTooManyRequests, Header: h, Body: http.NoBody, Request: req}, nil
+	})
+	t, err := retryhttp.NewTransport(busy, retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 5})
+	if err != nil {
+		return err
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://busy.test/", nil)
+	resp, err := (&http.Client{Transport: t}).Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	return fmt.Errorf("the service answered %s", resp.Status)
+}
+
+// roundTripper is an http.RoundTripper made of a function.
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -250,3 +250,31 @@ func TestErrorVocabulary(t *testing.T) {
 		}
 	})
 }
+
+// TestALongRetryAfterIsDeferredToTheJob: a job whose HTTP call gets
+// Retry-After: 600 from a retryhttp transport returns from its worker at
+// once, its run holding no worker for the wait, and is scheduled 600 s
+// after its failure on the policy's clock (synctest's), where its strategy
+// alone would have waited a second; the strategy still counts the failure.
+func TestALongRetryAfterIsDeferredToTheJob(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newSQLiteHarness(t, nil)
+		const fixed = `{"strategy":"unless_stopped","backoff":{"kind":"fixed","base_delay_secs":1}}`
+		res, err := h.client.Insert(context.Background(), testArgs{Case: "busy service", Outcomes: []outcome{httpRetryAfter, succeed}, After: 600 * time.Second},
+			&river.InsertOpts{Metadata: []byte(`{"retry_strategy":` + fixed + `}`)})
+		require.NoError(t, err)
+		rows := h.waitEnded([]int64{res.Job.ID}, time.Hour)
+		assert.Equal(t, rivertype.JobStateCompleted, rows[res.Job.ID].State)
+		runs := h.seen.of(res.Job.ID)
+		require.Len(t, runs, 2)
+		decided := h.decisions(res.Job.ID)
+		require.NotEmpty(t, decided)
+		failedAt := decided[0].FailedAt // when the run returned, as the policy saw it
+		assert.Less(t, failedAt.Sub(runs[0].started), time.Second, "the run returned at once")
+		near(t, h.precision, failedAt.Add(600*time.Second), runs[1].scheduled, "scheduled after the deferred wait")
+		assert.Contains(t, rows[res.Job.ID].Errors[0].Error, "deferred")
+		_, failures, ok := recordOf(t, runs[1].metadata)
+		require.True(t, ok)
+		assert.Len(t, failures, 1, "the strategy counted the failure")
+	})
+}

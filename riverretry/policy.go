@@ -2,6 +2,7 @@ package riverretry
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -68,7 +69,18 @@ type Config struct {
 	// Hooks are told what the policy does, to count it (otelretry's
 	// metrics are made so); riverretry depends on no metrics library.
 	Hooks Hooks
+
+	// DeferAfter is the longest wait a retry loop of this library (retry.Do,
+	// a retryhttp transport) makes inside a job's run: a loop whose next
+	// wait is longer gives up at once (retry.Deferred) and the job runs
+	// again no earlier than its failure plus that wait, so that a worker is
+	// never held by a long Retry-After. Zero is DefaultDeferAfter; a
+	// negative one defers nothing.
+	DeferAfter time.Duration
 }
+
+// DefaultDeferAfter is Config.DeferAfter's default.
+const DefaultDeferAfter = 5 * time.Second
 
 // Hooks are functions the policy calls as it works, each with the job's
 // kind; a nil one is not called. They are called from River's goroutines
@@ -109,6 +121,7 @@ type Policy struct {
 	// River's encoding of the value outside a job's run.
 	setMetadata func(ctx context.Context, key string, value any) error
 	pending     pending
+	deferAfter  time.Duration
 }
 
 var (
@@ -131,6 +144,7 @@ func New(cfg Config) (*Policy, error) {
 		policies:    policies,
 		next:        cfg.ErrorHandler,
 		hooks:       cfg.Hooks,
+		deferAfter:  cmp.Or(cfg.DeferAfter, DefaultDeferAfter),
 		logger:      cfg.Logger,
 		now:         cfg.Now,
 		setMetadata: river.MetadataSet,
@@ -214,6 +228,7 @@ func (p *Policy) Work(ctx context.Context, job *rivertype.JobRow, doInner func(c
 		}
 	}
 	r := run{job: job, pol: pol, rec: rec, start: p.now()}
+	ctx = retry.DeferAfter(ctx, p.deferAfter)
 	ended := false
 	defer func() {
 		if !ended { // a panic, which goes on to River after this
@@ -253,6 +268,9 @@ func (p *Policy) failed(ctx context.Context, r run, err error) error {
 	case d.Action != retrypolicy.Fatal:
 		if wait, ok := retry.AfterWait(err, pol.Strategy()); ok && at.Add(wait).After(d.Due) {
 			d.Action, d.Due = retrypolicy.Wait, at.Add(wait)
+		}
+		if wait, ok := retry.DeferredWait(err); ok && at.Add(wait).After(d.Due) {
+			d.Action, d.Due = retrypolicy.Wait, at.Add(wait) // a wait a loop in the run left to the job
 		}
 	}
 	p.logDecision(ctx, job, rec.Failures, end.Sub(start), v)
