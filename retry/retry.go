@@ -206,7 +206,13 @@ func loop[T any](ctx context.Context, s *retrypolicy.Strategy, cfg *config, op f
 		if err := ctx.Err(); err != nil {
 			return zero, &GiveUpError{Reason: ContextDone, Failures: failures - 1, Err: context.Cause(ctx)}
 		}
-		start := time.Now()
+		// The first call's uptime is not measured: its failure is the only
+		// one in the window, which owes the first step whatever the uptime,
+		// so a call that succeeds at once reads the clock not at all.
+		var start time.Time
+		if failures > 1 {
+			start = time.Now()
+		}
 		cfg.calls++
 		attempt.begin()
 		v, opErr := op(attempt)
@@ -218,7 +224,11 @@ func loop[T any](ctx context.Context, s *retrypolicy.Strategy, cfg *config, op f
 		if h == nil {
 			h = cfg.start(*s)
 		}
-		wait, giveUp := cfg.decide(ctx, h, failure{failures, opErr, failedAt.Sub(start), failedAt, below}, s)
+		var uptime time.Duration
+		if failures > 1 {
+			uptime = failedAt.Sub(start)
+		}
+		wait, giveUp := cfg.decide(ctx, h, failure{failures, opErr, uptime, failedAt, below}, s)
 		if giveUp != nil {
 			return zero, giveUp
 		}
