@@ -14,12 +14,24 @@
 //
 // When it gives up, Do returns a [*GiveUpError] that says why (its
 // [Reason]): a fatal decision, an error marked [Permanent], the context
-// done, a retry due past the context's deadline, or a spent [Budget]. An
-// error marked with [After] waits at least what a server asked, within a
-// cap. The options ([Option]) observe each retry and the end, share a
-// budget, fix the jitter's seed or make it full.
+// done, an attempt retried below, a wait a queue's job takes over, a retry
+// due past the context's deadline, or a spent [Budget]. An error marked
+// with [After] waits at least what a server asked, within a cap. The
+// options ([Option]) observe each retry and the end, share a budget, fix
+// the jitter's seed or make it full.
+//
+// # Retrying at one layer
+//
+// Retries multiply across layers, so the loops of this library retry at
+// one. Do calls the operation under a context that is its attempt; a loop
+// that runs under it and gives up after retrying reports to it ([Report]
+// does so for code of the caller's), and Do then gives up at once with
+// [RetriedBelow] rather than retry again ([WithNestedRetries] turns this
+// off). Layers that are not loops use [StartAttempt]; a queue's job takes
+// long waits over with [DeferAfter], and reads them with [DeferredWait].
 //
 // Do keeps nothing between calls and starts no goroutine: it is safe to
-// call from many goroutines at once, and its first try allocates nothing.
-// A Budget is safe for concurrent use.
+// call from many goroutines at once, and its first try allocates one
+// object, the context it hands the operation. A Budget is safe for
+// concurrent use.
 package retry
