@@ -1,6 +1,6 @@
 // Package queuekit holds what every queue adapter of retrypolicy needs besides its queue.
 //
-// An adapter (riverretry for River, natsretry for NATS JetStream) is the
+// An adapter (riverretry for River, and one for any other queue) is the
 // glue between a queue's hooks and the decision; what does not depend on
 // the queue lives here, once:
 //
