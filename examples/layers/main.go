@@ -135,7 +135,7 @@ func runChain(net network, s settings, rule bool) (outcome, error) {
 				succeeded.Add(1)
 			}
 		})
-		time.Sleep(start.Add(time.Duration(i+1) * interval).Sub(time.Now()))
+		time.Sleep(time.Until(start.Add(time.Duration(i+1) * interval)))
 	}
 	wg.Wait()
 	return outcome{requests: n, succeeded: int(succeeded.Load()), bottom: int(bottom.Load())}, nil
