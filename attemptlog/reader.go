@@ -108,7 +108,7 @@ func scanLine(text []byte) (fields, error) {
 		if sc.Bad() || !sc.Consume(':') {
 			return f, notObject
 		}
-		if err := f.read(&sc, unquoted(k)); err != nil {
+		if err := f.read(&sc, plain(k)); err != nil {
 			return f, err
 		}
 		if sc.Bad() {
@@ -124,9 +124,9 @@ func scanLine(text []byte) (fields, error) {
 // read reads the value of the field name into f, or checks and skips it
 // when f has no place for it. A field of f that is not a string is an
 // error naming it.
-func (f *fields) read(sc *jsonscan.Scanner, name string) error {
+func (f *fields) read(sc *jsonscan.Scanner, name []byte) error {
 	var into *[]byte
-	switch name {
+	switch string(name) {
 	case "job":
 		into = &f.job
 	case "started_at":
@@ -146,10 +146,19 @@ func (f *fields) read(sc *jsonscan.Scanner, name string) error {
 		if sc.Checked(MaxDepth-1) == nil {
 			return errors.New("not a JSON object")
 		}
-		return errors.New(name + ": must be a string")
+		return errors.New(string(name) + ": must be a string")
 	}
 	*into = sc.Str()
 	return nil
+}
+
+// plain returns a string's contents as written with JSON's escapes
+// decoded, for comparing: as they are when they hold none, as most do.
+func plain(raw []byte) []byte {
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return raw
+	}
+	return []byte(jsonscan.Unquoted(raw))
 }
 
 // unquoted returns a string's contents as written, decoded: its escapes,
@@ -198,12 +207,12 @@ func parseLine(text []byte, names map[string]string) (Attempt, error) {
 	if a.End, err = parseTime("ended_at", f.endedAt); err != nil {
 		return Attempt{}, err
 	}
-	switch outcome := unquoted(f.outcome); outcome {
+	switch outcome := plain(f.outcome); string(outcome) {
 	case Succeeded:
 		a.Succeeded = true
 	case Failed:
 	default:
-		return Attempt{}, errors.New("outcome: must be succeeded or failed, got " + echo.Quote(outcome))
+		return Attempt{}, errors.New("outcome: must be succeeded or failed, got " + echo.Quote(unquoted(f.outcome)))
 	}
 	if a.Seed, a.HasSeed, err = parseSeed(f.seed); err != nil {
 		return Attempt{}, err
@@ -213,10 +222,7 @@ func parseLine(text []byte, names map[string]string) (Attempt, error) {
 
 // parseTime reads an RFC 3339 time of the field name, as written.
 func parseTime(name string, raw []byte) (time.Time, error) {
-	text := raw
-	if bytes.IndexByte(raw, '\\') >= 0 {
-		text = []byte(unquoted(raw))
-	}
+	text := plain(raw)
 	t, ok := jsonscan.RFC3339(text)
 	if !ok {
 		return time.Time{}, errors.New(name + ": must be an RFC 3339 time, got " + echo.Quote(string(text)))
