@@ -255,3 +255,20 @@ func TestDeferredWaits(t *testing.T) {
 		assert.False(t, ok)
 	})
 }
+
+// TestALayerThatRetriesNestedStillReports: WithNestedRetries changes only
+// whether that layer stops: a loop under it that gives up after retrying
+// still reports, and the loop above (the rule on) gives up RetriedBelow.
+func TestALayerThatRetriesNestedStillReports(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		outer, bottom := 0, 0
+		_, err := Do(context.Background(), three, func(ctx context.Context) (int, error) {
+			outer++
+			return Do(ctx, three, func(context.Context) (int, error) { bottom++; return 0, errDown }, WithNestedRetries())
+		})
+		assert.Equal(t, 1, outer)
+		assert.Equal(t, 3, bottom)
+		ge, _ := errors.AsType[*GiveUpError](err)
+		assert.Equal(t, RetriedBelow, ge.Reason)
+	})
+}

@@ -3,6 +3,7 @@ package retryhttp_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -128,6 +129,9 @@ func TestAMarkedResponseIsReturnedAsReceived(t *testing.T) {
 		defer resp.Body.Close()
 		assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 		assert.Equal(t, "1", resp.Header.Get(retryhttp.RetriedBelowHeader))
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		assert.Equal(t, "tried 3 times", string(body), "as received, unread")
 		assert.Equal(t, int32(1), service.Load())
 		assert.Equal(t, int32(3), dep.Load())
 
@@ -137,6 +141,23 @@ func TestAMarkedResponseIsReturnedAsReceived(t *testing.T) {
 		require.NoError(t, err)
 		resp.Body.Close()
 		assert.Equal(t, int32(4), service.Load(), "three more requests")
+
+		// A transport that retries nested still reports the marked
+		// response to the loop whose attempt sent the request.
+		calls := 0
+		_, err = retry.Do(context.Background(), threeAttempts, func(ctx context.Context) (int, error) {
+			calls++
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://svc.test/", nil)
+			resp, err := nested.RoundTrip(req)
+			if err != nil {
+				return 0, err
+			}
+			resp.Body.Close()
+			return 0, errors.New(resp.Status)
+		})
+		assert.Equal(t, 1, calls)
+		ge, _ := errors.AsType[*retry.GiveUpError](err)
+		assert.Equal(t, retry.RetriedBelow, ge.Reason)
 	})
 }
 
