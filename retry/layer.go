@@ -173,9 +173,13 @@ func deferAfter(ctx context.Context) (time.Duration, bool) {
 
 // DeferredWait returns the wait of a layer that gave up Deferred, found
 // anywhere in err's chain (a layer above it gives up RetriedBelow, with
-// the deferred one inside), and false when none did.
+// the deferred one inside), and false when none did. It looks through at
+// most maxLayers give-ups, so that a chain made to hold itself ends.
 func DeferredWait(err error) (time.Duration, bool) {
-	for err != nil {
+	for range maxLayers {
+		if err == nil {
+			return 0, false
+		}
 		ge, ok := errors.AsType[*GiveUpError](err)
 		if !ok {
 			return 0, false
@@ -187,3 +191,7 @@ func DeferredWait(err error) (time.Duration, bool) {
 	}
 	return 0, false
 }
+
+// maxLayers is the most give-ups DeferredWait looks through: far more
+// layers than any chain of calls has.
+const maxLayers = 1000

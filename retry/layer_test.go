@@ -272,3 +272,12 @@ func TestALayerThatRetriesNestedStillReports(t *testing.T) {
 		assert.Equal(t, RetriedBelow, ge.Reason)
 	})
 }
+
+// TestDeferredWaitEndsOnAChainThatHoldsItself: an error chain made to hold
+// itself is looked through a bounded number of layers.
+func TestDeferredWaitEndsOnAChainThatHoldsItself(t *testing.T) {
+	ge := &GiveUpError{Reason: RetriedBelow}
+	ge.Err = ge
+	_, ok := DeferredWait(ge)
+	assert.False(t, ok)
+}
