@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -260,64 +259,27 @@ func (p *Policy) failed(ctx context.Context, r run, err error) error {
 	end := p.now()
 	at := end.Truncate(time.Millisecond)
 	rec.Failures = append(rec.Failures, at.UnixNano())
-	v := verdictOn(p.decide(job, pol, rec.Failures, end.Sub(start), at))
-	d := &v.Decision
-	switch {
-	case retry.IsPermanent(err):
-		v = verdict{Decision: retrypolicy.Decision{Action: retrypolicy.Fatal, InWindow: d.InWindow}, gaveUp: retry.NotRetryable}
-	case d.Action != retrypolicy.Fatal:
-		if wait, ok := retry.AfterWait(err, pol.Strategy()); ok && at.Add(wait).After(d.Due) {
-			d.Action, d.Due = retrypolicy.Wait, at.Add(wait)
-		}
-		if wait, ok := retry.DeferredWait(err); ok && at.Add(wait).After(d.Due) {
-			d.Action, d.Due = retrypolicy.Wait, at.Add(wait) // a wait a loop in the run left to the job
-		}
-	}
+	v := queuekit.Judge(pol, p.decide(job, pol, rec.Failures, end.Sub(start), at), err, at)
 	p.logDecision(ctx, job, rec.Failures, end.Sub(start), v)
 	rec.Seen = job.Attempt
-	p.setRecord(ctx, pol, rec, *d)
-	if d.Action == retrypolicy.Fatal && err != nil {
+	p.setRecord(ctx, pol, rec, v.Decision)
+	if v.Action == retrypolicy.Fatal && err != nil {
 		if p.next != nil {
 			p.next.HandleError(ctx, job, err)
 		}
-		return river.JobCancel(&FatalError{Decision: *d, Reason: v.gaveUp, Err: err})
+		return river.JobCancel(&FatalError{Decision: v.Decision, Reason: v.GaveUp, Err: err})
 	}
-	p.pending.put(job.ID, job.Attempt, *d, at)
+	p.pending.put(job.ID, job.Attempt, v.Decision, at)
 	return err
 }
 
-// verdict is a decision on a job's failure, and why the job is given up
-// when it is: the fatal decision's reason, or NotRetryable for a permanent
-// error.
-type verdict struct {
-	retrypolicy.Decision
-	gaveUp retry.Reason
-}
-
-// verdictOn is the verdict of the strategy's decision d.
-func verdictOn(d retrypolicy.Decision) verdict {
-	return verdict{Decision: d, gaveUp: retry.Reason(d.Reason)}
-}
-
 // setRecord writes rec into the job's metadata when the attempt ends,
-// keeping of its failures only those that can count again: those in the
-// window of the newest, and for a bounded strategy no more than its
-// MaxAttempts.
+// keeping of its failures only those that can count again (queuekit.Keep).
 func (p *Policy) setRecord(ctx context.Context, pol *retrypolicy.Policy, rec queuekit.Record, d retrypolicy.Decision) {
-	slices.Sort(rec.Failures) // the failure just decided is the newest, unless a clock stepped back
-	rec.Failures = rec.Failures[len(rec.Failures)-min(d.InWindow, mostKept(pol), len(rec.Failures)):]
+	rec.Failures = queuekit.Keep(pol, rec.Failures, d)
 	if err := p.setMetadata(ctx, MetadataKey, json.RawMessage(rec.AppendJSON(nil))); err != nil {
 		p.logger.ErrorContext(ctx, "riverretry: cannot record the failure in the job's metadata", slog.String("error", err.Error()))
 	}
-}
-
-// mostKept is the most failures deciding under pol can need: for a
-// bounded strategy its MaxAttempts (the window holding that many is fatal).
-func mostKept(pol *retrypolicy.Policy) int {
-	if s := pol.Strategy(); s.Kind == retrypolicy.Bounded {
-		return s.MaxAttempts
-	}
-	return math.MaxInt
 }
 
 // read returns what deciding on job's failures at now needs: its policy,
@@ -333,7 +295,7 @@ func (p *Policy) read(ctx context.Context, job *rivertype.JobRow, now time.Time,
 		p.logger.WarnContext(ctx, "riverretry: the job's strategy is invalid; its kind's strategy applies",
 			slog.Int64("job_id", job.ID), slog.String("kind", job.Kind), slog.String("error", err.Error()))
 	}
-	rec, problem := checkRecord(job, m, now, mostKept(pol), room)
+	rec, problem := checkRecord(job, m, now, queuekit.MostKept(pol), room)
 	if problem != "" {
 		p.logger.WarnContext(ctx, "riverretry: "+problem+"; its failures are read from River's errors instead",
 			slog.Int64("job_id", job.ID), slog.String("kind", job.Kind))
@@ -459,7 +421,7 @@ func (p *Policy) decideUnseen(ctx context.Context, job *rivertype.JobRow, now ti
 	pol, rec, _ := p.read(ctx, job, now, room[:])
 	rec.Failures = append(rec.Failures, now.UnixNano())
 	d := p.decide(job, pol, rec.Failures, uptime, now)
-	p.logDecision(ctx, job, rec.Failures, uptime, verdictOn(d))
+	p.logDecision(ctx, job, rec.Failures, uptime, queuekit.Judge(pol, d, nil, now))
 	if d.Action == retrypolicy.Fatal {
 		p.logger.InfoContext(ctx, "riverretry: the strategy gives up on a failure River reports outside a run; the job is cancelled when next fetched",
 			slog.Int64("job_id", job.ID), slog.String("kind", job.Kind), slog.Any("decision", d))
@@ -470,30 +432,21 @@ func (p *Policy) decideUnseen(ctx context.Context, job *rivertype.JobRow, now ti
 // decide decides at now on job's failures (Unix nanoseconds, in any
 // order), the newest after a run of uptime.
 func (p *Policy) decide(job *rivertype.JobRow, pol *retrypolicy.Policy, failures []int64, uptime time.Duration, now time.Time) retrypolicy.Decision {
-	var room [32]time.Time
-	times := room[:0]
-	if len(failures) > len(room) {
-		times = make([]time.Time, 0, len(failures))
-	}
-	for _, ns := range failures {
-		times = append(times, time.Unix(0, ns))
-	}
-	d, _ := pol.Decide(times, uptime, queuekit.Seed(job.ID), now) // failures is never empty
-	return d
+	return queuekit.Decide(pol, failures, uptime, queuekit.Seed(job.ID), now)
 }
 
 // logDecision tells the Decided hook of v, the verdict on job's failures
 // after a run of uptime, and logs it at the Debug level.
-func (p *Policy) logDecision(ctx context.Context, job *rivertype.JobRow, failures []int64, uptime time.Duration, v verdict) {
+func (p *Policy) logDecision(ctx context.Context, job *rivertype.JobRow, failures []int64, uptime time.Duration, v queuekit.Verdict) {
 	if p.hooks.Decided != nil {
-		p.hooks.Decided(ctx, job.Kind, v.Decision, v.gaveUp)
+		p.hooks.Decided(ctx, job.Kind, v.Decision, v.GaveUp)
 	}
 	if !p.logger.Enabled(ctx, slog.LevelDebug) {
 		return
 	}
 	p.logger.DebugContext(ctx, "riverretry: decided", slog.Int64("job_id", job.ID), slog.Int("attempt", job.Attempt),
 		slog.Time("failed_at", time.Unix(0, slices.Max(failures)).UTC()), slog.Int("failures", len(failures)),
-		slog.Duration("uptime", uptime), slog.Any("decision", v.Decision), slog.String("gave_up", v.gaveUp.String()))
+		slog.Duration("uptime", uptime), slog.Any("decision", v.Decision), slog.String("gave_up", v.GaveUp.String()))
 }
 
 // policyFor returns the policy of a job: its own strategy (the raw

@@ -1,0 +1,84 @@
+package queuekit_test
+
+import (
+	"errors"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/queuekit"
+	"github.com/retrypolicy/retrypolicy/retry"
+)
+
+var t0 = time.Date(2026, 11, 2, 15, 0, 0, 0, time.UTC)
+
+// TestDecideOnManyFailures: 40 failures a second apart, shuffled, under
+// unless_stopped with a fixed second: all 40 in the window (an hour), and
+// the wait a second after the newest, as with fewer than 32.
+func TestDecideOnManyFailures(t *testing.T) {
+	pol, err := retrypolicy.Compile(retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped,
+		Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: time.Second}})
+	require.NoError(t, err)
+	for _, n := range []int{1, 32, 33, 40} {
+		var failures []int64
+		for i := range n {
+			failures = append(failures, t0.Add(time.Duration(i)*time.Second).UnixNano())
+		}
+		rand.Shuffle(len(failures), func(i, j int) { failures[i], failures[j] = failures[j], failures[i] })
+		newest := t0.Add(time.Duration(n-1) * time.Second)
+		d := queuekit.Decide(pol, failures, 0, 1, newest)
+		assert.Equal(t, n, d.InWindow, "%d failures", n)
+		assert.Equal(t, retrypolicy.Wait, d.Action)
+		assert.True(t, d.Due.Equal(newest.Add(time.Second)), "%d failures: due %v", n, d.Due)
+	}
+	assert.Equal(t, retrypolicy.Decision{}, queuekit.Decide(pol, nil, 0, 1, t0), "no failures")
+}
+
+// TestJudge pins what a run's error changes in the decision on it.
+func TestJudge(t *testing.T) {
+	pol, err := retrypolicy.Compile(retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 3,
+		Backoff: retrypolicy.Backoff{Kind: retrypolicy.Exponential, BaseDelay: time.Second, MaxDelay: time.Minute}})
+	require.NoError(t, err)
+	at := t0
+	wait := queuekit.Decide(pol, []int64{at.UnixNano()}, 0, 1, at) // owes 1 s
+	require.Equal(t, retrypolicy.Wait, wait.Action)
+
+	v := queuekit.Judge(pol, wait, errors.New("plain"), at)
+	assert.Equal(t, wait, v.Decision, "a plain error changes nothing")
+	assert.Zero(t, v.GaveUp)
+
+	v = queuekit.Judge(pol, wait, retry.Permanent(errors.New("bad input")), at)
+	assert.Equal(t, retrypolicy.Fatal, v.Action)
+	assert.Equal(t, retry.NotRetryable, v.GaveUp)
+	assert.Equal(t, 1, v.InWindow)
+	assert.True(t, v.Due.IsZero())
+
+	v = queuekit.Judge(pol, wait, retry.After(errors.New("429"), 30*time.Second), at)
+	assert.True(t, v.Due.Equal(at.Add(30*time.Second)), "Retry-After lengthens the wait: %v", v.Due)
+	v = queuekit.Judge(pol, wait, retry.After(errors.New("429"), time.Hour), at)
+	assert.True(t, v.Due.Equal(at.Add(time.Minute)), "within the cap: %v", v.Due)
+	v = queuekit.Judge(pol, wait, retry.After(errors.New("429"), time.Millisecond), at)
+	assert.True(t, v.Due.Equal(wait.Due), "never shortens it: %v", v.Due)
+
+	fatal := queuekit.Decide(pol, []int64{at.UnixNano(), at.Add(time.Second).UnixNano(), at.Add(2 * time.Second).UnixNano()}, 0, 1, at.Add(2*time.Second))
+	v = queuekit.Judge(pol, fatal, retry.After(errors.New("429"), time.Minute), at)
+	assert.Equal(t, retrypolicy.Fatal, v.Action, "a fatal decision stays fatal")
+	assert.Equal(t, retry.Reason(retrypolicy.AttemptsExhausted), v.GaveUp)
+}
+
+// TestKeep pins what a record keeps: the newest InWindow failures, at
+// most a bounded strategy's MaxAttempts, sorted.
+func TestKeep(t *testing.T) {
+	bounded, err := retrypolicy.Compile(retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 2})
+	require.NoError(t, err)
+	unbounded, err := retrypolicy.Compile(retrypolicy.Default())
+	require.NoError(t, err)
+	assert.Equal(t, []int64{3, 4}, queuekit.Keep(bounded, []int64{4, 1, 3, 2}, retrypolicy.Decision{InWindow: 4}))
+	assert.Equal(t, []int64{2, 3, 4}, queuekit.Keep(unbounded, []int64{4, 1, 3, 2}, retrypolicy.Decision{InWindow: 3}))
+	assert.Equal(t, []int64{1, 2, 3, 4}, queuekit.Keep(unbounded, []int64{4, 1, 3, 2}, retrypolicy.Decision{InWindow: 9}))
+	assert.Equal(t, 2, queuekit.MostKept(bounded))
+}
