@@ -1,0 +1,82 @@
+// Package natsretry applies retrypolicy strategies to the messages of NATS JetStream consumers.
+//
+// A JetStream consumer has MaxDeliver and a fixed BackOff list, which
+// apply to ack timeouts only; it has no sliding window, no credit for a
+// long run, and no dead-letter stream. Under a Policy each delivery of a
+// message is a run: the handler's nil acks the message; its error is a
+// failure, recorded in the message's history (the instant, and the run's
+// length as uptime) and decided by the message's strategy: a retry now
+// (Nak), a wait (NakWithDelay to the due time), or an end: the message is
+// copied to the dead-letter subject, then terminated.
+//
+// # Consuming
+//
+//	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "retrypolicy", Storage: jetstream.FileStorage, TTL: time.Hour})
+//	policy, err := natsretry.New(ctx, js, natsretry.Config{
+//		Default:    retrypolicy.Default(),
+//		Subjects:   map[string]retrypolicy.Strategy{"orders.new": ordersStrategy},
+//		History:    kv,
+//		DeadLetter: "dead.orders", // a stream must capture it
+//	})
+//	cc, err := policy.Consume(ctx, consumer, func(ctx context.Context, m jetstream.Msg) error { … })
+//
+// The consumer must ack explicitly, with MaxDeliver -1 and no BackOff, so
+// that the strategy decides every redelivery; Wrap and Consume refuse
+// another, naming the setting. While a handler runs, the policy tells
+// JetStream it is in progress every AckWait/2, so that a long run is not
+// taken for a dead one.
+//
+// # Whose strategy
+//
+// A message's own strategy is its HeaderStrategy header, a strategy
+// descriptor in JSON; else its subject's in Config.Subjects; else
+// Config.Default. A message whose own strategy is invalid runs under its
+// subject's, logged at its first delivery: it is never dropped for it.
+//
+// # The history
+//
+// Each failing message's history lives in Config.History, a JetStream
+// key-value bucket, under its stream, consumer and stream sequence: the
+// last delivery whose end the policy saw, the due time, and the failures
+// that can still count (those in the strategy's window; for a bounded
+// strategy at most its MaxAttempts), in the binary encoding of
+// retrypolicy.History. It survives a consumer crash and a server restart
+// as the bucket does, and is removed, with every revision, when the
+// message is acked or dead-lettered. A first delivery reads nothing; a
+// message that succeeds at once costs no storage round trip.
+//
+// A delivery the policy did not see end (its consumer died mid-run, and
+// JetStream redelivered it after AckWait) counts as one failure, at the
+// redelivery, with no uptime credit; a gap of several such deliveries
+// counts once. A delivery that arrives before its due time is sent back
+// to it (NakWithDelay) and counts nothing; one older than a delivery
+// already seen to end is left alone. JetStream delivers at least once, so
+// a message may come again after its ack and leave a history behind: give
+// the bucket a TTL longer than any strategy's longest wait plus AckWait.
+//
+// # The dead-letter subject
+//
+// A message given up (its strategy is fatal, or its error is marked
+// retry.Permanent) is published to Config.DeadLetter with its payload and
+// headers (but JetStream's own, Nats-*), and the headers HeaderReason,
+// HeaderFailures, HeaderError (at most MaxErrorText bytes), HeaderSubject,
+// HeaderStream and HeaderSequence; then it is terminated and its history
+// removed. Its history is marked before the copy is published, so that a
+// crash between the two finishes the move at the redelivery rather than
+// deciding again; the copy's message id makes the dead-letter stream drop
+// a second publication within its Duplicates window. Replay publishes a
+// dead message back to its subject.
+//
+// # Layers
+//
+// A handler's context carries Config.DeferAfter (retry.DeferAfter): a
+// retry.Do or retryhttp loop inside it whose next wait is longer gives
+// up, and the message waits that long in JetStream instead of holding the
+// handler.
+//
+// # Hooks
+//
+// Config.Hooks are told of each decision, each message dead-lettered and
+// each history started anew; package otelnats, a module of its own, makes
+// OpenTelemetry metrics of them.
+package natsretry

@@ -1,0 +1,271 @@
+package natsretry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/queuekit"
+	"github.com/retrypolicy/retrypolicy/retry"
+)
+
+// delivery is a message being handled, with what the policy derives from
+// it once.
+type delivery struct {
+	msg  jetstream.Msg
+	md   *jetstream.MsgMetadata
+	key  string
+	pol  *retrypolicy.Policy
+	seed uint64
+}
+
+// handle runs h on one delivery of msg under the policy and acks, naks or
+// dead-letters it.
+func (p *Policy) handle(ctx context.Context, msg jetstream.Msg, h Handler, ackWait time.Duration) {
+	md, err := msg.Metadata()
+	if err != nil {
+		p.logger.ErrorContext(ctx, "natsretry: not a JetStream delivery; left to its redelivery", slog.String("error", err.Error()))
+		return
+	}
+	m := delivery{msg: msg, md: md, key: historyKey(md.Stream, md.Consumer, md.Sequence.Stream),
+		seed: queuekit.Seed(int64(md.Sequence.Stream))}
+	m.pol = p.policyOf(ctx, m)
+	var room [16]int64
+	var hist history
+	if md.NumDelivered > 1 { // a first delivery has no history yet
+		var ok bool
+		if hist, ok = p.load(ctx, m, room[:]); !ok {
+			p.nak(ctx, m, StoreRetry)
+			return
+		}
+	}
+	if hist.seen >= md.NumDelivered && md.NumDelivered > 1 {
+		return // an earlier delivery's copy, held in the client's buffer while JetStream redelivered it
+	}
+	now := p.now()
+	if hist.dead { // given up before, its copy perhaps made: finish
+		p.deadLetter(ctx, m, hist)
+		return
+	}
+	if due := hist.dueTime(); due.After(now) { // redelivered early: back to its time
+		hist.seen = md.NumDelivered
+		p.store(ctx, m, hist)
+		p.nak(ctx, m, due.Sub(now))
+		return
+	}
+	if hist.seen+1 < md.NumDelivered {
+		var ready bool
+		if hist, ready = p.unseen(ctx, m, hist, now); !ready {
+			return
+		}
+	}
+	start := p.now()
+	err = p.run(ctx, msg, h, ackWait)
+	end := p.now()
+	if err == nil {
+		p.done(ctx, m)
+		return
+	}
+	p.failed(ctx, m, hist, err, start, end)
+}
+
+// policyOf returns the policy of a delivery's message: its own strategy
+// (HeaderStrategy), else its subject's; an invalid own strategy is logged
+// at its first delivery and its subject's applies.
+func (p *Policy) policyOf(ctx context.Context, m delivery) *retrypolicy.Policy {
+	raw := m.msg.Headers().Get(HeaderStrategy)
+	if raw == "" {
+		return p.policies.Kind(m.msg.Subject())
+	}
+	pol, err := p.policies.Own([]byte(raw))
+	if err != nil {
+		if m.md.NumDelivered == 1 {
+			p.logger.WarnContext(ctx, "natsretry: the message's strategy is invalid; its subject's strategy applies",
+				slog.String("subject", m.msg.Subject()), slog.Uint64("sequence", m.md.Sequence.Stream), slog.String("error", err.Error()))
+		}
+		return p.policies.Kind(m.msg.Subject())
+	}
+	return pol
+}
+
+// unseen counts the deliveries of m before this one that ended unseen (a
+// consumer died mid-run, or the history could not be written) as one
+// failure now, with no uptime credit: a gap of several is one run that
+// failed and deliveries that never ran, the history unreadable. It returns
+// the history to run m with, written first so that a crash in this run is
+// a gap of its own; and false when m is given up or waits instead.
+func (p *Policy) unseen(ctx context.Context, m delivery, hist history, now time.Time) (history, bool) {
+	at := now.Truncate(time.Millisecond)
+	hist.failures = append(hist.failures, at.UnixNano())
+	v := queuekit.Judge(m.pol, queuekit.Decide(m.pol, hist.failures, 0, m.seed, at), nil, at)
+	p.decided(ctx, m, hist.failures, 0, v)
+	hist.failures = queuekit.Keep(m.pol, hist.failures, v.Decision)
+	hist.seen, hist.due = m.md.NumDelivered, 0
+	switch {
+	case v.Action == retrypolicy.Fatal:
+		hist.reason, hist.lastError = v.GaveUp, "a delivery ended without an ack or a nak (its consumer stopped mid-run)"
+		p.giveUp(ctx, m, hist)
+		return hist, false
+	case v.Due.After(now):
+		hist.due = v.Due.UnixMilli()
+		p.store(ctx, m, hist)
+		p.nak(ctx, m, v.Due.Sub(now))
+		return hist, false
+	}
+	hist.seen--
+	p.store(ctx, m, hist)
+	return hist, true
+}
+
+// run runs h on msg, telling JetStream every ackWait/2 that the delivery
+// is in progress. A panic in h is its error.
+func (p *Policy) run(ctx context.Context, msg jetstream.Msg, h Handler, ackWait time.Duration) (err error) {
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(max(ackWait/2, time.Millisecond))
+		defer tick.Stop()
+		for {
+			select {
+			case <-tick.C:
+				_ = msg.InProgress() // a lost one is a redelivery, counted as unseen
+			case <-stop:
+				return
+			}
+		}
+	})
+	defer func() {
+		close(stop)
+		wg.Wait()
+	}()
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("natsretry: the handler panicked: %v", r)
+			p.logger.ErrorContext(ctx, err.Error(), slog.String("stack", string(debug.Stack())))
+		}
+	}()
+	return h(retry.DeferAfter(ctx, p.deferAfter), msg)
+}
+
+// done acks m, then removes its history, even when the ack is not
+// confirmed: a redelivery counts as a failure either way, and a history
+// kept for an ack that did land would stay for ever.
+func (p *Policy) done(ctx context.Context, m delivery) {
+	if err := m.msg.DoubleAck(ctx); err != nil {
+		p.logger.ErrorContext(ctx, "natsretry: the ack is not confirmed; the message may be redelivered", p.ids(m, err)...)
+	}
+	if m.md.NumDelivered > 1 {
+		p.purge(ctx, m)
+	}
+}
+
+// failed decides on the failure of m's delivery, which ran from start to
+// end and returned err, records it and naks or gives up the message.
+func (p *Policy) failed(ctx context.Context, m delivery, hist history, err error, start, end time.Time) {
+	hist, v := p.judge(ctx, m, hist, err, start, end)
+	if v.Action == retrypolicy.Fatal {
+		p.giveUp(ctx, m, hist)
+		return
+	}
+	p.store(ctx, m, hist) // when it fails, the redelivery counts this failure as unseen
+	p.nak(ctx, m, v.Due.Sub(end))
+}
+
+// judge returns the verdict on the failure of m's delivery, which ran
+// from start to end and returned err, and m's history after it.
+func (p *Policy) judge(ctx context.Context, m delivery, hist history, err error, start, end time.Time) (history, queuekit.Verdict) {
+	at := end.Truncate(time.Millisecond)
+	hist.failures = append(hist.failures, at.UnixNano())
+	uptime := end.Sub(start)
+	v := queuekit.Judge(m.pol, queuekit.Decide(m.pol, hist.failures, uptime, m.seed, at), err, at)
+	p.decided(ctx, m, hist.failures, uptime, v)
+	hist.failures = queuekit.Keep(m.pol, hist.failures, v.Decision)
+	hist.seen, hist.due = m.md.NumDelivered, 0
+	switch v.Action {
+	case retrypolicy.Fatal:
+		hist.reason, hist.lastError = v.GaveUp, clip(err.Error())
+	case retrypolicy.Wait:
+		hist.due = v.Due.UnixMilli()
+	}
+	return hist, v
+}
+
+// load reads m's history: none when it has none, a new one (logged) when
+// it cannot be read, and false when the bucket cannot be reached.
+func (p *Policy) load(ctx context.Context, m delivery, room []int64) (history, bool) {
+	e, err := p.kv.Get(ctx, m.key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return history{}, true
+	}
+	if err != nil {
+		p.logger.ErrorContext(ctx, "natsretry: cannot read the message's history; it is retried", p.ids(m, err)...)
+		return history{}, false
+	}
+	hist, err := readHistory(e.Value(), room)
+	if err != nil {
+		p.logger.WarnContext(ctx, "natsretry: the message's history is unreadable; it starts anew", p.ids(m, err)...)
+		if p.hooks.Repaired != nil {
+			p.hooks.Repaired(ctx, m.msg.Subject())
+		}
+		return history{}, true
+	}
+	return hist, true
+}
+
+// store writes m's history, reporting whether it could.
+func (p *Policy) store(ctx context.Context, m delivery, hist history) bool {
+	var room [256]byte
+	if _, err := p.kv.Put(ctx, m.key, appendHistory(room[:0], hist)); err != nil {
+		p.logger.ErrorContext(ctx, "natsretry: cannot record the message's history", p.ids(m, err)...)
+		return false
+	}
+	return true
+}
+
+// purge removes every revision of m's history, leaving no marker.
+func (p *Policy) purge(ctx context.Context, m delivery) {
+	if err := p.kvStream.Purge(ctx, jetstream.WithPurgeSubject("$KV."+p.kv.Bucket()+"."+m.key)); err != nil {
+		p.logger.ErrorContext(ctx, "natsretry: cannot remove the message's history", p.ids(m, err)...)
+	}
+}
+
+// nak asks JetStream to redeliver m after delay, at once when it is not
+// positive.
+func (p *Policy) nak(ctx context.Context, m delivery, delay time.Duration) {
+	var err error
+	if delay > 0 {
+		err = m.msg.NakWithDelay(delay)
+	} else {
+		err = m.msg.Nak()
+	}
+	if err != nil {
+		p.logger.ErrorContext(ctx, "natsretry: cannot nak the message; it is redelivered after the consumer's AckWait", p.ids(m, err)...)
+	}
+}
+
+// decided tells the Decided hook of v, the verdict on m's failures after a
+// run of uptime, and logs it at the Debug level.
+func (p *Policy) decided(ctx context.Context, m delivery, failures []int64, uptime time.Duration, v queuekit.Verdict) {
+	if p.hooks.Decided != nil {
+		p.hooks.Decided(ctx, m.msg.Subject(), v.Decision, v.GaveUp)
+	}
+	if p.logger.Enabled(ctx, slog.LevelDebug) {
+		p.logger.DebugContext(ctx, "natsretry: decided", slog.String("subject", m.msg.Subject()),
+			slog.Uint64("sequence", m.md.Sequence.Stream), slog.Uint64("delivery", m.md.NumDelivered),
+			slog.Int("failures", len(failures)), slog.Duration("uptime", uptime),
+			slog.Any("decision", v.Decision), slog.String("gave_up", v.GaveUp.String()))
+	}
+}
+
+// ids are the log attributes of m and err.
+func (p *Policy) ids(m delivery, err error) []any {
+	return []any{slog.String("subject", m.msg.Subject()), slog.String("stream", m.md.Stream),
+		slog.Uint64("sequence", m.md.Sequence.Stream), slog.String("error", err.Error())}
+}

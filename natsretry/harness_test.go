@@ -1,0 +1,275 @@
+package natsretry_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/natsretry"
+	"github.com/retrypolicy/retrypolicy/retry"
+)
+
+// within bounds every wait of a test for what a real server does: long
+// enough for a loaded machine, and only reached when the test fails.
+const within = 30 * time.Second
+
+// freePort returns a loopback port nothing listens on.
+func freePort(t testing.TB) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// startServer starts a JetStream server on loopback at port, storing in
+// dir, and stops it when the test ends.
+func startServer(t testing.TB, dir string, port int, configure ...func(*server.Options)) *server.Server {
+	t.Helper()
+	opts := &server.Options{Host: "127.0.0.1", Port: port, JetStream: true, StoreDir: dir, NoLog: true, NoSigs: true}
+	for _, c := range configure {
+		c(opts)
+	}
+	s, err := server.NewServer(opts)
+	require.NoError(t, err)
+	go s.Start()
+	require.True(t, s.ReadyForConnections(within), "the server did not start")
+	t.Cleanup(s.Shutdown)
+	return s
+}
+
+// connect connects to url, reconnecting for ever, and closes the
+// connection when the test ends.
+func connect(t testing.TB, url string) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	nc, err := nats.Connect(url, nats.MaxReconnects(-1), nats.ReconnectWait(20*time.Millisecond))
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	return nc, js
+}
+
+// env is a server with a work stream (jobs.>), a dead-letter stream
+// (dead.>), a history bucket and a consumer of the work stream.
+type env struct {
+	url      string
+	js       jetstream.JetStream
+	kv       jetstream.KeyValue
+	jobs     jetstream.Stream
+	dead     jetstream.Stream
+	consumer jetstream.Consumer
+}
+
+// setup makes env's streams, bucket and consumer on the server at url,
+// with replicas copies of each; ttl is the bucket's, 0 for none.
+func setup(t testing.TB, url string, replicas int, ackWait, ttl time.Duration) *env {
+	t.Helper()
+	ctx := context.Background()
+	_, js := connect(t, url)
+	e := &env{url: url, js: js}
+	var err error
+	e.jobs, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: "JOBS", Subjects: []string{"jobs.>"},
+		Storage: jetstream.FileStorage, Replicas: replicas})
+	require.NoError(t, err)
+	e.dead, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: "DEAD", Subjects: []string{"dead.>"},
+		Storage: jetstream.FileStorage, Replicas: replicas})
+	require.NoError(t, err)
+	e.kv, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "retrypolicy",
+		Storage: jetstream.FileStorage, Replicas: replicas, TTL: ttl})
+	require.NoError(t, err)
+	e.consumer, err = js.CreateOrUpdateConsumer(ctx, "JOBS", jetstream.ConsumerConfig{Durable: "worker",
+		AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait, MaxDeliver: -1})
+	require.NoError(t, err)
+	return e
+}
+
+// newEnv starts a server of its own and sets env up on it.
+func newEnv(t testing.TB) *env {
+	s := startServer(t, t.TempDir(), -1)
+	return setup(t, s.ClientURL(), 1, 30*time.Second, 0)
+}
+
+// decisions collects what a policy's hooks are told, safe for
+// concurrent use.
+type decisions struct {
+	mu    sync.Mutex
+	all   []retrypolicy.Decision
+	gave  []retry.Reason
+	dead  []retry.Reason
+	added chan struct{}
+}
+
+func newDecisions() *decisions { return &decisions{added: make(chan struct{}, 1<<16)} }
+
+func (d *decisions) hooks() natsretry.Hooks {
+	return natsretry.Hooks{
+		Decided: func(_ context.Context, _ string, dec retrypolicy.Decision, gaveUp retry.Reason) {
+			d.mu.Lock()
+			d.all, d.gave = append(d.all, dec), append(d.gave, gaveUp)
+			d.mu.Unlock()
+			d.added <- struct{}{}
+		},
+		DeadLettered: func(_ context.Context, _ string, reason retry.Reason) {
+			d.mu.Lock()
+			d.dead = append(d.dead, reason)
+			d.mu.Unlock()
+		},
+	}
+}
+
+// wait waits for n decisions in all and returns them.
+func (d *decisions) wait(t testing.TB, n int) []retrypolicy.Decision {
+	t.Helper()
+	deadline := time.After(within)
+	for {
+		d.mu.Lock()
+		got := len(d.all)
+		d.mu.Unlock()
+		if got >= n {
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			return append([]retrypolicy.Decision(nil), d.all...)
+		}
+		select {
+		case <-d.added:
+		case <-deadline:
+			t.Fatalf("%d decisions of %d after %v", got, n, within)
+		}
+	}
+}
+
+// logBuffer is a logger's output, safe for concurrent use.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func (l *logBuffer) logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// clock is a policy clock that runs as the machine's, plus a shift a test
+// moves forward (a long run, failures aging out of a window).
+type clock struct{ shift atomic.Int64 }
+
+func (c *clock) now() time.Time           { return time.Now().Add(time.Duration(c.shift.Load())) }
+func (c *clock) advance(by time.Duration) { c.shift.Add(int64(by)) }
+func (e *env) publish(t testing.TB, subject string, data string, header nats.Header) uint64 {
+	t.Helper()
+	m := nats.NewMsg(subject)
+	m.Data = []byte(data)
+	for k, v := range header {
+		m.Header[k] = v
+	}
+	ack, err := e.js.PublishMsg(context.Background(), m)
+	require.NoError(t, err)
+	return ack.Sequence
+}
+
+// consume runs h under a policy of cfg (History and DeadLetter filled in)
+// on env's consumer until the test ends.
+func (e *env) consume(t testing.TB, cfg natsretry.Config, h natsretry.Handler) *natsretry.Policy {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	if cfg.History == nil {
+		cfg.History = e.kv
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.DeadLetter == "" {
+		cfg.DeadLetter = "dead.jobs"
+	}
+	p, err := natsretry.New(ctx, e.js, cfg)
+	require.NoError(t, err)
+	cc, err := p.Consume(ctx, e.consumer, h)
+	require.NoError(t, err)
+	t.Cleanup(cc.Stop)
+	return p
+}
+
+// deadMessages reads every message of the dead-letter stream.
+func (e *env) deadMessages(t testing.TB, want int) []*jetstream.RawStreamMsg {
+	t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(within)
+	for {
+		info, err := e.dead.Info(ctx)
+		require.NoError(t, err)
+		if int(info.State.Msgs) >= want {
+			var out []*jetstream.RawStreamMsg
+			for seq := info.State.FirstSeq; seq <= info.State.LastSeq && seq > 0; seq++ {
+				m, err := e.dead.GetMsg(ctx, seq)
+				require.NoError(t, err)
+				out = append(out, m)
+			}
+			return out
+		}
+		require.True(t, time.Now().Before(deadline), "%d dead-letter messages of %d", info.State.Msgs, want)
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// histories is how many messages the history bucket's stream holds.
+func (e *env) histories(t testing.TB) uint64 {
+	t.Helper()
+	s, err := e.js.Stream(context.Background(), "KV_retrypolicy")
+	require.NoError(t, err)
+	info, err := s.Info(context.Background())
+	require.NoError(t, err)
+	return info.State.Msgs
+}
+
+// pending is how many messages the consumer has not had acked or
+// terminated.
+func (e *env) pending(t testing.TB) (unacked int, pending uint64) {
+	t.Helper()
+	info, err := e.consumer.Info(context.Background())
+	require.NoError(t, err)
+	return info.NumAckPending, info.NumPending
+}
+
+// eventually waits until cond holds.
+func eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		require.True(t, time.Now().Before(deadline), "after %v: %s", within, what)
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func failing(n int) natsretry.Handler {
+	var calls atomic.Int64
+	return func(context.Context, jetstream.Msg) error {
+		if calls.Add(1) <= int64(n) {
+			return fmt.Errorf("failure %d", calls.Load())
+		}
+		return nil
+	}
+}

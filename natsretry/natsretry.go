@@ -1,0 +1,214 @@
+package natsretry
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/queuekit"
+	"github.com/retrypolicy/retrypolicy/retry"
+)
+
+const (
+	// HeaderStrategy is the header of a message's own strategy, a strategy
+	// descriptor in JSON: {"strategy": "bounded", "max_attempts": 5}.
+	HeaderStrategy = "Retry-Strategy"
+
+	// HeaderReason is the dead-letter header of why the message was given
+	// up: attempts_exhausted, not_retryable (an error marked
+	// retry.Permanent), never.
+	HeaderReason = "Retrypolicy-Reason"
+	// HeaderFailures is the dead-letter header of the failures in the
+	// strategy's window when the message was given up, in decimal.
+	HeaderFailures = "Retrypolicy-Failures"
+	// HeaderError is the dead-letter header of the last failure's error
+	// text, at most MaxErrorText bytes.
+	HeaderError = "Retrypolicy-Error"
+	// HeaderSubject is the dead-letter header of the subject the message
+	// was published to: publish it there again to replay it.
+	HeaderSubject = "Retrypolicy-Subject"
+	// HeaderStream is the dead-letter header of the stream the message
+	// was in.
+	HeaderStream = "Retrypolicy-Stream"
+	// HeaderSequence is the dead-letter header of the message's sequence
+	// in that stream, in decimal.
+	HeaderSequence = "Retrypolicy-Sequence"
+
+	// MaxErrorText is the most bytes of an error's text that a history and
+	// a dead-letter header keep.
+	MaxErrorText = 1024
+
+	// DefaultDeferAfter is Config.DeferAfter's default.
+	DefaultDeferAfter = 5 * time.Second
+
+	// StoreRetry is how long a message waits when its history cannot be
+	// read or its dead-letter copy cannot be made (the server is
+	// unavailable, say): it is redelivered then, and nothing is counted.
+	StoreRetry = time.Second
+)
+
+// Config configures a Policy.
+type Config struct {
+	// Default is the strategy of a message without its own
+	// (HeaderStrategy) and without one for its subject in Subjects: the
+	// consumer's. The zero Strategy means retrypolicy.Default().
+	Default retrypolicy.Strategy
+
+	// Subjects maps a subject to the strategy of its messages that do not
+	// carry their own.
+	Subjects map[string]retrypolicy.Strategy
+
+	// History is the key-value bucket that keeps each failing message's
+	// history between its deliveries; required. Give it the storage and
+	// replicas of the consumer's stream, so that it survives what the
+	// messages survive; one bucket serves any number of policies.
+	History jetstream.KeyValue
+
+	// DeadLetter is the subject a given-up message is published to;
+	// required, and a stream must capture it. Its stream's Duplicates
+	// window (two minutes by default) is how long a copy published twice
+	// after a crash is dropped as a duplicate.
+	DeadLetter string
+
+	// Logger receives the policy's warnings and errors and, at the Debug
+	// level, each decision; nil means slog.Default().
+	Logger *slog.Logger
+
+	// Now is the policy's clock; nil means time.Now.
+	Now func() time.Time
+
+	// Hooks are told what the policy does, to count it.
+	Hooks Hooks
+
+	// DeferAfter is the longest wait a retry loop of this library
+	// (retry.Do, a retryhttp transport) makes inside a handler: a loop
+	// whose next wait is longer gives up at once (retry.Deferred), and the
+	// message is redelivered no earlier than its failure plus that wait.
+	// Zero is DefaultDeferAfter; a negative one defers nothing.
+	DeferAfter time.Duration
+}
+
+// Hooks are functions the policy calls as it works, each with the
+// message's subject; a nil one is not called. They are called from the
+// consumers' goroutines at once, so they must be fast and safe for
+// concurrent use.
+type Hooks struct {
+	// Decided is called once for each failure of a message, with the
+	// strategy's decision and, when the message is given up, why.
+	Decided func(ctx context.Context, subject string, d retrypolicy.Decision, gaveUp retry.Reason)
+	// DeadLettered is called for each message published to the
+	// dead-letter subject.
+	DeadLettered func(ctx context.Context, subject string, reason retry.Reason)
+	// Repaired is called for each history the policy could not read and
+	// started anew.
+	Repaired func(ctx context.Context, subject string)
+}
+
+// Policy applies retrypolicy strategies to the messages of JetStream
+// consumers. It is safe for concurrent use; one Policy serves any number
+// of consumers.
+type Policy struct {
+	js                jetstream.JetStream
+	policies          *queuekit.Policies
+	kv                jetstream.KeyValue
+	kvStream          jetstream.Stream
+	deadLetterSubject string
+	logger            *slog.Logger
+	now               func() time.Time
+	hooks             Hooks
+	deferAfter        time.Duration
+}
+
+// New returns a Policy for cfg on js. It returns an error naming the field
+// for an invalid strategy, a missing History or DeadLetter, or a
+// DeadLetter subject no stream captures; and logs at Warn, once, each trap
+// that plan.LintGo finds in the strategies.
+func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Policy, error) {
+	strategies := queuekit.Config{Default: cfg.Default, Kinds: cfg.Subjects}
+	policies, err := queuekit.NewPolicies(strategies)
+	if err != nil {
+		return nil, fmt.Errorf("natsretry: %w", err)
+	}
+	if cfg.History == nil {
+		return nil, errors.New("natsretry: Config.History: a key-value bucket is required")
+	}
+	if cfg.DeadLetter == "" {
+		return nil, errors.New("natsretry: Config.DeadLetter: a subject is required")
+	}
+	if _, err := js.StreamNameBySubject(ctx, cfg.DeadLetter); err != nil {
+		return nil, fmt.Errorf("natsretry: Config.DeadLetter: no stream captures %s: %w", queuekit.Quote(cfg.DeadLetter), err)
+	}
+	kvStream, err := js.Stream(ctx, "KV_"+cfg.History.Bucket())
+	if err != nil {
+		return nil, fmt.Errorf("natsretry: Config.History: the bucket's stream: %w", err)
+	}
+	p := &Policy{
+		js: js, policies: policies, kv: cfg.History, kvStream: kvStream, deadLetterSubject: cfg.DeadLetter,
+		logger: cmp.Or(cfg.Logger, slog.Default()), now: cfg.Now, hooks: cfg.Hooks,
+		deferAfter: cmp.Or(cfg.DeferAfter, DefaultDeferAfter),
+	}
+	if p.now == nil {
+		p.now = time.Now
+	}
+	// The lint has no tick: JetStream redelivers a message when it is due.
+	for _, w := range strategies.Lint() {
+		p.logger.Warn("natsretry: "+w.Field+": "+w.Message, "code", w.Code, "fix", w.Fix,
+			"tick", "none: JetStream redelivers each message when due")
+	}
+	return p, nil
+}
+
+// Handler handles a message. It returns nil when the message is done, and
+// an error when the delivery failed; the policy then acks, retries or
+// dead-letters the message: a handler must not do so itself. ctx carries
+// the defer threshold (Config.DeferAfter) for the retry loops inside it.
+type Handler func(ctx context.Context, msg jetstream.Msg) error
+
+// Wrap returns a message handler for consumer c that runs h under the
+// policy, for c.Consume or a loop over c.Messages. It refuses, with an
+// error naming the setting, a consumer whose AckPolicy is not explicit,
+// whose MaxDeliver is not -1 (unlimited) or whose BackOff is set: the
+// strategy decides every redelivery. Handlers get ctx, or a context
+// derived from it.
+func (p *Policy) Wrap(ctx context.Context, c jetstream.Consumer, h Handler) (jetstream.MessageHandler, error) {
+	info, err := c.Info(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("natsretry: the consumer's info: %w", err)
+	}
+	if err := check(info.Config); err != nil {
+		return nil, fmt.Errorf("natsretry: consumer %s: %w", queuekit.Quote(info.Name), err)
+	}
+	ackWait := info.Config.AckWait
+	return func(msg jetstream.Msg) { p.handle(ctx, msg, h, ackWait) }, nil
+}
+
+// Consume runs h on every message of consumer c under the policy, as
+// c.Consume does, after Wrap's checks.
+func (p *Policy) Consume(ctx context.Context, c jetstream.Consumer, h Handler, opts ...jetstream.PullConsumeOpt) (jetstream.ConsumeContext, error) {
+	handler, err := p.Wrap(ctx, c, h)
+	if err != nil {
+		return nil, err
+	}
+	return c.Consume(handler, opts...)
+}
+
+// check returns why the policy cannot run a consumer of config c.
+func check(c jetstream.ConsumerConfig) error {
+	switch {
+	case c.AckPolicy != jetstream.AckExplicitPolicy:
+		return fmt.Errorf("AckPolicy is %s: set it to AckExplicitPolicy, so that each delivery's end is the policy's", c.AckPolicy)
+	case c.MaxDeliver != -1:
+		return fmt.Errorf("MaxDeliver is %d: set it to -1 (unlimited), so that the strategy decides when a message gives up", c.MaxDeliver)
+	case len(c.BackOff) > 0:
+		return fmt.Errorf("BackOff is %v: leave it empty, so that the strategy decides every redelivery", c.BackOff)
+	case c.AckWait <= 0:
+		return fmt.Errorf("AckWait is %v: it must be positive", c.AckWait)
+	}
+	return nil
+}

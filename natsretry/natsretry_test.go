@@ -1,0 +1,298 @@
+package natsretry_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/natsretry"
+	"github.com/retrypolicy/retrypolicy/retry"
+)
+
+const ms = time.Millisecond
+
+// TestDecisionAtEachDelivery runs one message failing under each backoff
+// and pins the strategy's decision at each delivery, as JetStream
+// redelivers it when due.
+func TestDecisionAtEachDelivery(t *testing.T) {
+	type step struct {
+		action  retrypolicy.Action
+		owed    time.Duration
+		reason  retry.Reason
+		jitters bool
+	}
+	cases := map[string]struct {
+		strategy retrypolicy.Strategy
+		want     []step
+	}{
+		"fixed, bounded": {
+			strategy: retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 3, Window: time.Hour,
+				Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: 20 * ms}},
+			want: []step{{action: retrypolicy.Wait, owed: 20 * ms}, {action: retrypolicy.Wait, owed: 20 * ms},
+				{action: retrypolicy.Fatal, reason: retry.Reason(retrypolicy.AttemptsExhausted)}},
+		},
+		"exponential": {
+			strategy: retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped,
+				Backoff: retrypolicy.Backoff{Kind: retrypolicy.Exponential, BaseDelay: 10 * ms, Multiplier: 2}},
+			want: []step{{action: retrypolicy.Wait, owed: 10 * ms}, {action: retrypolicy.Wait, owed: 20 * ms},
+				{action: retrypolicy.Wait, owed: 40 * ms}, {action: retrypolicy.Wait, owed: 80 * ms}},
+		},
+		"exponential with jitter": {
+			strategy: retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped,
+				Backoff: retrypolicy.Backoff{Kind: retrypolicy.ExponentialWithJitter, BaseDelay: 40 * ms, Multiplier: 3}},
+			want: []step{{action: retrypolicy.Wait, owed: 40 * ms, jitters: true}, {action: retrypolicy.Wait, owed: 120 * ms, jitters: true}},
+		},
+		"none": {
+			strategy: retrypolicy.Strategy{Kind: retrypolicy.None},
+			want:     []step{{action: retrypolicy.Fatal, reason: retry.Reason(retrypolicy.StrategyNone)}},
+		},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t)
+			got := newDecisions()
+			e.consume(t, natsretry.Config{Default: c.strategy, Hooks: got.hooks()}, failing(len(c.want)))
+			e.publish(t, "jobs.a", "payload", nil)
+			ds := got.wait(t, len(c.want))
+			for i, w := range c.want {
+				d := ds[i]
+				assert.Equal(t, w.action, d.Action, "delivery %d: %v", i+1, d)
+				assert.Equal(t, i+1, d.InWindow, "delivery %d", i+1)
+				assert.Equal(t, w.owed, d.Owed, "delivery %d", i+1)
+				assert.Equal(t, w.owed, d.Delay, "delivery %d: no uptime credit for a run of no length", i+1)
+				assert.Equal(t, w.reason, got.gave[i], "delivery %d", i+1)
+				if w.jitters {
+					assert.True(t, d.Jitter >= 0 && d.Jitter < d.Delay/4, "delivery %d: jitter %v of %v", i+1, d.Jitter, d.Delay)
+				} else {
+					assert.Zero(t, d.Jitter)
+				}
+			}
+			if last := c.want[len(c.want)-1]; last.action == retrypolicy.Fatal {
+				dead := e.deadMessages(t, 1)
+				assert.Equal(t, "payload", string(dead[0].Data))
+				assert.Equal(t, last.reason.String(), dead[0].Header.Get(natsretry.HeaderReason))
+				eventually(t, "the history removed", func() bool { return e.histories(t) == 0 })
+			} else {
+				eventually(t, "the message acked and its history removed", func() bool {
+					unacked, pending := e.pending(t)
+					return unacked == 0 && pending == 0 && e.histories(t) == 0
+				})
+			}
+		})
+	}
+}
+
+// TestJitterIsTheMessages pins that two messages failing alike draw
+// their own jitter (seeded by their sequence), and a redelivery of one
+// the same jitter as the engine gives its seed.
+func TestJitterIsTheMessages(t *testing.T) {
+	e := newEnv(t)
+	got := newDecisions()
+	strategy := retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 1, Window: time.Hour,
+		Backoff: retrypolicy.Backoff{Kind: retrypolicy.ExponentialWithJitter, BaseDelay: time.Hour}}
+	// MaxAttempts 1 gives each message up at once: the jitter is that of
+	// a wait no message makes. Decide with two allowed to see it.
+	strategy.MaxAttempts = 2
+	e.consume(t, natsretry.Config{Default: strategy, Hooks: got.hooks()},
+		func(context.Context, jetstream.Msg) error { return errors.New("down") })
+	e.publish(t, "jobs.a", "1", nil)
+	e.publish(t, "jobs.a", "2", nil)
+	ds := got.wait(t, 2)
+	assert.NotEqual(t, ds[0].Jitter, ds[1].Jitter, "two messages' jitter: %v and %v", ds[0].Jitter, ds[1].Jitter)
+	for _, d := range ds {
+		assert.True(t, d.Jitter > 0 && d.Jitter < 15*time.Minute, "jitter %v", d.Jitter)
+	}
+}
+
+// TestUptimeCredit pins that a long run earns credit: the wait after a
+// failure that ends a run of a second is less than what the failure owes.
+func TestUptimeCredit(t *testing.T) {
+	e := newEnv(t)
+	got := newDecisions()
+	var c clock
+	strategy := retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped,
+		Backoff: retrypolicy.Backoff{Kind: retrypolicy.Exponential, BaseDelay: 10 * ms, Multiplier: 2}}
+	var calls atomic.Int64
+	e.consume(t, natsretry.Config{Default: strategy, Hooks: got.hooks(), Now: c.now},
+		func(context.Context, jetstream.Msg) error {
+			switch calls.Add(1) {
+			case 1, 2:
+				return errors.New("down at once")
+			case 3:
+				c.advance(time.Second) // a run of a second, then a failure
+				return errors.New("down after a second")
+			}
+			return nil
+		})
+	e.publish(t, "jobs.a", "x", nil)
+	ds := got.wait(t, 3)
+	assert.Equal(t, 20*ms, ds[1].Delay, "the second failure, after a run of no length, owes and waits 20ms")
+	// Three failures owe 40ms; the run of a second pays back the steps of
+	// 40 and 20ms, leaving the first step's 10ms.
+	assert.Equal(t, 3, ds[2].InWindow, "credit takes no failure out of the window")
+	assert.Equal(t, 40*ms, ds[2].Owed)
+	assert.Equal(t, 10*ms, ds[2].Delay, "the run of a second earns credit: %v", ds[2])
+}
+
+// TestWindow pins that failures leave the window as they age: a bounded
+// strategy of two failures in a minute does not give up on failures two
+// minutes apart.
+func TestWindow(t *testing.T) {
+	e := newEnv(t)
+	got := newDecisions()
+	var c clock
+	strategy := retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 2, Window: time.Minute,
+		Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: ms}}
+	var calls atomic.Int64
+	e.consume(t, natsretry.Config{Default: strategy, Hooks: got.hooks(), Now: c.now},
+		func(context.Context, jetstream.Msg) error {
+			if calls.Add(1) > 3 {
+				return nil
+			}
+			c.advance(2 * time.Minute)
+			return errors.New("down")
+		})
+	e.publish(t, "jobs.a", "x", nil)
+	ds := got.wait(t, 3)
+	for i, d := range ds {
+		assert.Equal(t, retrypolicy.Wait, d.Action, "failure %d: %v", i+1, d)
+		assert.Equal(t, 1, d.InWindow, "failure %d: the one before has left the window", i+1)
+	}
+	eventually(t, "the message acked", func() bool { u, p := e.pending(t); return u == 0 && p == 0 })
+}
+
+// TestDeadLetterCopy pins what a dead message carries: its payload, its
+// headers, and why it died, with the error's text bounded.
+func TestDeadLetterCopy(t *testing.T) {
+	e := newEnv(t)
+	got := newDecisions()
+	long := strings.Repeat("é", 2000)
+	e.consume(t, natsretry.Config{Default: retrypolicy.Strategy{Kind: retrypolicy.None}, Hooks: got.hooks()},
+		func(context.Context, jetstream.Msg) error { return errors.New(long) })
+	seq := e.publish(t, "jobs.email", "hello", nats.Header{"Tenant": []string{"acme"}, "Nats-Msg-Id": []string{"original-1"}})
+	dead := e.deadMessages(t, 1)[0]
+	assert.Equal(t, "hello", string(dead.Data))
+	assert.Equal(t, "dead.jobs", dead.Subject)
+	assert.Equal(t, "acme", dead.Header.Get("Tenant"))
+	assert.Equal(t, "strategy_none", dead.Header.Get(natsretry.HeaderReason))
+	assert.Equal(t, "1", dead.Header.Get(natsretry.HeaderFailures))
+	assert.Equal(t, "jobs.email", dead.Header.Get(natsretry.HeaderSubject))
+	assert.Equal(t, "JOBS", dead.Header.Get(natsretry.HeaderStream))
+	assert.Equal(t, strconv.FormatUint(seq, 10), dead.Header.Get(natsretry.HeaderSequence))
+	text := dead.Header.Get(natsretry.HeaderError)
+	assert.LessOrEqual(t, len(text), natsretry.MaxErrorText)
+	assert.True(t, strings.HasPrefix(long, strings.TrimSuffix(text, "…")) && strings.HasSuffix(text, "…"), "a cut error text: %q", text[len(text)-10:])
+	assert.NotEqual(t, "original-1", dead.Header.Get("Nats-Msg-Id"), "JetStream's own headers are the copy's")
+	eventually(t, "the message terminated and its history removed", func() bool {
+		u, p := e.pending(t)
+		return u == 0 && p == 0 && e.histories(t) == 0
+	})
+	got.mu.Lock()
+	assert.Equal(t, []retry.Reason{retry.Reason(retrypolicy.StrategyNone)}, got.dead)
+	got.mu.Unlock()
+}
+
+// TestPermanentError pins that an error marked retry.Permanent gives the
+// message up at its first failure, whatever its strategy allows.
+func TestPermanentError(t *testing.T) {
+	e := newEnv(t)
+	got := newDecisions()
+	e.consume(t, natsretry.Config{Default: retrypolicy.Default(), Hooks: got.hooks()},
+		func(context.Context, jetstream.Msg) error { return retry.Permanent(errors.New("malformed")) })
+	e.publish(t, "jobs.a", "x", nil)
+	dead := e.deadMessages(t, 1)[0]
+	assert.Equal(t, "not_retryable", dead.Header.Get(natsretry.HeaderReason))
+	assert.Equal(t, "malformed", dead.Header.Get(natsretry.HeaderError))
+	ds := got.wait(t, 1)
+	assert.Equal(t, retrypolicy.Fatal, ds[0].Action)
+	assert.Equal(t, retry.NotRetryable, got.gave[0])
+}
+
+// TestOwnStrategy pins that a message's own strategy (its header) applies
+// before its subject's, and that an invalid one is logged once, at its
+// first delivery, while its subject's applies.
+func TestOwnStrategy(t *testing.T) {
+	e := newEnv(t)
+	got := newDecisions()
+	var logs logBuffer
+	subject := retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 3, Window: time.Hour,
+		Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: ms}}
+	e.consume(t, natsretry.Config{Subjects: map[string]retrypolicy.Strategy{"jobs.a": subject},
+		Hooks: got.hooks(), Logger: logs.logger()},
+		func(context.Context, jetstream.Msg) error { return errors.New("down") })
+	e.publish(t, "jobs.a", "own", nats.Header{natsretry.HeaderStrategy: []string{`{"strategy": "none"}`}})
+	assert.Equal(t, "strategy_none", e.deadMessages(t, 1)[0].Header.Get(natsretry.HeaderReason))
+	e.publish(t, "jobs.a", "bad", nats.Header{natsretry.HeaderStrategy: []string{`{"strategy": "bounded"}`}})
+	dead := e.deadMessages(t, 2)
+	assert.Equal(t, "attempts_exhausted", dead[1].Header.Get(natsretry.HeaderReason))
+	assert.Equal(t, "3", dead[1].Header.Get(natsretry.HeaderFailures), "the subject's strategy: three attempts")
+	assert.Equal(t, 1, strings.Count(logs.String(), "the message's strategy is invalid"), "logged once: %s", logs.String())
+	assert.Contains(t, logs.String(), "max_attempts")
+}
+
+// TestRefusesConsumersThatDecideThemselves pins Wrap's checks: a
+// consumer with MaxDeliver, a BackOff or no explicit acks is refused with
+// the setting named.
+func TestRefusesConsumersThatDecideThemselves(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	p, err := natsretry.New(ctx, e.js, natsretry.Config{History: e.kv, DeadLetter: "dead.jobs"})
+	require.NoError(t, err)
+	for want, cfg := range map[string]jetstream.ConsumerConfig{
+		"MaxDeliver is 5":      {Durable: "a", AckPolicy: jetstream.AckExplicitPolicy, MaxDeliver: 5},
+		"BackOff is [1s]":      {Durable: "b", AckPolicy: jetstream.AckExplicitPolicy, MaxDeliver: -1, BackOff: []time.Duration{time.Second}, AckWait: time.Second},
+		"AckPolicy is AckNone": {Durable: "c", AckPolicy: jetstream.AckNonePolicy},
+	} {
+		c, err := e.js.CreateOrUpdateConsumer(ctx, "JOBS", cfg)
+		require.NoError(t, err)
+		_, err = p.Consume(ctx, c, func(context.Context, jetstream.Msg) error { return nil })
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), want)
+	}
+	_, err = natsretry.New(ctx, e.js, natsretry.Config{History: e.kv, DeadLetter: "nowhere"})
+	assert.ErrorContains(t, err, "Config.DeadLetter: no stream captures")
+	_, err = natsretry.New(ctx, e.js, natsretry.Config{DeadLetter: "dead.jobs"})
+	assert.ErrorContains(t, err, "Config.History")
+	_, err = natsretry.New(ctx, e.js, natsretry.Config{History: e.kv, DeadLetter: "dead.jobs",
+		Subjects: map[string]retrypolicy.Strategy{"jobs.a": {Kind: retrypolicy.Bounded}}})
+	assert.ErrorContains(t, err, `Config.Kinds["jobs.a"]`)
+}
+
+// TestReplay pins that a dead message replayed runs again from nothing,
+// with its payload and its own headers, and that a message that is no
+// dead letter is refused.
+func TestReplay(t *testing.T) {
+	e := newEnv(t)
+	var runs atomic.Int64
+	var tenant atomic.Value
+	e.consume(t, natsretry.Config{Default: retrypolicy.Strategy{Kind: retrypolicy.None}},
+		func(_ context.Context, m jetstream.Msg) error {
+			tenant.Store(m.Headers().Get("Tenant"))
+			if runs.Add(1) == 1 {
+				return errors.New("down")
+			}
+			return nil
+		})
+	e.publish(t, "jobs.a", "x", nats.Header{"Tenant": []string{"acme"}})
+	dead := e.deadMessages(t, 1)[0]
+	ack, err := natsretry.Replay(context.Background(), e.js, dead)
+	require.NoError(t, err)
+	assert.Equal(t, "JOBS", ack.Stream)
+	eventually(t, "the replayed message acked", func() bool { u, p := e.pending(t); return runs.Load() == 2 && u == 0 && p == 0 })
+	assert.Equal(t, "acme", tenant.Load())
+	replayed, err := e.jobs.GetMsg(context.Background(), ack.Sequence)
+	require.NoError(t, err)
+	assert.Empty(t, replayed.Header.Get(natsretry.HeaderReason), "the dead-letter headers stay behind")
+	_, err = natsretry.Replay(context.Background(), e.js, &jetstream.RawStreamMsg{Subject: "dead.jobs", Data: []byte("x")})
+	assert.ErrorContains(t, err, "not a dead letter")
+}

@@ -1,0 +1,144 @@
+package natsretry
+
+import (
+	"encoding/binary"
+	"errors"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/retrypolicy/retrypolicy/queuekit"
+	"github.com/retrypolicy/retrypolicy/retry"
+)
+
+// recordVersion is the first byte of a history as this package writes it.
+const recordVersion = 1
+
+// flagDead marks a history whose message is being moved to the dead-letter
+// stream.
+const flagDead = 1
+
+// history is what the policy keeps of a message between its deliveries,
+// under its key in the History bucket.
+type history struct {
+	// seen is the last delivery whose end the policy saw (NumDelivered).
+	seen uint64
+	// due is when the message may run again, Unix milliseconds; 0 for now.
+	due int64
+	// dead marks a message the policy has given up: its copy to the
+	// dead-letter stream may be made already, with reason and lastError.
+	dead      bool
+	reason    retry.Reason
+	lastError string
+	// failures are the failures that can still count, Unix nanoseconds,
+	// ascending.
+	failures []int64
+}
+
+// appendHistory appends h as stored: a version byte, a flags byte, seen
+// and due as varints, for a dead message its reason and error text, then
+// the failures in the root History's binary encoding (queuekit.Record).
+func appendHistory(b []byte, h history) []byte {
+	flags := byte(0)
+	if h.dead {
+		flags |= flagDead
+	}
+	b = append(b, recordVersion, flags)
+	b = binary.AppendUvarint(b, h.seen)
+	b = binary.AppendVarint(b, h.due)
+	if h.dead {
+		b = append(b, byte(h.reason))
+		b = binary.AppendUvarint(b, uint64(len(h.lastError)))
+		b = append(b, h.lastError...)
+	}
+	return queuekit.Record{Failures: h.failures}.AppendBinary(b)
+}
+
+// errHistory is the error of bytes that are not a history.
+var errHistory = errors.New("not a history this package wrote")
+
+// readHistory reads a history as appendHistory writes it, its failures
+// into room[:0].
+func readHistory(b []byte, room []int64) (history, error) {
+	var h history
+	if len(b) < 2 || b[0] != recordVersion || b[1]&^flagDead != 0 {
+		return h, errHistory
+	}
+	h.dead = b[1]&flagDead != 0
+	b = b[2:]
+	var n int
+	if h.seen, n = binary.Uvarint(b); n <= 0 {
+		return h, errHistory
+	}
+	b = b[n:]
+	if h.due, n = binary.Varint(b); n <= 0 {
+		return h, errHistory
+	}
+	b = b[n:]
+	if h.dead {
+		if len(b) < 1 {
+			return h, errHistory
+		}
+		h.reason, b = retry.Reason(b[0]), b[1:]
+		size, n := binary.Uvarint(b)
+		if n <= 0 || size > uint64(len(b)-n) || size > MaxErrorText {
+			return h, errHistory
+		}
+		h.lastError, b = string(b[n:n+int(size)]), b[n+int(size):]
+	}
+	var err error
+	if h.failures, err = queuekit.DecodeFailures(b, room); err != nil {
+		return h, err
+	}
+	return h, nil
+}
+
+// dueTime is h's due time, the zero Time for none.
+func (h history) dueTime() time.Time {
+	if h.due == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(h.due)
+}
+
+// historyKey is the key of a message's history: its stream, its consumer
+// and its stream sequence, the names escaped to the characters a key may
+// hold.
+func historyKey(stream, consumer string, seq uint64) string {
+	b := make([]byte, 0, len(stream)+len(consumer)+24)
+	b = escapeKey(b, stream)
+	b = append(b, '.')
+	b = escapeKey(b, consumer)
+	b = append(b, '.')
+	return string(strconv.AppendUint(b, seq, 10))
+}
+
+// escapeKey appends s with every byte but letters, digits, '-' and '_'
+// written as '=' and two hex digits.
+func escapeKey(b []byte, s string) []byte {
+	const hex = "0123456789ABCDEF"
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '_':
+			b = append(b, c)
+		default:
+			b = append(b, '=', hex[c>>4], hex[c&15])
+		}
+	}
+	return b
+}
+
+// clip returns s cut to at most MaxErrorText bytes, at a character's
+// boundary, with "…" when cut.
+func clip(s string) string {
+	if len(s) <= MaxErrorText {
+		return s
+	}
+	const ellipsis = "…"
+	cut := MaxErrorText - len(ellipsis)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + ellipsis
+}

@@ -1,0 +1,59 @@
+package natsretry
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/retrypolicy/retrypolicy/retry"
+)
+
+func TestHistoryRoundTrip(t *testing.T) {
+	for _, h := range []history{
+		{},
+		{seen: 3, due: 1_790_000_000_123, failures: []int64{1_790_000_000_000_000_000, 1_790_000_001_500_000_000}},
+		{seen: 1 << 40, dead: true, reason: retry.NotRetryable, lastError: "disk full", failures: []int64{-5, 7}},
+	} {
+		b := appendHistory(nil, h)
+		got, err := readHistory(b, nil)
+		require.NoError(t, err)
+		if len(h.failures) == 0 {
+			h.failures = got.failures // an empty slice either way
+		}
+		assert.Equal(t, h, got)
+	}
+}
+
+// TestHistoryRefusesWhatItDidNotWrite: every cut of a history, a later
+// version and unknown flags are errors, never a panic.
+func TestHistoryRefusesWhatItDidNotWrite(t *testing.T) {
+	full := appendHistory(nil, history{seen: 9, due: 1 << 41, dead: true, reason: retry.NotRetryable,
+		lastError: "x", failures: []int64{1e18, 1e18 + 1e9}})
+	for n := range len(full) {
+		_, err := readHistory(full[:n], nil)
+		assert.Error(t, err, "cut at %d of %d", n, len(full))
+	}
+	_, err := readHistory(append([]byte{2}, full[1:]...), nil)
+	assert.Error(t, err, "version 2")
+	_, err = readHistory(append([]byte{1, 4}, full[2:]...), nil)
+	assert.Error(t, err, "an unknown flag")
+	long := append([]byte{1, 1, 0, 0, 3}, 0xff, 0xff, 0x03) // an error text longer than MaxErrorText
+	_, err = readHistory(long, nil)
+	assert.Error(t, err)
+}
+
+func TestHistoryKey(t *testing.T) {
+	assert.Equal(t, "JOBS.worker.42", historyKey("JOBS", "worker", 42))
+	assert.Equal(t, "a=2Eb.c=20d=C3=A9.7", historyKey("a.b", "c dé", 7), "a dot, a space and é escaped")
+}
+
+func TestClip(t *testing.T) {
+	assert.Equal(t, "short", clip("short"))
+	long := strings.Repeat("é", MaxErrorText)
+	got := clip(long)
+	assert.LessOrEqual(t, len(got), MaxErrorText)
+	assert.True(t, strings.HasSuffix(got, "…"))
+	assert.True(t, strings.HasPrefix(long, strings.TrimSuffix(got, "…")), "cut at a character's boundary")
+}
