@@ -11,8 +11,10 @@
 //     queuekit, attemptlog, riverretry, otelretry and otelriver;
 //   - builds and runs a River user's program from riverretry alone, and
 //     checks that it links no simulator (fleet) and no renderer;
+//   - does the same for a JetStream user's, from natsretry and otelnats;
 //   - checks that the module graph of a program that imports only
-//     otelretry holds no River, no PostgreSQL driver and no SQLite;
+//     otelretry holds no River, no PostgreSQL driver, no SQLite and no
+//     NATS;
 //   - installs the command with go install at the version, and runs it.
 //
 // Run it from the repository's root: go run -C .ci/release . [-version v0.1.0]
@@ -39,7 +41,7 @@ const root = "github.com/retrypolicy/retrypolicy"
 // workspace's other modules, never released. Every module of go.work is
 // one or the other: a new module must be placed.
 var (
-	released = []string{".", "riverretry", "otelretry", "otelretry/otelriver"}
+	released = []string{".", "riverretry", "natsretry", "otelretry", "otelretry/otelriver", "otelretry/otelnats"}
 	devOnly  = []string{"bench", "e2e", "examples/breaker"}
 )
 

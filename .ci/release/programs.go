@@ -15,8 +15,8 @@ type program struct {
 	name    string
 	modules []string // module paths below root, "" for root itself
 	source  string
-	want    string                               // the program's output
-	extra   func(dir string, env []string) error // further checks, or nil
+	want    string                                     // the program's output
+	extra   func(name, dir string, env []string) error // further checks, or nil
 }
 
 var programs = []program{
@@ -110,7 +110,32 @@ func main() {
 }
 `,
 		want:  "true\n",
-		extra: holdsNoRiver,
+		extra: holdsNoQueue,
+	},
+	{
+		name:    "nats",
+		modules: []string{"/natsretry", "/otelretry/otelnats"},
+		source: `package main
+
+import (
+	"fmt"
+
+	"github.com/retrypolicy/retrypolicy/natsretry"
+	"github.com/retrypolicy/retrypolicy/otelretry"
+	"github.com/retrypolicy/retrypolicy/otelretry/otelnats"
+)
+
+func main() {
+	in, err := otelretry.New()
+	if err != nil {
+		panic(err)
+	}
+	hooks, err := otelnats.Hooks(in, nil)
+	fmt.Println(err == nil && hooks.Decided != nil, natsretry.HeaderStrategy)
+}
+`,
+		want:  "true Retry-Strategy\n",
+		extra: linksNoSimulator,
 	},
 }
 
@@ -145,14 +170,14 @@ func (p program) check(dir string, env []string, version string) error {
 	}
 	fmt.Printf("%s: go get %s, built and ran: %s", p.name, strings.Join(args[1:], " "), out)
 	if p.extra != nil {
-		return p.extra(dir, env)
+		return p.extra(p.name, dir, env)
 	}
 	return nil
 }
 
 // linksNoSimulator checks that the program links no fleet package and no
 // renderer of the command's.
-func linksNoSimulator(dir string, env []string) error {
+func linksNoSimulator(name, dir string, env []string) error {
 	deps, err := goIn(dir, env, "list", "-deps", ".")
 	if err != nil {
 		return err
@@ -166,25 +191,25 @@ func linksNoSimulator(dir string, env []string) error {
 			}
 		}
 	}
-	fmt.Printf("river: go list -deps names of retrypolicy only: %s\n", strings.Join(ours, " "))
+	fmt.Printf("%s: go list -deps names of retrypolicy only: %s\n", name, strings.Join(ours, " "))
 	return nil
 }
 
-// holdsNoRiver checks that the program's module graph holds no River, no
-// PostgreSQL driver and no SQLite.
-func holdsNoRiver(dir string, env []string) error {
+// holdsNoQueue checks that the program's module graph holds no River, no
+// PostgreSQL driver, no SQLite and no NATS.
+func holdsNoQueue(name, dir string, env []string) error {
 	all, err := goIn(dir, env, "list", "-m", "all")
 	if err != nil {
 		return err
 	}
 	for _, line := range strings.Split(all, "\n") {
-		for _, banned := range []string{"github.com/riverqueue/", "github.com/jackc/", "modernc.org/sqlite"} {
+		for _, banned := range []string{"github.com/riverqueue/", "github.com/jackc/", "modernc.org/sqlite", "github.com/nats-io/"} {
 			if strings.HasPrefix(line, banned) {
 				return fmt.Errorf("the module graph holds %s", line)
 			}
 		}
 	}
-	fmt.Printf("otel: go list -m all holds %d modules, none of River, pgx or SQLite\n", len(strings.Split(strings.TrimSpace(all), "\n")))
+	fmt.Printf("%s: go list -m all holds %d modules, none of River, pgx, SQLite or NATS\n", name, len(strings.Split(strings.TrimSpace(all), "\n")))
 	return nil
 }
 

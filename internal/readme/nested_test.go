@@ -8,7 +8,7 @@ import "testing"
 // root module, because a module released apart must not import this one's
 // internal packages, not even in a test.
 func TestNestedModulesREADMEsOpenWithTheirFirstProgram(t *testing.T) {
-	for _, module := range []string{"riverretry", "otelretry"} {
+	for _, module := range []string{"riverretry", "otelretry", "natsretry"} {
 		if err := OpensWith("../../"+module+"/README.md", "../../"+module+"/examples/first/main.go"); err != nil {
 			t.Errorf("%s: %v", module, err)
 		}
