@@ -157,10 +157,7 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Policy, erro
 		p.now = time.Now
 	}
 	// The lint has no tick: JetStream redelivers a message when it is due.
-	for _, w := range strategies.Lint() {
-		p.logger.Warn("natsretry: "+w.Field+": "+w.Message, "code", w.Code, "fix", w.Fix,
-			"tick", "none: JetStream redelivers each message when due")
-	}
+	strategies.LogLint(p.logger, "natsretry:", "none: JetStream redelivers each message when due")
 	return p, nil
 }
 

@@ -296,3 +296,38 @@ func TestReplay(t *testing.T) {
 	_, err = natsretry.Replay(context.Background(), e.js, &jetstream.RawStreamMsg{Subject: "dead.jobs", Data: []byte("x")})
 	assert.ErrorContains(t, err, "not a dead letter")
 }
+
+// TestLayersDeferToJetStream pins that a retry.Do inside a handler whose
+// next wait is longer than Config.DeferAfter gives up at once, and the
+// message waits that long in JetStream instead of holding the handler.
+func TestLayersDeferToJetStream(t *testing.T) {
+	e := newEnv(t)
+	got := newDecisions()
+	inner := retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped,
+		Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: 300 * ms}}
+	var calls atomic.Int64
+	var started, ended atomic.Int64 // the first run's bounds, Unix nanoseconds
+	e.consume(t, natsretry.Config{Hooks: got.hooks(), DeferAfter: 10 * ms, Default: retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped,
+		Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: ms}}},
+		func(ctx context.Context, _ jetstream.Msg) error {
+			started.CompareAndSwap(0, time.Now().UnixNano())
+			_, err := retry.Do(ctx, inner, func(context.Context) (struct{}, error) {
+				if calls.Add(1) == 1 {
+					return struct{}{}, errors.New("the dependency is down")
+				}
+				return struct{}{}, nil
+			})
+			ended.CompareAndSwap(0, time.Now().UnixNano())
+			return err
+		})
+	e.publish(t, "jobs.a", "x", nil)
+	d := got.wait(t, 1)[0]
+	eventually(t, "the message acked", func() bool { u, p := e.pending(t); return calls.Load() == 2 && u == 0 && p == 0 })
+	assert.Equal(t, retrypolicy.Wait, d.Action)
+	assert.Equal(t, ms, d.Delay, "the message's own strategy owes a millisecond")
+	// Due is the failure (to the millisecond) plus the loop's 300ms.
+	failedAt := d.Due.Add(-300 * ms)
+	assert.False(t, failedAt.Before(time.Unix(0, started.Load()).Truncate(ms)), "due %v, the run from %v", d.Due, time.Unix(0, started.Load()))
+	assert.False(t, failedAt.After(time.Unix(0, ended.Load()).Add(100*ms)), "due %v, the run to %v", d.Due, time.Unix(0, ended.Load()))
+	assert.EqualValues(t, 2, calls.Load(), "the loop made one call a run: it did not sleep its 300ms")
+}

@@ -1,8 +1,11 @@
 package queuekit_test
 
 import (
+	"bytes"
 	"errors"
+	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -81,4 +84,19 @@ func TestKeep(t *testing.T) {
 	assert.Equal(t, []int64{2, 3, 4}, queuekit.Keep(unbounded, []int64{4, 1, 3, 2}, retrypolicy.Decision{InWindow: 3}))
 	assert.Equal(t, []int64{1, 2, 3, 4}, queuekit.Keep(unbounded, []int64{4, 1, 3, 2}, retrypolicy.Decision{InWindow: 9}))
 	assert.Equal(t, 2, queuekit.MostKept(bounded))
+}
+
+// TestLogLint: each warning of Lint is one Warn line, in the adapter's
+// words, naming the field, the finding's code and the tick.
+func TestLogLint(t *testing.T) {
+	var out bytes.Buffer
+	c := queuekit.Config{Kinds: map[string]retrypolicy.Strategy{
+		"fast": {Kind: retrypolicy.Bounded, MaxAttempts: 2, Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: time.Millisecond}}}}
+	c.LogLint(slog.New(slog.NewTextHandler(&out, nil)), "adapter:", "none: the queue runs a retry when due")
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	require.Len(t, lines, len(c.Lint()))
+	require.NotEmpty(t, lines[0])
+	assert.Contains(t, lines[0], `level=WARN msg="adapter: Config.Kinds[\"fast\"]: `)
+	assert.Contains(t, lines[0], "code=gives-up-fast")
+	assert.Contains(t, lines[0], `tick="none: the queue runs a retry when due"`)
 }

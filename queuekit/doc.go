@@ -18,6 +18,7 @@
 //
 // The attempt log that adapters write for replay is package attemptlog.
 //
-// Everything here is safe for concurrent use; none of it logs: an adapter
-// reports what it is given in its own logger's words.
+// Everything here is safe for concurrent use; none of it logs but
+// Config.LogLint, to the logger it is given: an adapter reports what it is
+// given in its own logger's words.
 package queuekit

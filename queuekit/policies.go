@@ -3,6 +3,7 @@ package queuekit
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 
@@ -97,6 +98,16 @@ func (c Config) Lint() []Warning {
 		add("Config.Kinds["+Quote(kind)+"]", c.Kinds[kind])
 	}
 	return out
+}
+
+// LogLint logs at Warn, once each, the warnings of Lint, each message
+// opening with prefix (the adapter's name and a colon), with the finding's
+// code and fix, and tick: why the lint assumed no controller tick, in the
+// adapter's words.
+func (c Config) LogLint(logger *slog.Logger, prefix, tick string) {
+	for _, w := range c.Lint() {
+		logger.Warn(prefix+" "+w.Field+": "+w.Message, "code", w.Code, "fix", w.Fix, "tick", tick)
+	}
 }
 
 // Quote returns s quoted for a message: at most 64 bytes of it, with

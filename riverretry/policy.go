@@ -158,10 +158,7 @@ func New(cfg Config) (*Policy, error) {
 	}
 	// The lint has no tick: River runs a retry when it is due (within its
 	// scheduler's few seconds), not on a controller's minute.
-	for _, w := range strategies.Lint() {
-		p.logger.Warn("riverretry: "+w.Field+": "+w.Message, "code", w.Code, "fix", w.Fix,
-			"tick", "none: linted with each retry when due, as River runs it")
-	}
+	strategies.LogLint(p.logger, "riverretry:", "none: linted with each retry when due, as River runs it")
 	return p, nil
 }
 
