@@ -57,6 +57,13 @@ type Finding struct {
 	Message string `json:"message"`
 	// Fix says what to change.
 	Fix string `json:"fix"`
+	// Field and Value, when one field's value fixes the finding, are that
+	// field, named as Fix names it (MaxAttempts, or max_attempts for
+	// Lint), and the value, written as Fix writes it (time.Hour, or 3600):
+	// what a tool may apply. Both are "" otherwise; the command does not
+	// print them.
+	Field string `json:"-"`
+	Value string `json:"-"`
 }
 
 // Summary is what a strategy does in its crash loop.
@@ -141,6 +148,7 @@ func LintGo(ctx context.Context, s retrypolicy.Strategy, opts ...Option) (Report
 type fieldNames struct {
 	maxAttempts, window, base, maxDelay string
 	capExample                          string // maxDelay set to an hour
+	capValue                            string // the cap of capExample, as its naming writes it
 	windowOf                            func(secs int64) string
 	noCapIsOften                        string // why a backoff without a cap may not be meant
 }
@@ -150,6 +158,7 @@ type fieldNames struct {
 var descriptorNames = fieldNames{
 	maxAttempts: "max_attempts", window: "window_secs", base: "base_delay_secs", maxDelay: "max_delay_secs",
 	capExample:   "max_delay_secs, for example 3600 (an hour)",
+	capValue:     "3600",
 	windowOf:     func(secs int64) string { return fmt.Sprintf("window_secs %d", secs) },
 	noCapIsOften: "a backoff given without max_delay_secs (or --retry-strategy without --retry-max-delay-secs) has none, while an omitted backoff stops at an hour",
 }
@@ -158,6 +167,7 @@ var descriptorNames = fieldNames{
 var goNames = fieldNames{
 	maxAttempts: "MaxAttempts", window: "Window", base: "Backoff.BaseDelay", maxDelay: "Backoff.MaxDelay",
 	capExample:   "Backoff.MaxDelay, for example time.Hour",
+	capValue:     "time.Hour",
 	windowOf:     func(secs int64) string { return fmt.Sprintf("Window: %d * time.Second", secs) },
 	noCapIsOften: "a Backoff that sets other fields but not MaxDelay has none, while the zero Backoff stops at an hour",
 }
@@ -393,8 +403,23 @@ func find(p *retrypolicy.Policy, s retrypolicy.Strategy, f *loopFacts, t *fieldN
 		add("unsettled", Info, "the figures are a lower bound on what the loop does; retrypolicy plan shows its start",
 			"the crash loop neither gave up nor repeated within %d failures", f.Failures)
 	}
+	fieldFixes(out, f, t)
 	slices.SortStableFunc(out, func(a, b Finding) int { return int(b.Severity) - int(a.Severity) })
 	return out
+}
+
+// fieldFixes fills Field and Value of the findings that one field's value
+// fixes: a never-fatal bounded strategy gives up with MaxAttempts at most
+// what its window holds; a backoff without a cap gets the example's.
+func fieldFixes(out []Finding, f *loopFacts, t *fieldNames) {
+	for i := range out {
+		switch out[i].Code {
+		case "never-fatal":
+			out[i].Field, out[i].Value = t.maxAttempts, strconv.Itoa(f.MostInWindow)
+		case "no-cap":
+			out[i].Field, out[i].Value = t.maxDelay, t.capValue
+		}
+	}
 }
 
 // boundedFindings records the traps of a bounded strategy: it never gives

@@ -541,3 +541,34 @@ func TestATickOutOfRangeIsAnError(t *testing.T) {
 		assert.ErrorContains(t, err, "plan: WithTick: must be from 0 to 24h")
 	}
 }
+
+// TestLintGoNamesTheFieldThatFixes: a never-fatal bounded strategy is
+// fixed by MaxAttempts at most what its window holds, a backoff without a
+// cap by Backoff.MaxDelay of an hour; other findings name no field.
+func TestLintGoNamesTheFieldThatFixes(t *testing.T) {
+	never := retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 5, Window: time.Minute,
+		Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: 30 * time.Second}}
+	r, err := LintGo(context.Background(), never, WithTick(time.Minute))
+	require.NoError(t, err)
+	f := findingOf(t, r, "never-fatal")
+	assert.Equal(t, "MaxAttempts", f.Field)
+	assert.Equal(t, "2", f.Value, "a minute holds two failures a minute apart: %s", f.Message)
+
+	uncapped := retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped,
+		Backoff: retrypolicy.Backoff{Kind: retrypolicy.Exponential, BaseDelay: time.Second, Multiplier: 10}}
+	r, err = LintGo(context.Background(), uncapped)
+	require.NoError(t, err)
+	f = findingOf(t, r, "no-cap")
+	assert.Equal(t, "Backoff.MaxDelay", f.Field)
+	assert.Equal(t, "time.Hour", f.Value)
+	r, err = Lint(context.Background(), uncapped)
+	require.NoError(t, err)
+	f = findingOf(t, r, "no-cap")
+	assert.Equal(t, "max_delay_secs", f.Field)
+	assert.Equal(t, "3600", f.Value)
+	for _, f := range r.Findings {
+		if f.Code != "no-cap" {
+			assert.Empty(t, f.Field+f.Value, f.Code)
+		}
+	}
+}
