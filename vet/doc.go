@@ -1,0 +1,36 @@
+// Package vet finds retry traps in Go code before it runs: the checks of retrypolicy's lint, at go vet time.
+//
+// Analyzer reports, each diagnostic opening with its finding's name:
+//
+//   - invalid: a retrypolicy.Strategy or Backoff composite literal whose
+//     fields are constants, retrypolicy.Parse([]byte(c)) of a constant
+//     string, or retrypolicy.ParseFlags of a []string literal of
+//     constants, that the library refuses, in the library's own words;
+//   - lint's warnings (never-fatal, gives-up-fast, zero-delay,
+//     shrinking-delays, no-cap, …) for such a constant strategy, under the
+//     controller's one-minute tick; for one given to retry.Do or
+//     retryhttp.NewTransport, only never-fatal, zero-delay and no-cap, with
+//     no tick (an in-process loop that gives up in seconds is fine). Where
+//     one field's value fixes the finding (MaxAttempts, Backoff.MaxDelay),
+//     the diagnostic carries it as a suggested fix;
+//   - nested-retry: a retry.Do with WithNestedRetries() (the one-layer
+//     rule off) whose operation runs another loop of the library, directly
+//     or through functions of any package: a retry.Do, a retryhttp
+//     transport, or an http.Client over one. It is reported at the call in
+//     the operation that runs the inner loop, with the attempts the two
+//     multiply to. With the rule on, nested loops retry at one layer and
+//     draw nothing;
+//   - ignored-context: an operation of retry.Do whose context parameter is
+//     unnamed or never referenced: the loop cannot stop a running attempt,
+//     and a loop below it cannot report to it.
+//
+// Every check uses the library's own rules (Strategy.Validate, Parse,
+// ParseFlags and plan.LintGo), not a copy of them.
+//
+// A comment //retrypolicy-vet:ignore on the line of a finding, or on the
+// line above it, silences that line; followed by names
+// (//retrypolicy-vet:ignore nested-retry,no-cap) it silences those only.
+//
+// The command retrypolicy-vet (vet/cmd/retrypolicy-vet) runs it alone, or
+// under go vet: go vet -vettool=$(which retrypolicy-vet) ./...
+package vet

@@ -1,0 +1,20 @@
+module github.com/retrypolicy/retrypolicy/vet
+
+go 1.26.0
+
+require (
+	github.com/golangci/plugin-module-register v0.1.2
+	github.com/retrypolicy/retrypolicy v0.1.0
+	github.com/stretchr/testify v1.12.1
+	golang.org/x/tools v0.52.0
+)
+
+require (
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
+	golang.org/x/mod v0.42.0 // indirect
+	golang.org/x/sync v0.24.0 // indirect
+)
+
+// No replace line: the command is installed with go install …@version,
+// which refuses a module whose go.mod replaces anything. In a checkout,
+// go.work points the root module at its directory.
