@@ -311,8 +311,8 @@ func TestLayersDeferToJetStream(t *testing.T) {
 		Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: ms}}},
 		func(ctx context.Context, _ jetstream.Msg) error {
 			started.CompareAndSwap(0, time.Now().UnixNano())
-			_, err := retry.Do(ctx, inner, func(context.Context) (struct{}, error) {
-				if calls.Add(1) == 1 {
+			_, err := retry.Do(ctx, inner, func(ctx context.Context) (struct{}, error) {
+				if calls.Add(1) == 1 || ctx.Err() != nil {
 					return struct{}{}, errors.New("the dependency is down")
 				}
 				return struct{}{}, nil

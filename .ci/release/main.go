@@ -12,10 +12,13 @@
 //   - builds and runs a River user's program from riverretry alone, and
 //     checks that it links no simulator (fleet) and no renderer;
 //   - does the same for a JetStream user's, from natsretry and otelnats;
+//   - builds a program with the vet module's analyzer and golangci-lint
+//     plugin;
 //   - checks that the module graph of a program that imports only
 //     otelretry holds no River, no PostgreSQL driver, no SQLite and no
 //     NATS;
-//   - installs the command with go install at the version, and runs it.
+//   - installs the command and retrypolicy-vet with go install at the
+//     version, and runs them.
 //
 // Run it from the repository's root: go run -C .ci/release . [-version v0.1.0]
 package main
@@ -41,7 +44,7 @@ const root = "github.com/retrypolicy/retrypolicy"
 // workspace's other modules, never released. Every module of go.work is
 // one or the other: a new module must be placed.
 var (
-	released = []string{".", "riverretry", "natsretry", "otelretry", "otelretry/otelriver", "otelretry/otelnats"}
+	released = []string{".", "riverretry", "natsretry", "otelretry", "otelretry/otelriver", "otelretry/otelnats", "vet"}
 	devOnly  = []string{"bench", "e2e", "examples/breaker"}
 )
 
@@ -101,6 +104,14 @@ func installCommand(work string, env []string, version string) error {
 		return fmt.Errorf("the installed command's plan: %v\n%s", err, out)
 	}
 	fmt.Printf("command: go install %s/cmd/retrypolicy@%s, and its plan runs\n", root, version)
+	if _, err := goIn(work, env, "install", root+"/vet/cmd/retrypolicy-vet@"+version); err != nil {
+		return err
+	}
+	out, err = exec.Command(filepath.Join(bin, "retrypolicy-vet"), "-V=full").Output()
+	if err != nil || !strings.Contains(string(out), "retrypolicy-vet version") {
+		return fmt.Errorf("the installed retrypolicy-vet -V=full: %v\n%s", err, out)
+	}
+	fmt.Printf("vet: go install %s/vet/cmd/retrypolicy-vet@%s, and it runs\n", root, version)
 	return nil
 }
 

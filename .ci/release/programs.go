@@ -137,6 +137,27 @@ func main() {
 		want:  "true Retry-Strategy\n",
 		extra: linksNoSimulator,
 	},
+	{
+		name:    "vet",
+		modules: []string{"/vet"},
+		source: `package main
+
+import (
+	"fmt"
+
+	"github.com/golangci/plugin-module-register/register"
+
+	"github.com/retrypolicy/retrypolicy/vet"
+	_ "github.com/retrypolicy/retrypolicy/vet/golangci"
+)
+
+func main() {
+	_, err := register.GetPlugin("retrypolicy")
+	fmt.Println(vet.Analyzer.Name, err == nil)
+}
+`,
+		want: "retrypolicy true\n",
+	},
 }
 
 // check writes the program in dir, adds its modules at version with go get
