@@ -34,6 +34,8 @@ func (p *Policy) handle(ctx context.Context, msg jetstream.Msg, h Handler, ackWa
 		p.logger.ErrorContext(ctx, "natsretry: not a JetStream delivery; left to its redelivery", slog.String("error", err.Error()))
 		return
 	}
+	runCtx := ctx
+	ctx = context.WithoutCancel(ctx) // the policy's own round trips end as they would, the consumer stopping
 	m := delivery{msg: msg, md: md, key: historyKey(md.Stream, md.Consumer, md.Sequence.Stream),
 		seed: queuekit.Seed(int64(md.Sequence.Stream))}
 	m.pol = p.policyOf(ctx, m)
@@ -67,13 +69,25 @@ func (p *Policy) handle(ctx context.Context, msg jetstream.Msg, h Handler, ackWa
 		}
 	}
 	start := p.now()
-	err = p.run(ctx, msg, h, ackWait)
-	end := p.now()
-	if err == nil {
+	err = p.run(runCtx, msg, h, ackWait)
+	p.ended(ctx, runCtx, m, hist, err, start, p.now())
+}
+
+// ended acts on the end of m's run, from start to end under runCtx, which
+// returned err: done, failed, or interrupted by the consumer stopping (its
+// context done, and the run returning that), which is no failure: the
+// message is redelivered at once, counting nothing.
+func (p *Policy) ended(ctx, runCtx context.Context, m delivery, hist history, err error, start, end time.Time) {
+	switch {
+	case err == nil:
 		p.done(ctx, m)
-		return
+	case runCtx.Err() != nil && errors.Is(err, runCtx.Err()):
+		hist.seen = m.md.NumDelivered
+		p.store(ctx, m, hist)
+		p.nak(ctx, m, 0)
+	default:
+		p.failed(ctx, m, hist, err, start, end)
 	}
-	p.failed(ctx, m, hist, err, start, end)
 }
 
 // policyOf returns the policy of a delivery's message: its own strategy

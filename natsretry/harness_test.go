@@ -34,8 +34,17 @@ func freePort(t testing.TB) int {
 }
 
 // startServer starts a JetStream server on loopback at port, storing in
-// dir, and stops it when the test ends.
+// dir, waits until it takes connections, and stops it when the test ends.
 func startServer(t testing.TB, dir string, port int, configure ...func(*server.Options)) *server.Server {
+	t.Helper()
+	s := launchServer(t, dir, port, configure...)
+	require.True(t, s.ReadyForConnections(within), "the server did not start")
+	return s
+}
+
+// launchServer is startServer without the wait: a server of a cluster is
+// ready only once the others are up.
+func launchServer(t testing.TB, dir string, port int, configure ...func(*server.Options)) *server.Server {
 	t.Helper()
 	opts := &server.Options{Host: "127.0.0.1", Port: port, JetStream: true, StoreDir: dir, NoLog: true, NoSigs: true}
 	for _, c := range configure {
@@ -44,7 +53,6 @@ func startServer(t testing.TB, dir string, port int, configure ...func(*server.O
 	s, err := server.NewServer(opts)
 	require.NoError(t, err)
 	go s.Start()
-	require.True(t, s.ReadyForConnections(within), "the server did not start")
 	t.Cleanup(s.Shutdown)
 	return s
 }

@@ -172,7 +172,9 @@ type Handler func(ctx context.Context, msg jetstream.Msg) error
 // error naming the setting, a consumer whose AckPolicy is not explicit,
 // whose MaxDeliver is not -1 (unlimited) or whose BackOff is set: the
 // strategy decides every redelivery. Handlers get ctx, or a context
-// derived from it.
+// derived from it: cancel it to stop them. A run that returns ctx's error
+// once ctx is done is no failure: the message is redelivered at once, and
+// counts nothing.
 func (p *Policy) Wrap(ctx context.Context, c jetstream.Consumer, h Handler) (jetstream.MessageHandler, error) {
 	info, err := c.Info(ctx)
 	if err != nil {

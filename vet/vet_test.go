@@ -12,16 +12,10 @@ import (
 // checkout's) hold each finding beside what draws none; their want
 // comments are what the analyzer must report, and nothing else.
 
-func TestStrategies(t *testing.T) {
-	analysistest.Run(t, analysistest.TestData(), vet.Analyzer, "./strategies")
-}
-
-func TestNestedLoopsThroughPackages(t *testing.T) {
-	analysistest.Run(t, analysistest.TestData(), vet.Analyzer, "./nested/...")
-}
-
-func TestContexts(t *testing.T) {
-	analysistest.Run(t, analysistest.TestData(), vet.Analyzer, "./contexts")
+// TestAnalyzer runs the packages of strategies (each strategy check),
+// nested (loops through two packages, by facts) and contexts, loaded once.
+func TestAnalyzer(t *testing.T) {
+	analysistest.Run(t, analysistest.TestData(), vet.Analyzer, "./strategies", "./nested/...", "./contexts")
 }
 
 // TestSuggestedFixes applies each fix and compares the file with
