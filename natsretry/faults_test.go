@@ -86,16 +86,7 @@ func TestConsumerDiesMidRun(t *testing.T) {
 	close(release)
 	cc.Stop()
 
-	second := newDecisions()
-	var calls atomic.Int64
-	e.consume(t, natsretry.Config{Default: strategy, Hooks: second.hooks()}, func(context.Context, jetstream.Msg) error {
-		if calls.Add(1) == 1 {
-			return errors.New("down")
-		}
-		return nil
-	})
-	ds := second.wait(t, 2)
-	eventually(t, "the message acked", func() bool { u, p := e.pending(t); return u == 0 && p == 0 })
+	second, ds := failOnceThenAck(t, e, strategy, 2)
 	assert.Equal(t, 1, ds[0].InWindow, "the run that died counts once")
 	assert.Zero(t, ds[0].Owed-ds[0].Delay, "with no uptime credit")
 	assert.Equal(t, 2, ds[1].InWindow, "then the next run's failure")
@@ -340,11 +331,13 @@ func TestManyMessagesLeaveNoHistory(t *testing.T) {
 	for i := range n {
 		_, err := e.js.PublishAsync("jobs.a", []byte(strconv.Itoa(i)))
 		require.NoError(t, err)
-	}
-	select {
-	case <-e.js.PublishAsyncComplete():
-	case <-time.After(within):
-		t.Fatal("publishing did not complete")
+		if i%1000 == 999 || i == n-1 { // within the client's 4,000 outstanding publications
+			select {
+			case <-e.js.PublishAsyncComplete():
+			case <-time.After(within):
+				t.Fatal("publishing did not complete")
+			}
+		}
 	}
 	deadline := time.Now().Add(5 * time.Minute)
 	for done.Load() < int64(n) {
@@ -365,16 +358,19 @@ func TestStoppingIsNoFailure(t *testing.T) {
 	e := newEnv(t)
 	strategy := retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 5, Window: time.Hour,
 		Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: ms}}
-	first := newDecisions()
+	stopping := newDecisions()
 	ctx, stop := context.WithCancel(context.Background())
 	p, err := natsretry.New(ctx, e.js, natsretry.Config{Default: strategy, History: e.kv, DeadLetter: "dead.jobs",
-		Hooks: first.hooks(), Logger: slog.New(slog.DiscardHandler)})
+		Hooks: stopping.hooks(), Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	started, ended := make(chan struct{}), make(chan struct{})
+	var first sync.Once // the message may come back before the consumer stops
 	cc, err := p.Consume(ctx, e.consumer, func(ctx context.Context, _ jetstream.Msg) error {
-		close(started)
-		<-ctx.Done()
-		defer close(ended)
+		first.Do(func() {
+			close(started)
+			<-ctx.Done()
+			close(ended)
+		})
 		return ctx.Err()
 	})
 	require.NoError(t, err)
@@ -384,16 +380,64 @@ func TestStoppingIsNoFailure(t *testing.T) {
 	<-ended
 	cc.Stop()
 
-	second := newDecisions()
+	_, ds := failOnceThenAck(t, e, strategy, 1)
+	assert.Equal(t, 1, ds[0].InWindow, "the interrupted run counted nothing")
+	assert.Empty(t, stopping.wait(t, 0), "the stopping consumer decided nothing")
+}
+
+// failOnceThenAck consumes env's message again under strategy, failing its
+// next run and acking the one after, and returns the hooks' record and
+// its first want decisions once the message is acked.
+func failOnceThenAck(t *testing.T, e *env, strategy retrypolicy.Strategy, want int) (*decisions, []retrypolicy.Decision) {
+	got := newDecisions()
 	var calls atomic.Int64
-	e.consume(t, natsretry.Config{Default: strategy, Hooks: second.hooks()}, func(context.Context, jetstream.Msg) error {
+	e.consume(t, natsretry.Config{Default: strategy, Hooks: got.hooks()}, func(context.Context, jetstream.Msg) error {
 		if calls.Add(1) == 1 {
 			return errors.New("down")
 		}
 		return nil
 	})
-	ds := second.wait(t, 1)
-	eventually(t, "the message acked", func() bool { u, p := e.pending(t); return calls.Load() == 2 && u == 0 && p == 0 })
-	assert.Equal(t, 1, ds[0].InWindow, "the interrupted run counted nothing")
-	assert.Empty(t, first.wait(t, 0), "the stopping consumer decided nothing")
+	ds := got.wait(t, want)
+	eventually(t, "the message acked", func() bool { u, p := e.pending(t); return calls.Load() >= 2 && u == 0 && p == 0 })
+	return got, ds
+}
+
+// TestLongRunIsInProgress pins that a run longer than the consumer's
+// AckWait is not taken for a dead one: the policy tells JetStream it is
+// in progress every AckWait/2, so the message is not redelivered while it
+// runs. JetStream's AckWait is real time: the run lasts four of them.
+func TestLongRunIsInProgress(t *testing.T) {
+	s := startServer(t, t.TempDir(), -1)
+	e := setup(t, s.ClientURL(), 1, 250*ms, 0)
+	var calls atomic.Int64
+	done := make(chan uint64, 8)
+	e.consume(t, natsretry.Config{}, func(ctx context.Context, m jetstream.Msg) error {
+		calls.Add(1)
+		select {
+		case <-time.After(4 * 250 * ms):
+		case <-ctx.Done():
+		}
+		var delivered uint64 // 0 for no metadata, which fails the test
+		if md, err := m.Metadata(); err == nil {
+			delivered = md.NumDelivered
+		}
+		select {
+		case done <- delivered:
+		default:
+		}
+		return nil
+	})
+	e.publish(t, "jobs.a", "x", nil)
+	select {
+	case n := <-done:
+		assert.EqualValues(t, 1, n, "the first delivery ran to its end")
+	case <-time.After(within):
+		t.Fatal("the run did not end")
+	}
+	eventually(t, "the message acked", func() bool { u, p := e.pending(t); return u == 0 && p == 0 })
+	assert.EqualValues(t, 1, calls.Load(), "no redelivery while it ran")
+	info, err := e.consumer.Info(context.Background())
+	require.NoError(t, err)
+	assert.Zero(t, info.NumRedelivered)
+	assert.EqualValues(t, 1, info.Delivered.Consumer, "delivered once")
 }

@@ -130,7 +130,7 @@ type Policy struct {
 // DeadLetter subject no stream captures; and logs at Warn, once, each trap
 // that plan.LintGo finds in the strategies.
 func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Policy, error) {
-	strategies := queuekit.Config{Default: cfg.Default, Kinds: cfg.Subjects}
+	strategies := queuekit.Config{Default: cfg.Default, Kinds: cfg.Subjects, KindsField: "Config.Subjects"}
 	policies, err := queuekit.NewPolicies(strategies)
 	if err != nil {
 		return nil, fmt.Errorf("natsretry: %w", err)

@@ -265,7 +265,7 @@ func TestRefusesConsumersThatDecideThemselves(t *testing.T) {
 	assert.ErrorContains(t, err, "Config.History")
 	_, err = natsretry.New(ctx, e.js, natsretry.Config{History: e.kv, DeadLetter: "dead.jobs",
 		Subjects: map[string]retrypolicy.Strategy{"jobs.a": {Kind: retrypolicy.Bounded}}})
-	assert.ErrorContains(t, err, `Config.Kinds["jobs.a"]`)
+	assert.ErrorContains(t, err, `Config.Subjects["jobs.a"]: retrypolicy: MaxAttempts: required`)
 }
 
 // TestReplay pins that a dead message replayed runs again from nothing,

@@ -100,3 +100,19 @@ func TestLogLint(t *testing.T) {
 	assert.Contains(t, lines[0], "code=gives-up-fast")
 	assert.Contains(t, lines[0], `tick="none: the queue runs a retry when due"`)
 }
+
+// TestKindsField: an adapter that names its kinds otherwise sees its own
+// name in errors and warnings.
+func TestKindsField(t *testing.T) {
+	_, err := queuekit.NewPolicies(queuekit.Config{KindsField: "Config.Subjects",
+		Kinds: map[string]retrypolicy.Strategy{"orders.new": {Kind: retrypolicy.Bounded}}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `Config.Subjects["orders.new"]: retrypolicy: MaxAttempts: required`)
+	_, err = queuekit.NewPolicies(queuekit.Config{Kinds: map[string]retrypolicy.Strategy{"email": {Kind: retrypolicy.Bounded}}})
+	assert.ErrorContains(t, err, `Config.Kinds["email"]: `)
+	c := queuekit.Config{KindsField: "Config.Subjects", Kinds: map[string]retrypolicy.Strategy{
+		"fast": {Kind: retrypolicy.Bounded, MaxAttempts: 2, Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: time.Millisecond}}}}
+	w := c.Lint()
+	require.NotEmpty(t, w)
+	assert.Equal(t, `Config.Subjects["fast"]`, w[0].Field)
+}

@@ -20,6 +20,18 @@ type Config struct {
 	// Kinds maps a job kind to the strategy of its jobs that do not carry
 	// their own.
 	Kinds map[string]retrypolicy.Strategy
+	// KindsField is how the adapter's own configuration names Kinds in
+	// errors and warnings ("Config.Subjects"); "" is "Config.Kinds".
+	KindsField string
+}
+
+// kindField names kind's strategy as c's adapter does.
+func (c Config) kindField(kind string) string {
+	name := c.KindsField
+	if name == "" {
+		name = "Config.Kinds"
+	}
+	return name + "[" + Quote(kind) + "]"
 }
 
 // Policies are the compiled strategies of a queue's jobs. The zero value is
@@ -32,7 +44,8 @@ type Policies struct {
 }
 
 // NewPolicies compiles c's strategies. Its error names the field at fault
-// as Go writes it, Config.Default or Config.Kinds["kind"], and matches
+// as Go writes it, Config.Default or Config.Kinds["kind"] (as KindsField
+// names it), and matches
 // retrypolicy.ErrInvalid.
 func NewPolicies(c Config) (*Policies, error) {
 	p := &Policies{kinds: make(map[string]*retrypolicy.Policy, len(c.Kinds))}
@@ -42,7 +55,7 @@ func NewPolicies(c Config) (*Policies, error) {
 	}
 	for kind, s := range c.Kinds {
 		if p.kinds[kind], err = retrypolicy.Compile(s); err != nil {
-			return nil, fmt.Errorf("Config.Kinds[%s]: %w", Quote(kind), err)
+			return nil, fmt.Errorf("%s: %w", c.kindField(kind), err)
 		}
 	}
 	return p, nil
@@ -69,7 +82,7 @@ func (p *Policies) Own(raw []byte) (*retrypolicy.Policy, error) {
 // Warning is a trap that plan.LintGo finds in one of Config's strategies.
 type Warning struct {
 	// Field is the strategy's field in Config: Config.Default or
-	// Config.Kinds["kind"].
+	// Config.Kinds["kind"] (as KindsField names it).
 	Field string
 	plan.Finding
 }
@@ -95,7 +108,7 @@ func (c Config) Lint() []Warning {
 	}
 	add("Config.Default", c.Default)
 	for _, kind := range slices.Sorted(maps.Keys(c.Kinds)) {
-		add("Config.Kinds["+Quote(kind)+"]", c.Kinds[kind])
+		add(c.kindField(kind), c.Kinds[kind])
 	}
 	return out
 }
