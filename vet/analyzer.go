@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/token"
 	"go/types"
+	"slices"
 	"strings"
 
 	"golang.org/x/tools/go/analysis"
@@ -250,16 +251,7 @@ func (c *checker) ignored(pos token.Pos, code string) bool {
 	p := c.pass.Fset.Position(pos)
 	for _, line := range []int{p.Line, p.Line - 1} {
 		names, ok := c.ignores[ignoreKey{p.Filename, line}]
-		if ok && (len(names) == 0 || contains(names, code)) {
-			return true
-		}
-	}
-	return false
-}
-
-func contains(names []string, name string) bool {
-	for _, n := range names {
-		if n == name {
+		if ok && (len(names) == 0 || slices.Contains(names, code)) {
 			return true
 		}
 	}

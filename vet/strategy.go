@@ -7,6 +7,7 @@ import (
 	"go/token"
 	"go/types"
 	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/tools/go/analysis"
@@ -254,7 +255,7 @@ func (c *checker) constInt(e ast.Expr) (int64, bool) {
 // added to the Backoff literal.
 func (c *checker) fieldFix(lit *ast.CompositeLit, f plan.Finding) (analysis.SuggestedFix, bool) {
 	target, name := lit, f.Field
-	if rest, ok := cutPrefix(name, "Backoff."); ok {
+	if rest, ok := strings.CutPrefix(name, "Backoff."); ok {
 		kv := field(lit, "Backoff")
 		if kv == nil {
 			return analysis.SuggestedFix{}, false
@@ -305,13 +306,6 @@ func (c *checker) importsTime(pos token.Pos) bool {
 		}
 	}
 	return false
-}
-
-func cutPrefix(s, prefix string) (string, bool) {
-	if len(s) >= len(prefix) && s[:len(prefix)] == prefix {
-		return s[len(prefix):], true
-	}
-	return s, false
 }
 
 // parseCall checks retrypolicy.Parse of a constant string and
