@@ -55,6 +55,9 @@ type checker struct {
 	literals map[types.Object]*ast.CompositeLit
 	// queued are the variables given to a queue adapter's Config.
 	queued map[types.Object]bool
+	// visiting are the operation bodies being walked for the loops they
+	// run, so that an operation that runs its own loop ends the walk.
+	visiting map[ast.Node]bool
 }
 
 func run(pass *analysis.Pass) (any, error) {
@@ -62,7 +65,8 @@ func run(pass *analysis.Pass) (any, error) {
 	c := &checker{pass: pass, ignores: ignoresOf(pass), decls: map[*types.Func]*ast.FuncDecl{},
 		loops: map[*types.Func]*runsRetries{}, clients: map[types.Object]int{}, inProcess: map[any]bool{},
 		inside: map[*ast.CompositeLit]bool{}, mutated: map[types.Object]bool{},
-		literals: map[types.Object]*ast.CompositeLit{}, queued: map[types.Object]bool{}}
+		literals: map[types.Object]*ast.CompositeLit{}, queued: map[types.Object]bool{},
+		visiting: map[ast.Node]bool{}}
 	c.collect(ins)
 	c.summarize()
 	ins.WithStack([]ast.Node{(*ast.CompositeLit)(nil), (*ast.CallExpr)(nil)}, func(n ast.Node, push bool, stack []ast.Node) bool {

@@ -103,10 +103,12 @@ func (c *checker) loopOf(call *ast.CallExpr) *runsRetries {
 	switch {
 	case isFunc(fn, retryPath, "Do") && len(call.Args) > 2:
 		attempts := c.attemptsOf(call.Args[1])
-		if c.nestedOff(call, retryPath) {
-			if inner, _ := c.firstLoop(c.body(call.Args[2])); inner != nil {
+		if body := c.body(call.Args[2]); body != nil && c.nestedOff(call, retryPath) && !c.visiting[body] {
+			c.visiting[body] = true // an operation that runs its own loop again ends the walk
+			if inner, _ := c.firstLoop(body); inner != nil {
 				attempts = times(attempts, inner.Attempts)
 			}
+			delete(c.visiting, body)
 		}
 		return &runsRetries{Via: "retry.Do", Attempts: attempts}
 	case isFunc(fn, httpPath, "RoundTrip"):

@@ -67,3 +67,9 @@ func NoLoop(ctx context.Context) error { // want NoLoop:`runs retry.Do \(5 attem
 	}, retry.WithNestedRetries())
 	return err
 }
+
+// again is an operation that runs its own loop, the rule off: the walk
+// of the loops it runs ends.
+func again(ctx context.Context) (int, error) { // want again:`runs retry.Do \(4 attempts\)`
+	return retry.Do(ctx, retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 2}, again, retry.WithNestedRetries()) // want `^nested-retry: this call runs retry.Do`
+}
