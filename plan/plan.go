@@ -43,6 +43,11 @@ type config struct {
 	tick time.Duration
 }
 
+// DefaultTick is a controller's tick where none is given: the command's
+// --tick default, and the tick a strategy is linted under when what runs
+// it is not known (retrypolicy-vet).
+const DefaultTick = tick.Default
+
 // WithTick runs the crash loop under a controller that checks for failed
 // jobs every d: each retry starts at the first tick at or after its due
 // time that is strictly after its failure, so a delay of 0 waits a tick.

@@ -16,10 +16,6 @@ import (
 	"github.com/retrypolicy/retrypolicy/plan"
 )
 
-// controllerTick is the tick lint assumes for a strategy that no
-// in-process loop runs: a controller's minute.
-const controllerTick = time.Minute
-
 // inProcessCodes are the findings that matter to an in-process loop, linted
 // with no tick: one that gives up in seconds is fine there.
 var inProcessCodes = map[string]bool{"never-fatal": true, "zero-delay": true, "no-cap": true}
@@ -143,7 +139,7 @@ func (c *checker) isQueueConfig(lit *ast.CompositeLit) bool {
 func (c *checker) lint(lit *ast.CompositeLit, s retrypolicy.Strategy, u use) {
 	var opts []plan.Option
 	if u == controller {
-		opts = append(opts, plan.WithTick(controllerTick))
+		opts = append(opts, plan.WithTick(plan.DefaultTick))
 	}
 	report, err := plan.LintGo(context.Background(), s, opts...)
 	if err != nil {
@@ -341,7 +337,7 @@ func (c *checker) parseCall(call *ast.CallExpr, fn *types.Func) {
 		c.report(call, "invalid", err.Error())
 		return
 	}
-	report, lerr := plan.Lint(context.Background(), s, plan.WithTick(controllerTick))
+	report, lerr := plan.Lint(context.Background(), s, plan.WithTick(plan.DefaultTick))
 	if lerr != nil {
 		return
 	}
