@@ -57,6 +57,9 @@ type Verdict struct {
 // loop had left to wait. err may be nil (a panic, a run that never ended).
 func Judge(pol *retrypolicy.Policy, d retrypolicy.Decision, err error, at time.Time) Verdict {
 	v := Verdict{Decision: d, GaveUp: retry.Reason(d.Reason)}
+	if err == nil {
+		return v
+	}
 	switch {
 	case retry.IsPermanent(err):
 		return Verdict{Decision: retrypolicy.Decision{Action: retrypolicy.Fatal, InWindow: d.InWindow}, GaveUp: retry.NotRetryable}
