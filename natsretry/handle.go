@@ -116,19 +116,13 @@ func (p *Policy) policyOf(ctx context.Context, m delivery) *retrypolicy.Policy {
 // the history to run m with, written first so that a crash in this run is
 // a gap of its own; and false when m is given up or waits instead.
 func (p *Policy) unseen(ctx context.Context, m delivery, hist history, now time.Time) (history, bool) {
-	at := now.Truncate(time.Millisecond)
-	hist.failures = append(hist.failures, at.UnixNano())
-	v := queuekit.Judge(m.pol, queuekit.Decide(m.pol, hist.failures, 0, m.seed, at), nil, at)
-	p.decided(ctx, m, hist.failures, 0, v)
-	hist.failures = queuekit.Keep(m.pol, hist.failures, v.Decision)
-	hist.seen, hist.due = m.md.NumDelivered, 0
+	hist, v := p.judge(ctx, m, hist, nil, now, now)
 	switch {
 	case v.Action == retrypolicy.Fatal:
-		hist.reason, hist.lastError = v.GaveUp, "a delivery ended without an ack or a nak (its consumer stopped mid-run)"
+		hist.lastError = "a delivery ended without an ack or a nak (its consumer stopped mid-run)"
 		p.giveUp(ctx, m, hist)
 		return hist, false
 	case v.Due.After(now):
-		hist.due = v.Due.UnixMilli()
 		p.store(ctx, m, hist)
 		p.nak(ctx, m, v.Due.Sub(now))
 		return hist, false
@@ -193,7 +187,8 @@ func (p *Policy) failed(ctx context.Context, m delivery, hist history, err error
 }
 
 // judge returns the verdict on the failure of m's delivery, which ran
-// from start to end and returned err, and m's history after it.
+// from start to end and returned err (nil for a delivery that ended
+// unseen), and m's history after it.
 func (p *Policy) judge(ctx context.Context, m delivery, hist history, err error, start, end time.Time) (history, queuekit.Verdict) {
 	at := end.Truncate(time.Millisecond)
 	hist.failures = append(hist.failures, at.UnixNano())
@@ -204,7 +199,10 @@ func (p *Policy) judge(ctx context.Context, m delivery, hist history, err error,
 	hist.seen, hist.due = m.md.NumDelivered, 0
 	switch v.Action {
 	case retrypolicy.Fatal:
-		hist.reason, hist.lastError = v.GaveUp, clip(err.Error())
+		hist.reason = v.GaveUp
+		if err != nil {
+			hist.lastError = clip(err.Error())
+		}
 	case retrypolicy.Wait:
 		hist.due = v.Due.UnixMilli()
 	}
