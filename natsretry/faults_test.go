@@ -33,7 +33,7 @@ func TestEarlyRedeliveryCountsNothing(t *testing.T) {
 	decided := hooks.Decided
 	hooks.Decided = func(ctx context.Context, subject string, d retrypolicy.Decision, gaveUp retry.Reason) {
 		decided(ctx, subject, d, gaveUp)
-		c.advance(-200 * ms) // the policy's clock steps back: the redelivery is early
+		c.advance(-time.Second) // the policy's clock steps back: the redelivery, 20ms later, is early
 	}
 	var calls atomic.Int64
 	e.consume(t, natsretry.Config{Hooks: hooks, Now: c.now, Default: retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped,
@@ -408,16 +408,17 @@ func failOnceThenAck(t *testing.T, e *env, strategy retrypolicy.Strategy, want i
 // TestLongRunIsInProgress pins that a run longer than the consumer's
 // AckWait is not taken for a dead one: the policy tells JetStream it is
 // in progress every AckWait/2, so the message is not redelivered while it
-// runs. JetStream's AckWait is real time: the run lasts four of them.
+// runs. JetStream's AckWait is real time: the run lasts two and a half of
+// them, and each InProgress has half an AckWait (500ms) to spare.
 func TestLongRunIsInProgress(t *testing.T) {
 	s := startServer(t, t.TempDir(), -1)
-	e := setup(t, s.ClientURL(), 1, 250*ms, 0)
+	e := setup(t, s.ClientURL(), 1, time.Second, 0)
 	var calls atomic.Int64
 	done := make(chan uint64, 8)
 	e.consume(t, natsretry.Config{}, func(ctx context.Context, m jetstream.Msg) error {
 		calls.Add(1)
 		select {
-		case <-time.After(4 * 250 * ms):
+		case <-time.After(2500 * ms):
 		case <-ctx.Done():
 		}
 		var delivered uint64 // 0 for no metadata, which fails the test
