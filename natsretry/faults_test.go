@@ -271,7 +271,12 @@ func setupCluster(t *testing.T, url string) *env {
 	if _, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "retrypolicy", Storage: jetstream.FileStorage, Replicas: 3, TTL: faultTTL}); err != nil {
 		return nil
 	}
-	return setup(t, url, 3, 2*time.Second, faultTTL)
+	e := setup(t, url, 3, 2*time.Second, faultTTL)
+	eventually(t, "the consumer has a leader", func() bool {
+		info, err := e.consumer.Info(context.Background())
+		return err == nil && info.Cluster != nil && info.Cluster.Leader != ""
+	})
+	return e
 }
 
 // TestHistoryBounded pins that a message failing for ever under

@@ -215,7 +215,10 @@ func (e *env) consume(t testing.TB, cfg natsretry.Config, h natsretry.Handler) *
 	}
 	p, err := natsretry.New(ctx, e.js, cfg)
 	require.NoError(t, err)
-	cc, err := p.Consume(ctx, e.consumer, h)
+	// A pull request lost while a cluster elects the consumer's leader is
+	// made again after its expiry: a short one keeps a test from waiting
+	// out the default 30 s.
+	cc, err := p.Consume(ctx, e.consumer, h, jetstream.PullExpiry(time.Second))
 	require.NoError(t, err)
 	t.Cleanup(cc.Stop)
 	return p
