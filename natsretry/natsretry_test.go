@@ -3,6 +3,7 @@ package natsretry_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -17,6 +18,7 @@ import (
 	"github.com/retrypolicy/retrypolicy"
 	"github.com/retrypolicy/retrypolicy/natsretry"
 	"github.com/retrypolicy/retrypolicy/retry"
+	"github.com/retrypolicy/retrypolicy/retryhttp"
 )
 
 const ms = time.Millisecond
@@ -339,3 +341,71 @@ func TestLayersDeferToJetStream(t *testing.T) {
 	assert.False(t, failedAt.After(time.Unix(0, decided.Load())), "due %v, decided at %v", d.Due, time.Unix(0, decided.Load()))
 	assert.EqualValues(t, 2, calls.Load(), "the loop made one call a run: it did not sleep its 300ms")
 }
+
+// TestA429BeyondTheTransportsCapWaitsInJetStream: a handler calls an API
+// through a retryhttp transport whose strategy waits at most a second, and
+// the API answers 429 with Retry-After. The API is called once a run, and
+// the message is due its failure plus the wait asked, not the transport's
+// cap: 600 s (the decision is asserted) and 2 s under a transport's limit
+// of 1 s (waited out: the next run starts no earlier).
+func TestA429BeyondTheTransportsCapWaitsInJetStream(t *testing.T) {
+	brisk := retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 5,
+		Backoff: retrypolicy.Backoff{Kind: retrypolicy.Exponential, BaseDelay: ms, Multiplier: 2, MaxDelay: time.Second}}
+	for _, c := range []struct {
+		asked int // seconds
+		opts  []retryhttp.Option
+	}{{600, nil}, {2, []retryhttp.Option{retryhttp.WithRetryAfterCap(time.Second)}}} {
+		t.Run(strconv.Itoa(c.asked)+"s", func(t *testing.T) {
+			e := newEnv(t)
+			got := newDecisions()
+			var calls atomic.Int64
+			api := roundTripper(func(req *http.Request) (*http.Response, error) {
+				if calls.Add(1) > 1 {
+					return &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: http.NoBody, Request: req}, nil
+				}
+				h := http.Header{"Retry-After": {strconv.Itoa(c.asked)}}
+				return &http.Response{StatusCode: http.StatusTooManyRequests, Header: h, Body: http.NoBody, Request: req}, nil
+			})
+			tr, err := retryhttp.NewTransport(api, brisk, c.opts...)
+			require.NoError(t, err)
+			var runs [2]atomic.Int64 // each run's start, Unix nanoseconds
+			var run atomic.Int64
+			var returned atomic.Int64
+			e.consume(t, natsretry.Config{Hooks: got.hooks()}, func(ctx context.Context, _ jetstream.Msg) error {
+				if n := run.Add(1); n <= 2 {
+					runs[n-1].Store(time.Now().UnixNano())
+				}
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.test/", nil)
+				resp, err := (&http.Client{Transport: tr}).Do(req)
+				defer returned.CompareAndSwap(0, time.Now().UnixNano())
+				if err != nil {
+					return err
+				}
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					return errors.New(resp.Status)
+				}
+				return nil
+			})
+			e.publish(t, "jobs.a", "x", nil)
+			d := got.wait(t, 1)[0]
+			assert.EqualValues(t, 1, calls.Load(), "the API was called once in the run")
+			assert.Equal(t, retrypolicy.Wait, d.Action)
+			asked := time.Duration(c.asked) * time.Second
+			failedAt := d.Due.Add(-asked) // the failure, to the millisecond
+			assert.False(t, failedAt.Before(time.Unix(0, runs[0].Load()).Truncate(ms)), "due %v, the run from %v", d.Due, time.Unix(0, runs[0].Load()))
+			assert.False(t, failedAt.After(time.Unix(0, returned.Load())), "due %v, the run returned at %v", d.Due, time.Unix(0, returned.Load()))
+			if c.asked > 10 {
+				return
+			}
+			eventually(t, "the message acked", func() bool { u, p := e.pending(t); return calls.Load() == 2 && u == 0 && p == 0 })
+			second := time.Unix(0, runs[1].Load())
+			assert.False(t, second.Before(time.Unix(0, returned.Load()).Add(asked-ms)), "the second run at %v, %v after the first returned", second, second.Sub(time.Unix(0, returned.Load())))
+		})
+	}
+}
+
+// roundTripper is an http.RoundTripper made of a function.
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -50,28 +50,42 @@ type Verdict struct {
 }
 
 // Judge returns the verdict on a run that failed at at with err, given
-// d, the strategy's decision on it: an error marked retry.Permanent gives
-// the job up (retry.NotRetryable); otherwise one marked retry.After waits
-// at least what it asks, within the strategy's cap, and one that a retry
-// loop in the run deferred (retry.DeferredWait) waits at least what the
-// loop had left to wait. err may be nil (a panic, a run that never ended).
+// d, the strategy's decision on it: an error marked retry.Permanent
+// anywhere in its chain gives the job up (retry.NotRetryable); otherwise
+// the job waits at least the longest wait a retry loop in the run deferred
+// (retry.DeferredWait) or a server asked (retry.AfterWait), never sooner,
+// up to the strategy's cap (its MaxDelay, or an hour). err may be nil (a panic, a run that
+// never ended).
 func Judge(pol *retrypolicy.Policy, d retrypolicy.Decision, err error, at time.Time) Verdict {
 	v := Verdict{Decision: d, GaveUp: retry.Reason(d.Reason)}
 	if err == nil {
 		return v
 	}
-	switch {
-	case retry.IsPermanent(err):
+	if retry.IsPermanent(err) {
 		return Verdict{Decision: retrypolicy.Decision{Action: retrypolicy.Fatal, InWindow: d.InWindow}, GaveUp: retry.NotRetryable}
-	case d.Action != retrypolicy.Fatal:
-		if wait, ok := retry.AfterWait(err, pol.Strategy()); ok && at.Add(wait).After(v.Due) {
-			v.Action, v.Due = retrypolicy.Wait, at.Add(wait)
-		}
-		if wait, ok := retry.DeferredWait(err); ok && at.Add(wait).After(v.Due) {
-			v.Action, v.Due = retrypolicy.Wait, at.Add(wait)
-		}
+	}
+	if d.Action == retrypolicy.Fatal {
+		return v
+	}
+	deferred, isDeferred := retry.DeferredWait(err)
+	asked, isAsked := retry.AfterWait(err)
+	if !isDeferred && !isAsked {
+		return v
+	}
+	if due := at.Add(min(max(deferred, asked), waitCap(pol))); due.After(v.Due) {
+		v.Action, v.Due = retrypolicy.Wait, due
 	}
 	return v
+}
+
+// waitCap is the longest a job's run may be put off by a wait asked or
+// deferred within it: its strategy's MaxDelay, or an hour when it has
+// none, so that a server can park a job no longer than that.
+func waitCap(pol *retrypolicy.Policy) time.Duration {
+	if d := pol.Strategy().Backoff.MaxDelay; d > 0 {
+		return d
+	}
+	return time.Hour
 }
 
 // Keep sorts failures and returns those that deciding under pol can need

@@ -71,6 +71,24 @@ func TestJudge(t *testing.T) {
 	v = queuekit.Judge(pol, fatal, retry.After(errors.New("429"), time.Minute), at)
 	assert.Equal(t, retrypolicy.Fatal, v.Action, "a fatal decision stays fatal")
 	assert.Equal(t, retry.Reason(retrypolicy.AttemptsExhausted), v.GaveUp)
+
+	// Marks in any branch of a joined error. Until every branch was read,
+	// errors.Join(exhausted, deferred) rescheduled after 1 s.
+	exhausted := &retry.GiveUpError{Reason: retry.AttemptsExhausted, Failures: 3, Err: errors.New("down")}
+	deferred := &retry.GiveUpError{Reason: retry.Deferred, Failures: 1, Err: errors.New("429"), Wait: 50 * time.Second}
+	tooLong := &retry.GiveUpError{Reason: retry.RetryAfterTooLong, Failures: 1, Err: errors.New("429"), Wait: 40 * time.Second}
+	v = queuekit.Judge(pol, wait, errors.Join(exhausted, deferred), at)
+	assert.True(t, v.Due.Equal(at.Add(50*time.Second)), "the deferred wait in the second branch: %v", v.Due)
+	v = queuekit.Judge(pol, wait, errors.Join(exhausted, tooLong), at)
+	assert.True(t, v.Due.Equal(at.Add(40*time.Second)), "a wait asked beyond a loop's limit: %v", v.Due)
+	v = queuekit.Judge(pol, wait, errors.Join(deferred, &retry.GiveUpError{Reason: retry.NotRetryable, Err: errors.New("400")}), at)
+	assert.Equal(t, retry.NotRetryable, v.GaveUp, "a permanent mark anywhere wins")
+	v = queuekit.Judge(pol, wait, &retry.GiveUpError{Reason: retry.Deferred, Wait: 24 * time.Hour}, at)
+	assert.True(t, v.Due.Equal(at.Add(time.Minute)), "a deferred wait within the strategy's cap: %v", v.Due)
+	uncapped, err := retrypolicy.Compile(retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped, Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: time.Second}})
+	require.NoError(t, err)
+	v = queuekit.Judge(uncapped, wait, retry.After(errors.New("429"), 24*time.Hour), at)
+	assert.True(t, v.Due.Equal(at.Add(time.Hour)), "an hour for a strategy without a cap: %v", v.Due)
 }
 
 // TestKeep pins what a record keeps: the newest InWindow failures, at

@@ -1,6 +1,7 @@
 package retry
 
 import (
+	"context"
 	"errors"
 	"strconv"
 	"time"
@@ -40,11 +41,16 @@ const (
 	// durable layer (a queue's job) Do ran under (DeferAfter), which runs
 	// the work again after that wait instead; GiveUpError.Wait holds it.
 	Deferred Reason = 8
+	// RetryAfterTooLong: a server asked for a wait longer than the loop's
+	// limit (WithAfterCap), and the loop gave up rather than retry sooner
+	// than asked; GiveUpError.Wait holds the wait asked, and a loop above
+	// reads it as an After mark (AfterWait), so that it waits as long.
+	RetryAfterTooLong Reason = 9
 )
 
 // reasonNames are the reasons' names, by value.
 var reasonNames = [...]string{"", "strategy_none", "attempts_exhausted", "not_retryable", "context_done", "past_deadline", "budget_exhausted",
-	"retried_below", "deferred"}
+	"retried_below", "deferred", "retry_after_too_long"}
 
 // String returns the reason's name ("not_retryable"), "" for the zero
 // Reason, or "Reason(N)".
@@ -86,7 +92,8 @@ type GiveUpError struct {
 	// context ended the loop, the context's cause joined with it.
 	Err error
 	// Wait is, for the reason Deferred, the wait Do would have made before
-	// its next call, from the failure (capped as Do caps a wait).
+	// its next call, from the failure; for RetryAfterTooLong, the wait the
+	// server asked for. Neither is cut to the loop's cap.
 	Wait time.Duration
 }
 
@@ -131,7 +138,9 @@ func (e *afterError) Unwrap() error { return e.err }
 
 // After marks err as carrying a server's request to wait at least d before
 // the next call (an HTTP Retry-After header, say): Do waits the longer of
-// d and the strategy's delay, but never more than the cap (WithAfterCap).
+// d and the strategy's delay, and never retries sooner than asked. A d
+// beyond the loop's limit (WithAfterCap) is not cut to it: Do gives up,
+// RetryAfterTooLong, or Deferred inside a queue's job, carrying d.
 // After(nil, d) is nil.
 func After(err error, d time.Duration) error {
 	if err == nil {
@@ -140,24 +149,103 @@ func After(err error, d time.Duration) error {
 	return &afterError{err, max(d, 0)}
 }
 
-// IsPermanent reports whether err, or an error it wraps, must not be
-// retried: one that Permanent marked, or the *GiveUpError of a Do that
-// gave up because its error was not retryable (reason NotRetryable), so
-// that a loop around Do, or a queue running a job that calls it, stops
-// too.
-func IsPermanent(err error) bool {
-	if _, ok := errors.AsType[*permanentError](err); ok {
-		return true
-	}
-	gu, ok := errors.AsType[*GiveUpError](err)
-	return ok && gu.Reason == NotRetryable
+// IsPermanent reports whether err, or an error it wraps (through every
+// branch of a joined error), must not be retried: one that Permanent
+// marked, or the *GiveUpError of a Do that gave up because its error was
+// not retryable (reason NotRetryable), so that a loop around Do, or a
+// queue running a job that calls it, stops too.
+func IsPermanent(err error) bool { return readMarks(err).permanent }
+
+// AfterWait returns the longest wait a server asked for anywhere in err's
+// chain, uncut: an error marked After, or the *GiveUpError of a loop that
+// gave up RetryAfterTooLong. It returns false when none asked. A queue
+// adapter caps what it takes of it at its job's strategy's cap.
+func AfterWait(err error) (time.Duration, bool) {
+	m := readMarks(err)
+	return m.asked, m.hasAsked
 }
 
-// AfterWait returns the wait After marked err or an error it wraps with,
-// capped as Do caps it by default (s's MaxDelay, or an hour), if any.
-func AfterWait(err error, s retrypolicy.Strategy) (time.Duration, bool) {
-	return (&config{}).after(err, &s)
+// DeferredWait returns the longest wait of a layer that gave up Deferred,
+// found anywhere in err's chain (a layer above it gives up RetriedBelow,
+// with the deferred one inside), and false when none did.
+func DeferredWait(err error) (time.Duration, bool) {
+	m := readMarks(err)
+	return m.deferred, m.hasDeferred
 }
+
+// maxErrors is the most errors a reader of marks looks at in one chain,
+// repeats counted: far more than any chain of calls holds, so that a
+// chain made to hold itself ends.
+const maxErrors = 1000
+
+// marks are what an error's chain says to a retry layer.
+type marks struct {
+	permanent   bool          // a Permanent mark, or a give-up NotRetryable
+	marked      error         // the error inside the first Permanent mark
+	canceled    bool          // context.Canceled
+	asked       time.Duration // the longest wait asked (After, RetryAfterTooLong)
+	hasAsked    bool
+	deferred    time.Duration // the longest wait deferred (Deferred)
+	hasDeferred bool
+}
+
+// readMarks walks err's chain breadth-first, through every branch of a
+// joined error (Unwrap() []error), over at most maxErrors errors, and
+// returns the marks it finds.
+func readMarks(err error) marks {
+	var m marks
+	if err == nil {
+		return m
+	}
+	var room [8]error
+	queue := append(room[:0], err)
+	for seen := 0; len(queue) > 0 && seen < maxErrors; seen++ {
+		e := queue[0]
+		queue = queue[1:]
+		m.read(e)
+		switch u := e.(type) {
+		case interface{ Unwrap() error }:
+			if w := u.Unwrap(); w != nil && seen+len(queue) < maxErrors {
+				queue = append(queue, w)
+			}
+		case interface{ Unwrap() []error }:
+			for _, w := range u.Unwrap() {
+				if w != nil && seen+len(queue) < maxErrors {
+					queue = append(queue, w)
+				}
+			}
+		}
+	}
+	return m
+}
+
+// read adds what e itself says, not what it wraps.
+func (m *marks) read(e error) {
+	switch e := e.(type) {
+	case *permanentError:
+		if !m.permanent || m.marked == nil {
+			m.marked = e.err
+		}
+		m.permanent = true
+	case *afterError:
+		m.ask(e.wait)
+	case *GiveUpError:
+		switch e.Reason {
+		case NotRetryable:
+			m.permanent = true
+		case RetryAfterTooLong:
+			m.ask(e.Wait)
+		case Deferred:
+			m.deferred, m.hasDeferred = max(m.deferred, e.Wait), true
+		}
+	}
+	if is, ok := e.(interface{ Is(error) bool }); e == context.Canceled || ok && is.Is(context.Canceled) {
+		m.canceled = true
+	}
+}
+
+// ask records a wait asked.
+func (m *marks) ask(d time.Duration) { m.asked, m.hasAsked = max(m.asked, d), true }
 
 // unwrapMarks returns err without the Permanent or After mark around it.
 func unwrapMarks(err error) error {

@@ -23,7 +23,7 @@ func ExampleDo() {
 	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch calls.Add(1) {
 		case 1:
-			w.Header().Set("Retry-After", "1")
+			w.Header().Set("Retry-After-Ms", "50") // a wait asked in ms, as some APIs do
 			w.WriteHeader(http.StatusTooManyRequests)
 		case 2:
 			w.WriteHeader(http.StatusServiceUnavailable)
@@ -56,8 +56,8 @@ func ExampleDo() {
 		err = fmt.Errorf("GET: %s", resp.Status)
 		switch {
 		case resp.StatusCode == http.StatusTooManyRequests:
-			wait, _ := retryhttp.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
-			return "", retry.After(err, wait)
+			wait, _ := retryhttp.WaitAsked(resp.Header, time.Now()) // Retry-After-Ms, or Retry-After
+			return "", retry.After(err, wait)                       // never retried sooner
 		case resp.StatusCode >= 500:
 			return "", err
 		case resp.StatusCode >= 400:
@@ -67,7 +67,6 @@ func ExampleDo() {
 	}
 	body, err := retry.Do(context.Background(), strategy, fetch,
 		retry.WithBudget(budget),
-		retry.WithAfterCap(50*time.Millisecond), // this example does not wait a whole second
 		retry.WithObserver(func(e retry.Event) {
 			fmt.Printf("failure %d: %v; retrying after %v\n", e.Failures, e.Err, e.Wait)
 		}))

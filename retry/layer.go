@@ -2,7 +2,6 @@ package retry
 
 import (
 	"context"
-	"errors"
 	"sync/atomic"
 	"time"
 )
@@ -170,28 +169,3 @@ func deferAfter(ctx context.Context) (time.Duration, bool) {
 	d, ok := ctx.Value(deferKey{}).(time.Duration)
 	return d, ok && d > 0
 }
-
-// DeferredWait returns the wait of a layer that gave up Deferred, found
-// anywhere in err's chain (a layer above it gives up RetriedBelow, with
-// the deferred one inside), and false when none did. It looks through at
-// most maxLayers give-ups, so that a chain made to hold itself ends.
-func DeferredWait(err error) (time.Duration, bool) {
-	for range maxLayers {
-		if err == nil {
-			return 0, false
-		}
-		ge, ok := errors.AsType[*GiveUpError](err)
-		if !ok {
-			return 0, false
-		}
-		if ge.Reason == Deferred {
-			return ge.Wait, true
-		}
-		err = ge.Err
-	}
-	return 0, false
-}
-
-// maxLayers is the most give-ups DeferredWait looks through: far more
-// layers than any chain of calls has.
-const maxLayers = 1000

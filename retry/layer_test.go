@@ -281,3 +281,44 @@ func TestDeferredWaitEndsOnAChainThatHoldsItself(t *testing.T) {
 	_, ok := DeferredWait(ge)
 	assert.False(t, ok)
 }
+
+// TestAReportAfterItsAttemptReturnedCountsForNone: an attempt leaves a
+// goroutine behind holding its context; 50 ms later, while the next attempt
+// runs, the goroutine reports through it (Report, or an inner Do that gives
+// up after two calls). Neither marks the running attempt: the loop makes
+// its 3 attempts and gives up attempts_exhausted. Until each attempt had a
+// context of its own, the loop stopped after 2, retried_below.
+func TestAReportAfterItsAttemptReturnedCountsForNone(t *testing.T) {
+	for _, variant := range []string{"Report", "an inner Do"} {
+		t.Run(variant, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				calls, inner := 0, 0
+				_, err := Do(context.Background(), three, func(ctx context.Context) (int, error) {
+					calls++
+					if calls == 1 {
+						go func() {
+							time.Sleep(50 * time.Millisecond)
+							if variant == "Report" {
+								Report(ctx)
+								return
+							}
+							two := retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 2, Backoff: three.Backoff}
+							_, _ = Do(ctx, two, func(context.Context) (int, error) { inner++; return 0, errDown })
+						}()
+						return 0, errDown
+					}
+					time.Sleep(100 * time.Millisecond) // the second attempt runs while the goroutine reports
+					return 0, errDown
+				})
+				synctest.Wait()
+				assert.Equal(t, 3, calls)
+				ge, _ := errors.AsType[*GiveUpError](err)
+				require.NotNil(t, ge, "%v", err)
+				assert.Equal(t, AttemptsExhausted, ge.Reason)
+				if variant != "Report" {
+					assert.Equal(t, 2, inner, "the inner loop gave up after two calls")
+				}
+			})
+		})
+	}
+}

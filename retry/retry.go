@@ -1,7 +1,6 @@
 package retry
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"math/bits"
@@ -28,7 +27,8 @@ type config struct {
 	observe    func(Event)
 	end        func(End)
 	nested     bool
-	calls      int // op's calls so far
+	calls      int  // op's calls so far
+	quiet      bool // the loop gave up on a wait asked beyond its limit
 }
 
 // WithNestedRetries makes Do retry an attempt that was retried below as
@@ -45,8 +45,11 @@ func WithPermanent(isPermanent func(error) bool) Option {
 	return Option{func(c config) config { c.permanent = isPermanent; return c }}
 }
 
-// WithAfterCap caps the wait an After error may ask for. The default is
-// the strategy's MaxDelay, or one hour when it has none.
+// WithAfterCap sets the longest wait an After error may ask Do to sleep.
+// A longer one is never cut to it: Do gives up at once, with the reason
+// RetryAfterTooLong and the wait asked (Deferred inside a queue's job),
+// rather than retry sooner than the server asked. The default is the
+// strategy's MaxDelay but at least a minute, or an hour when it has none.
 func WithAfterCap(d time.Duration) Option {
 	return Option{func(c config) config { c.afterCap = max(d, 0); return c }}
 }
@@ -134,9 +137,11 @@ type Event struct {
 // *GiveUpError that unwraps to op's last error and says why, checked in
 // this order: the context done, a permanent error (context.Canceled from
 // op is one), an attempt retried below, a fatal decision, a wait a durable
-// layer above takes over (Deferred), a next retry due past the context's
-// deadline (Do returns at once rather than sleep into it), or a spent
-// budget. An invalid strategy is a *retrypolicy.ValidationError, before
+// layer above takes over (Deferred), a wait a server asked beyond the
+// loop's limit (RetryAfterTooLong: never retried sooner than asked), a
+// next retry due past the context's deadline (Do returns at once rather
+// than sleep into it), or a spent budget. Marks are read through every
+// branch of a joined error. An invalid strategy is a *retrypolicy.ValidationError, before
 // op is called.
 //
 // Do retries at one layer. It calls op under a context that is op's
@@ -169,7 +174,7 @@ func Do[T any](ctx context.Context, s retrypolicy.Strategy, op func(context.Cont
 	}
 	v, err := loop(ctx, &s, &cfg, op)
 	gaveUp, _ := err.(*GiveUpError)
-	if gaveUp != nil && (cfg.calls > 1 || gaveUp.Reason == RetriedBelow || gaveUp.Reason == Deferred || gaveUp.Reason == BudgetExhausted) {
+	if gaveUp != nil && (cfg.calls > 1 || !cfg.quiet && (gaveUp.Reason == RetriedBelow || gaveUp.Reason == Deferred || gaveUp.Reason == BudgetExhausted)) {
 		up.report()
 	}
 	if cfg.end != nil {
@@ -196,7 +201,7 @@ func loop[T any](ctx context.Context, s *retrypolicy.Strategy, cfg *config, op f
 	}
 	var h *retrypolicy.History
 	var timer *time.Timer
-	attempt := &attemptCtx{Context: ctx} // every call's, in turn
+	attempt := &attemptCtx{Context: ctx} // the first call's
 	defer func() {
 		if timer != nil {
 			timer.Stop()
@@ -212,6 +217,10 @@ func loop[T any](ctx context.Context, s *retrypolicy.Strategy, cfg *config, op f
 		var start time.Time
 		if failures > 1 {
 			start = time.Now()
+			// A retry's attempt is a context of its own, so that a report
+			// made through an earlier one after it returned (a goroutine
+			// left behind) counts for none.
+			attempt = &attemptCtx{Context: ctx}
 		}
 		cfg.calls++
 		attempt.begin()
@@ -257,10 +266,11 @@ func (c *config) decide(ctx context.Context, h *retrypolicy.History, f failure, 
 	if ctx.Err() != nil {
 		return giveUp(ContextDone, errors.Join(context.Cause(ctx), unwrapMarks(f.err)))
 	}
-	if pe, ok := errors.AsType[*permanentError](f.err); ok {
-		return giveUp(NotRetryable, pe.err)
+	m := readMarks(f.err)
+	if m.marked != nil {
+		return giveUp(NotRetryable, m.marked)
 	}
-	if errors.Is(f.err, context.Canceled) || c.permanent != nil && c.permanent(f.err) || IsPermanent(f.err) {
+	if m.permanent || m.canceled || c.permanent != nil && c.permanent(f.err) {
 		return giveUp(NotRetryable, unwrapMarks(f.err))
 	}
 	if f.below && !c.nested {
@@ -276,32 +286,40 @@ func (c *config) decide(ctx context.Context, h *retrypolicy.History, f failure, 
 	if d.Action == retrypolicy.Fatal {
 		return giveUp(Reason(d.Reason), unwrapMarks(f.err))
 	}
-	return c.wait(ctx, d, f, s)
+	return c.wait(ctx, d, f, m, s)
 }
 
 // wait returns how long to wait before the next call after a decision to
-// retry, or why to give up: past the deadline, or the budget spent.
-func (c *config) wait(ctx context.Context, d retrypolicy.Decision, f failure, s *retrypolicy.Strategy) (time.Duration, *GiveUpError) {
+// retry, or why to give up: deferred to a queue's job, a server asking
+// more than the limit, past the deadline, or the budget spent.
+func (c *config) wait(ctx context.Context, d retrypolicy.Decision, f failure, m marks, s *retrypolicy.Strategy) (time.Duration, *GiveUpError) {
 	wait := d.Delay + d.Jitter
 	if c.fullJitter {
 		wait = fullJitter(d.Delay, splitmix.Unit(c.seed^0x5851f42d4c957f2d, f.failedAt.Unix(), int32(f.failedAt.Nanosecond()), f.n))
 	}
-	if asked, ok := c.after(f.err, s); ok {
-		wait = max(wait, asked)
-	}
-	giveUp := func(r Reason) (time.Duration, *GiveUpError) {
-		return 0, &GiveUpError{Reason: r, Failures: f.n, Err: unwrapMarks(f.err)}
+	// A wait asked by a server, or deferred by a loop below, is waited in
+	// full: never sooner than asked.
+	asked := max(m.asked, m.deferred)
+	tooLong := (m.hasAsked || m.hasDeferred) && asked > c.afterLimit(s)
+	wait = max(wait, asked)
+	giveUp := func(r Reason, wait time.Duration) (time.Duration, *GiveUpError) {
+		return 0, &GiveUpError{Reason: r, Failures: f.n, Err: unwrapMarks(f.err), Wait: wait}
 	}
 	// A durable layer above takes a long wait over, so the loop neither
 	// sleeps it nor gives up at the deadline it would sleep into.
-	if threshold, ok := deferAfter(ctx); ok && wait > threshold {
-		return 0, &GiveUpError{Reason: Deferred, Failures: f.n, Err: unwrapMarks(f.err), Wait: wait}
+	if threshold, ok := deferAfter(ctx); ok && (wait > threshold || tooLong) {
+		c.quiet = tooLong
+		return giveUp(Deferred, wait)
+	}
+	if tooLong {
+		c.quiet = true
+		return giveUp(RetryAfterTooLong, wait)
 	}
 	if deadline, ok := ctx.Deadline(); ok && deadline.Sub(f.failedAt) <= wait {
-		return giveUp(PastDeadline)
+		return giveUp(PastDeadline, 0)
 	}
 	if c.budget != nil && !c.budget.withdraw() {
-		return giveUp(BudgetExhausted)
+		return giveUp(BudgetExhausted, 0)
 	}
 	if c.observe != nil {
 		c.observe(Event{Failures: f.n, Err: unwrapMarks(f.err), Decision: d, Wait: wait, Wake: f.failedAt.Add(wait)})
@@ -309,15 +327,17 @@ func (c *config) wait(ctx context.Context, d retrypolicy.Decision, f failure, s 
 	return wait, nil
 }
 
-// after returns the wait an After mark on err asks, at most the cap:
-// WithAfterCap's, else s's MaxDelay, else an hour (an omitted backoff's
-// cap is an hour too).
-func (c *config) after(err error, s *retrypolicy.Strategy) (time.Duration, bool) {
-	ae, ok := errors.AsType[*afterError](err)
-	if !ok {
-		return 0, false
+// afterLimit returns the longest wait a server may ask the loop to sleep:
+// WithAfterCap's, else s's MaxDelay but at least a minute, else an hour
+// (an omitted backoff's cap is an hour too).
+func (c *config) afterLimit(s *retrypolicy.Strategy) time.Duration {
+	if c.afterCap > 0 {
+		return c.afterCap
 	}
-	return min(ae.wait, cmp.Or(c.afterCap, max(s.Backoff.MaxDelay, 0), time.Hour)), true
+	if s.Backoff.MaxDelay > 0 {
+		return max(s.Backoff.MaxDelay, time.Minute)
+	}
+	return time.Hour
 }
 
 // fullJitter returns floor(u × (credited + 1)) for u = u53/2^53: uniform

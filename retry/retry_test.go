@@ -277,44 +277,68 @@ func TestCancellingWakesASleepingRetry(t *testing.T) {
 	})
 }
 
-// TestRetryAfterWaitsAtLeastAndAtMostTheCap: a RetryAfter error waits the
-// longer of its request and the strategy's delay, and never more than the
-// cap, by default the strategy's MaxDelay or an hour.
-func TestRetryAfterWaitsAtLeastAndAtMostTheCap(t *testing.T) {
+// TestRetryAfterIsNeverCutShort: an After error waits the longer of its
+// request and the strategy's delay; a request beyond the limit (by default
+// the strategy's MaxDelay but at least a minute, or an hour) is not cut to
+// it: Do gives up RetryAfterTooLong after that one call, carrying the wait
+// asked, and does not report (it retried nothing). Until the rule changed
+// the wait was min(asked, cap), a retry sooner than the server asked.
+func TestRetryAfterIsNeverCutShort(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		b := rapidgen.GrowingBackoff(rt)
 		b.Kind = retrypolicy.Exponential // no jitter: the first failure owes the base delay
 		s := retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped, Backoff: b}
 		asked := time.Duration(rapid.Int64Range(0, int64(100*time.Hour)).Draw(rt, "retry after"))
 		var opts []Option
-		capAt := time.Hour
+		limit := time.Hour
 		if b.MaxDelay > 0 {
-			capAt = b.MaxDelay
+			limit = max(b.MaxDelay, time.Minute)
 		}
 		if rapid.Bool().Draw(rt, "own cap") {
-			capAt = time.Duration(rapid.Int64Range(1, int64(10*time.Hour)).Draw(rt, "cap"))
-			opts = append(opts, WithAfterCap(capAt))
+			limit = time.Duration(rapid.Int64Range(1, int64(10*time.Hour)).Draw(rt, "cap"))
+			opts = append(opts, WithAfterCap(limit))
 		}
 		var waits []Event
-		opts = append(opts, WithJitterSeed(1), WithObserver(func(e Event) { waits = append(waits, e) }))
+		var ends []End
+		opts = append(opts, WithJitterSeed(1), WithObserver(func(e Event) { waits = append(waits, e) }), WithEnd(func(e End) { ends = append(ends, e) }))
 		op, starts, _ := script([]run{{0, After(errFlaky, asked)}})
 		var err error
-		bubble(t, func() { _, err = Do(context.Background(), s, op, opts...) })
+		var reported bool
+		bubble(t, func() {
+			actx, a := StartAttempt(context.Background())
+			_, err = Do(actx, s, op, opts...)
+			reported = a.End()
+		})
+		strategyWait := b.BaseDelay // the run took no time: no credit
+		if asked > limit {
+			var gu *GiveUpError
+			if !errors.As(err, &gu) || gu.Reason != RetryAfterTooLong {
+				rt.Fatalf("asked %v beyond the limit %v: got %v, want a give-up retry_after_too_long", asked, limit, err)
+			}
+			if want := max(asked, strategyWait); gu.Wait != want || ends[0].GaveUp.Wait != want {
+				rt.Fatalf("the give-up carries %v, want %v", gu.Wait, want)
+			}
+			if len(*starts) != 1 || len(waits) != 0 || reported {
+				rt.Fatalf("%d calls, %d waits, reported %v: want one call, no wait, no report", len(*starts), len(waits), reported)
+			}
+			if w, ok := AfterWait(fmt.Errorf("above: %w", err)); !ok || w != gu.Wait {
+				rt.Fatalf("a loop above reads %v, %v: want the wait asked", w, ok)
+			}
+			return
+		}
 		require.NoError(rt, err)
 		require.Len(rt, waits, 1)
 		require.Len(rt, *starts, 2)
 		if !(*starts)[1].Equal(waits[0].Wake) {
 			rt.Fatalf("the second call started at %v, the event said %v", (*starts)[1], waits[0].Wake)
 		}
-		strategyWait := b.BaseDelay // the run took no time: no credit
-		if want := max(strategyWait, min(asked, capAt)); waits[0].Wait != want {
-			rt.Fatalf("waited %v: asked %v, cap %v, strategy %v", waits[0].Wait, asked, capAt, strategyWait)
+		if want := max(strategyWait, asked); waits[0].Wait != want {
+			rt.Fatalf("waited %v: asked %v, limit %v, strategy %v", waits[0].Wait, asked, limit, strategyWait)
 		}
 		if !errors.Is(waits[0].Err, errFlaky) {
 			rt.Fatalf("the observer saw %v", waits[0].Err)
 		}
 	})
-
 }
 
 // TestFullJitterSpreadsOverTheWholeDelay: with full jitter, each wait is in
@@ -358,8 +382,8 @@ func TestGiveUpErrorReads(t *testing.T) {
 }
 
 // TestMarksReadThroughWrapping: IsPermanent and AfterWait find their
-// mark anywhere in an error's chain, and AfterWait caps the wait as
-// Retry does without WithAfterCap: at MaxDelay, or an hour.
+// mark anywhere in an error's chain, and AfterWait returns the wait asked
+// uncut (until the rule changed, it was cut to the strategy's cap).
 func TestMarksReadThroughWrapping(t *testing.T) {
 	base := errors.New("404")
 	assert.True(t, IsPermanent(fmt.Errorf("fetching: %w", Permanent(base))))
@@ -367,25 +391,77 @@ func TestMarksReadThroughWrapping(t *testing.T) {
 	assert.False(t, IsPermanent(nil))
 	assert.False(t, IsPermanent(After(base, time.Second)))
 
-	capped := retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped, Backoff: retrypolicy.Backoff{Kind: retrypolicy.Exponential, BaseDelay: time.Second, Multiplier: 2, MaxDelay: time.Minute}}
-	uncapped := retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped, Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: time.Second}}
 	for _, tc := range []struct {
 		err  error
-		s    retrypolicy.Strategy
 		want time.Duration
 		ok   bool
 	}{
-		{fmt.Errorf("calling: %w", After(base, 90*time.Second)), uncapped, 90 * time.Second, true},
-		{After(base, 3*time.Hour), uncapped, time.Hour, true},
-		{After(base, 3*time.Hour), capped, time.Minute, true},
-		{After(base, -time.Second), capped, 0, true},
-		{base, capped, 0, false},
-		{nil, capped, 0, false},
+		{fmt.Errorf("calling: %w", After(base, 90*time.Second)), 90 * time.Second, true},
+		{After(base, 3*time.Hour), 3 * time.Hour, true},
+		{After(base, -time.Second), 0, true},
+		{&GiveUpError{Reason: RetryAfterTooLong, Wait: 10 * time.Minute, Err: base}, 10 * time.Minute, true},
+		{&GiveUpError{Reason: AttemptsExhausted, Wait: 10 * time.Minute, Err: base}, 0, false},
+		{base, 0, false},
+		{nil, 0, false},
 	} {
-		got, ok := AfterWait(tc.err, tc.s)
+		got, ok := AfterWait(tc.err)
 		assert.Equal(t, tc.ok, ok, "%v", tc.err)
 		assert.Equal(t, tc.want, got, "%v", tc.err)
 	}
+}
+
+// TestMarksReadEveryBranchOfAJoinedError: a mark in any branch of a joined
+// error counts, whatever the order; the longest wait of each kind wins.
+// Until the readers walked every branch, errors.Join(exhausted, deferred)
+// hid the deferral and errors.Join(exhausted, notRetryable) read as
+// retryable.
+func TestMarksReadEveryBranchOfAJoinedError(t *testing.T) {
+	exhausted := &GiveUpError{Reason: AttemptsExhausted, Failures: 3, Err: errFlaky}
+	deferred := &GiveUpError{Reason: Deferred, Failures: 1, Err: errFlaky, Wait: 10 * time.Minute}
+	notRetryable := &GiveUpError{Reason: NotRetryable, Failures: 1, Err: errFlaky}
+	for _, err := range []error{errors.Join(exhausted, deferred), errors.Join(deferred, exhausted), fmt.Errorf("job: %w", errors.Join(nil, exhausted, fmt.Errorf("x: %w", deferred)))} {
+		wait, ok := DeferredWait(err)
+		assert.True(t, ok, "%v", err)
+		assert.Equal(t, 10*time.Minute, wait)
+	}
+	assert.True(t, IsPermanent(errors.Join(exhausted, notRetryable)))
+	assert.True(t, IsPermanent(errors.Join(notRetryable, exhausted)))
+	assert.False(t, IsPermanent(errors.Join(exhausted, deferred)))
+
+	wait, ok := AfterWait(errors.Join(After(errFlaky, time.Minute), errors.Join(errFlaky, After(errFlaky, time.Hour)), After(errFlaky, time.Second)))
+	assert.True(t, ok)
+	assert.Equal(t, time.Hour, wait, "the longest wait asked")
+	wait, ok = DeferredWait(errors.Join(deferred, &GiveUpError{Reason: Deferred, Wait: time.Hour}))
+	assert.True(t, ok)
+	assert.Equal(t, time.Hour, wait, "the longest wait deferred")
+}
+
+// selfJoined is an error whose every branch is itself.
+type selfJoined struct{ n int }
+
+func (e *selfJoined) Error() string { return "self" }
+func (e *selfJoined) Unwrap() []error {
+	e.n++
+	return []error{e, e, e}
+}
+
+// TestMarkReadersEndOnAChainThatHoldsItself: a joined error whose branches
+// hold itself is looked through at most 1,000 errors in all, repeats
+// counted, by every reader.
+func TestMarkReadersEndOnAChainThatHoldsItself(t *testing.T) {
+	e := &selfJoined{}
+	assert.False(t, IsPermanent(e))
+	assert.LessOrEqual(t, e.n, 1000)
+	e.n = 0
+	_, ok := AfterWait(e)
+	assert.False(t, ok)
+	assert.LessOrEqual(t, e.n, 1000)
+	e.n = 0
+	// Do reads it once a failure.
+	_, err := Do(context.Background(), retrypolicy.Strategy{Kind: retrypolicy.None}, func(context.Context) (int, error) { return 0, e })
+	assert.ErrorAs(t, err, new(*GiveUpError))
+	assert.LessOrEqual(t, e.n, 1000)
+	assert.Positive(t, e.n)
 }
 
 // TestIsPermanentSeesAGiveUpOnAPermanentError: the error a Retry returns

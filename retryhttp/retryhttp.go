@@ -23,10 +23,17 @@
 //     is sent once, whatever its outcome. [http.NewRequest] sets GetBody
 //     for the bodies it knows ([bytes.Reader], [strings.Reader],
 //     [bytes.Buffer]).
-//   - A server's Retry-After (delay-seconds or an HTTP-date) on a retryable
-//     status makes the wait at least what it asks and at most a cap
-//     ([WithRetryAfterCap]; by default the strategy's MaxDelay, or an hour),
-//     so that a server cannot park a worker.
+//   - A server's word is kept ([WaitAsked], [WithoutServerSignals]): a wait
+//     it asks for on a retryable status (Retry-After-Ms, X-Ms-Retry-After-Ms,
+//     Retry-After) makes the next wait at least that long, never shorter. A
+//     wait beyond the transport's limit ([WithRetryAfterCap]; by default the
+//     strategy's MaxDelay but at least a minute, or an hour) is not made:
+//     the transport returns the response as received, giving up with the
+//     reason RetryAfterTooLong and the wait (see [WithEnd]), so that a
+//     server cannot park a worker and is never called sooner than it asked.
+//     X-Should-Retry: false and X-Envoy-Overloaded make a response not
+//     retried (NotRetryable); X-Should-Retry: true makes a safe request's
+//     response of status 400 or more retried, whatever the classifier says.
 //   - The body of a response that is retried is read, up to [DrainLimit]
 //     bytes, and closed, so that its connection is reused; the caller never
 //     sees it.
@@ -97,6 +104,7 @@ type Transport struct {
 	observe        []func(retry.Event)
 	opts           []retry.Option // the options every request's loop takes
 	hosts          *hostBudgets   // nil unless WithHostBudgets
+	signals        bool           // the headers of other stacks are read
 }
 
 // Option configures a Transport; the With functions make them. Like
@@ -113,8 +121,16 @@ type config struct {
 	attemptTimeout time.Duration
 	fullJitter     bool
 	nested         bool
+	noSignals      bool
 	observe        []func(retry.Event)
 	end            []func(retry.End)
+}
+
+// WithoutServerSignals makes the transport read Retry-After alone: not
+// Retry-After-Ms, X-Ms-Retry-After-Ms, X-Should-Retry or
+// X-Envoy-Overloaded. A wait Retry-After asks is still never cut short.
+func WithoutServerSignals() Option {
+	return Option{func(c config) config { c.noSignals = true; return c }}
 }
 
 // WithNestedRetries makes the transport retry a request whose attempt was
@@ -128,7 +144,8 @@ func WithNestedRetries() Option {
 // WithClassifier replaces [Transient]: transient reports whether an
 // attempt's outcome (a response, or the base transport's error) may be
 // retried. It may call Transient for what it does not decide itself. A nil
-// transient keeps the default.
+// transient keeps the default. The servers' signals (X-Should-Retry and
+// the others, see [WithoutServerSignals]) still apply.
 func WithClassifier(transient func(resp *http.Response, err error) bool) Option {
 	return Option{func(c config) config { c.transient = transient; return c }}
 }
@@ -150,8 +167,11 @@ func WithHostBudgets(ratio float64, burst int) Option {
 	return Option{func(c config) config { c.hostRatio, c.hostBurst, c.perHost = ratio, burst, true; return c }}
 }
 
-// WithRetryAfterCap caps the wait a server's Retry-After may ask for. The
-// default is the strategy's MaxDelay, or an hour when it has none.
+// WithRetryAfterCap sets the longest wait a server may ask the transport to
+// sleep. A longer one is never cut to it: the transport returns the
+// response as received and gives up with the reason RetryAfterTooLong
+// (Deferred inside a queue's job) and the wait asked. The default is the
+// strategy's MaxDelay but at least a minute, or an hour when it has none.
 func WithRetryAfterCap(d time.Duration) Option {
 	return Option{func(c config) config { c.afterCap = d; return c }}
 }
@@ -220,7 +240,7 @@ func NewTransport(base http.RoundTripper, s retrypolicy.Strategy, opts ...Option
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	t := &Transport{base: base, strategy: s, transient: c.transient, attemptTimeout: c.attemptTimeout, observe: c.observe}
+	t := &Transport{base: base, strategy: s, transient: c.transient, attemptTimeout: c.attemptTimeout, observe: c.observe, signals: !c.noSignals}
 	if t.transient == nil {
 		t.transient = Transient
 	}
@@ -448,9 +468,14 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	if timer != nil {
 		timer.closeWith(resp)
 	}
-	if !c.resend || !c.t.transient(resp, nil) {
+	retried, refused := c.retried(resp)
+	if !retried {
 		timer.stop()
 		return resp, nil
+	}
+	se := &StatusError{StatusCode: resp.StatusCode, resp: resp, timer: timer}
+	if refused {
+		return nil, retry.Permanent(se) // handed over as received
 	}
 	if resp.Header.Get(RetriedBelowHeader) != "" {
 		// Retried below, in the server: this attempt is not retried (Do
@@ -458,11 +483,36 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 		retry.Report(ctx)
 		retry.Report(c.req.Context())
 	}
-	se := &StatusError{StatusCode: resp.StatusCode, resp: resp, timer: timer}
-	if wait, ok := ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
+	wait, ok := ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+	if c.t.signals {
+		wait, ok = WaitAsked(resp.Header, time.Now())
+	}
+	if ok {
 		return nil, retry.After(se, wait)
 	}
 	return nil, se
+}
+
+// retried reports whether resp is a failure the transport would retry,
+// and whether its server refused that retry (X-Should-Retry: false,
+// X-Envoy-Overloaded): X-Should-Retry: true makes a status of 400 or more
+// retried that the classifier would not retry. An unsafe request is never
+// retried.
+func (c *call) retried(resp *http.Response) (retried, refused bool) {
+	if !c.resend {
+		return false, false
+	}
+	retried = c.t.transient(resp, nil)
+	if !c.t.signals {
+		return retried, false
+	}
+	switch says(resp.Header) {
+	case saysNo:
+		return retried, retried
+	case saysYes:
+		return retried || resp.StatusCode >= 400, false
+	}
+	return retried, false
 }
 
 // failed returns what the loop is told of an attempt whose base transport

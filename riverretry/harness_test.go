@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -46,6 +47,9 @@ const (
 	// answers 429 with a Retry-After of testArgs.After, and returns the
 	// client's error.
 	httpRetryAfter outcome = "http-retry-after"
+	// httpRetryAfterBrisk does the same through a transport whose strategy
+	// is brisk (delays up to 1 s), counting the calls in briskCalls.
+	httpRetryAfterBrisk outcome = "http-retry-after-brisk"
 	// hang runs for hangFor, whatever its context says, as a run whose
 	// client died looks to the others.
 	hang outcome = "hang"
@@ -140,7 +144,9 @@ func (w *testWorker[T]) Work(ctx context.Context, job *river.Job[T]) error {
 	case retryAfter:
 		return retry.After(fmt.Errorf("%s: attempt %d: 429 too many requests", a.Case, job.Attempt), a.After)
 	case httpRetryAfter:
-		return callTooManyRequests(ctx, a.After)
+		return callTooManyRequests(ctx, a.After, retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 5})
+	case httpRetryAfterBrisk:
+		return callTooManyRequests(ctx, a.After, brisk)
 	case hang:
 		time.Sleep(hangFor)
 		return fmt.Errorf("%s: attempt %d hung", a.Case, job.Attempt)
@@ -442,12 +448,13 @@ func near(t testing.TB, precision time.Duration, want, got time.Time, msg string
 // callTooManyRequests calls a service that answers 429 with a Retry-After
 // of after, through a retryhttp transport that retries 5 times, with ctx,
 // and returns the client's error.
-func callTooManyRequests(ctx context.Context, after time.Duration) error {
+func callTooManyRequests(ctx context.Context, after time.Duration, s retrypolicy.Strategy) error {
 	busy := roundTripper(func(req *http.Request) (*http.Response, error) {
+		briskCalls.Add(1)
 		h := http.Header{"Retry-After": {strconv.Itoa(int(after / time.Second))}}
 		return &http.Response{StatusCode: http.StatusTooManyRequests, Header: h, Body: http.NoBody, Request: req}, nil
 	})
-	t, err := retryhttp.NewTransport(busy, retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 5})
+	t, err := retryhttp.NewTransport(busy, s)
 	if err != nil {
 		return err
 	}
@@ -459,6 +466,14 @@ func callTooManyRequests(ctx context.Context, after time.Duration) error {
 	resp.Body.Close()
 	return fmt.Errorf("the service answered %s", resp.Status)
 }
+
+// brisk is a newcomer's strategy for an API call: five attempts, delays
+// from 1 ms doubling up to a second.
+var brisk = retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 5,
+	Backoff: retrypolicy.Backoff{Kind: retrypolicy.Exponential, BaseDelay: time.Millisecond, Multiplier: 2, MaxDelay: time.Second}}
+
+// briskCalls counts the calls callTooManyRequests's service answered.
+var briskCalls atomic.Int64
 
 // roundTripper is an http.RoundTripper made of a function.
 type roundTripper func(*http.Request) (*http.Response, error)

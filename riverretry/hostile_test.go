@@ -278,3 +278,30 @@ func TestALongRetryAfterIsDeferredToTheJob(t *testing.T) {
 		assert.Len(t, failures, 1, "the strategy counted the failure")
 	})
 }
+
+// TestA429BeyondTheTransportsCapIsDeferredInFull: a job calls an API
+// through a transport whose strategy waits at most a second; the API
+// answers 429 with Retry-After: 600. The API is called once, and the job
+// runs again 600 s after its failure, on SQLite under synctest's clock.
+// Until a server's wait was never cut short, the transport cut it to its
+// cap, called the API three times in two seconds, and the job ran again
+// after its strategy's own second.
+func TestA429BeyondTheTransportsCapIsDeferredInFull(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newSQLiteHarness(t, nil)
+		briskCalls.Store(0)
+		const fixed = `{"strategy":"unless_stopped","backoff":{"kind":"fixed","base_delay_secs":1}}`
+		res, err := h.client.Insert(context.Background(), testArgs{Case: "rate limited", Outcomes: []outcome{httpRetryAfterBrisk, succeed}, After: 600 * time.Second},
+			&river.InsertOpts{Metadata: []byte(`{"retry_strategy":` + fixed + `}`)})
+		require.NoError(t, err)
+		rows := h.waitEnded([]int64{res.Job.ID}, time.Hour)
+		assert.Equal(t, rivertype.JobStateCompleted, rows[res.Job.ID].State)
+		assert.Equal(t, int64(1), briskCalls.Load(), "the API was called once")
+		runs := h.seen.of(res.Job.ID)
+		require.Len(t, runs, 2)
+		decided := h.decisions(res.Job.ID)
+		require.NotEmpty(t, decided)
+		near(t, h.precision, decided[0].FailedAt.Add(600*time.Second), runs[1].scheduled, "run again 600 s after the failure")
+		assert.Contains(t, rows[res.Job.ID].Errors[0].Error, "deferred")
+	})
+}
