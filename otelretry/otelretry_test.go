@@ -151,12 +151,13 @@ func TestRetryGivesUpForEachReason(t *testing.T) {
 			op   func(context.Context) (int, error)
 			opts []retry.Option
 		}{
-			{context.Background(), oneSecond, down, nil},                                                                                // attempts_exhausted
-			{context.Background(), retrypolicy.Strategy{Kind: retrypolicy.None}, down, nil},                                             // strategy_none
-			{context.Background(), oneSecond, func(context.Context) (int, error) { return 0, retry.Permanent(errors.New("404")) }, nil}, // not_retryable
-			{cancelled, oneSecond, down, nil},                                                                                           // context_done
-			{nil, oneSecond, down, nil},                                                                                                 // past_deadline: a deadline sooner than the wait
-			{context.Background(), oneSecond, down, []retry.Option{retry.WithBudget(budget)}},                                           // one retry, then budget_exhausted
+			{context.Background(), oneSecond, down, nil},                                                                                         // attempts_exhausted
+			{context.Background(), retrypolicy.Strategy{Kind: retrypolicy.None}, down, nil},                                                      // strategy_none
+			{context.Background(), oneSecond, func(context.Context) (int, error) { return 0, retry.Permanent(errors.New("404")) }, nil},          // not_retryable
+			{cancelled, oneSecond, down, nil},                                                                                                    // context_done
+			{nil, oneSecond, down, nil},                                                                                                          // past_deadline: a deadline sooner than the wait
+			{context.Background(), oneSecond, down, []retry.Option{retry.WithBudget(budget)}},                                                    // one retry, then budget_exhausted
+			{context.Background(), oneSecond, func(context.Context) (int, error) { return 0, retry.After(errors.New("429"), 2*time.Hour) }, nil}, // retry_after_too_long
 		} {
 			ctx := c.ctx
 			if ctx == nil {
@@ -169,12 +170,12 @@ func TestRetryGivesUpForEachReason(t *testing.T) {
 		}
 		op := []attribute.KeyValue{otelretry.Source.String("retry"), otelretry.Operation.String("op")}
 		want := map[attribute.Distinct]int64{}
-		for _, r := range []string{"attempts_exhausted", "strategy_none", "not_retryable", "context_done", "past_deadline", "budget_exhausted"} {
+		for _, r := range []string{"attempts_exhausted", "strategy_none", "not_retryable", "context_done", "past_deadline", "budget_exhausted", "retry_after_too_long"} {
 			want[set(append(op, otelretry.Reason.String(r))...)] = 1
 		}
 		m := s.metrics(t)
 		assert.Equal(t, want, counts(t, m["retrypolicy.give_ups"], "{give_up}"))
-		assert.Equal(t, map[attribute.Distinct]hist{set(append(op, otelretry.Outcome.String("give_up"))...): {6, 3 + 1 + 1 + 0 + 1 + 2}},
+		assert.Equal(t, map[attribute.Distinct]hist{set(append(op, otelretry.Outcome.String("give_up"))...): {7, 3 + 1 + 1 + 0 + 1 + 2 + 1}},
 			histograms[int64](t, m["retrypolicy.operation.attempts"], "{attempt}"))
 		assert.Equal(t, map[attribute.Distinct]int64{set(op...): 3}, counts(t, m["retrypolicy.retries"], "{retry}"), "two for attempts_exhausted, one before the budget ran out")
 		for _, span := range s.spans.Ended() {

@@ -15,8 +15,9 @@
 // When it gives up, Do returns a [*GiveUpError] that says why (its
 // [Reason]): a fatal decision, an error marked [Permanent], the context
 // done, an attempt retried below, a wait a queue's job takes over, a retry
-// due past the context's deadline, or a spent [Budget]. An error marked
-// with [After] waits at least what a server asked, within a cap. The
+// due past the context's deadline, a server asking for a wait beyond the
+// loop's limit, or a spent [Budget]. An error marked with [After] waits at
+// least what a server asked: never sooner. The
 // options ([Option]) observe each retry and the end, share a budget, fix
 // the jitter's seed or make it full.
 //
@@ -32,6 +33,6 @@
 //
 // Do keeps nothing between calls and starts no goroutine: it is safe to
 // call from many goroutines at once, and its first try allocates one
-// object, the context it hands the operation. A Budget is safe for
-// concurrent use.
+// object, the context it hands the operation (each retry one more, its
+// own). A Budget is safe for concurrent use.
 package retry

@@ -73,8 +73,8 @@
 // A worker speaks the library's own vocabulary beside River's: an error
 // marked retry.Permanent ends the job as a fatal decision does (the
 // reason not_retryable), and one marked retry.After waits at
-// least what it asks and at most the strategy's cap, as in
-// retry.Do. river.JobCancel and river.JobSnooze keep their own
+// least what it asks, up to the job strategy's cap (its MaxDelay, or an
+// hour): the longest a server can park a job. river.JobCancel and river.JobSnooze keep their own
 // meaning. Each decision is logged at the Debug level, with the job, the
 // attempt, the failure's instant and the run's uptime.
 //
@@ -85,7 +85,10 @@
 // than Config.DeferAfter (5 s by default): they give up at once with the
 // reason deferred, and the job runs again no earlier than its failure plus
 // that wait (or its strategy's due time, whichever is later), so that a
-// worker is never held by a long Retry-After. The job's strategy still
+// worker is never held by a long Retry-After. A wait a server asks beyond
+// such a loop's own limit is deferred whole, never cut to that limit: a
+// 429 asking 600 s of a transport capped at a second runs the job again
+// 600 s after its failure, within the job strategy's cap. The job's strategy still
 // counts the failure, and a fatal decision still ends the job.
 //
 // # The record
