@@ -19,14 +19,18 @@ import (
 
 // FuzzRetryAfter: whatever a server's Retry-After says (seconds, dates in
 // any of the three forms, garbage, huge numbers) on whatever status, the
-// transport ends: it retries a transient status within the cap (two waits
-// of at most the cap's minute), and answers any other status at once.
+// transport ends: it retries a transient status within the limit (two
+// waits of at most the limit's minute), answers one whose wait is beyond
+// the limit at once (never sooner than asked), and any other status at
+// once.
 func FuzzRetryAfter(f *testing.F) {
 	for _, seed := range []struct {
 		value  string
 		status uint16
 	}{{"5", 503}, {"0", 429}, {"99999999999999999999", 503}, {"Sun, 06 Nov 1994 08:49:37 GMT", 503},
-		{"Sunday, 06-Nov-94 08:49:37 GMT", 502}, {"Sun Nov  6 08:49:37 1994", 500}, {"-1", 503}, {"soon", 200}, {"", 404}} {
+		{"Sunday, 06-Nov-94 08:49:37 GMT", 502}, {"Sun Nov  6 08:49:37 1994", 500}, {"-1", 503}, {"soon", 200}, {"", 404},
+		// The status is 100 + status%500: these answer 429 and 503.
+		{"600", 329}, {"30", 403}, {"99999999999999999999", 403}} {
 		f.Add(seed.value, seed.status)
 	}
 	f.Fuzz(func(t *testing.T, value string, status uint16) {
@@ -52,6 +56,8 @@ func FuzzRetryAfter(f *testing.F) {
 			}
 			req, _ := http.NewRequest(http.MethodGet, "http://example.test/", nil)
 			begin := time.Now()
+			asked, ok := retryhttp.ParseRetryAfter(value, begin) // the first answer comes at begin
+			tooLong := ok && asked > time.Minute
 			resp, err := tr.RoundTrip(req)
 			if err != nil {
 				t.Fatalf("%q on %d: %v", value, code, err)
@@ -60,7 +66,9 @@ func FuzzRetryAfter(f *testing.F) {
 			took := time.Since(begin)
 			transient := retryhttp.Transient(&http.Response{StatusCode: code}, nil)
 			switch {
-			case transient && (attempts != 3 || resp.StatusCode != http.StatusOK || took > 2*time.Minute):
+			case transient && tooLong && (attempts != 1 || resp.StatusCode != code || took != 0):
+				t.Fatalf("%q on %d, beyond the limit: %d attempts in %v, answered %d", value, code, attempts, took, resp.StatusCode)
+			case transient && !tooLong && (attempts != 3 || resp.StatusCode != http.StatusOK || took > 2*time.Minute):
 				t.Fatalf("%q on %d: %d attempts in %v, answered %d", value, code, attempts, took, resp.StatusCode)
 			case !transient && (attempts != 1 || resp.StatusCode != code || took != 0):
 				t.Fatalf("%q on %d: %d attempts in %v, answered %d", value, code, attempts, took, resp.StatusCode)

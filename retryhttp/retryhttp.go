@@ -40,8 +40,9 @@
 //
 // What the caller gets: the first response that is not retried, unread;
 // when the transport gives up on a retryable status (its strategy's fatal
-// decision, a spent budget, a retry due past the request's deadline), the
-// last response, unread, as a RoundTripper answers statuses rather than
+// decision, a spent budget, a retry due past the request's deadline, a
+// wait asked beyond its limit, a server's refusal), the last response,
+// unread, as a RoundTripper answers statuses rather than
 // turning them into errors. Otherwise a *retry.GiveUpError with the
 // reason, which unwraps to the last attempt's error. The request's context
 // ends a wait at once, and a retry due after its deadline is not waited
