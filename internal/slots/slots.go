@@ -1,0 +1,113 @@
+// Package slots counts calls and granted retries over a trailing window of
+// ten slots: the rule of a windowed retry budget, kept once for retry's
+// Budget (on the monotonic clock) and for the fleet's simulations (on
+// theirs).
+package slots
+
+import (
+	"errors"
+	"math"
+	"math/bits"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// N is the number of slots a window holds.
+const N = 10
+
+// microPercent is a percent's unit in a Window: a millionth of one.
+const microPercent = 1_000_000
+
+// Window grants a retry while the retries granted in the trailing window
+// (the current slot and the N-1 before it) are fewer than
+// max(minRetries, floor(percent/100 × calls in the window)). Times are
+// offsets from the window's creation: slot k is [k·w, (k+1)·w), w the
+// interval over N. A Window is safe for concurrent use; each method is
+// O(1) (at most N slots aged) and allocates nothing.
+type Window struct {
+	width   time.Duration // a slot's
+	percent uint64        // in millionths of a percent
+	least   int64         // minRetries
+
+	mu      sync.Mutex
+	slot    int64 // the current slot's index
+	calls   [N]int64
+	retries [N]int64
+	sumC    int64 // calls in the window
+	sumR    int64 // retries granted in the window
+}
+
+// New returns a window of interval (1 ms to 1 h, N slots of interval/N)
+// that grants percent (0 to 100, kept to a millionth of a percent) of its
+// calls as retries, and at least minRetries (0 to 1e9). An argument out of
+// range is an error naming it, prefixed with fn.
+func New(fn string, percent float64, interval time.Duration, minRetries int) (*Window, error) {
+	switch {
+	case !(percent >= 0 && percent <= 100):
+		return nil, errors.New(fn + ": percent must be between 0 and 100, got " + strconv.FormatFloat(percent, 'g', -1, 64))
+	case interval < time.Millisecond || interval > time.Hour:
+		return nil, errors.New(fn + ": interval must be between 1ms and 1h, got " + interval.String())
+	case minRetries < 0 || minRetries > 1e9:
+		return nil, errors.New(fn + ": minRetries must be between 0 and 1000000000, got " + strconv.Itoa(minRetries))
+	}
+	return &Window{width: interval / N, percent: uint64(math.Floor(percent * microPercent)), least: int64(minRetries)}, nil
+}
+
+// Call counts a call at offset at.
+func (w *Window) Call(at time.Duration) {
+	w.mu.Lock()
+	i := w.age(at)
+	w.calls[i]++
+	w.sumC++
+	w.mu.Unlock()
+}
+
+// Grant reports whether a retry is allowed at offset at, and counts it
+// when it is.
+func (w *Window) Grant(at time.Duration) bool {
+	w.mu.Lock()
+	i := w.age(at)
+	ok := w.sumR < w.bound()
+	if ok {
+		w.retries[i]++
+		w.sumR++
+	}
+	w.mu.Unlock()
+	return ok
+}
+
+// Allowed returns the retries Grant would allow at offset at: the bound
+// less the retries in the window, at least 0.
+func (w *Window) Allowed(at time.Duration) int64 {
+	w.mu.Lock()
+	w.age(at)
+	n := max(w.bound()-w.sumR, 0)
+	w.mu.Unlock()
+	return n
+}
+
+// bound is max(least, floor(percent/100 × calls in the window)).
+func (w *Window) bound() int64 {
+	hi, lo := bits.Mul64(uint64(w.sumC), w.percent)
+	q, _ := bits.Div64(hi, lo, 100*microPercent) // hi < the divisor: percent <= 100·10^6
+	return max(w.least, int64(min(q, math.MaxInt64)))
+}
+
+// age moves the window to the slot of offset at, emptying the slots that
+// left it, and returns that slot's index in the ring. An offset before
+// the current slot (a clock behind another caller's) counts in the current
+// slot. w.mu is held.
+func (w *Window) age(at time.Duration) int {
+	slot := int64(max(at, 0) / w.width)
+	if slot > w.slot {
+		for k := max(w.slot+1, slot-N+1); k <= slot; k++ {
+			i := k % N
+			w.sumC -= w.calls[i]
+			w.sumR -= w.retries[i]
+			w.calls[i], w.retries[i] = 0, 0
+		}
+		w.slot = slot
+	}
+	return int(w.slot % N)
+}

@@ -1,0 +1,119 @@
+package slots
+
+import (
+	"math/big"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"pgregory.net/rapid"
+)
+
+// event is a call or a granted retry at an offset, in the reference model.
+type event struct {
+	at    time.Duration
+	retry bool
+}
+
+// model is the rule written plainly: every event kept, the window's counts
+// made by looking at each.
+type model struct {
+	width   time.Duration
+	percent uint64 // millionths of a percent, as New keeps it
+	least   int64
+	events  []event
+	now     time.Duration
+}
+
+// counts returns the calls and retries whose slot is within N of now's.
+func (m *model) counts() (calls, retries int64) {
+	cur := int64(m.now / m.width)
+	for _, e := range m.events {
+		if int64(e.at/m.width) > cur-N {
+			if e.retry {
+				retries++
+			} else {
+				calls++
+			}
+		}
+	}
+	return calls, retries
+}
+
+// bound is max(least, floor(percent/100 × calls)), in exact arithmetic.
+func (m *model) bound() int64 {
+	calls, _ := m.counts()
+	q := new(big.Int).Mul(big.NewInt(calls), new(big.Int).SetUint64(m.percent))
+	q.Quo(q, big.NewInt(100*microPercent))
+	return max(m.least, q.Int64())
+}
+
+// TestGrantsAreTheReferenceModels pins the windowed budget's rule: for any
+// sequence of calls, grant requests and advances of the clock, a retry is
+// granted exactly when the retries granted in the window (the current slot
+// and the 9 before it) are fewer than max(minRetries, floor(percent/100 ×
+// calls in the window)), and Allowed is that bound less those retries.
+func TestGrantsAreTheReferenceModels(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		percent := rapid.SampledFrom([]float64{0, 0.5, 10, 20, 33.333333, 50, 99.9, 100}).Draw(t, "percent")
+		interval := time.Duration(rapid.Int64Range(int64(time.Millisecond), int64(time.Hour)).Draw(t, "interval"))
+		least := rapid.IntRange(0, 5).Draw(t, "minRetries")
+		w, err := New("test", percent, interval, least)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := &model{width: w.width, percent: w.percent, least: int64(least)}
+		for range rapid.IntRange(1, 300).Draw(t, "steps") {
+			switch rapid.IntRange(0, 3).Draw(t, "op") {
+			case 0:
+				w.Call(m.now)
+				m.events = append(m.events, event{at: m.now})
+			case 1:
+				_, retries := m.counts()
+				want := retries < m.bound()
+				if got := w.Grant(m.now); got != want {
+					t.Fatalf("at %v: granted %v, the model %v (retries %d, bound %d)", m.now, got, want, retries, m.bound())
+				}
+				if want {
+					m.events = append(m.events, event{at: m.now, retry: true})
+				}
+			case 2:
+				_, retries := m.counts()
+				if got, want := w.Allowed(m.now), max(m.bound()-retries, 0); got != want {
+					t.Fatalf("at %v: allows %d, the model %d", m.now, got, want)
+				}
+			case 3:
+				// Advance by up to two windows, often within a slot or to a
+				// slot's edge.
+				step := rapid.OneOf(rapid.Int64Range(0, int64(2*interval)), rapid.SampledFrom([]int64{1, int64(m.width) - 1, int64(m.width)})).Draw(t, "advance")
+				m.now += time.Duration(step)
+			}
+		}
+	})
+}
+
+// TestNewNamesTheArgument: each argument out of range is an error naming
+// it and its range.
+func TestNewNamesTheArgument(t *testing.T) {
+	for _, c := range []struct {
+		percent    float64
+		interval   time.Duration
+		minRetries int
+		want       string
+	}{
+		{-1, time.Second, 0, "f: percent must be between 0 and 100, got -1"},
+		{100.5, time.Second, 0, "f: percent must be between 0 and 100, got 100.5"},
+		{nan(), time.Second, 0, "f: percent must be between 0 and 100, got NaN"},
+		{20, time.Millisecond - 1, 0, "f: interval must be between 1ms and 1h, got 999.999µs"},
+		{20, time.Hour + 1, 0, "f: interval must be between 1ms and 1h, got 1h0m0.000000001s"},
+		{20, time.Second, -1, "f: minRetries must be between 0 and 1000000000, got -1"},
+		{20, time.Second, 1e9 + 1, "f: minRetries must be between 0 and 1000000000, got 1000000001"},
+	} {
+		_, err := New("f", c.percent, c.interval, c.minRetries)
+		assert.EqualError(t, err, c.want)
+	}
+	_, err := New("f", 100, time.Hour, 1e9)
+	assert.NoError(t, err)
+}
+
+func nan() float64 { z := 0.0; return z / z }
