@@ -11,6 +11,7 @@ import (
 
 	"github.com/retrypolicy/retrypolicy"
 	"github.com/retrypolicy/retrypolicy/internal/say"
+	"github.com/retrypolicy/retrypolicy/internal/slots"
 	"github.com/retrypolicy/retrypolicy/retry"
 )
 
@@ -44,10 +45,17 @@ type Layer struct {
 	// a strategy of kind None makes one attempt a call.
 	Strategy retrypolicy.Strategy
 	// BudgetRatio and BudgetBurst, when BudgetBurst is not zero, give the
-	// layer's calls one retry.Budget to share (NewBudget's
+	// layer's calls one token retry.Budget to share (NewBudget's
 	// arguments): a retry it refuses gives the call up.
 	BudgetRatio float64
 	BudgetBurst int
+	// BudgetPercent, BudgetInterval and BudgetMinRetries, when
+	// BudgetInterval is not zero, give the layer's calls one windowed
+	// budget to share instead (retry.NewWindowBudget's arguments), counted
+	// on the simulation's clock from t = 0.
+	BudgetPercent    float64
+	BudgetInterval   time.Duration
+	BudgetMinRetries int
 	// OnlyRetryable makes the layer retry only the failures the layer
 	// below reports as retryable: the bottom's are; a layer that retried
 	// and gave up reports its failure as not retryable, and one that made
@@ -85,8 +93,11 @@ type Layers struct {
 	Poisson bool
 	// Duration is how long requests arrive; zero is 10 minutes.
 	Duration time.Duration
-	// Down is how long the bottom is down from t = 0.
+	// Down is how long the bottom is down, from DownAt.
 	Down time.Duration
+	// DownAt is when the bottom goes down: a healthy stretch before the
+	// outage; zero is t = 0.
+	DownAt time.Duration
 	// Capacity is the most calls a second the bottom serves; zero is no
 	// limit.
 	Capacity int
@@ -134,8 +145,10 @@ type LayersResult struct {
 	// Decisions counts the retry decisions the layers made.
 	Decisions int
 	// Load counts the bottom's calls in each second from t = 0; Served
-	// the requests that succeeded in it.
-	Load, Served []int
+	// the requests that succeeded in it; Retries the retries the layers
+	// decided on, by the second they are due, all layers together, up to
+	// the horizon.
+	Load, Served, Retries []int
 	// PeakLoad is the busiest second's calls over Capacity (0 without a
 	// capacity).
 	PeakLoad float64
@@ -193,7 +206,7 @@ type layersRun struct {
 	l         *Layers
 	chain     []Layer
 	policies  []*retrypolicy.Policy
-	budgets   []*retry.Budget
+	budgets   []budget
 	breakers  []breaker
 	calls     []layerCall
 	free      []int32
@@ -242,11 +255,9 @@ func newLayersRun(l *Layers) (*layersRun, error) {
 			return nil, fmt.Errorf("fleet: Layers: layer %d (%s): %w", i+1, layer.Name, err)
 		}
 		r.policies = append(r.policies, p)
-		var b *retry.Budget
-		if layer.BudgetBurst != 0 {
-			if b, err = retry.NewBudget(layer.BudgetRatio, layer.BudgetBurst); err != nil {
-				return nil, fmt.Errorf("fleet: Layers: layer %d (%s): %w", i+1, layer.Name, err)
-			}
+		b, err := layer.budget()
+		if err != nil {
+			return nil, fmt.Errorf("fleet: Layers: layer %d (%s): %w", i+1, layer.Name, err)
 		}
 		r.budgets = append(r.budgets, b)
 		r.latency = append(r.latency, layer.Latency)
@@ -271,6 +282,8 @@ func (l *Layers) check() error {
 		return fmt.Errorf("fleet: Layers: FailRate must be in [0, 1), got %v", l.FailRate)
 	case l.MaxCalls < 1 || l.MaxCalls > 1e9 || l.Capacity < 0 || l.Down < 0:
 		return errors.New("fleet: Layers: MaxCalls from 1 to 1e9, and no negative Capacity or Down")
+	case l.DownAt < 0 || l.DownAt > maxLayersSpan:
+		return fmt.Errorf("fleet: Layers: DownAt from 0 to %s, got %v", say.GoDuration(maxLayersSpan), l.DownAt)
 	case l.Duration < 0 || l.Duration > maxLayersSpan || l.Horizon < 0 || l.Horizon > maxLayersSpan:
 		return fmt.Errorf("fleet: Layers: Duration and Horizon from 0 to %s", say.GoDuration(maxLayersSpan))
 	}
@@ -418,18 +431,53 @@ func (r *layersRun) newCall(layer, parent int32, parentGen uint32, parentAttempt
 	}
 	c := &r.calls[id]
 	*c = layerCall{layer: layer, parent: parent, parentGen: parentGen, parentAttempt: parentAttempt, gen: c.gen + 1, started: t}
-	if b := r.budgetOf(layer); b != nil {
-		b.Deposit()
+	if int(layer) < len(r.budgets) {
+		r.budgets[layer].deposit(t)
 	}
 	return id
 }
 
-// budgetOf is the budget of layer's calls, if any.
-func (r *layersRun) budgetOf(layer int32) *retry.Budget {
-	if int(layer) < len(r.budgets) {
-		return r.budgets[layer]
+// budget is a layer's retry budget on the simulation's clock: a token
+// budget, a windowed one, or none.
+type budget struct {
+	token  *retry.Budget
+	window *slots.Window
+}
+
+// budget returns the layer's budget, or the error of its arguments.
+func (l Layer) budget() (budget, error) {
+	switch {
+	case l.BudgetInterval != 0 && l.BudgetBurst != 0:
+		return budget{}, errors.New("a token budget (BudgetBurst) and a windowed one (BudgetInterval): choose one")
+	case l.BudgetInterval != 0:
+		w, err := slots.New("BudgetPercent, BudgetInterval, BudgetMinRetries", l.BudgetPercent, l.BudgetInterval, l.BudgetMinRetries)
+		return budget{window: w}, err
+	case l.BudgetBurst != 0:
+		b, err := retry.NewBudget(l.BudgetRatio, l.BudgetBurst)
+		return budget{token: b}, err
 	}
-	return nil
+	return budget{}, nil
+}
+
+// deposit counts a call at t.
+func (b budget) deposit(t time.Duration) {
+	switch {
+	case b.token != nil:
+		b.token.Deposit()
+	case b.window != nil:
+		b.window.Call(t)
+	}
+}
+
+// grant reports whether a retry at t is allowed, and counts it.
+func (b budget) grant(t time.Duration) bool {
+	switch {
+	case b.token != nil:
+		return b.token.Withdraw()
+	case b.window != nil:
+		return b.window.Grant(t)
+	}
+	return true
 }
 
 // attempt starts the next attempt of call id at t: through the breaker,
@@ -490,7 +538,7 @@ func (r *layersRun) bottom(t time.Duration, e layerEvent) {
 	sec := int(t / time.Second)
 	r.r.Load = grow(r.r.Load, sec)
 	r.r.Load[sec]++
-	ok := t >= r.l.Down && (r.l.Capacity == 0 || r.r.Load[sec] <= r.l.Capacity) && (r.l.FailRate == 0 || r.rng.Float64() >= r.l.FailRate)
+	ok := (t < r.l.DownAt || t >= r.outageEnd()) && (r.l.Capacity == 0 || r.r.Load[sec] <= r.l.Capacity) && (r.l.FailRate == 0 || r.rng.Float64() >= r.l.FailRate)
 	if c := &r.calls[e.call]; c.gen == e.gen && !c.done && c.attempt == e.attempt && !c.waiting {
 		r.answer(e.call, t, ok, true)
 	}
@@ -547,13 +595,18 @@ func (r *layersRun) failed(id int32, t time.Duration, retryable bool) {
 	if r.l.onDecide != nil {
 		r.l.onDecide(uint64(id)<<32|uint64(c.gen), int(c.layer), at, t-c.started)
 	}
-	b := r.budgets[c.layer]
-	if d.Action == retrypolicy.Fatal || b != nil && !b.Withdraw() {
+	if d.Action == retrypolicy.Fatal || !r.budgets[c.layer].grant(t) {
 		r.giveUp(id, t, retryable && c.attempt == 1) // a layer that retried says so
 		return
 	}
 	c.waiting = true
-	r.eng.schedule(t+d.Delay+d.Jitter, layerEvent{call: id, gen: c.gen, attempt: c.attempt + 1})
+	next := t + d.Delay + d.Jitter
+	r.eng.schedule(next, layerEvent{call: id, gen: c.gen, attempt: c.attempt + 1})
+	if next < saturatingAdd(r.l.Duration, r.l.Horizon) { // within the run: the counts stay within its seconds
+		sec := int(next / time.Second)
+		r.r.Retries = grow(r.r.Retries, sec)
+		r.r.Retries[sec]++
+	}
 }
 
 // giveUp ends call id at t in failure, retryable or not as seen above.
@@ -631,8 +684,9 @@ func (r *layersRun) result() LayersResult {
 // recovery is how long after the outage the first second came whose load
 // was within capacity and that served a request, or -1 and true.
 func (r *layersRun) recovery() (time.Duration, bool) {
-	from := int(r.l.Down / time.Second)
-	if r.l.Down%time.Second != 0 {
+	end := r.outageEnd()
+	from := int(end / time.Second)
+	if end%time.Second != 0 {
 		from++ // the first whole second after the outage, without overflowing at the longest Down
 	}
 	for s := from; s < len(r.r.Served); s++ {
@@ -641,11 +695,14 @@ func (r *layersRun) recovery() (time.Duration, bool) {
 			load = r.r.Load[s]
 		}
 		if r.r.Served[s] > 0 && (r.l.Capacity == 0 || load <= r.l.Capacity) {
-			return max(time.Duration(s)*time.Second-r.l.Down, 0), false
+			return max(time.Duration(s)*time.Second-end, 0), false
 		}
 	}
 	return -1, true
 }
+
+// outageEnd is when the bottom comes back: DownAt plus Down, saturating.
+func (r *layersRun) outageEnd() time.Duration { return saturatingAdd(r.l.DownAt, r.l.Down) }
 
 // Chain is a named call chain, one way of retrying across layers.
 type Chain struct {

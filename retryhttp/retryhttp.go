@@ -115,9 +115,8 @@ type Option struct{ set func(config) config }
 type config struct {
 	transient      func(*http.Response, error) bool
 	budget         *retry.Budget
-	hostRatio      float64
-	hostBurst      int
-	perHost        bool
+	hostBudget     func() (*retry.Budget, error) // makes a host's budget, nil unless per host
+	hostOption     string                        // the option that set it
 	afterCap       time.Duration
 	attemptTimeout time.Duration
 	fullJitter     bool
@@ -165,7 +164,22 @@ func WithBudget(b *retry.Budget) Option {
 // that fails does not spend the retries of the others. Beyond [MaxHosts]
 // hosts, the rest share one more budget.
 func WithHostBudgets(ratio float64, burst int) Option {
-	return Option{func(c config) config { c.hostRatio, c.hostBurst, c.perHost = ratio, burst, true; return c }}
+	return Option{func(c config) config {
+		c.hostBudget, c.hostOption = func() (*retry.Budget, error) { return retry.NewBudget(ratio, burst) }, "WithHostBudgets"
+		return c
+	}}
+}
+
+// WithHostWindowBudgets gives each host a windowed budget of its own, as
+// [retry.NewWindowBudget](percent, interval, minRetries) makes: what each
+// allows follows its host's current load. Beyond [MaxHosts] hosts, the
+// rest share one more. It replaces WithHostBudgets, as that replaces it.
+func WithHostWindowBudgets(percent float64, interval time.Duration, minRetries int) Option {
+	return Option{func(c config) config {
+		c.hostBudget = func() (*retry.Budget, error) { return retry.NewWindowBudget(percent, interval, minRetries) }
+		c.hostOption = "WithHostWindowBudgets"
+		return c
+	}}
 }
 
 // WithRetryAfterCap sets the longest wait a server may ask the transport to
@@ -246,8 +260,8 @@ func NewTransport(base http.RoundTripper, s retrypolicy.Strategy, opts ...Option
 		t.transient = Transient
 	}
 	t.opts = c.retryOptions(t.onRetry)
-	if c.perHost {
-		t.hosts = &hostBudgets{ratio: c.hostRatio, burst: c.hostBurst, shared: t.opts}
+	if c.hostBudget != nil {
+		t.hosts = &hostBudgets{make: c.hostBudget, shared: t.opts}
 	}
 	return t, nil
 }
@@ -259,12 +273,12 @@ func (c *config) check() error {
 		return errors.New("retryhttp: WithRetryAfterCap: must not be negative, got " + c.afterCap.String())
 	case c.attemptTimeout < 0:
 		return errors.New("retryhttp: WithAttemptTimeout: must not be negative, got " + c.attemptTimeout.String())
-	case c.perHost && c.budget != nil:
-		return errors.New("retryhttp: WithBudget and WithHostBudgets: choose one")
+	case c.hostBudget != nil && c.budget != nil:
+		return errors.New("retryhttp: WithBudget and " + c.hostOption + ": choose one")
 	}
-	if c.perHost {
-		if _, err := retry.NewBudget(c.hostRatio, c.hostBurst); err != nil {
-			return errors.New("retryhttp: WithHostBudgets: " + err.Error())
+	if c.hostBudget != nil {
+		if _, err := c.hostBudget(); err != nil {
+			return errors.New("retryhttp: " + c.hostOption + ": " + err.Error())
 		}
 	}
 	return nil
@@ -653,10 +667,9 @@ func hasValue(values []string) bool {
 
 // hostBudgets are WithHostBudgets' budgets, by host.
 type hostBudgets struct {
-	ratio    float64
-	burst    int
-	shared   []retry.Option // the transport's options, without a budget
-	byHost   sync.Map       // host → []retry.Option
+	make     func() (*retry.Budget, error) // checked by NewTransport
+	shared   []retry.Option                // the transport's options, without a budget
+	byHost   sync.Map                      // host → []retry.Option
 	n        atomic.Int64
 	mu       sync.Mutex
 	overflow []retry.Option
@@ -687,6 +700,6 @@ func (h *hostBudgets) options(host string) []retry.Option {
 
 // with returns the shared options and a new budget.
 func (h *hostBudgets) with() []retry.Option {
-	b, _ := retry.NewBudget(h.ratio, h.burst) // checked by NewTransport
+	b, _ := h.make() // checked by NewTransport
 	return append(h.shared[:len(h.shared):len(h.shared)], retry.WithBudget(b))
 }

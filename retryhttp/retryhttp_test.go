@@ -413,6 +413,31 @@ func TestObserverAndHostBudgets(t *testing.T) {
 	})
 }
 
+// TestHostWindowBudgets: each host has a windowed budget of its own: at 0%
+// with a minimum of one retry in the window, a host's second request gets
+// no retry, another host's first does, and the first host's budget allows
+// one again once its window has passed.
+func TestHostWindowBudgets(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &scripted{steps: []step{status(503)}}
+		p := newPipeServer(t, s)
+		tr, err := retryhttp.NewTransport(p.Transport, fixed100ms, retryhttp.WithHostWindowBudgets(0, 10*time.Second, 1))
+		require.NoError(t, err)
+		attempts := func(host string) int {
+			before := s.attempts()
+			code, _, err := do(t, tr, get(t, "http://"+host))
+			require.NoError(t, err)
+			assert.Equal(t, 503, code)
+			return s.attempts() - before
+		}
+		assert.Equal(t, 2, attempts("a.test"), "one retry: the minimum")
+		assert.Equal(t, 1, attempts("a.test"), "its window holds that retry")
+		assert.Equal(t, 2, attempts("b.test"), "a host of its own")
+		time.Sleep(10 * time.Second)
+		assert.Equal(t, 2, attempts("a.test"), "the retry aged out of the window")
+	})
+}
+
 // TestNewTransportRefuses: an invalid strategy or option is an error at
 // construction, naming what is wrong.
 func TestNewTransportRefuses(t *testing.T) {
@@ -427,6 +452,8 @@ func TestNewTransportRefuses(t *testing.T) {
 		{[]retryhttp.Option{retryhttp.WithAttemptTimeout(-time.Second)}, "retryhttp: WithAttemptTimeout: must not be negative, got -1s"},
 		{[]retryhttp.Option{retryhttp.WithBudget(budget), retryhttp.WithHostBudgets(0.1, 10)}, "retryhttp: WithBudget and WithHostBudgets: choose one"},
 		{[]retryhttp.Option{retryhttp.WithHostBudgets(-1, 10)}, "retryhttp: WithHostBudgets: retrypolicy: NewBudget: ratio must be between 0 and 1000, got -1"},
+		{[]retryhttp.Option{retryhttp.WithBudget(budget), retryhttp.WithHostWindowBudgets(20, 10*time.Second, 100)}, "retryhttp: WithBudget and WithHostWindowBudgets: choose one"},
+		{[]retryhttp.Option{retryhttp.WithHostWindowBudgets(20, 0, 100)}, "retryhttp: WithHostWindowBudgets: retrypolicy: NewWindowBudget: interval must be between 1ms and 1h, got 0s"},
 	} {
 		_, err := retryhttp.NewTransport(nil, fixed100ms, c.opt...)
 		assert.EqualError(t, err, c.want)
