@@ -212,6 +212,11 @@ func TestPageShowsErrorsInPlaceAndWhatAStrategyDoes(t *testing.T) {
 		t.Errorf("the plans' axes end at %q and %q, not on one axis", a, b)
 	}
 	wait("layers-summary", "client only: ")
+	// The layers view offers a budget at each layer: a token one and a
+	// windowed one, side by side.
+	pick(t, ctx, "layers_budget", "both")
+	wait("layers-summary", "every layer, windowed budget: ")
+	wait("layers-summary", "client only, token budget: ")
 	checkOneDurationFormat(t, ctx)
 
 	flags, err := chromedp.Run(ctx, chromedp.Value(chromedp.ID("flags")))

@@ -105,6 +105,35 @@ func TestSimulateLayers(t *testing.T) {
 	assert.Equal(t, "jobs: only the outage scenario takes it; in the layers scenario, rate plays its part", e.Message)
 }
 
+// TestSimulateLayersBudgets: the budget options give each layer a token
+// budget and a windowed one, side by side, after a healthy stretch; each
+// chain's retries are told by the second; a budget out of range is named.
+func TestSimulateLayersBudgets(t *testing.T) {
+	h := New(Options{})
+	const three = `{"strategy":"bounded","max_attempts":3,"backoff":{"kind":"fixed","base_delay_secs":1}}`
+	a := send(t, h, post("/v1/simulate?scenario=layers&rate=20&duration=1m&outage=20s&outage-at=30s&budget-burst=5&budget-percent=20&budget-min-retries=0", three))
+	require.Equal(t, 200, a.status, a.body)
+	var results []struct {
+		Chain   string `json:"chain"`
+		Retries []int  `json:"retries_per_sec"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(a.body), &results), a.body)
+	var names []string
+	for _, r := range results {
+		names = append(names, r.Chain)
+		for s := range min(29, len(r.Retries)) {
+			assert.Zero(t, r.Retries[s], "%s: no retry in second %d, before the outage", r.Chain, s)
+		}
+	}
+	assert.Equal(t, []string{"every layer, token budget", "every layer, windowed budget", "client only, token budget", "client only, windowed budget"}, names)
+
+	e := decodeError(t, send(t, h, post("/v1/simulate?scenario=layers&budget-percent=101&budget-interval=2h", three)), 400, "INVALID_PARAMETER")
+	assert.Contains(t, e.Message, "budget-percent: must be between 0 and 100, got 101")
+	assert.Contains(t, e.Message, "(and 1 more)", "budget-interval too")
+	e = decodeError(t, send(t, h, post("/v1/simulate?budget-burst=5", three)), 400, "INVALID_PARAMETER")
+	assert.Contains(t, e.Message, "budget-burst: only the layers scenario takes it")
+}
+
 // TestLintAndPlanTakeTheTick: /v1/lint and /v1/plan assume the
 // controller's minute as the command does, say so in tick_secs, take
 // ?tick= (0: when due) and refuse a tick out of range.

@@ -339,7 +339,7 @@ func (h *Handler) simulate(w http.ResponseWriter, r *http.Request, body []byte) 
 	ctx, cancel := h.work(r)
 	defer cancel()
 	if o.Scenario == "layers" {
-		return h.layers(ctx, w, r, o.Layers(), st)
+		return h.layers(ctx, w, r, &o, st)
 	}
 	if o.Scenario == "contention" {
 		res, err := o.Contention().Run(ctx, fleet.Contender{Name: "posted", Strategy: st})
@@ -396,11 +396,13 @@ func (h *Handler) replay(w http.ResponseWriter, r *http.Request, body []byte) *a
 }
 
 // layers runs the chain of four layers (a client, a gateway, a service, a database driver) with st at every layer, and
-// with st at the client alone, within the request's budget, and answers
-// a JSON array of both, or their chart.
-func (h *Handler) layers(ctx context.Context, w http.ResponseWriter, r *http.Request, l fleet.Layers, st retrypolicy.Strategy) *apiError {
+// with st at the client alone (each with the budgets the options give,
+// side by side), within the request's budget, and answers a JSON array of
+// them, or their chart.
+func (h *Handler) layers(ctx context.Context, w http.ResponseWriter, r *http.Request, o *report.SimulateOptions, st retrypolicy.Strategy) *apiError {
 	none := retrypolicy.Strategy{Kind: retrypolicy.None}
-	chains := []fleet.Chain{report.ChainOf("every layer", []retrypolicy.Strategy{st, st, st, st}), report.ChainOf("client only", []retrypolicy.Strategy{st, none, none, none})}
+	l := o.Layers()
+	chains := o.Budgeted([]fleet.Chain{report.ChainOf("every layer", []retrypolicy.Strategy{st, st, st, st}), report.ChainOf("client only", []retrypolicy.Strategy{st, none, none, none})})
 	results := make([]fleet.LayersResult, len(chains))
 	l.MaxCalls = h.o.MaxRuns
 	for i, c := range chains {

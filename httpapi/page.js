@@ -194,8 +194,9 @@ async function show(canonical, mine) {
   const lintB = theirs ? await post("v1/lint?" + q(["tick"]), theirs) : lintA;
   const simSVG = await post(sim, canonical, "image/svg+xml");
   const simRes = await post(sim, canonical);
-  const layersSVG = await post("v1/simulate?scenario=layers&duration=2m", canonical, "image/svg+xml");
-  const layersRes = await post("v1/simulate?scenario=layers&duration=2m", canonical);
+  const layers = "v1/simulate?scenario=layers&duration=2m" + (layersBudgets[$("layers_budget").value] || "");
+  const layersSVG = await post(layers, canonical, "image/svg+xml");
+  const layersRes = await post(layers, canonical);
   if (mine !== generation) return;
   clearErrors(["uptime", "failures", "jobs", "outage", "tick"]);
   showJSON("compare-canonical", theirs || "");
@@ -210,6 +211,12 @@ async function show(canonical, mine) {
   showFleet(simRes, simSVG, other);
   showLayers(layersRes, layersSVG, JSON.parse(canonical).strategy);
 }
+
+// layersBudgets are the query options of the budgets the layers view
+// offers: a token bucket, and the Gateway API's windowed defaults.
+const token = "&budget-ratio=0.1&budget-burst=10";
+const windowed = "&budget-percent=20&budget-interval=10s&budget-min-retries=10&budget-min-interval=1s";
+const layersBudgets = { token: token, window: windowed, both: token + windowed };
 
 // showLayers shows the chain's chart, and the calls a request each way.
 // layersWhy says why the layers multiply calls, or do not, under a
@@ -281,7 +288,7 @@ function showFleet(simRes, simSVG, other) {
 
 let timer;
 function soon(f) { clearTimeout(timer); timer = setTimeout(f, 150); }
-for (const id of fields.concat(["uptime", "failures", "jobs", "outage", "tick", "compare"])) {
+for (const id of fields.concat(["uptime", "failures", "jobs", "outage", "tick", "compare", "layers_budget"])) {
   $(id).addEventListener("input", () => { enable(); soon(fromFields); });
   $(id).addEventListener("change", () => { enable(); soon(fromFields); });
 }

@@ -90,7 +90,7 @@ func runSimulate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "contention":
 		return out.contention(o.Contention(), contenders(strategies))
 	case "layers":
-		return out.layers(o.Layers(), chains(strategies))
+		return out.layers(o.Layers(), chains(&o, strategies))
 	}
 	if len(strategies) == 0 {
 		strategies = report.DocumentedStrategies()
@@ -163,16 +163,21 @@ func (out output) refused(err error) int {
 }
 
 // chains are the layers scenario's chains: the four ways of the general retry rules, or one
-// chain with a strategy a layer, as given, top first.
-func chains(strategies []report.Named) []fleet.Chain {
+// chain with a strategy a layer, as given, top first. With budget options,
+// the chain given, or every layer retrying, with each budget given.
+func chains(o *report.SimulateOptions, strategies []report.Named) []fleet.Chain {
 	if len(strategies) == 0 {
-		return fleet.DocumentedChains()
+		documented := fleet.DocumentedChains()
+		if budgeted := o.Budgeted(documented[:1]); len(budgeted) > 1 || budgeted[0].Name != documented[0].Name {
+			return budgeted
+		}
+		return documented
 	}
 	given := make([]retrypolicy.Strategy, len(strategies))
 	for i, n := range strategies {
 		given[i] = n.Strategy
 	}
-	return []fleet.Chain{report.ChainOf("given", given)}
+	return o.Budgeted([]fleet.Chain{report.ChainOf("given", given)})
 }
 
 // layers runs the layers scenario for each chain.
@@ -193,8 +198,12 @@ func (out output) layers(l fleet.Layers, chains []fleet.Chain) int {
 
 // writeLayers prints the layers scenario's table.
 func writeLayers(w io.Writer, l fleet.Layers, chains []fleet.Chain, results []fleet.LayersResult) {
-	fmt.Fprintf(w, "layers: %v requests a second for %s through %d layers; the bottom is down for %s from t = 0, then serves at most %d calls a second\n\n",
-		l.Rate, say.Duration(l.Duration), len(chains[0].Layers), say.Duration(l.Down), l.Capacity)
+	from := "0"
+	if l.DownAt > 0 {
+		from = say.Duration(l.DownAt)
+	}
+	fmt.Fprintf(w, "layers: %v requests a second for %s through %d layers; the bottom is down for %s from t = %s, then serves at most %d calls a second\n\n",
+		l.Rate, say.Duration(l.Duration), len(chains[0].Layers), say.Duration(l.Down), from, l.Capacity)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "chain\trequests\tsucceeded\tbottom calls\tper request\tpeak/capacity\tp99 latency\trecovery\t")
 	for i, r := range results {
@@ -208,11 +217,29 @@ func writeLayers(w io.Writer, l fleet.Layers, chains []fleet.Chain, results []fl
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.2f\t%.1fx\t%s\t%s\t\n", chains[i].Name, r.Requests, r.Succeeded, r.BottomCalls, r.Amplification, r.PeakLoad, p99, recovery)
 	}
 	tw.Flush()
+	writeRetries(w, l, chains, results)
 	for i, r := range results {
 		if r.Truncated {
 			fmt.Fprint(w, report.Truncated(chains[i].Name, r.TruncatedBy, "its counts are lower bounds"))
 		}
 	}
+}
+
+// writeRetries prints the retries a second the chains' layers made at the
+// outage's start, at its height and after it.
+func writeRetries(w io.Writer, l fleet.Layers, chains []fleet.Chain, results []fleet.LayersResult) {
+	fmt.Fprintln(w, "\nretries a second, all layers:")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "chain\tbefore the outage\tits first 5s\tits height\tthe 10s after\t")
+	for i, r := range results {
+		f := report.RetriesOf(l, r)
+		before := "-" // no healthy second before it
+		if l.DownAt >= 1e9 { // a second
+			before = fmt.Sprintf("%.1f", f.Before)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%d\t%.1f\t\n", chains[i].Name, before, f.First, f.Height, f.After)
+	}
+	tw.Flush()
 }
 
 // contenders are the contention's contenders: the published ones, or

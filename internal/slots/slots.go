@@ -1,7 +1,8 @@
-// Package slots counts calls and granted retries over a trailing window of
-// ten slots: the rule of a windowed retry budget, kept once for retry's
-// Budget (on the monotonic clock) and for the fleet's simulations (on
-// theirs).
+// Package slots keeps a windowed retry budget's counts.
+//
+// It counts calls and granted retries over a trailing window of ten slots,
+// the rule kept once for retry's Budget (on the monotonic clock) and for
+// the fleet's simulations (on theirs).
 package slots
 
 import (

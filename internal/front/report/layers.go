@@ -43,7 +43,43 @@ func LayersJSON(name string, r fleet.LayersResult) []byte {
 	}
 	b = appendPercentiles(append(b, `,"latency_secs":`...), r.Latency, r.Succeeded > 0)
 	b = appendInts(append(b, `,"calls_per_sec":`...), r.Load)
+	b = appendInts(append(b, `,"retries_per_sec":`...), r.Retries)
 	return append(b, '}')
+}
+
+// Retries are a layers run's retries a second, all layers together: in
+// the 10 s before the outage (or as many as it has), its first 5 s (means),
+// the most in one second while the bottom is down, and the 10 s after.
+type Retries struct {
+	Before, First, After float64
+	Height               int
+}
+
+// RetriesOf returns r's retries a second around l's outage.
+func RetriesOf(l fleet.Layers, r fleet.LayersResult) Retries {
+	at := func(s int) int {
+		if s >= 0 && s < len(r.Retries) {
+			return r.Retries[s]
+		}
+		return 0
+	}
+	mean := func(from, n int) float64 {
+		if n <= 0 {
+			return 0
+		}
+		sum := 0
+		for s := from; s < from+n; s++ {
+			sum += at(s)
+		}
+		return float64(sum) / float64(n)
+	}
+	down := int(l.DownAt / time.Second)
+	end := down + int(min(l.Down, 24*time.Hour)/time.Second)
+	f := Retries{Before: mean(max(down-10, 0), min(down, 10)), First: mean(down, min(5, end-down)), After: mean(end, 10)}
+	for s := down; s < end; s++ {
+		f.Height = max(f.Height, at(s))
+	}
+	return f
 }
 
 // LayersChart draws the calls a second the bottom receives under each

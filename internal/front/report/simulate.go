@@ -59,7 +59,17 @@ type SimulateOptions struct {
 	// MaxMessages is the most messages a contention follows in all; it is
 	// not a flag, and zero is plan's default.
 	MaxMessages int
-	fs          *flag.FlagSet // Define's, to tell the options set
+	// DownAt is the layers' healthy stretch before the outage
+	// (--outage-at).
+	DownAt Duration
+	// A budget for each layer: a token one (--budget-ratio,
+	// --budget-burst), a windowed one after the Gateway API's fields
+	// (--budget-percent, --budget-interval, --budget-min-retries a
+	// --budget-min-interval), or both side by side.
+	BudgetRatio, BudgetPercent        float64
+	BudgetBurst, BudgetMinRetries     WholeNumber
+	BudgetInterval, BudgetMinInterval Duration
+	fs                                *flag.FlagSet // Define's, to tell the options set
 }
 
 // scenarioOptions names the scenarios that take each option that not all
@@ -68,17 +78,21 @@ var scenarioOptions = map[string]struct {
 	scenarios   []string
 	counterpart map[string]string
 }{
-	"jobs":       {[]string{"outage"}, map[string]string{"contention": "clients", "layers": "rate"}},
-	"clients":    {[]string{"contention"}, map[string]string{"outage": "jobs", "layers": "rate"}},
-	"rate":       {[]string{"layers"}, map[string]string{"outage": "jobs", "contention": "clients"}},
-	"outage":     {[]string{"outage", "layers"}, nil},
-	"capacity":   {[]string{"outage", "layers"}, nil},
-	"fail-after": {[]string{"outage"}, nil},
-	"spread":     {[]string{"outage"}, nil},
-	"tick":       {[]string{"outage"}, nil},
-	"max-runs":   {[]string{"outage", "layers"}, nil},
-	"runs":       {[]string{"contention"}, nil},
-	"duration":   {[]string{"layers"}, nil},
+	"jobs":         {[]string{"outage"}, map[string]string{"contention": "clients", "layers": "rate"}},
+	"clients":      {[]string{"contention"}, map[string]string{"outage": "jobs", "layers": "rate"}},
+	"rate":         {[]string{"layers"}, map[string]string{"outage": "jobs", "contention": "clients"}},
+	"outage":       {[]string{"outage", "layers"}, nil},
+	"capacity":     {[]string{"outage", "layers"}, nil},
+	"fail-after":   {[]string{"outage"}, nil},
+	"spread":       {[]string{"outage"}, nil},
+	"tick":         {[]string{"outage"}, nil},
+	"max-runs":     {[]string{"outage", "layers"}, nil},
+	"runs":         {[]string{"contention"}, nil},
+	"duration":     {[]string{"layers"}, nil},
+	"outage-at":    {[]string{"layers"}, nil},
+	"budget-ratio": {[]string{"layers"}, nil}, "budget-burst": {[]string{"layers"}, nil},
+	"budget-percent": {[]string{"layers"}, nil}, "budget-interval": {[]string{"layers"}, nil},
+	"budget-min-retries": {[]string{"layers"}, nil}, "budget-min-interval": {[]string{"layers"}, nil},
 }
 
 // seedStrategies are the default strategy and Amp's four example
@@ -133,7 +147,98 @@ func (o *SimulateOptions) Define(fs *flag.FlagSet) {
 	o.Rate, o.Span = 100, Duration(5*time.Minute)
 	fs.Var(&o.Rate, "rate", "layers: how many requests a second arrive at the top, `R` from 1 to 100000")
 	fs.Var(&o.Span, "duration", "layers: how long requests arrive, a `DURATION` up to 24h (the outage and capacity: 30s and 150 unless given)")
+	fs.Var(&o.DownAt, "outage-at", "layers: how long the bottom serves before its outage, a `DURATION` up to 24h (0: down from t = 0)")
+	o.BudgetRatio, o.BudgetBurst = 0.1, 10
+	o.BudgetPercent, o.BudgetInterval, o.BudgetMinRetries, o.BudgetMinInterval = 20, Duration(10*time.Second), 10, Duration(time.Second)
+	fs.Float64Var(&o.BudgetRatio, "budget-ratio", o.BudgetRatio, "layers: a token budget for each layer, `R` retries a call (0 to 1000), with --budget-burst")
+	fs.Var(&o.BudgetBurst, "budget-burst", "layers: a token budget for each layer, at most `N` tokens held (1 to 1e9)")
+	fs.Float64Var(&o.BudgetPercent, "budget-percent", o.BudgetPercent, "layers: a windowed budget for each layer, `P` percent of the calls in its interval as retries (0 to 100)")
+	fs.Var(&o.BudgetInterval, "budget-interval", "layers: the windowed budget's interval, a `DURATION` from 1ms to 1h")
+	fs.Var(&o.BudgetMinRetries, "budget-min-retries", "layers: the windowed budget's minimum, `N` retries every --budget-min-interval")
+	fs.Var(&o.BudgetMinInterval, "budget-min-interval", "layers: the interval of --budget-min-retries, a `DURATION` from 1ms")
 	fs.Uint64Var(&o.Seed, "seed", 0, "the seed the jitter, the spread and the latencies are drawn from, `S`")
+}
+
+// budgets returns which kinds of budget the options set: a token one when
+// --budget-ratio or --budget-burst is given, a windowed one when any of
+// the windowed ones is.
+func (o *SimulateOptions) budgets() (token, window bool) {
+	if o.fs == nil {
+		return false, false
+	}
+	o.fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "budget-ratio", "budget-burst":
+			token = true
+		case "budget-percent", "budget-interval", "budget-min-retries", "budget-min-interval":
+			window = true
+		}
+	})
+	return token, window
+}
+
+// WindowMinRetries is --budget-min-retries a --budget-min-interval
+// converted to retries a --budget-interval, rounded down.
+func (o *SimulateOptions) WindowMinRetries() int {
+	if o.BudgetMinInterval <= 0 {
+		return 0
+	}
+	n := float64(o.BudgetMinRetries) * float64(o.BudgetInterval) / float64(o.BudgetMinInterval)
+	return int(min(n, 2e9))
+}
+
+// Budgeted returns chains with the budgets the options give each layer:
+// chains as they are when none is given; each chain with a token budget
+// and, beside it, with a windowed one, for those given.
+func (o *SimulateOptions) Budgeted(chains []fleet.Chain) []fleet.Chain {
+	token, window := o.budgets()
+	if !token && !window {
+		return chains
+	}
+	var out []fleet.Chain
+	for _, c := range chains {
+		if token {
+			layers := slices.Clone(c.Layers)
+			for i := range layers {
+				layers[i].BudgetRatio, layers[i].BudgetBurst = o.BudgetRatio, int(o.BudgetBurst)
+			}
+			out = append(out, fleet.Chain{Name: c.Name + ", token budget", Layers: layers})
+		}
+		if window {
+			layers := slices.Clone(c.Layers)
+			for i := range layers {
+				layers[i].BudgetPercent, layers[i].BudgetInterval, layers[i].BudgetMinRetries = o.BudgetPercent, time.Duration(o.BudgetInterval), o.WindowMinRetries()
+			}
+			out = append(out, fleet.Chain{Name: c.Name + ", windowed budget", Layers: layers})
+		}
+	}
+	return out
+}
+
+// checkBudgets returns the budget options out of range.
+func (o *SimulateOptions) checkBudgets() []Option {
+	var errs []Option
+	if !(o.BudgetRatio >= 0 && o.BudgetRatio <= 1000) {
+		errs = append(errs, Option{"budget-ratio", "must be between 0 and 1000, got " + strconv.FormatFloat(o.BudgetRatio, 'g', -1, 64)})
+	}
+	if o.BudgetBurst < 1 || o.BudgetBurst > 1e9 {
+		errs = append(errs, Option{"budget-burst", fmt.Sprintf("must be between 1 and 1000000000, got %d", o.BudgetBurst)})
+	}
+	if !(o.BudgetPercent >= 0 && o.BudgetPercent <= 100) {
+		errs = append(errs, Option{"budget-percent", "must be between 0 and 100, got " + strconv.FormatFloat(o.BudgetPercent, 'g', -1, 64)})
+	}
+	if o.BudgetInterval < Duration(time.Millisecond) || o.BudgetInterval > Duration(time.Hour) {
+		errs = append(errs, Option{"budget-interval", "must be between 1ms and 1h, got " + time.Duration(o.BudgetInterval).String()})
+	}
+	if o.BudgetMinRetries < 0 || o.BudgetMinRetries > 1e9 {
+		errs = append(errs, Option{"budget-min-retries", fmt.Sprintf("must be between 0 and 1000000000, got %d", o.BudgetMinRetries)})
+	}
+	if o.BudgetMinInterval < Duration(time.Millisecond) {
+		errs = append(errs, Option{"budget-min-interval", "must be at least 1ms, got " + time.Duration(o.BudgetMinInterval).String()})
+	} else if o.WindowMinRetries() > 1e9 {
+		errs = append(errs, Option{"budget-min-retries", fmt.Sprintf("must come to at most 1000000000 retries a --budget-interval, got %d", o.WindowMinRetries())})
+	}
+	return errs
 }
 
 // Check returns the options out of range, or beyond the limits.
@@ -168,6 +273,10 @@ func (o *SimulateOptions) Check(limits Limits) []Option {
 	if o.Down == 0 {
 		errs = append(errs, Option{"outage", "must be more than 0"})
 	}
+	if o.DownAt > Duration(24*time.Hour) {
+		errs = append(errs, Option{"outage-at", "must be at most 24h, got " + time.Duration(o.DownAt).String()})
+	}
+	errs = append(errs, o.checkBudgets()...)
 	return append(errs, o.otherScenario()...)
 }
 
@@ -207,7 +316,8 @@ func (o *SimulateOptions) Outage() fleet.Outage {
 // chain to be set: the outage and capacity are 30 s and 150 a second
 // unless given, the outage scenario's defaults suiting a fleet's.
 func (o *SimulateOptions) Layers() fleet.Layers {
-	l := fleet.Layers{Rate: float64(o.Rate), Duration: time.Duration(o.Span), Down: 30 * time.Second, Capacity: 150, Seed: o.Seed, MaxCalls: int(o.MaxRuns)}
+	l := fleet.Layers{Rate: float64(o.Rate), Duration: time.Duration(o.Span), Down: 30 * time.Second, DownAt: time.Duration(o.DownAt),
+		Capacity: 150, Seed: o.Seed, MaxCalls: int(o.MaxRuns)}
 	if o.fs != nil {
 		o.fs.Visit(func(f *flag.Flag) {
 			switch f.Name {
