@@ -233,7 +233,7 @@ func writeRetries(w io.Writer, l fleet.Layers, chains []fleet.Chain, results []f
 	fmt.Fprintln(tw, "chain\tbefore the outage\tits first 5s\tits height\tthe 10s after\t")
 	for i, r := range results {
 		f := report.RetriesOf(l, r)
-		before := "-" // no healthy second before it
+		before := "-"        // no healthy second before it
 		if l.DownAt >= 1e9 { // a second
 			before = fmt.Sprintf("%.1f", f.Before)
 		}
