@@ -48,8 +48,12 @@ at most --capacity calls a second; every layer is a retry loop of its own. Print
 chain, the requests, the calls the bottom saw and their amplification, the peak load over
 capacity, the p99 latency and the recovery. Without a strategy: the four ways
 of the general retry rules (every layer retrying, the client alone, a budget, a
-breaker); with strategies, one a layer, top first. A run follows at most --max-runs
-calls. --svg draws the bottom's load.`
+breaker); with strategies, one a layer, top first. --budget-ratio and --budget-burst give
+every layer a token budget, --budget-percent, --budget-interval, --budget-min-retries and
+--budget-min-interval a windowed one (side by side when both are given, on the chain given or
+every layer retrying); --outage-at gives the bottom a healthy stretch first. Prints too the
+retries a second around the outage. A run follows at most --max-runs calls. --svg draws the
+bottom's load.`
 )
 
 func runSimulate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
