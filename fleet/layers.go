@@ -282,12 +282,23 @@ func (l *Layers) check() error {
 		return fmt.Errorf("fleet: Layers: FailRate must be in [0, 1), got %v", l.FailRate)
 	case l.MaxCalls < 1 || l.MaxCalls > 1e9 || l.Capacity < 0 || l.Down < 0:
 		return errors.New("fleet: Layers: MaxCalls from 1 to 1e9, and no negative Capacity or Down")
-	case l.DownAt < 0 || l.DownAt > maxLayersSpan:
-		return fmt.Errorf("fleet: Layers: DownAt from 0 to %s, got %v", say.GoDuration(maxLayersSpan), l.DownAt)
-	case l.Duration < 0 || l.Duration > maxLayersSpan || l.Horizon < 0 || l.Horizon > maxLayersSpan:
-		return fmt.Errorf("fleet: Layers: Duration and Horizon from 0 to %s", say.GoDuration(maxLayersSpan))
+	}
+	if err := l.checkSpans(); err != nil {
+		return err
 	}
 	return l.checkLayers()
+}
+
+// checkSpans returns the error of the first span out of range: Duration,
+// Horizon and DownAt within a day.
+func (l *Layers) checkSpans() error {
+	switch {
+	case l.Duration < 0 || l.Duration > maxLayersSpan || l.Horizon < 0 || l.Horizon > maxLayersSpan:
+		return fmt.Errorf("fleet: Layers: Duration and Horizon from 0 to %s", say.GoDuration(maxLayersSpan))
+	case l.DownAt < 0 || l.DownAt > maxLayersSpan:
+		return fmt.Errorf("fleet: Layers: DownAt from 0 to %s, got %v", say.GoDuration(maxLayersSpan), l.DownAt)
+	}
+	return nil
 }
 
 // checkLayers returns the error of the first layer out of range, naming
