@@ -36,7 +36,7 @@ func (p *Policy) handle(ctx context.Context, msg jetstream.Msg, h Handler, ackWa
 	}
 	runCtx := ctx
 	ctx = context.WithoutCancel(ctx) // the policy's own round trips end as they would, the consumer stopping
-	m := delivery{msg: msg, md: md, key: historyKey(md.Stream, md.Consumer, md.Sequence.Stream),
+	m := delivery{msg: msg, md: md, key: historyKey(md.Stream, md.Consumer, md.Sequence.Stream, md.Timestamp),
 		seed: queuekit.Seed(int64(md.Sequence.Stream))}
 	m.pol = p.policyOf(ctx, m)
 	var room [16]int64

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -244,6 +245,26 @@ func (e *env) deadMessages(t testing.TB, want int) []*jetstream.RawStreamMsg {
 		require.True(t, time.Now().Before(deadline), "%d dead-letter messages of %d", info.State.Msgs, want)
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// history returns the history entry of the message at stream sequence
+// seq: its key is the stream, the consumer, the sequence and the message's
+// timestamp.
+func (e *env) history(t testing.TB, seq uint64) jetstream.KeyValueEntry {
+	t.Helper()
+	ctx := context.Background()
+	keys, err := e.kv.ListKeys(ctx)
+	require.NoError(t, err)
+	prefix := fmt.Sprintf("JOBS.worker.%d.", seq)
+	for k := range keys.Keys() {
+		if strings.HasPrefix(k, prefix) {
+			entry, err := e.kv.Get(ctx, k)
+			require.NoError(t, err)
+			return entry
+		}
+	}
+	t.Fatalf("no history under %s…", prefix)
+	return nil
 }
 
 // histories is how many messages the history bucket's stream holds.

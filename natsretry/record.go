@@ -11,8 +11,9 @@ import (
 	"github.com/retrypolicy/retrypolicy/retry"
 )
 
-// recordVersion is the first byte of a history as this package writes it.
-const recordVersion = 1
+// recordVersion is the first byte of a history as this package writes it:
+// 2 since a history keeps the wait decided; 1 is read as a wait unknown.
+const recordVersion = 2
 
 // flagDead marks a history whose message is being moved to the dead-letter
 // stream.
@@ -25,6 +26,10 @@ type history struct {
 	seen uint64
 	// due is when the message may run again, Unix milliseconds; 0 for now.
 	due int64
+	// wait is the wait decided for that delivery, in milliseconds: a
+	// redelivery before due is sent back only while due is within wait
+	// plus AckWait of its clock.
+	wait int64
 	// dead marks a message the policy has given up: its copy to the
 	// dead-letter stream may be made already, with reason and lastError.
 	dead      bool
@@ -35,9 +40,9 @@ type history struct {
 	failures []int64
 }
 
-// appendHistory appends h as stored: a version byte, a flags byte, seen
-// and due as varints, for a dead message its reason and error text, then
-// the failures in the root History's binary encoding (queuekit.Record).
+// appendHistory appends h as stored: a version byte, a flags byte, seen,
+// due and wait as varints, for a dead message its reason and error text,
+// then the failures in the root History's binary encoding (queuekit.Record).
 func appendHistory(b []byte, h history) []byte {
 	flags := byte(0)
 	if h.dead {
@@ -46,6 +51,7 @@ func appendHistory(b []byte, h history) []byte {
 	b = append(b, recordVersion, flags)
 	b = binary.AppendUvarint(b, h.seen)
 	b = binary.AppendVarint(b, h.due)
+	b = binary.AppendVarint(b, h.wait)
 	if h.dead {
 		b = append(b, byte(h.reason))
 		b = binary.AppendUvarint(b, uint64(len(h.lastError)))
@@ -61,9 +67,10 @@ var errHistory = errors.New("not a history this package wrote")
 // into room[:0].
 func readHistory(b []byte, room []int64) (history, error) {
 	var h history
-	if len(b) < 2 || b[0] != recordVersion || b[1]&^flagDead != 0 {
+	if len(b) < 2 || b[0] != recordVersion && b[0] != 1 || b[1]&^flagDead != 0 {
 		return h, errHistory
 	}
+	version := b[0]
 	h.dead = b[1]&flagDead != 0
 	b = b[2:]
 	var n int
@@ -75,6 +82,12 @@ func readHistory(b []byte, room []int64) (history, error) {
 		return h, errHistory
 	}
 	b = b[n:]
+	if version > 1 {
+		if h.wait, n = binary.Varint(b); n <= 0 {
+			return h, errHistory
+		}
+		b = b[n:]
+	}
 	if h.dead {
 		if len(b) < 1 {
 			return h, errHistory
@@ -101,16 +114,20 @@ func (h history) dueTime() time.Time {
 	return time.UnixMilli(h.due)
 }
 
-// historyKey is the key of a message's history: its stream, its consumer
-// and its stream sequence, the names escaped to the characters a key may
-// hold.
-func historyKey(stream, consumer string, seq uint64) string {
-	b := make([]byte, 0, len(stream)+len(consumer)+24)
+// historyKey is the key of a message's history: its stream, its consumer,
+// its stream sequence and the message's own timestamp (stable across its
+// redeliveries, so that a stream deleted and made again, its sequences
+// restarting, never meets an old history), the names escaped to the
+// characters a key may hold.
+func historyKey(stream, consumer string, seq uint64, stamp time.Time) string {
+	b := make([]byte, 0, len(stream)+len(consumer)+44)
 	b = escapeKey(b, stream)
 	b = append(b, '.')
 	b = escapeKey(b, consumer)
 	b = append(b, '.')
-	return string(strconv.AppendUint(b, seq, 10))
+	b = strconv.AppendUint(b, seq, 10)
+	b = append(b, '.')
+	return string(strconv.AppendInt(b, stamp.UnixNano(), 10))
 }
 
 // escapeKey appends s with every byte but letters, digits, '-' and '_'

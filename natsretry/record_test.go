@@ -3,6 +3,7 @@ package natsretry
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -13,7 +14,7 @@ import (
 func TestHistoryRoundTrip(t *testing.T) {
 	for _, h := range []history{
 		{},
-		{seen: 3, due: 1_790_000_000_123, failures: []int64{1_790_000_000_000_000_000, 1_790_000_001_500_000_000}},
+		{seen: 3, due: 1_790_000_000_123, wait: 1500, failures: []int64{1_790_000_000_000_000_000, 1_790_000_001_500_000_000}},
 		{seen: 1 << 40, dead: true, reason: retry.NotRetryable, lastError: "disk full", failures: []int64{-5, 7}},
 	} {
 		b := appendHistory(nil, h)
@@ -35,18 +36,31 @@ func TestHistoryRefusesWhatItDidNotWrite(t *testing.T) {
 		_, err := readHistory(full[:n], nil)
 		assert.Error(t, err, "cut at %d of %d", n, len(full))
 	}
-	_, err := readHistory(append([]byte{2}, full[1:]...), nil)
-	assert.Error(t, err, "version 2")
-	_, err = readHistory(append([]byte{1, 4}, full[2:]...), nil)
+	_, err := readHistory(append([]byte{3}, full[1:]...), nil)
+	assert.Error(t, err, "version 3")
+	_, err = readHistory(append([]byte{2, 4}, full[2:]...), nil)
 	assert.Error(t, err, "an unknown flag")
-	long := append([]byte{1, 1, 0, 0, 3}, 0xff, 0xff, 0x03) // an error text longer than MaxErrorText
+	long := append([]byte{2, 1, 0, 0, 0, 3}, 0xff, 0xff, 0x03) // an error text longer than MaxErrorText
 	_, err = readHistory(long, nil)
 	assert.Error(t, err)
 }
 
+// TestHistoryReadsVersion1: a history written before the wait was kept
+// reads with a wait unknown (0).
+func TestHistoryReadsVersion1(t *testing.T) {
+	v1 := []byte{1, 0, 3, 4} // seen 3, due 2 (zigzag), no failures
+	v1 = append(v1, appendHistory(nil, history{})[5:]...)
+	h, err := readHistory(v1, nil)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(3), h.seen)
+	assert.Equal(t, int64(2), h.due)
+	assert.Zero(t, h.wait)
+}
+
 func TestHistoryKey(t *testing.T) {
-	assert.Equal(t, "JOBS.worker.42", historyKey("JOBS", "worker", 42))
-	assert.Equal(t, "a=2Eb.c=20d=C3=A9.7", historyKey("a.b", "c dé", 7), "a dot, a space and é escaped")
+	at := time.Unix(1_700_000_000, 123)
+	assert.Equal(t, "JOBS.worker.42.1700000000000000123", historyKey("JOBS", "worker", 42, at))
+	assert.Equal(t, "a=2Eb.c=20d=C3=A9.7.1700000000000000123", historyKey("a.b", "c dé", 7, at), "a dot, a space and é escaped")
 }
 
 func TestClip(t *testing.T) {
