@@ -290,7 +290,7 @@ func TestReplay(t *testing.T) {
 		})
 	e.publish(t, "jobs.a", "x", nats.Header{"Tenant": []string{"acme"}})
 	dead := e.deadMessages(t, 1)[0]
-	ack, err := natsretry.Replay(context.Background(), e.js, dead)
+	ack, err := natsretry.Replay(context.Background(), e.js, dead, "JOBS")
 	require.NoError(t, err)
 	assert.Equal(t, "JOBS", ack.Stream)
 	eventually(t, "the replayed message acked", func() bool { u, p := e.pending(t); return runs.Load() == 2 && u == 0 && p == 0 })
@@ -298,7 +298,7 @@ func TestReplay(t *testing.T) {
 	replayed, err := e.jobs.GetMsg(context.Background(), ack.Sequence)
 	require.NoError(t, err)
 	assert.Empty(t, replayed.Header.Get(natsretry.HeaderReason), "the dead-letter headers stay behind")
-	_, err = natsretry.Replay(context.Background(), e.js, &jetstream.RawStreamMsg{Subject: "dead.jobs", Data: []byte("x")})
+	_, err = natsretry.Replay(context.Background(), e.js, &jetstream.RawStreamMsg{Subject: "dead.jobs", Data: []byte("x")}, "JOBS")
 	assert.ErrorContains(t, err, "not a dead letter")
 }
 

@@ -71,3 +71,23 @@ func TestClip(t *testing.T) {
 	assert.True(t, strings.HasSuffix(got, "…"))
 	assert.True(t, strings.HasPrefix(long, strings.TrimSuffix(got, "…")), "cut at a character's boundary")
 }
+
+func TestSubjectMatches(t *testing.T) {
+	for _, c := range []struct {
+		pattern, subject string
+		want             bool
+	}{
+		{"jobs.>", "jobs.a", true}, {"jobs.>", "jobs.a.b", true}, {"jobs.>", "jobs", false},
+		{"jobs.*", "jobs.a", true}, {"jobs.*", "jobs.a.b", false}, {"jobs.a", "jobs.a", true},
+		{"jobs.a", "jobs.b", false}, {"*.a", "x.a", true}, {">", "anything.at.all", true},
+		{"jobs.*.c", "jobs.b.c", true}, {"jobs.*.c", "jobs.b.d", false}, {"jobs", "jobs.a", false},
+	} {
+		assert.Equal(t, c.want, subjectMatches(c.pattern, c.subject), "%s ~ %s", c.pattern, c.subject)
+	}
+	for _, s := range []string{"jobs.a", "a"} {
+		assert.True(t, publishable(s), s)
+	}
+	for _, s := range []string{"", "jobs.*", "jobs.>", "jobs..a", ".a", "a.", "a b"} {
+		assert.False(t, publishable(s), s)
+	}
+}
