@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/retrypolicy/retrypolicy"
 	"github.com/retrypolicy/retrypolicy/natsretry"
 	"github.com/retrypolicy/retrypolicy/retry"
 )
@@ -101,4 +104,144 @@ func TestReplayPublishesOnlyWhereTheMessageCameFrom(t *testing.T) {
 	ack, err := natsretry.Replay(ctx, e.js, forged("jobs.a", "JOBS"), "JOBS")
 	require.NoError(t, err, "a dead letter of the stream named, on a subject it captures")
 	assert.Equal(t, "JOBS", ack.Stream)
+}
+
+// nilErr is a handler's error type whose Error dereferences its receiver:
+// a typed nil pointer of it, returned as an error, panics when read.
+type nilErr struct{ text string }
+
+func (e *nilErr) Error() string { return e.text }
+
+// panicky is an error whose every method panics.
+type panicky struct{}
+
+func (panicky) Error() string { panic("Error") }
+func (panicky) Unwrap() error { panic("Unwrap") }
+func (panicky) Is(error) bool { panic("Is") }
+func (panicky) As(any) bool   { panic("As") }
+
+// itself is an error that unwraps to itself.
+type itself struct{}
+
+func (e *itself) Error() string { return "I am my own cause" }
+func (e *itself) Unwrap() error { return e }
+
+// TestNothingAHandlerDoesStopsTheConsumer: a handler that returns a
+// Permanent typed nil whose Error panics, one that calls runtime.Goexit,
+// one whose error panics in every method, one whose error unwraps to
+// itself, under a Decided hook that panics each time: each is a failure of
+// its run, dead-lettered (the strategy is none), and the message after
+// them is handled. Until runs were guarded, the first killed the process,
+// and Goexit silently ended the consumer's dispatch.
+func TestNothingAHandlerDoesStopsTheConsumer(t *testing.T) {
+	e := newEnv(t)
+	var logs logBuffer
+	var typedNil *nilErr
+	var ok atomic.Bool
+	e.consume(t, natsretry.Config{Default: retrypolicy.Strategy{Kind: retrypolicy.None}, Logger: logs.logger(),
+		Hooks: natsretry.Hooks{Decided: func(context.Context, string, retrypolicy.Decision, retry.Reason) { panic("a hook") }}},
+		func(_ context.Context, m jetstream.Msg) error {
+			switch string(m.Data()) {
+			case "typed nil":
+				return retry.Permanent(typedNil)
+			case "goexit":
+				runtime.Goexit()
+			case "panicky":
+				return panicky{}
+			case "itself":
+				return &itself{}
+			}
+			ok.Store(true)
+			return nil
+		})
+	for _, data := range []string{"typed nil", "goexit", "panicky", "itself", "fine"} {
+		e.publish(t, "jobs.a", data, nil)
+	}
+	dead := e.deadMessages(t, 4)
+	got := map[string][2]string{}
+	for _, d := range dead {
+		got[string(d.Data)] = [2]string{d.Header.Get(natsretry.HeaderReason), d.Header.Get(natsretry.HeaderError)}
+	}
+	assert.Equal(t, map[string][2]string{
+		"typed nil": {"not_retryable", "an error whose Error method panicked"},
+		"goexit":    {"strategy_none", "natsretry: the handler called runtime.Goexit"},
+		"panicky":   {"strategy_none", "an error whose Error method panicked"},
+		"itself":    {"strategy_none", "I am my own cause"},
+	}, got)
+	eventually(t, "the message after them handled", func() bool { u, p := e.pending(t); return ok.Load() && u == 0 && p == 0 })
+	assert.Contains(t, logs.String(), "the Decided hook panicked")
+	assert.Contains(t, logs.String(), "runtime.Goexit")
+	assert.Contains(t, logs.String(), "goroutine ", "logged with the stack")
+}
+
+// TestStoppingAConsumerStopsKeepingItsRuns: a handler that ignores its
+// context holds its message while its consumer runs; once the consumer is
+// stopped, the run is no longer kept in progress, and another consumer of
+// the same durable gets the message after AckWait. Until then, the run
+// was kept in progress for ever: the other consumer got nothing in 6
+// AckWaits.
+func TestStoppingAConsumerStopsKeepingItsRuns(t *testing.T) {
+	s := startServer(t, t.TempDir(), -1)
+	e := setup(t, s.ClientURL(), 1, time.Second, 0)
+	release := make(chan struct{})
+	defer close(release)
+	started := make(chan struct{}, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	p, err := natsretry.New(ctx, e.js, natsretry.Config{History: e.kv, DeadLetter: "dead.jobs", Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	cc, err := p.Consume(ctx, e.consumer, func(context.Context, jetstream.Msg) error {
+		started <- struct{}{}
+		<-release // ignores its context
+		return nil
+	}, jetstream.PullExpiry(time.Second))
+	require.NoError(t, err)
+	e.publish(t, "jobs.a", "x", nil)
+	<-started
+	cancel()
+	cc.Stop()
+	var second atomic.Int64
+	e.consume(t, natsretry.Config{}, func(context.Context, jetstream.Msg) error { second.Add(1); return nil })
+	eventually(t, "the other consumer gets the message", func() bool { return second.Load() == 1 })
+}
+
+// TestARunPastMaxRunIsAbandoned: a run that ignores its context past
+// Config.MaxRun has its context cancelled and is abandoned: JetStream
+// redelivers the message after AckWait, that run counts (one failure: the
+// delivery that ended unseen) and acks it; what the abandoned run returns
+// later is discarded, no decision made of it.
+func TestARunPastMaxRunIsAbandoned(t *testing.T) {
+	s := startServer(t, t.TempDir(), -1)
+	e := setup(t, s.ClientURL(), 1, time.Second, 0)
+	got := newDecisions()
+	release, returned := make(chan struct{}), make(chan struct{})
+	var cancelled atomic.Bool
+	var runs atomic.Int64
+	var logs logBuffer
+	e.consume(t, natsretry.Config{MaxRun: 500 * ms, Hooks: got.hooks(), Logger: logs.logger(),
+		Default: retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped, Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: ms}}},
+		func(ctx context.Context, _ jetstream.Msg) error {
+			if runs.Add(1) > 1 {
+				return nil
+			}
+			defer close(returned)
+			select {
+			case <-ctx.Done():
+				cancelled.Store(true)
+			case <-time.After(within):
+			}
+			<-release
+			return errors.New("late")
+		})
+	e.publish(t, "jobs.a", "x", nil)
+	eventually(t, "the message redelivered and acked", func() bool { u, p := e.pending(t); return runs.Load() == 2 && u == 0 && p == 0 })
+	assert.True(t, cancelled.Load(), "the abandoned run's context was cancelled")
+	decided := got.wait(t, 1)
+	assert.Len(t, decided, 1, "the delivery that ended unseen, once")
+	close(release)
+	<-returned
+	time.Sleep(50 * ms) // what the run returned has nowhere to go: nothing may follow
+	got.mu.Lock()
+	assert.Len(t, got.all, 1, "no decision on what the abandoned run returned")
+	got.mu.Unlock()
+	assert.Contains(t, logs.String(), "passed Config.MaxRun")
 }

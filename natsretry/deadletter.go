@@ -48,7 +48,7 @@ func (p *Policy) deadLetter(ctx context.Context, m delivery, hist history) {
 		return
 	}
 	if !ack.Duplicate && p.hooks.DeadLettered != nil {
-		p.hooks.DeadLettered(ctx, m.msg.Subject(), hist.reason)
+		p.hook(ctx, "DeadLettered", func() { p.hooks.DeadLettered(ctx, m.msg.Subject(), hist.reason) })
 	}
 	if err := m.msg.TermWithReason(hist.reason.String()); err != nil {
 		p.logger.ErrorContext(ctx, "natsretry: cannot terminate the dead-lettered message", p.ids(m, err)...)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -69,24 +68,27 @@ func (p *Policy) handle(ctx context.Context, msg jetstream.Msg, h Handler, ackWa
 		}
 	}
 	start := p.now()
-	err = p.run(runCtx, msg, h, ackWait)
-	p.ended(ctx, runCtx, m, hist, err, start, p.now())
+	o := p.run(runCtx, msg, h, ackWait)
+	if o.abandoned {
+		return // JetStream's redelivery, after AckWait, is the run that counts
+	}
+	p.ended(ctx, m, hist, o, start, p.now())
 }
 
-// ended acts on the end of m's run, from start to end under runCtx, which
-// returned err: done, failed, or interrupted by the consumer stopping (its
-// context done, and the run returning that), which is no failure: the
-// message is redelivered at once, counting nothing.
-func (p *Policy) ended(ctx, runCtx context.Context, m delivery, hist history, err error, start, end time.Time) {
+// ended acts on the end of m's run, from start to end: done, failed, or
+// interrupted by the consumer stopping (its context done, and the run
+// returning that), which is no failure: the message is redelivered at
+// once, counting nothing.
+func (p *Policy) ended(ctx context.Context, m delivery, hist history, o outcome, start, end time.Time) {
 	switch {
-	case err == nil:
+	case o.err == nil:
 		p.done(ctx, m)
-	case runCtx.Err() != nil && errors.Is(err, runCtx.Err()):
+	case o.stopped:
 		hist.seen = m.md.NumDelivered
 		p.store(ctx, m, hist)
 		p.nak(ctx, m, 0)
 	default:
-		p.failed(ctx, m, hist, err, start, end)
+		p.failed(ctx, m, hist, o.err, start, end)
 	}
 }
 
@@ -132,35 +134,137 @@ func (p *Policy) unseen(ctx context.Context, m delivery, hist history, now time.
 	return hist, true
 }
 
-// run runs h on msg, telling JetStream every ackWait/2 that the delivery
-// is in progress. A panic in h is its error.
-func (p *Policy) run(ctx context.Context, msg jetstream.Msg, h Handler, ackWait time.Duration) (err error) {
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		tick := time.NewTicker(max(ackWait/2, time.Millisecond))
-		defer tick.Stop()
-		for {
-			select {
-			case <-tick.C:
-				_ = msg.InProgress() // a lost one is a redelivery, counted as unseen
-			case <-stop:
-				return
-			}
+// outcome is how a run ended, read from what its handler did inside the
+// run's own recover: nothing the handler returns is trusted further.
+type outcome struct {
+	// err is nil for a success; else an error of this package's own
+	// making, with the text and the retry marks of the handler's.
+	err error
+	// stopped: the handler returned its context's error once the consumer
+	// stopped.
+	stopped bool
+	// abandoned: the run passed Config.MaxRun and was given up on.
+	abandoned bool
+}
+
+// errGoexit is the failure of a handler that called runtime.Goexit.
+var errGoexit = errors.New("natsretry: the handler called runtime.Goexit")
+
+// run runs h on msg in a goroutine of its own, telling JetStream every
+// ackWait/2 that the delivery is in progress until it ends or the
+// consumer's ctx is done. A panic in h, in its error's methods, or a
+// runtime.Goexit is a failure of the run, logged with its stack. A run
+// longer than MaxRun is abandoned: its context cancelled, logged, and
+// whatever it returns later discarded.
+func (p *Policy) run(ctx context.Context, msg jetstream.Msg, h Handler, ackWait time.Duration) outcome {
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan outcome, 1) // an abandoned run's outcome lands here, unread
+	go p.runHandler(ctx, runCtx, msg, h, done)
+	tick := time.NewTicker(max(ackWait/2, time.Millisecond))
+	defer tick.Stop()
+	limit := time.NewTimer(p.maxRun)
+	defer limit.Stop()
+	inProgress, stopped := tick.C, ctx.Done()
+	for {
+		select {
+		case o := <-done:
+			return o
+		case <-inProgress:
+			_ = msg.InProgress() // a lost one is a redelivery, counted as unseen
+		case <-stopped:
+			inProgress, stopped = nil, nil // the consumer stopped: its runs are no longer kept
+		case <-limit.C:
+			cancel()
+			p.logger.ErrorContext(ctx, "natsretry: the run passed Config.MaxRun and is abandoned; JetStream redelivers the message",
+				slog.String("subject", msg.Subject()), slog.Duration("max_run", p.maxRun))
+			return outcome{abandoned: true}
 		}
-	})
+	}
+}
+
+// runHandler calls h and sends how it ended to done, whatever h does.
+func (p *Policy) runHandler(ctx, runCtx context.Context, msg jetstream.Msg, h Handler, done chan<- outcome) {
+	o := outcome{err: errGoexit} // what is sent if h never returns to say otherwise
 	defer func() {
-		close(stop)
-		wg.Wait()
+		if o.err == errGoexit {
+			p.logger.ErrorContext(ctx, errGoexit.Error(), slog.String("subject", msg.Subject()), slog.String("stack", string(debug.Stack())))
+		}
+		done <- o
 	}()
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("natsretry: the handler panicked: %v", r)
-			p.logger.ErrorContext(ctx, err.Error(), slog.String("stack", string(debug.Stack())))
+			o = outcome{err: fmt.Errorf("natsretry: the handler panicked: %v", r)}
+			p.logger.ErrorContext(ctx, o.err.Error(), slog.String("subject", msg.Subject()), slog.String("stack", string(debug.Stack())))
 		}
 	}()
-	return h(retry.DeferAfter(ctx, p.deferAfter), msg)
+	err := h(retry.DeferAfter(runCtx, p.deferAfter), msg)
+	o = p.settle(ctx, msg, err)
 }
+
+// settle reads what the policy needs of err, the handler's error, each
+// read under a recover of its own (a method of err may panic) and every
+// walk of its chain bounded: whether the consumer stopped, its retry
+// marks, its text. It returns an outcome whose error is the package's own.
+func (p *Policy) settle(ctx context.Context, msg jetstream.Msg, err error) (o outcome) {
+	if err == nil {
+		return outcome{}
+	}
+	guard := func(what string) {
+		if r := recover(); r != nil {
+			p.logger.ErrorContext(ctx, "natsretry: the handler's error panicked in "+what, slog.String("subject", msg.Subject()),
+				slog.Any("panic", r), slog.String("stack", string(debug.Stack())))
+		}
+	}
+	var marks errMarks
+	func() {
+		defer guard("its Unwrap or Is methods")
+		o.stopped = ctx.Err() != nil && retry.Is(err, ctx.Err())
+		marks.permanent = retry.IsPermanent(err)
+		marks.asked, marks.isAsked = retry.AfterWait(err)
+		marks.deferred, marks.isDeferred = retry.DeferredWait(err)
+	}()
+	text := "an error whose Error method panicked"
+	func() {
+		defer guard("its Error method")
+		text = clip(err.Error())
+	}()
+	o.err = marks.on(text)
+	return o
+}
+
+// errMarks are the retry marks of a handler's error.
+type errMarks struct {
+	permanent           bool
+	asked, deferred     time.Duration
+	isAsked, isDeferred bool
+}
+
+// on returns an error of text carrying the marks, as queuekit.Judge reads
+// them.
+func (m errMarks) on(text string) error {
+	e := &settled{text: text}
+	if m.isAsked {
+		e.marks = append(e.marks, retry.After(errors.New("a wait asked"), m.asked))
+	}
+	if m.isDeferred {
+		e.marks = append(e.marks, &retry.GiveUpError{Reason: retry.Deferred, Wait: m.deferred})
+	}
+	if m.permanent {
+		return retry.Permanent(e)
+	}
+	return e
+}
+
+// settled is a handler's error as the policy keeps it: its text, and its
+// marks as errors of the retry package.
+type settled struct {
+	text  string
+	marks []error
+}
+
+func (e *settled) Error() string   { return e.text }
+func (e *settled) Unwrap() []error { return e.marks }
 
 // done acks m, then removes its history, even when the ack is not
 // confirmed: a redelivery counts as a failure either way, and a history
@@ -223,9 +327,7 @@ func (p *Policy) load(ctx context.Context, m delivery, room []int64) (history, b
 	hist, err := readHistory(e.Value(), room)
 	if err != nil {
 		p.logger.WarnContext(ctx, "natsretry: the message's history is unreadable; it starts anew", p.ids(m, err)...)
-		if p.hooks.Repaired != nil {
-			p.hooks.Repaired(ctx, m.msg.Subject())
-		}
+		p.repaired(ctx, m)
 		return history{}, true
 	}
 	return hist, true
@@ -266,7 +368,7 @@ func (p *Policy) nak(ctx context.Context, m delivery, delay time.Duration) {
 // run of uptime, and logs it at the Debug level.
 func (p *Policy) decided(ctx context.Context, m delivery, failures []int64, uptime time.Duration, v queuekit.Verdict) {
 	if p.hooks.Decided != nil {
-		p.hooks.Decided(ctx, m.msg.Subject(), v.Decision, v.GaveUp)
+		p.hook(ctx, "Decided", func() { p.hooks.Decided(ctx, m.msg.Subject(), v.Decision, v.GaveUp) })
 	}
 	if p.logger.Enabled(ctx, slog.LevelDebug) {
 		p.logger.DebugContext(ctx, "natsretry: decided", slog.String("subject", m.msg.Subject()),
@@ -274,6 +376,24 @@ func (p *Policy) decided(ctx context.Context, m delivery, failures []int64, upti
 			slog.Int("failures", len(failures)), slog.Duration("uptime", uptime),
 			slog.Any("decision", v.Decision), slog.String("gave_up", v.GaveUp.String()))
 	}
+}
+
+// repaired tells the Repaired hook that m's history was started anew.
+func (p *Policy) repaired(ctx context.Context, m delivery) {
+	if p.hooks.Repaired != nil {
+		p.hook(ctx, "Repaired", func() { p.hooks.Repaired(ctx, m.msg.Subject()) })
+	}
+}
+
+// hook calls f, which calls the hook named: a panic in it is logged with
+// its stack, and the consumer goes on.
+func (p *Policy) hook(ctx context.Context, name string, f func()) {
+	defer func() {
+		if r := recover(); r != nil {
+			p.logger.ErrorContext(ctx, "natsretry: the "+name+" hook panicked", slog.Any("panic", r), slog.String("stack", string(debug.Stack())))
+		}
+	}()
+	f()
 }
 
 // ids are the log attributes of m and err.

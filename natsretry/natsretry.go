@@ -47,6 +47,9 @@ const (
 	// DefaultDeferAfter is Config.DeferAfter's default.
 	DefaultDeferAfter = 5 * time.Second
 
+	// DefaultMaxRun is Config.MaxRun's default.
+	DefaultMaxRun = time.Hour
+
 	// StoreRetry is how long a message waits when its history cannot be
 	// read or its dead-letter copy cannot be made (the server is
 	// unavailable, say): it is redelivered then, and nothing is counted.
@@ -92,6 +95,13 @@ type Config struct {
 	// message is redelivered no earlier than its failure plus that wait.
 	// Zero is DefaultDeferAfter; a negative one defers nothing.
 	DeferAfter time.Duration
+
+	// MaxRun is the longest a handler may run: a run longer is abandoned,
+	// its context cancelled, logged, and whatever it returns later
+	// discarded (no ack, nak, history or hook), so that JetStream's
+	// redelivery after AckWait is the run that counts. Zero is
+	// DefaultMaxRun.
+	MaxRun time.Duration
 }
 
 // Hooks are functions the policy calls as it works, each with the
@@ -123,6 +133,7 @@ type Policy struct {
 	now               func() time.Time
 	hooks             Hooks
 	deferAfter        time.Duration
+	maxRun            time.Duration
 }
 
 // New returns a Policy for cfg on js. It returns an error naming the field
@@ -141,6 +152,9 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Policy, erro
 	if cfg.DeadLetter == "" {
 		return nil, errors.New("natsretry: Config.DeadLetter: a subject is required")
 	}
+	if cfg.MaxRun < 0 {
+		return nil, fmt.Errorf("natsretry: Config.MaxRun: must not be negative, got %v", cfg.MaxRun)
+	}
 	if _, err := js.StreamNameBySubject(ctx, cfg.DeadLetter); err != nil {
 		return nil, fmt.Errorf("natsretry: Config.DeadLetter: no stream captures %s: %w", queuekit.Quote(cfg.DeadLetter), err)
 	}
@@ -151,7 +165,7 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Policy, erro
 	p := &Policy{
 		js: js, policies: policies, kv: cfg.History, kvStream: kvStream, deadLetterSubject: cfg.DeadLetter,
 		logger: cmp.Or(cfg.Logger, slog.Default()), now: cfg.Now, hooks: cfg.Hooks,
-		deferAfter: cmp.Or(cfg.DeferAfter, DefaultDeferAfter),
+		deferAfter: cmp.Or(cfg.DeferAfter, DefaultDeferAfter), maxRun: cmp.Or(cfg.MaxRun, DefaultMaxRun),
 	}
 	if p.now == nil {
 		p.now = time.Now

@@ -189,20 +189,44 @@ type marks struct {
 	hasDeferred bool
 }
 
-// readMarks walks err's chain breadth-first, through every branch of a
-// joined error (Unwrap() []error), over at most maxErrors errors, and
-// returns the marks it finds.
+// readMarks walks err's chain (walk) and returns the marks it finds.
 func readMarks(err error) marks {
 	var m marks
+	walk(err, func(e error) bool { m.read(e); return true })
+	return m
+}
+
+// Is reports whether err or an error in its chain is target, by == or by
+// an Is(error) bool method, as errors.Is does, but walking breadth-first
+// through every branch of a joined error over at most 1,000 errors in all,
+// repeats counted: an error that holds itself ends. Like IsPermanent, it
+// is for code that reads errors a stranger returned.
+func Is(err, target error) bool {
+	found := false
+	walk(err, func(e error) bool {
+		is, ok := e.(interface{ Is(error) bool })
+		found = e == target || ok && is.Is(target)
+		return !found
+	})
+	return found
+}
+
+// walk calls visit on err and the errors it wraps, breadth-first through
+// every branch of a joined error (Unwrap() []error), at most maxErrors in
+// all, until visit returns false. It allocates nothing for a chain that
+// never queues more than 8 errors at once.
+func walk(err error, visit func(error) bool) {
 	if err == nil {
-		return m
+		return
 	}
 	var room [8]error
 	queue := append(room[:0], err)
 	for seen := 0; len(queue) > 0 && seen < maxErrors; seen++ {
 		e := queue[0]
 		queue = queue[1:]
-		m.read(e)
+		if !visit(e) {
+			return
+		}
 		switch u := e.(type) {
 		case interface{ Unwrap() error }:
 			if w := u.Unwrap(); w != nil && seen+len(queue) < maxErrors {
@@ -216,7 +240,6 @@ func readMarks(err error) marks {
 			}
 		}
 	}
-	return m
 }
 
 // read adds what e itself says, not what it wraps.
@@ -240,7 +263,7 @@ func (m *marks) read(e error) {
 		}
 	}
 	if is, ok := e.(interface{ Is(error) bool }); e == context.Canceled || ok && is.Is(context.Canceled) {
-		m.canceled = true
+		m.canceled = true // as Is(e, context.Canceled), on this error alone
 	}
 }
 

@@ -559,3 +559,22 @@ func TestRetryAroundRetryStopsOnAPermanentGiveUp(t *testing.T) {
 	assert.Equal(t, NotRetryable, gu.Reason)
 	assert.Equal(t, 1, outer, "the outer loop does not call again")
 }
+
+// isTimeout is an error whose Is method says it is context.DeadlineExceeded.
+type isTimeout struct{}
+
+func (isTimeout) Error() string        { return "timed out" }
+func (isTimeout) Is(target error) bool { return target == context.DeadlineExceeded }
+
+// TestIsWalksEveryBranchBounded: Is finds its target by == or an Is method
+// in any branch of a joined error, and ends on an error that holds itself,
+// where errors.Is would never return.
+func TestIsWalksEveryBranchBounded(t *testing.T) {
+	assert.True(t, Is(fmt.Errorf("run: %w", errors.Join(errFlaky, context.Canceled)), context.Canceled))
+	assert.True(t, Is(errors.Join(errFlaky, isTimeout{}), context.DeadlineExceeded))
+	assert.False(t, Is(errFlaky, context.Canceled))
+	assert.False(t, Is(nil, context.Canceled))
+	e := &selfJoined{}
+	assert.False(t, Is(e, context.Canceled))
+	assert.LessOrEqual(t, e.n, 1000)
+}
