@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -244,4 +245,47 @@ func TestARunPastMaxRunIsAbandoned(t *testing.T) {
 	assert.Len(t, got.all, 1, "no decision on what the abandoned run returned")
 	got.mu.Unlock()
 	assert.Contains(t, logs.String(), "passed Config.MaxRun")
+}
+
+// TestALargeMessageIsDeadLettered: a message of 1,047,976 bytes (the
+// server takes 1,048,576) fails for good with a long error: its copy sheds
+// the error text, and whatever else of the added headers does not fit,
+// and is dead-lettered. Until copies shed headers, the copy was refused
+// as too big and the message naked and redelivered every second, for
+// ever.
+func TestALargeMessageIsDeadLettered(t *testing.T) {
+	e := newEnv(t)
+	e.consume(t, natsretry.Config{}, func(context.Context, jetstream.Msg) error {
+		return retry.Permanent(errors.New(strings.Repeat("x", 1000)))
+	})
+	e.publish(t, "jobs.a", strings.Repeat("p", 1_047_976), nil)
+	dead := e.deadMessages(t, 1)[0]
+	assert.Len(t, dead.Data, 1_047_976)
+	assert.Empty(t, dead.Header.Get(natsretry.HeaderError), "the error text is shed first")
+	assert.Equal(t, "jobs.a", dead.Header.Get(natsretry.HeaderSubject), "where it came from, kept while it fits")
+	eventually(t, "the message terminated", func() bool { u, p := e.pending(t); return u == 0 && p == 0 })
+}
+
+// TestWrapRefusesDeadLetterStreamsThatLoseOrLoop: Wrap refuses a
+// dead-letter stream whose MaxMsgSize is below the work stream's, and a
+// consumer whose stream captures the dead-letter subject (wildcards
+// included), naming the setting. Until it did, a dead-letter subject
+// inside the work stream turned one poison message into thousands of dead
+// letters in seconds.
+func TestWrapRefusesDeadLetterStreamsThatLoseOrLoop(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	_, err := e.js.CreateStream(ctx, jetstream.StreamConfig{Name: "SMALL", Subjects: []string{"small.>"}, MaxMsgSize: 1000})
+	require.NoError(t, err)
+	for _, c := range []struct{ deadLetter, want string }{
+		{"small.jobs", `the dead-letter stream "SMALL"'s MaxMsgSize is 1000, below its stream "JOBS"'s (unlimited)`},
+		{"jobs.dead", `its stream "JOBS" captures Config.DeadLetter "jobs.dead" (by "jobs.>")`},
+	} {
+		p, err := natsretry.New(ctx, e.js, natsretry.Config{History: e.kv, DeadLetter: c.deadLetter})
+		require.NoError(t, err, "New checks only that some stream captures it")
+		_, err = p.Wrap(ctx, e.consumer, func(context.Context, jetstream.Msg) error { return nil })
+		assert.ErrorContains(t, err, c.want)
+		_, err = p.Consume(ctx, e.consumer, func(context.Context, jetstream.Msg) error { return nil })
+		assert.ErrorContains(t, err, c.want)
+	}
 }

@@ -26,7 +26,9 @@ func (p *Policy) giveUp(ctx context.Context, m delivery, hist history) {
 // deadLetter publishes m's copy to the dead-letter subject, then
 // terminates m and removes its history. A copy published twice (after a
 // crash before the Term) is dropped by the stream as a duplicate of the
-// first, by its message id.
+// first, by its message id. A copy too large for the server or the
+// dead-letter stream sheds the headers the policy adds (shed), so that it
+// is never refused for its size.
 func (p *Policy) deadLetter(ctx context.Context, m delivery, hist history) {
 	out := nats.NewMsg(p.deadLetterSubject)
 	out.Data = m.msg.Data()
@@ -41,7 +43,12 @@ func (p *Policy) deadLetter(ctx context.Context, m delivery, hist history) {
 	out.Header.Set(HeaderSubject, m.msg.Subject())
 	out.Header.Set(HeaderStream, m.md.Stream)
 	out.Header.Set(HeaderSequence, strconv.FormatUint(m.md.Sequence.Stream, 10))
-	ack, err := p.js.PublishMsg(ctx, out, jetstream.WithMsgID("retrypolicy."+m.key))
+	id := "retrypolicy." + m.key
+	var opts []jetstream.PublishOpt
+	if shed(out, id, p.deadLimit(ctx)) {
+		opts = append(opts, jetstream.WithMsgID(id))
+	}
+	ack, err := p.js.PublishMsg(ctx, out, opts...)
 	if err != nil {
 		p.logger.ErrorContext(ctx, "natsretry: cannot publish the message to the dead-letter subject; it is retried", p.ids(m, err)...)
 		p.nak(ctx, m, StoreRetry)
@@ -55,6 +62,54 @@ func (p *Policy) deadLetter(ctx context.Context, m delivery, hist history) {
 		return // redelivered, it finds the mark and its copy already made
 	}
 	p.purge(ctx, m)
+}
+
+// deadLimit is the most bytes a dead-letter copy may take, headers and
+// payload: the smaller of the server's maximum payload and the dead-letter
+// stream's MaxMsgSize.
+func (p *Policy) deadLimit(ctx context.Context) int64 {
+	limit := p.js.Conn().MaxPayload()
+	if s, err := p.js.Stream(ctx, p.deadStream); err == nil {
+		if n := int64(s.CachedInfo().Config.MaxMsgSize); n > 0 {
+			limit = min(limit, n)
+		}
+	}
+	return limit
+}
+
+// shedOrder are the headers the policy adds to a dead-letter copy, in the
+// order it drops them when the copy is too large: the error text first;
+// where the message came from last.
+var shedOrder = [...]string{HeaderError, HeaderFailures, HeaderSequence, HeaderReason, HeaderStream, HeaderSubject}
+
+// shed drops the headers of shedOrder from out, one after another, until
+// out with the message id id fits in limit bytes, and reports whether it
+// then keeps the id: dropped last, when the copy would not fit with it.
+func shed(out *nats.Msg, id string, limit int64) bool {
+	idSize := int64(len(jetstream.MsgIDHeader) + len(": \r\n") + len(id))
+	for _, name := range shedOrder {
+		if wireSize(out)+idSize <= limit {
+			return true
+		}
+		out.Header.Del(name)
+	}
+	return wireSize(out)+idSize <= limit
+}
+
+// wireSize is the bytes a message takes against the server's and a
+// stream's limits: its headers as sent, and its payload.
+func wireSize(m *nats.Msg) int64 {
+	n := int64(len(m.Data))
+	if len(m.Header) == 0 {
+		return n
+	}
+	n += int64(len("NATS/1.0\r\n") + len("\r\n"))
+	for name, values := range m.Header {
+		for _, v := range values {
+			n += int64(len(name) + len(": \r\n") + len(v))
+		}
+	}
+	return n
 }
 
 // Replay publishes a dead-letter message back to the subject it was

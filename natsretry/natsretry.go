@@ -129,6 +129,7 @@ type Policy struct {
 	kv                jetstream.KeyValue
 	kvStream          jetstream.Stream
 	deadLetterSubject string
+	deadStream        string // the stream that captures deadLetterSubject
 	logger            *slog.Logger
 	now               func() time.Time
 	hooks             Hooks
@@ -155,7 +156,8 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Policy, erro
 	if cfg.MaxRun < 0 {
 		return nil, fmt.Errorf("natsretry: Config.MaxRun: must not be negative, got %v", cfg.MaxRun)
 	}
-	if _, err := js.StreamNameBySubject(ctx, cfg.DeadLetter); err != nil {
+	deadStream, err := js.StreamNameBySubject(ctx, cfg.DeadLetter)
+	if err != nil {
 		return nil, fmt.Errorf("natsretry: Config.DeadLetter: no stream captures %s: %w", queuekit.Quote(cfg.DeadLetter), err)
 	}
 	kvStream, err := js.Stream(ctx, "KV_"+cfg.History.Bucket())
@@ -163,7 +165,7 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Policy, erro
 		return nil, fmt.Errorf("natsretry: Config.History: the bucket's stream: %w", err)
 	}
 	p := &Policy{
-		js: js, policies: policies, kv: cfg.History, kvStream: kvStream, deadLetterSubject: cfg.DeadLetter,
+		js: js, policies: policies, kv: cfg.History, kvStream: kvStream, deadLetterSubject: cfg.DeadLetter, deadStream: deadStream,
 		logger: cmp.Or(cfg.Logger, slog.Default()), now: cfg.Now, hooks: cfg.Hooks,
 		deferAfter: cmp.Or(cfg.DeferAfter, DefaultDeferAfter), maxRun: cmp.Or(cfg.MaxRun, DefaultMaxRun),
 	}
@@ -184,8 +186,11 @@ type Handler func(ctx context.Context, msg jetstream.Msg) error
 // Wrap returns a message handler for consumer c that runs h under the
 // policy, for c.Consume or a loop over c.Messages. It refuses, with an
 // error naming the setting, a consumer whose AckPolicy is not explicit,
-// whose MaxDeliver is not -1 (unlimited) or whose BackOff is set: the
-// strategy decides every redelivery. Handlers get ctx, or a context
+// whose MaxDeliver is not -1 (unlimited) or whose BackOff is set (the
+// strategy decides every redelivery); whose stream captures
+// Config.DeadLetter (a message given up would come back to it); or whose
+// stream takes larger messages than the dead-letter stream does (a
+// message given up would not fit there). Handlers get ctx, or a context
 // derived from it: cancel it to stop them. A run that returns ctx's error
 // once ctx is done is no failure: the message is redelivered at once, and
 // counts nothing.
@@ -197,8 +202,46 @@ func (p *Policy) Wrap(ctx context.Context, c jetstream.Consumer, h Handler) (jet
 	if err := check(info.Config); err != nil {
 		return nil, fmt.Errorf("natsretry: consumer %s: %w", queuekit.Quote(info.Name), err)
 	}
+	if err := p.checkStreams(ctx, info.Stream); err != nil {
+		return nil, fmt.Errorf("natsretry: consumer %s: %w", queuekit.Quote(info.Name), err)
+	}
 	ackWait := info.Config.AckWait
 	return func(msg jetstream.Msg) { p.handle(ctx, msg, h, ackWait) }, nil
+}
+
+// checkStreams returns why the policy cannot run a consumer of the work
+// stream named: it captures the dead-letter subject, or takes messages
+// larger than the dead-letter stream does.
+func (p *Policy) checkStreams(ctx context.Context, work string) error {
+	ws, err := p.js.Stream(ctx, work)
+	if err != nil {
+		return fmt.Errorf("its stream %s: %w", queuekit.Quote(work), err)
+	}
+	wc := ws.CachedInfo().Config
+	for _, pattern := range wc.Subjects {
+		if subjectMatches(pattern, p.deadLetterSubject) {
+			return fmt.Errorf("its stream %s captures Config.DeadLetter %s (by %s): a message given up would come back to it; use a subject of another stream",
+				queuekit.Quote(work), queuekit.Quote(p.deadLetterSubject), queuekit.Quote(pattern))
+		}
+	}
+	ds, err := p.js.Stream(ctx, p.deadStream)
+	if err != nil {
+		return fmt.Errorf("the dead-letter stream %s: %w", queuekit.Quote(p.deadStream), err)
+	}
+	dead := ds.CachedInfo().Config.MaxMsgSize
+	if dead > 0 && (wc.MaxMsgSize <= 0 || dead < wc.MaxMsgSize) {
+		return fmt.Errorf("the dead-letter stream %s's MaxMsgSize is %d, below its stream %s's (%s): a message given up might not fit; raise it",
+			queuekit.Quote(p.deadStream), dead, queuekit.Quote(work), sizeText(wc.MaxMsgSize))
+	}
+	return nil
+}
+
+// sizeText says a stream's MaxMsgSize.
+func sizeText(n int32) string {
+	if n <= 0 {
+		return "unlimited"
+	}
+	return fmt.Sprint(n)
 }
 
 // Consume runs h on every message of consumer c under the policy, as
