@@ -57,7 +57,7 @@ func BenchmarkFailedDelivery(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				m.pol = p.policyOf(ctx, m)
+				m.pol, m.own = p.policyOf(ctx, m)
 				hist, _ = p.judge(ctx, m, hist, fail, now, now)
 				out = appendHistory(out[:0], hist)
 			}

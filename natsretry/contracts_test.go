@@ -2,6 +2,7 @@ package natsretry_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"log/slog"
 	"runtime"
@@ -288,4 +289,105 @@ func TestWrapRefusesDeadLetterStreamsThatLoseOrLoop(t *testing.T) {
 		_, err = p.Consume(ctx, e.consumer, func(context.Context, jetstream.Msg) error { return nil })
 		assert.ErrorContains(t, err, c.want)
 	}
+}
+
+// TestAClockSteppedBackIsNotObeyed: under a fixed 1 s strategy the
+// consumer's clock steps back an hour after a failure: the redelivery
+// finds its due time an hour away, farther than the wait decided (1 s)
+// plus AckWait, and runs the message rather than park it for the hour.
+func TestAClockSteppedBackIsNotObeyed(t *testing.T) {
+	s := startServer(t, t.TempDir(), -1)
+	e := setup(t, s.ClientURL(), 1, 2*time.Second, 0)
+	var c clock
+	var runs atomic.Int64
+	stepBack := natsretry.Hooks{Decided: func(context.Context, string, retrypolicy.Decision, retry.Reason) {
+		c.advance(-time.Hour) // once the wait is decided, the clock steps back
+	}}
+	e.consume(t, natsretry.Config{Now: c.now, Hooks: stepBack, Default: retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped,
+		Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: time.Second}}},
+		func(context.Context, jetstream.Msg) error {
+			if runs.Add(1) == 1 {
+				return errors.New("down")
+			}
+			return nil
+		})
+	e.publish(t, "jobs.a", "x", nil)
+	eventually(t, "the message run again and acked, not parked for an hour", func() bool {
+		u, p := e.pending(t)
+		return runs.Load() == 2 && u == 0 && p == 0
+	})
+}
+
+// TestAForgedLastSeenIsRepaired: a history whose last delivery seen is
+// 2^62 (written by a stranger) is repaired, not obeyed: the Repaired hook
+// is told, and the next delivery runs. Until it was, every delivery of
+// the message was skipped as an old copy, for ever, with nothing logged.
+func TestAForgedLastSeenIsRepaired(t *testing.T) {
+	s := startServer(t, t.TempDir(), -1)
+	e := setup(t, s.ClientURL(), 1, time.Second, 0)
+	var repaired, runs atomic.Int64
+	// The redelivery comes 3 s after the failure: the history is forged
+	// well before.
+	e.consume(t, natsretry.Config{Hooks: natsretry.Hooks{Repaired: func(context.Context, string) { repaired.Add(1) }},
+		Default: retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped, Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: 3 * time.Second}}},
+		func(context.Context, jetstream.Msg) error {
+			if runs.Add(1) == 1 {
+				return errors.New("down")
+			}
+			return nil
+		})
+	seq := e.publish(t, "jobs.a", "x", nil)
+	eventually(t, "the first failure's history written", func() bool { return runs.Load() == 1 && e.histories(t) == 1 })
+	entry := e.history(t, seq)
+	b := entry.Value() // version, flags, then the last delivery seen as a uvarint
+	_, n := binary.Uvarint(b[2:])
+	out := binary.AppendUvarint(append([]byte{}, b[:2]...), 1<<62)
+	out = append(out, b[2+n:]...)
+	_, err := e.kv.Put(context.Background(), entry.Key(), out)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, runs.Load(), "forged before the redelivery")
+	eventually(t, "the message run again and acked", func() bool { u, p := e.pending(t); return runs.Load() == 2 && u == 0 && p == 0 })
+	assert.EqualValues(t, 1, repaired.Load())
+}
+
+// TestAHeaderStrategyIsBoundedByTheConfiguration: a message whose own
+// strategy waits 100 years after a failure waits no longer than
+// Config.MaxHeaderDelay (2 s here; by default its subject's strategy's
+// cap, an hour for the default): it is due at its failure plus 2 s, and
+// runs again then. Until it was bounded, 1,000 such messages held every
+// slot of the consumer for ever.
+func TestAHeaderStrategyIsBoundedByTheConfiguration(t *testing.T) {
+	e := newEnv(t)
+	got := newDecisions()
+	var runs atomic.Int64
+	e.consume(t, natsretry.Config{MaxHeaderDelay: 2 * time.Second, Hooks: got.hooks()}, func(context.Context, jetstream.Msg) error {
+		if runs.Add(1) == 1 {
+			return errors.New("down")
+		}
+		return nil
+	})
+	century := `{"strategy":"unless_stopped","backoff":{"kind":"fixed","base_delay_secs":3153600000}}`
+	e.publish(t, "jobs.a", "x", nats.Header{natsretry.HeaderStrategy: []string{century}})
+	d := got.wait(t, 1)[0]
+	assert.Equal(t, retrypolicy.Wait, d.Action)
+	assert.Equal(t, 3153600000*time.Second, d.Delay, "the strategy owes a century")
+	eventually(t, "the message run again after 2 s", func() bool { u, p := e.pending(t); return runs.Load() == 2 && u == 0 && p == 0 })
+}
+
+// TestMaxHeaderDelayDefaultsToTheSubjectsCap: without MaxHeaderDelay, a
+// header's century is cut to the subject's strategy's cap (the default
+// strategy's hour).
+func TestMaxHeaderDelayDefaultsToTheSubjectsCap(t *testing.T) {
+	e := newEnv(t)
+	got := newDecisions()
+	var failedAt atomic.Int64
+	e.consume(t, natsretry.Config{Hooks: got.hooks()}, func(context.Context, jetstream.Msg) error {
+		defer failedAt.Store(time.Now().UnixNano())
+		return errors.New("down")
+	})
+	century := `{"strategy":"unless_stopped","backoff":{"kind":"fixed","base_delay_secs":3153600000}}`
+	e.publish(t, "jobs.a", "x", nats.Header{natsretry.HeaderStrategy: []string{century}})
+	d := got.wait(t, 1)[0]
+	assert.False(t, d.Due.After(time.Now().Add(time.Hour)), "due %v: within an hour", d.Due)
+	assert.True(t, d.Due.After(time.Now().Add(59*time.Minute)), "due %v: the hour's cap, not sooner", d.Due)
 }

@@ -15,6 +15,14 @@ import (
 	"github.com/retrypolicy/retrypolicy/retry"
 )
 
+// maxStale is the most deliveries a copy of a message may lag behind the
+// last one the policy saw end and still be taken for a copy that waited in
+// the client's buffer (and left alone): each later delivery came an
+// AckWait or a nak after the one before, far fewer than this while a copy
+// waits. A history claiming more was not written by this delivery's
+// policy: it is repaired, not obeyed.
+const maxStale = 16
+
 // delivery is a message being handled, with what the policy derives from
 // it once.
 type delivery struct {
@@ -22,6 +30,7 @@ type delivery struct {
 	md   *jetstream.MsgMetadata
 	key  string
 	pol  *retrypolicy.Policy
+	own  bool // pol is the message's own strategy, from its header
 	seed uint64
 }
 
@@ -37,7 +46,7 @@ func (p *Policy) handle(ctx context.Context, msg jetstream.Msg, h Handler, ackWa
 	ctx = context.WithoutCancel(ctx) // the policy's own round trips end as they would, the consumer stopping
 	m := delivery{msg: msg, md: md, key: historyKey(md.Stream, md.Consumer, md.Sequence.Stream, md.Timestamp),
 		seed: queuekit.Seed(int64(md.Sequence.Stream))}
-	m.pol = p.policyOf(ctx, m)
+	m.pol, m.own = p.policyOf(ctx, m)
 	var room [16]int64
 	var hist history
 	if md.NumDelivered > 1 { // a first delivery has no history yet
@@ -47,6 +56,13 @@ func (p *Policy) handle(ctx context.Context, msg jetstream.Msg, h Handler, ackWa
 			return
 		}
 	}
+	if hist.seen > md.NumDelivered+maxStale {
+		// No copy lags so far behind: a history written by a stranger.
+		p.logger.WarnContext(ctx, "natsretry: the message's history claims a delivery far beyond this one; it starts anew",
+			p.ids(m, fmt.Errorf("delivery %d, history's last seen %d", md.NumDelivered, hist.seen))...)
+		p.repaired(ctx, m)
+		hist = history{}
+	}
 	if hist.seen >= md.NumDelivered && md.NumDelivered > 1 {
 		return // an earlier delivery's copy, held in the client's buffer while JetStream redelivered it
 	}
@@ -55,7 +71,10 @@ func (p *Policy) handle(ctx context.Context, msg jetstream.Msg, h Handler, ackWa
 		p.deadLetter(ctx, m, hist)
 		return
 	}
-	if due := hist.dueTime(); due.After(now) { // redelivered early: back to its time
+	if due := hist.dueTime(); due.After(now) && due.Sub(now) <= hist.waitFor()+ackWait {
+		// Redelivered early: back to its time. A due time farther away
+		// than the wait decided (the clock stepped back, a replica's is
+		// skewed) is not trusted: the message runs.
 		hist.seen = md.NumDelivered
 		p.store(ctx, m, hist)
 		p.nak(ctx, m, due.Sub(now))
@@ -93,12 +112,12 @@ func (p *Policy) ended(ctx context.Context, m delivery, hist history, o outcome,
 }
 
 // policyOf returns the policy of a delivery's message: its own strategy
-// (HeaderStrategy), else its subject's; an invalid own strategy is logged
-// at its first delivery and its subject's applies.
-func (p *Policy) policyOf(ctx context.Context, m delivery) *retrypolicy.Policy {
+// (HeaderStrategy), and true, else its subject's; an invalid own strategy
+// is logged at its first delivery and its subject's applies.
+func (p *Policy) policyOf(ctx context.Context, m delivery) (*retrypolicy.Policy, bool) {
 	raw := m.msg.Headers().Get(HeaderStrategy)
 	if raw == "" {
-		return p.policies.Kind(m.msg.Subject())
+		return p.policies.Kind(m.msg.Subject()), false
 	}
 	pol, err := p.policies.Own([]byte(raw))
 	if err != nil {
@@ -106,9 +125,22 @@ func (p *Policy) policyOf(ctx context.Context, m delivery) *retrypolicy.Policy {
 			p.logger.WarnContext(ctx, "natsretry: the message's strategy is invalid; its subject's strategy applies",
 				slog.String("subject", m.msg.Subject()), slog.Uint64("sequence", m.md.Sequence.Stream), slog.String("error", err.Error()))
 		}
-		return p.policies.Kind(m.msg.Subject())
+		return p.policies.Kind(m.msg.Subject()), false
 	}
-	return pol
+	return pol, true
+}
+
+// headerDelay is the longest a message's own strategy may make it wait:
+// Config.MaxHeaderDelay, else its subject's strategy's MaxDelay, else an
+// hour.
+func (p *Policy) headerDelay(subject string) time.Duration {
+	if p.maxHeaderDelay > 0 {
+		return p.maxHeaderDelay
+	}
+	if d := p.policies.Kind(subject).Strategy().Backoff.MaxDelay; d > 0 {
+		return d
+	}
+	return time.Hour
 }
 
 // unseen counts the deliveries of m before this one that ended unseen (a
@@ -298,9 +330,14 @@ func (p *Policy) judge(ctx context.Context, m delivery, hist history, err error,
 	hist.failures = append(hist.failures, at.UnixNano())
 	uptime := end.Sub(start)
 	v := queuekit.Judge(m.pol, queuekit.Decide(m.pol, hist.failures, uptime, m.seed, at), err, at)
+	if m.own && v.Action == retrypolicy.Wait {
+		if limit := at.Add(p.headerDelay(m.msg.Subject())); v.Due.After(limit) {
+			v.Due = limit // a publisher chooses a strategy, not to park the consumer
+		}
+	}
 	p.decided(ctx, m, hist.failures, uptime, v)
 	hist.failures = queuekit.Keep(m.pol, hist.failures, v.Decision)
-	hist.seen, hist.due = m.md.NumDelivered, 0
+	hist.seen, hist.due, hist.wait = m.md.NumDelivered, 0, 0
 	switch v.Action {
 	case retrypolicy.Fatal:
 		hist.reason = v.GaveUp
@@ -309,6 +346,7 @@ func (p *Policy) judge(ctx context.Context, m delivery, hist history, err error,
 		}
 	case retrypolicy.Wait:
 		hist.due = v.Due.UnixMilli()
+		hist.wait = v.Due.Sub(at).Milliseconds()
 	}
 	return hist, v
 }

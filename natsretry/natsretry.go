@@ -96,6 +96,13 @@ type Config struct {
 	// Zero is DefaultDeferAfter; a negative one defers nothing.
 	DeferAfter time.Duration
 
+	// MaxHeaderDelay is the longest a message's own strategy
+	// (HeaderStrategy) may make it wait after a failure: a longer wait is
+	// cut to it, so that a publisher chooses a strategy, not to park the
+	// consumer. Zero is the subject's strategy's MaxDelay (Subjects, else
+	// Default), or an hour when it has none.
+	MaxHeaderDelay time.Duration
+
 	// MaxRun is the longest a handler may run: a run longer is abandoned,
 	// its context cancelled, logged, and whatever it returns later
 	// discarded (no ack, nak, history or hook), so that JetStream's
@@ -135,6 +142,7 @@ type Policy struct {
 	hooks             Hooks
 	deferAfter        time.Duration
 	maxRun            time.Duration
+	maxHeaderDelay    time.Duration
 }
 
 // New returns a Policy for cfg on js. It returns an error naming the field
@@ -153,8 +161,8 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Policy, erro
 	if cfg.DeadLetter == "" {
 		return nil, errors.New("natsretry: Config.DeadLetter: a subject is required")
 	}
-	if cfg.MaxRun < 0 {
-		return nil, fmt.Errorf("natsretry: Config.MaxRun: must not be negative, got %v", cfg.MaxRun)
+	if cfg.MaxRun < 0 || cfg.MaxHeaderDelay < 0 {
+		return nil, fmt.Errorf("natsretry: Config.MaxRun and Config.MaxHeaderDelay: must not be negative, got %v and %v", cfg.MaxRun, cfg.MaxHeaderDelay)
 	}
 	deadStream, err := js.StreamNameBySubject(ctx, cfg.DeadLetter)
 	if err != nil {
@@ -168,6 +176,7 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Policy, erro
 		js: js, policies: policies, kv: cfg.History, kvStream: kvStream, deadLetterSubject: cfg.DeadLetter, deadStream: deadStream,
 		logger: cmp.Or(cfg.Logger, slog.Default()), now: cfg.Now, hooks: cfg.Hooks,
 		deferAfter: cmp.Or(cfg.DeferAfter, DefaultDeferAfter), maxRun: cmp.Or(cfg.MaxRun, DefaultMaxRun),
+		maxHeaderDelay: cfg.MaxHeaderDelay,
 	}
 	if p.now == nil {
 		p.now = time.Now

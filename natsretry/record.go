@@ -114,6 +114,9 @@ func (h history) dueTime() time.Time {
 	return time.UnixMilli(h.due)
 }
 
+// waitFor is the wait decided for h's delivery.
+func (h history) waitFor() time.Duration { return time.Duration(h.wait) * time.Millisecond }
+
 // historyKey is the key of a message's history: its stream, its consumer,
 // its stream sequence and the message's own timestamp (stable across its
 // redeliveries, so that a stream deleted and made again, its sequences
