@@ -45,6 +45,12 @@
 // message is acked or dead-lettered. A first delivery reads nothing; a
 // message that succeeds at once costs no storage round trip.
 //
+// The history's key holds the message's stream, consumer, stream sequence
+// and its own timestamp, so that a stream made again never meets an old
+// history; a history is treated as written by a stranger: a last delivery
+// seen far beyond the message's own is repaired, and a due time farther
+// than the wait decided plus AckWait is not obeyed.
+//
 // A delivery the policy did not see end (its consumer died mid-run, and
 // JetStream redelivered it after AckWait) counts as one failure, at the
 // redelivery, with no uptime credit; a gap of several such deliveries
@@ -66,6 +72,16 @@
 // deciding again; the copy's message id makes the dead-letter stream drop
 // a second publication within its Duplicates window. Replay publishes a
 // dead message back to its subject.
+//
+// # What a handler cannot do
+//
+// Nothing a handler does stops the consumer: a panic in it, in a hook or
+// in a method of its error, runtime.Goexit, or an error that holds itself
+// is a failure of its run, logged with the stack. A run longer than
+// Config.MaxRun is abandoned, and a message's own strategy waits at most
+// Config.MaxHeaderDelay. Replay publishes a dead letter only where it came
+// from: to the stream the operator names, on a subject that stream
+// captures.
 //
 // # Layers
 //

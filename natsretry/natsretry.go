@@ -21,8 +21,9 @@ const (
 	HeaderStrategy = "Retry-Strategy"
 
 	// HeaderReason is the dead-letter header of why the message was given
-	// up: attempts_exhausted, not_retryable (an error marked
-	// retry.Permanent), never.
+	// up: strategy_none (its strategy never retries), attempts_exhausted
+	// (a bounded strategy's window holds max_attempts failures), or
+	// not_retryable (an error marked retry.Permanent).
 	HeaderReason = "Retrypolicy-Reason"
 	// HeaderFailures is the dead-letter header of the failures in the
 	// strategy's window when the message was given up, in decimal.
