@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"log/slog"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -390,4 +392,150 @@ func TestMaxHeaderDelayDefaultsToTheSubjectsCap(t *testing.T) {
 	d := got.wait(t, 1)[0]
 	assert.False(t, d.Due.After(time.Now().Add(time.Hour)), "due %v: within an hour", d.Due)
 	assert.True(t, d.Due.After(time.Now().Add(59*time.Minute)), "due %v: the hour's cap, not sooner", d.Due)
+}
+
+// TestAWaitingMessageHoldsNoSlot: 1,000 messages that fail and are to wait
+// a year are moved to the parking stream: the work consumer (MaxAckPending
+// 1,000) holds none of them, and a new message is handled at once. Until
+// waits were parked, each held a slot for its whole wait, and the new
+// message waited behind them for ever.
+func TestAWaitingMessageHoldsNoSlot(t *testing.T) {
+	e := newEnv(t)
+	got := newDecisions()
+	handled := make(chan time.Time, 1)
+	year := retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped, Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: 365 * 24 * time.Hour}}
+	e.consume(t, natsretry.Config{Park: "park", Default: year, Hooks: got.hooks()}, func(_ context.Context, m jetstream.Msg) error {
+		if m.Subject() == "jobs.new" {
+			handled <- time.Now()
+			return nil
+		}
+		return errors.New("down")
+	})
+	const n = 1000
+	for i := range n {
+		e.publish(t, fmt.Sprintf("jobs.wait.%d", i), "x", nil)
+	}
+	got.wait(t, n)
+	eventually(t, "every waiting message parked, none holding a slot", func() bool {
+		u, p := e.pending(t)
+		info, err := e.park.Info(context.Background())
+		require.NoError(t, err)
+		return u == 0 && p == 0 && info.State.Msgs == n
+	})
+	published := time.Now()
+	e.publish(t, "jobs.new", "x", nil)
+	select {
+	case at := <-handled:
+		t.Logf("the new message was handled %v after it was published, beside %d parked ones", at.Sub(published), n)
+	case <-time.After(within):
+		t.Fatalf("the new message was not handled within %v", within)
+	}
+}
+
+// TestParkedMessagesRunWhenDue: a message whose waits (2 s) are longer
+// than the parking threshold (500 ms) is parked after each failure and
+// runs again no sooner than due, as it was published (its subject and
+// headers), once at a time; it ends acked with no history left, or
+// dead-lettered with where it came from.
+func TestParkedMessagesRunWhenDue(t *testing.T) {
+	e := newEnv(t)
+	type run struct {
+		subject, tenant string
+		start, end      time.Time
+	}
+	var mu sync.Mutex
+	runs := map[string][]run{}
+	var running atomic.Int64
+	twice := retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 3, Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: 2 * time.Second}}
+	e.consume(t, natsretry.Config{Park: "park", ParkAfter: 500 * ms, Default: twice}, func(_ context.Context, m jetstream.Msg) error {
+		if running.Add(1) > 1 {
+			t.Errorf("two runs at once")
+		}
+		defer running.Add(-1)
+		r := run{subject: m.Subject(), tenant: m.Headers().Get("Tenant"), start: time.Now()}
+		mu.Lock()
+		defer mu.Unlock()
+		r.end = time.Now()
+		runs[string(m.Data())] = append(runs[string(m.Data())], r)
+		if string(m.Data()) == "recovers" && len(runs["recovers"]) == 3 {
+			return nil
+		}
+		return errors.New("down")
+	})
+	e.publish(t, "jobs.a", "recovers", nats.Header{"Tenant": []string{"acme"}})
+	eventually(t, "the message acked after two parked waits", func() bool {
+		u, p := e.pending(t)
+		mu.Lock()
+		defer mu.Unlock()
+		return len(runs["recovers"]) == 3 && u == 0 && p == 0
+	})
+	e.publish(t, "jobs.b", "dies", nil)
+	dead := e.deadMessages(t, 1)[0]
+	assert.Equal(t, "jobs.b", dead.Header.Get(natsretry.HeaderSubject))
+	assert.Equal(t, "JOBS", dead.Header.Get(natsretry.HeaderStream))
+	assert.Equal(t, "2", dead.Header.Get(natsretry.HeaderSequence))
+	assert.Equal(t, "3", dead.Header.Get(natsretry.HeaderFailures))
+	mu.Lock()
+	defer mu.Unlock()
+	rs := runs["recovers"]
+	for i, r := range rs {
+		assert.Equal(t, "jobs.a", r.subject, "run %d sees the subject it was published to", i+1)
+		assert.Equal(t, "acme", r.tenant, "and its headers")
+		if i > 0 {
+			// Due at the failure, to the millisecond, plus 2 s.
+			assert.False(t, r.start.Before(rs[i-1].end.Truncate(ms).Add(2*time.Second)), "run %d at %v, %v after run %d ended", i+1, r.start, r.start.Sub(rs[i-1].end), i)
+		}
+	}
+	eventually(t, "no history left, no parked copy left", func() bool {
+		info, err := e.park.Info(context.Background())
+		require.NoError(t, err)
+		return e.histories(t) == 0 && info.State.Msgs == 0
+	})
+}
+
+// TestAForgedParkedCopyClaimsNothing: a copy published straight to the
+// parking subject with an id that has no record runs as a message of its
+// own, with no failures, under the default strategy.
+func TestAForgedParkedCopyClaimsNothing(t *testing.T) {
+	e := newEnv(t)
+	got := newDecisions()
+	var runs atomic.Int64
+	e.consume(t, natsretry.Config{Park: "park", Hooks: got.hooks()}, func(context.Context, jetstream.Msg) error {
+		runs.Add(1)
+		return nil
+	})
+	h := nats.Header{}
+	h.Set(natsretry.HeaderParked, "0123456789abcdef0123456789abcdef")
+	_, err := e.js.PublishMsg(context.Background(), &nats.Msg{Subject: "park.JOBS.worker", Data: []byte("x"), Header: h})
+	require.NoError(t, err)
+	eventually(t, "the forged copy run and acked", func() bool {
+		info, err := e.park.Info(context.Background())
+		require.NoError(t, err)
+		return runs.Load() == 1 && info.State.Msgs == 0
+	})
+	got.mu.Lock()
+	defer got.mu.Unlock()
+	assert.Empty(t, got.all, "no failure claimed")
+}
+
+// TestParkRefusesStreamsThatWouldLoseOrShare: Wrap refuses a Park prefix
+// no stream captures, the work stream itself, and a parking stream without
+// work-queue retention, naming Config.Park.
+func TestParkRefusesStreamsThatWouldLoseOrShare(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	_, err := e.js.CreateStream(ctx, jetstream.StreamConfig{Name: "KEEP", Subjects: []string{"keep.>"}})
+	require.NoError(t, err)
+	for _, c := range []struct{ park, want string }{
+		{"nowhere", `Config.Park: no stream captures "nowhere.JOBS.worker"`},
+		{"jobs", `Config.Park: its stream "JOBS" is the work stream`},
+		{"keep", `Config.Park: its stream "KEEP" has Limits retention: make it WorkQueuePolicy`},
+	} {
+		p, err := natsretry.New(ctx, e.js, natsretry.Config{History: e.kv, DeadLetter: "dead.jobs", Park: c.park})
+		require.NoError(t, err)
+		_, err = p.Wrap(ctx, e.consumer, func(context.Context, jetstream.Msg) error { return nil })
+		assert.ErrorContains(t, err, c.want)
+	}
+	_, err = natsretry.New(ctx, e.js, natsretry.Config{History: e.kv, DeadLetter: "dead.jobs", Park: "park.>"})
+	assert.ErrorContains(t, err, `Config.Park: "park.>" is not a subject prefix`)
 }

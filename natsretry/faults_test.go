@@ -144,6 +144,12 @@ func (w *workload) count() int {
 // ack or term was lost with a server runs again, and that run is not
 // checked.
 func runWorkload(t *testing.T, e *env, n int, disrupt func()) {
+	runWorkloadWith(t, e, n, disrupt, natsretry.Config{})
+}
+
+// runWorkloadWith is runWorkload under a policy of cfg (its strategy and
+// hooks the workload's).
+func runWorkloadWith(t *testing.T, e *env, n int, disrupt func(), cfg natsretry.Config) {
 	strategy := retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 3, Window: time.Hour,
 		Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: 50 * ms}}
 	w := &workload{runs: map[string]int{}, settled: map[string]int{}, dead: map[string]int{}}
@@ -156,7 +162,8 @@ func runWorkload(t *testing.T, e *env, n int, disrupt func()) {
 		w.dead[id]++
 		w.settle(id)
 	}
-	e.consume(t, natsretry.Config{Default: strategy, Hooks: hooks}, w.handle)
+	cfg.Default, cfg.Hooks = strategy, hooks
+	e.consume(t, cfg, w.handle)
 	for i := range n {
 		e.publish(t, fmt.Sprintf("jobs.ok-%d", i), "", nil)
 		e.publish(t, fmt.Sprintf("jobs.dead-%d", i), "", nil)
@@ -209,6 +216,20 @@ func TestServerRestartsMidRun(t *testing.T) {
 		s.WaitForShutdown()
 		startServer(t, dir, port)
 	})
+}
+
+// TestServerRestartsWithParkedMessages: the same, every wait parked (the
+// parking threshold 10 ms below the strategy's 50 ms): no parked message
+// is lost or run more than its attempts across the restart.
+func TestServerRestartsWithParkedMessages(t *testing.T) {
+	dir, port := t.TempDir(), freePort(t)
+	s := startServer(t, dir, port)
+	e := setup(t, s.ClientURL(), 1, 2*time.Second, faultTTL)
+	runWorkloadWith(t, e, 20, func() {
+		s.Shutdown()
+		s.WaitForShutdown()
+		startServer(t, dir, port)
+	}, natsretry.Config{Park: "park", ParkAfter: 10 * ms})
 }
 
 // TestClusterLosesAServer runs the workload on three servers on loopback,

@@ -32,11 +32,17 @@ type delivery struct {
 	pol  *retrypolicy.Policy
 	own  bool // pol is the message's own strategy, from its header
 	seed uint64
+	// kept: the message may have a history under key (not a first
+	// delivery of a work message).
+	kept bool
+	// park is where a long wait moves the message; nil when it cannot be
+	// moved (parking is off, or the message is parked already).
+	park *parking
 }
 
-// handle runs h on one delivery of msg under the policy and acks, naks or
-// dead-letters it.
-func (p *Policy) handle(ctx context.Context, msg jetstream.Msg, h Handler, ackWait time.Duration) {
+// handle runs h on one delivery of msg, a work consumer's, under the
+// policy and acks, naks, parks or dead-letters it.
+func (p *Policy) handle(ctx context.Context, msg jetstream.Msg, h Handler, ackWait time.Duration, park *parking) {
 	md, err := msg.Metadata()
 	if err != nil {
 		p.logger.ErrorContext(ctx, "natsretry: not a JetStream delivery; left to its redelivery", slog.String("error", err.Error()))
@@ -45,23 +51,34 @@ func (p *Policy) handle(ctx context.Context, msg jetstream.Msg, h Handler, ackWa
 	runCtx := ctx
 	ctx = context.WithoutCancel(ctx) // the policy's own round trips end as they would, the consumer stopping
 	m := delivery{msg: msg, md: md, key: historyKey(md.Stream, md.Consumer, md.Sequence.Stream, md.Timestamp),
-		seed: queuekit.Seed(int64(md.Sequence.Stream))}
+		seed: queuekit.Seed(int64(md.Sequence.Stream)), kept: md.NumDelivered > 1, park: park}
 	m.pol, m.own = p.policyOf(ctx, m)
 	var room [16]int64
 	var hist history
-	if md.NumDelivered > 1 { // a first delivery has no history yet
+	if m.kept { // a first delivery has no history yet
 		var ok bool
 		if hist, ok = p.load(ctx, m, room[:]); !ok {
 			p.nak(ctx, m, StoreRetry)
 			return
 		}
 	}
+	if hist.parkedID != "" && park != nil { // moved to the parking stream before: finish
+		p.finishMove(ctx, m, hist.parkedID)
+		return
+	}
+	p.deliver(runCtx, ctx, m, hist, h, ackWait)
+}
+
+// deliver runs h on m, whose history is hist, unless m is an old copy,
+// given up already or early, and acts on how the run ended.
+func (p *Policy) deliver(runCtx, ctx context.Context, m delivery, hist history, h Handler, ackWait time.Duration) {
+	md := m.md
 	if hist.seen > md.NumDelivered+maxStale {
 		// No copy lags so far behind: a history written by a stranger.
 		p.logger.WarnContext(ctx, "natsretry: the message's history claims a delivery far beyond this one; it starts anew",
 			p.ids(m, fmt.Errorf("delivery %d, history's last seen %d", md.NumDelivered, hist.seen))...)
 		p.repaired(ctx, m)
-		hist = history{}
+		hist = history{parked: hist.parked}
 	}
 	if hist.seen >= md.NumDelivered && md.NumDelivered > 1 {
 		return // an earlier delivery's copy, held in the client's buffer while JetStream redelivered it
@@ -76,8 +93,7 @@ func (p *Policy) handle(ctx context.Context, msg jetstream.Msg, h Handler, ackWa
 		// than the wait decided (the clock stepped back, a replica's is
 		// skewed) is not trusted: the message runs.
 		hist.seen = md.NumDelivered
-		p.store(ctx, m, hist)
-		p.nak(ctx, m, due.Sub(now))
+		p.wait(ctx, m, hist, due, now)
 		return
 	}
 	if hist.seen+1 < md.NumDelivered {
@@ -87,7 +103,7 @@ func (p *Policy) handle(ctx context.Context, msg jetstream.Msg, h Handler, ackWa
 		}
 	}
 	start := p.now()
-	o := p.run(runCtx, msg, h, ackWait)
+	o := p.run(runCtx, m.msg, h, ackWait)
 	if o.abandoned {
 		return // JetStream's redelivery, after AckWait, is the run that counts
 	}
@@ -157,8 +173,7 @@ func (p *Policy) unseen(ctx context.Context, m delivery, hist history, now time.
 		p.giveUp(ctx, m, hist)
 		return hist, false
 	case v.Due.After(now):
-		p.store(ctx, m, hist)
-		p.nak(ctx, m, v.Due.Sub(now))
+		p.wait(ctx, m, hist, v.Due, now)
 		return hist, false
 	}
 	hist.seen--
@@ -305,7 +320,7 @@ func (p *Policy) done(ctx context.Context, m delivery) {
 	if err := m.msg.DoubleAck(ctx); err != nil {
 		p.logger.ErrorContext(ctx, "natsretry: the ack is not confirmed; the message may be redelivered", p.ids(m, err)...)
 	}
-	if m.md.NumDelivered > 1 {
+	if m.kept {
 		p.purge(ctx, m)
 	}
 }
@@ -318,8 +333,7 @@ func (p *Policy) failed(ctx context.Context, m delivery, hist history, err error
 		p.giveUp(ctx, m, hist)
 		return
 	}
-	p.store(ctx, m, hist) // when it fails, the redelivery counts this failure as unseen
-	p.nak(ctx, m, v.Due.Sub(end))
+	p.wait(ctx, m, hist, v.Due, end) // when its store fails, the redelivery counts this failure as unseen
 }
 
 // judge returns the verdict on the failure of m's delivery, which ran
@@ -373,8 +387,14 @@ func (p *Policy) load(ctx context.Context, m delivery, room []int64) (history, b
 
 // store writes m's history, reporting whether it could.
 func (p *Policy) store(ctx context.Context, m delivery, hist history) bool {
+	return p.storeAt(ctx, m, m.key, hist)
+}
+
+// storeAt writes hist, of m's message, under key, reporting whether it
+// could.
+func (p *Policy) storeAt(ctx context.Context, m delivery, key string, hist history) bool {
 	var room [256]byte
-	if _, err := p.kv.Put(ctx, m.key, appendHistory(room[:0], hist)); err != nil {
+	if _, err := p.kv.Put(ctx, key, appendHistory(room[:0], hist)); err != nil {
 		p.logger.ErrorContext(ctx, "natsretry: cannot record the message's history", p.ids(m, err)...)
 		return false
 	}

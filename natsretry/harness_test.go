@@ -71,13 +71,15 @@ func connect(t testing.TB, url string) (*nats.Conn, jetstream.JetStream) {
 }
 
 // env is a server with a work stream (jobs.>), a dead-letter stream
-// (dead.>), a history bucket and a consumer of the work stream.
+// (dead.>), a parking stream (park.>), a history bucket and a consumer of
+// the work stream.
 type env struct {
 	url      string
 	js       jetstream.JetStream
 	kv       jetstream.KeyValue
 	jobs     jetstream.Stream
 	dead     jetstream.Stream
+	park     jetstream.Stream // the parking stream, park.>, work-queue retention
 	consumer jetstream.Consumer
 }
 
@@ -94,6 +96,9 @@ func setup(t testing.TB, url string, replicas int, ackWait, ttl time.Duration) *
 	require.NoError(t, err)
 	e.dead, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: "DEAD", Subjects: []string{"dead.>"},
 		Storage: jetstream.FileStorage, Replicas: replicas})
+	require.NoError(t, err)
+	e.park, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: "PARK", Subjects: []string{"park.>"},
+		Storage: jetstream.FileStorage, Replicas: replicas, Retention: jetstream.WorkQueuePolicy})
 	require.NoError(t, err)
 	e.kv, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "retrypolicy",
 		Storage: jetstream.FileStorage, Replicas: replicas, TTL: ttl})

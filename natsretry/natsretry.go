@@ -20,6 +20,11 @@ const (
 	// descriptor in JSON: {"strategy": "bounded", "max_attempts": 5}.
 	HeaderStrategy = "Retry-Strategy"
 
+	// HeaderParked is the header of a parked copy: the id its history,
+	// identity and strategy are kept under in Config.History. It is all a
+	// copy carries of the policy's state.
+	HeaderParked = "Retrypolicy-Parked"
+
 	// HeaderReason is the dead-letter header of why the message was given
 	// up: strategy_none (its strategy never retries), attempts_exhausted
 	// (a bounded strategy's window holds max_attempts failures), or
@@ -47,6 +52,9 @@ const (
 
 	// DefaultDeferAfter is Config.DeferAfter's default.
 	DefaultDeferAfter = 5 * time.Second
+
+	// DefaultParkAfter is Config.ParkAfter's default.
+	DefaultParkAfter = 5 * time.Second
 
 	// DefaultMaxRun is Config.MaxRun's default.
 	DefaultMaxRun = time.Hour
@@ -97,6 +105,21 @@ type Config struct {
 	// Zero is DefaultDeferAfter; a negative one defers nothing.
 	DeferAfter time.Duration
 
+	// Park is the subject prefix of the parking stream: a message that is
+	// to wait longer than ParkAfter is moved there (a copy published to
+	// Park.<stream>.<consumer>, the message acked), so that it holds no
+	// slot of its consumer's MaxAckPending while it waits; the policy
+	// consumes it there, under a consumer of its own making, and runs it
+	// when due. The stream must capture that subject, must not be the work
+	// stream, and must have WorkQueuePolicy retention. Empty: no parking,
+	// and a message that waits holds its slot until it is redelivered.
+	Park string
+
+	// ParkAfter is the longest wait a message makes in its consumer (a
+	// NakWithDelay) when Park is set; a longer one parks it. Zero is
+	// DefaultParkAfter.
+	ParkAfter time.Duration
+
 	// MaxHeaderDelay is the longest a message's own strategy
 	// (HeaderStrategy) may make it wait after a failure: a longer wait is
 	// cut to it, so that a publisher chooses a strategy, not to park the
@@ -144,6 +167,8 @@ type Policy struct {
 	deferAfter        time.Duration
 	maxRun            time.Duration
 	maxHeaderDelay    time.Duration
+	parkPrefix        string
+	parkAfter         time.Duration
 }
 
 // New returns a Policy for cfg on js. It returns an error naming the field
@@ -162,8 +187,12 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Policy, erro
 	if cfg.DeadLetter == "" {
 		return nil, errors.New("natsretry: Config.DeadLetter: a subject is required")
 	}
-	if cfg.MaxRun < 0 || cfg.MaxHeaderDelay < 0 {
-		return nil, fmt.Errorf("natsretry: Config.MaxRun and Config.MaxHeaderDelay: must not be negative, got %v and %v", cfg.MaxRun, cfg.MaxHeaderDelay)
+	if cfg.MaxRun < 0 || cfg.MaxHeaderDelay < 0 || cfg.ParkAfter < 0 {
+		return nil, fmt.Errorf("natsretry: Config.MaxRun, Config.MaxHeaderDelay and Config.ParkAfter: must not be negative, got %v, %v and %v",
+			cfg.MaxRun, cfg.MaxHeaderDelay, cfg.ParkAfter)
+	}
+	if cfg.Park != "" && !publishable(cfg.Park) {
+		return nil, fmt.Errorf("natsretry: Config.Park: %s is not a subject prefix", queuekit.Quote(cfg.Park))
 	}
 	deadStream, err := js.StreamNameBySubject(ctx, cfg.DeadLetter)
 	if err != nil {
@@ -178,6 +207,7 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Policy, erro
 		logger: cmp.Or(cfg.Logger, slog.Default()), now: cfg.Now, hooks: cfg.Hooks,
 		deferAfter: cmp.Or(cfg.DeferAfter, DefaultDeferAfter), maxRun: cmp.Or(cfg.MaxRun, DefaultMaxRun),
 		maxHeaderDelay: cfg.MaxHeaderDelay,
+		parkPrefix:     cfg.Park, parkAfter: cmp.Or(cfg.ParkAfter, DefaultParkAfter),
 	}
 	if p.now == nil {
 		p.now = time.Now
@@ -215,8 +245,14 @@ func (p *Policy) Wrap(ctx context.Context, c jetstream.Consumer, h Handler) (jet
 	if err := p.checkStreams(ctx, info.Stream); err != nil {
 		return nil, fmt.Errorf("natsretry: consumer %s: %w", queuekit.Quote(info.Name), err)
 	}
+	var park *parking
+	if p.parkPrefix != "" {
+		if park, err = p.startParking(ctx, info, h); err != nil {
+			return nil, fmt.Errorf("natsretry: consumer %s: %w", queuekit.Quote(info.Name), err)
+		}
+	}
 	ackWait := info.Config.AckWait
-	return func(msg jetstream.Msg) { p.handle(ctx, msg, h, ackWait) }, nil
+	return func(msg jetstream.Msg) { p.handle(ctx, msg, h, ackWait, park) }, nil
 }
 
 // checkStreams returns why the policy cannot run a consumer of the work

@@ -15,9 +15,28 @@ import (
 // 2 since a history keeps the wait decided; 1 is read as a wait unknown.
 const recordVersion = 2
 
-// flagDead marks a history whose message is being moved to the dead-letter
-// stream.
-const flagDead = 1
+// The flags of a history.
+const (
+	// flagDead marks a history whose message is being moved to the
+	// dead-letter stream.
+	flagDead = 1 << iota
+	// flagMoved marks a work message's history whose message is being
+	// moved to the parking stream under parkedID.
+	flagMoved
+	// flagParked marks the history of a parked message: it holds the
+	// message's identity and strategy.
+	flagParked
+	flagsKnown = flagDead | flagMoved | flagParked
+)
+
+// identity is where a parked message came from: what its dead letter
+// says, and what seeds its jitter.
+type identity struct {
+	subject, stream string
+	seq             uint64
+	stamp           int64 // the message's timestamp, Unix nanoseconds
+	strategy        string
+}
 
 // history is what the policy keeps of a message between its deliveries,
 // under its key in the History bucket.
@@ -38,6 +57,11 @@ type history struct {
 	// failures are the failures that can still count, Unix nanoseconds,
 	// ascending.
 	failures []int64
+	// parkedID is, for a work message being moved to the parking stream,
+	// the id its parked copy goes under.
+	parkedID string
+	// parked is, for a parked message, where it came from; nil otherwise.
+	parked *identity
 }
 
 // appendHistory appends h as stored: a version byte, a flags byte, seen,
@@ -48,10 +72,24 @@ func appendHistory(b []byte, h history) []byte {
 	if h.dead {
 		flags |= flagDead
 	}
+	if h.parkedID != "" {
+		flags |= flagMoved
+	}
+	if h.parked != nil {
+		flags |= flagParked
+	}
 	b = append(b, recordVersion, flags)
 	b = binary.AppendUvarint(b, h.seen)
 	b = binary.AppendVarint(b, h.due)
 	b = binary.AppendVarint(b, h.wait)
+	if h.parkedID != "" {
+		b = appendText(b, h.parkedID)
+	}
+	if id := h.parked; id != nil {
+		b = appendText(appendText(b, id.subject), id.stream)
+		b = binary.AppendVarint(binary.AppendUvarint(b, id.seq), id.stamp)
+		b = appendText(b, id.strategy)
+	}
 	if h.dead {
 		b = append(b, byte(h.reason))
 		b = binary.AppendUvarint(b, uint64(len(h.lastError)))
@@ -67,10 +105,10 @@ var errHistory = errors.New("not a history this package wrote")
 // into room[:0].
 func readHistory(b []byte, room []int64) (history, error) {
 	var h history
-	if len(b) < 2 || b[0] != recordVersion && b[0] != 1 || b[1]&^flagDead != 0 {
+	if len(b) < 2 || b[0] != recordVersion && b[0] != 1 || b[1]&^flagsKnown != 0 || b[0] == 1 && b[1]&^flagDead != 0 {
 		return h, errHistory
 	}
-	version := b[0]
+	version, flags := b[0], b[1]
 	h.dead = b[1]&flagDead != 0
 	b = b[2:]
 	var n int
@@ -88,6 +126,17 @@ func readHistory(b []byte, room []int64) (history, error) {
 		}
 		b = b[n:]
 	}
+	var ok bool
+	if flags&flagMoved != 0 {
+		if h.parkedID, b, ok = readText(b); !ok || h.parkedID == "" {
+			return h, errHistory
+		}
+	}
+	if flags&flagParked != 0 {
+		if h.parked, b, ok = readIdentity(b); !ok {
+			return h, errHistory
+		}
+	}
 	if h.dead {
 		if len(b) < 1 {
 			return h, errHistory
@@ -104,6 +153,49 @@ func readHistory(b []byte, room []int64) (history, error) {
 		return h, err
 	}
 	return h, nil
+}
+
+// maxText is the longest text a history holds: a subject, a stream's
+// name, a strategy's descriptor, an error's text.
+const maxText = 4096
+
+// appendText appends s, its length first.
+func appendText(b []byte, s string) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
+}
+
+// readText reads a text appendText wrote, and what follows it.
+func readText(b []byte) (string, []byte, bool) {
+	size, n := binary.Uvarint(b)
+	if n <= 0 || size > uint64(len(b)-n) || size > maxText {
+		return "", b, false
+	}
+	return string(b[n : n+int(size)]), b[n+int(size):], true
+}
+
+// readIdentity reads a parked message's identity.
+func readIdentity(b []byte) (*identity, []byte, bool) {
+	id := &identity{}
+	var ok bool
+	if id.subject, b, ok = readText(b); !ok {
+		return nil, b, false
+	}
+	if id.stream, b, ok = readText(b); !ok {
+		return nil, b, false
+	}
+	var n int
+	if id.seq, n = binary.Uvarint(b); n <= 0 {
+		return nil, b, false
+	}
+	b = b[n:]
+	if id.stamp, n = binary.Varint(b); n <= 0 {
+		return nil, b, false
+	}
+	b = b[n:]
+	if id.strategy, b, ok = readText(b); !ok {
+		return nil, b, false
+	}
+	return id, b, true
 }
 
 // dueTime is h's due time, the zero Time for none.

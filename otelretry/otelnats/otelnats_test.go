@@ -2,6 +2,7 @@ package otelnats_test
 
 import (
 	"context"
+	"fmt"
 	"errors"
 	"strings"
 	"testing"
@@ -43,7 +44,7 @@ func TestJetStreamMessages(t *testing.T) {
 	defer nc.Close()
 	js, err := jetstream.New(nc)
 	require.NoError(t, err)
-	_, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: "JOBS", Subjects: []string{"jobs.>"}})
+	jobs, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "JOBS", Subjects: []string{"jobs.>"}})
 	require.NoError(t, err)
 	_, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: "DEAD", Subjects: []string{"dead.>"}})
 	require.NoError(t, err)
@@ -61,7 +62,11 @@ func TestJetStreamMessages(t *testing.T) {
 	require.NoError(t, err)
 	for range batch.Messages() {
 	}
-	_, err = kv.Put(ctx, "JOBS.worker.1", []byte("not a history"))
+	first, err := jobs.GetMsg(ctx, 1)
+	require.NoError(t, err)
+	// A history's key: the stream, the consumer, the sequence and the
+	// message's own timestamp.
+	_, err = kv.Put(ctx, fmt.Sprintf("JOBS.worker.1.%d", first.Time.UnixNano()), []byte("not a history"))
 	require.NoError(t, err)
 
 	hooks, err := otelnats.Hooks(in, func(subject string) string { return strings.Split(subject, ".")[0] })

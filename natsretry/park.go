@@ -1,0 +1,225 @@
+package natsretry
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/queuekit"
+)
+
+// parking is where a work consumer's long waits go: the subject of its
+// parked copies, and the wait past which a message is moved there.
+type parking struct {
+	subject string
+	after   time.Duration
+}
+
+// wait makes m wait until due, from now: a nak with that delay, after
+// hist is stored; or, for a wait longer than the parking threshold, a
+// move of m to the parking stream, so that it holds no slot of its
+// consumer while it waits.
+func (p *Policy) wait(ctx context.Context, m delivery, hist history, due, now time.Time) {
+	delay := due.Sub(now)
+	if m.park == nil || delay <= m.park.after {
+		p.store(ctx, m, hist)
+		p.nak(ctx, m, delay)
+		return
+	}
+	p.park(ctx, m, hist, delay)
+}
+
+// park moves m to the parking stream: its history, identity and strategy
+// are written under a new random id first, then m's own history is marked
+// with that id, then the copy, carrying only the id, is published and m
+// acked. A crash between any two steps finishes the move at m's
+// redelivery (finishMove). When the bucket cannot be written, m waits as
+// a nak instead.
+func (p *Policy) park(ctx context.Context, m delivery, hist history, delay time.Duration) {
+	id := newParkedID()
+	rec := hist
+	rec.seen, rec.parkedID = 0, ""
+	rec.parked = &identity{subject: m.msg.Subject(), stream: m.md.Stream, seq: m.md.Sequence.Stream, stamp: m.md.Timestamp.UnixNano()}
+	if m.own {
+		if b, err := m.pol.Strategy().MarshalJSON(); err == nil {
+			rec.parked.strategy = string(b)
+		}
+	}
+	hist.parkedID = id
+	if !p.storeAt(ctx, m, parkedKey(id), rec) || !p.store(ctx, m, hist) {
+		p.nak(ctx, m, delay) // it holds its slot: better than losing its place
+		return
+	}
+	p.move(ctx, m, id)
+}
+
+// finishMove finishes moving m to the parking stream under id, after a
+// crash: its copy is published again (the parking stream drops it as a
+// duplicate within its Duplicates window) unless the parked message has
+// run to its end already, its record gone.
+func (p *Policy) finishMove(ctx context.Context, m delivery, id string) {
+	_, err := p.kv.Get(ctx, parkedKey(id))
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		p.done(ctx, m) // its parked copy ran to its end
+	case err != nil:
+		p.logger.ErrorContext(ctx, "natsretry: cannot read a parked message's record; it is retried", p.ids(m, err)...)
+		p.nak(ctx, m, StoreRetry)
+	default:
+		p.move(ctx, m, id)
+	}
+}
+
+// move publishes m's copy to the parking subject under id, then acks m and
+// removes its history.
+func (p *Policy) move(ctx context.Context, m delivery, id string) {
+	out := nats.NewMsg(m.park.subject)
+	out.Data = m.msg.Data()
+	for name, values := range m.msg.Headers() {
+		if !strings.HasPrefix(name, "Nats-") && name != HeaderParked {
+			out.Header[name] = slices.Clone(values)
+		}
+	}
+	out.Header.Set(HeaderParked, id)
+	if _, err := p.js.PublishMsg(ctx, out, jetstream.WithMsgID("park."+id)); err != nil {
+		p.logger.ErrorContext(ctx, "natsretry: cannot park the message; it is retried", p.ids(m, err)...)
+		p.nak(ctx, m, StoreRetry)
+		return
+	}
+	m.kept = true // park wrote its history, even at a first delivery
+	p.done(ctx, m)
+}
+
+// parkedKey is the history key of the parked message id.
+func parkedKey(id string) string { return "parked." + string(escapeKey(nil, id)) }
+
+// newParkedID returns a random id for a parked message: 128 bits, in hex.
+func newParkedID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return hex.EncodeToString(b[:])
+}
+
+// maxParkedID is the longest id a parked copy may carry: a longer one is
+// none of this package's, and the copy runs as a message of its own.
+const maxParkedID = 64
+
+// startParking makes the parking consumer of work consumer info (on the
+// stream that captures its parking subject, which must not be the work
+// stream) and runs h on its messages until ctx is done.
+func (p *Policy) startParking(ctx context.Context, info *jetstream.ConsumerInfo, h Handler) (*parking, error) {
+	subject := p.parkPrefix + "." + info.Stream + "." + info.Name
+	stream, err := p.js.StreamNameBySubject(ctx, subject)
+	if err != nil {
+		return nil, fmt.Errorf("Config.Park: no stream captures %s: %w", queuekit.Quote(subject), err)
+	}
+	if stream == info.Stream {
+		return nil, fmt.Errorf("Config.Park: its stream %s is the work stream: a parked message would come back to it", queuekit.Quote(stream))
+	}
+	ps, err := p.js.Stream(ctx, stream)
+	if err != nil {
+		return nil, fmt.Errorf("Config.Park: its stream %s: %w", queuekit.Quote(stream), err)
+	}
+	if r := ps.CachedInfo().Config.Retention; r != jetstream.WorkQueuePolicy {
+		return nil, fmt.Errorf("Config.Park: its stream %s has %s retention: make it WorkQueuePolicy, so that a parked copy is removed once run and read by this consumer alone", queuekit.Quote(stream), r)
+	}
+	c, err := p.js.CreateOrUpdateConsumer(ctx, stream, jetstream.ConsumerConfig{
+		Durable: info.Stream + "_" + info.Name + "_parked", FilterSubject: subject,
+		AckPolicy: jetstream.AckExplicitPolicy, AckWait: info.Config.AckWait, MaxDeliver: -1, MaxAckPending: -1,
+		Description: "retrypolicy: the parked messages of consumer " + info.Name + " of stream " + info.Stream,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("Config.Park: the parking consumer on %s: %w", queuekit.Quote(stream), err)
+	}
+	ackWait := info.Config.AckWait
+	cc, err := c.Consume(func(msg jetstream.Msg) { p.handleParked(ctx, msg, h, ackWait) })
+	if err != nil {
+		return nil, fmt.Errorf("Config.Park: consuming the parked messages: %w", err)
+	}
+	go func() {
+		<-ctx.Done()
+		cc.Stop()
+	}()
+	return &parking{subject: subject, after: p.parkAfter}, nil
+}
+
+// handleParked runs h on one delivery of a parked copy: the message as it
+// was, its history, identity and strategy read from the record under the
+// copy's id. A copy whose id has no record claims nothing: it runs as a
+// message of its own, with no failures. A parked message's waits are naks
+// on the parking consumer, which holds any number.
+func (p *Policy) handleParked(ctx context.Context, msg jetstream.Msg, h Handler, ackWait time.Duration) {
+	md, err := msg.Metadata()
+	if err != nil {
+		p.logger.ErrorContext(ctx, "natsretry: not a JetStream delivery; left to its redelivery", slog.String("error", err.Error()))
+		return
+	}
+	runCtx := ctx
+	ctx = context.WithoutCancel(ctx)
+	id := msg.Headers().Get(HeaderParked)
+	key := parkedKey(id)
+	if id == "" || len(id) > maxParkedID {
+		key = historyKey(md.Stream, md.Consumer, md.Sequence.Stream, md.Timestamp)
+	}
+	m := delivery{msg: msg, md: md, key: key, kept: true}
+	var room [16]int64
+	hist, ok := p.load(ctx, m, room[:])
+	if !ok {
+		p.nak(ctx, m, StoreRetry)
+		return
+	}
+	if hist.parked == nil { // an unknown id: the copy is a message of its own
+		hist = history{seen: hist.seen, failures: hist.failures, due: hist.due, wait: hist.wait, dead: hist.dead,
+			reason: hist.reason, lastError: hist.lastError,
+			parked: &identity{subject: msg.Subject(), stream: md.Stream, seq: md.Sequence.Stream, stamp: md.Timestamp.UnixNano()}}
+	}
+	id0 := hist.parked
+	header := nats.Header{}
+	for name, values := range msg.Headers() {
+		if !strings.HasPrefix(name, "Nats-") && name != HeaderParked {
+			header[name] = values
+		}
+	}
+	pmd := *md
+	pmd.Stream, pmd.Sequence.Stream, pmd.Timestamp = id0.stream, id0.seq, time.Unix(0, id0.stamp)
+	m.msg, m.md = &parkedMsg{Msg: msg, subject: id0.subject, header: header}, &pmd
+	m.seed = queuekit.Seed(int64(id0.seq))
+	m.pol, m.own = p.parkedPolicy(ctx, m, id0)
+	p.deliver(runCtx, ctx, m, hist, h, ackWait)
+}
+
+// parkedPolicy is a parked message's policy: the strategy its record
+// keeps, else its subject's; a copy of its own reads its header.
+func (p *Policy) parkedPolicy(ctx context.Context, m delivery, id *identity) (*retrypolicy.Policy, bool) {
+	if id.strategy == "" {
+		return p.policyOf(ctx, m)
+	}
+	if pol, err := p.policies.Own([]byte(id.strategy)); err == nil {
+		return pol, true
+	}
+	return p.policies.Kind(id.subject), false
+}
+
+// parkedMsg is a parked copy as its handler sees it: the subject the
+// message was published to, and its own headers.
+type parkedMsg struct {
+	jetstream.Msg
+	subject string
+	header  nats.Header
+}
+
+// Subject returns the subject the message was published to.
+func (m *parkedMsg) Subject() string { return m.subject }
+
+// Headers returns the message's own headers.
+func (m *parkedMsg) Headers() nats.Header { return m.header }
