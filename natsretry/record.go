@@ -109,54 +109,36 @@ func readHistory(b []byte, room []int64) (history, error) {
 		return h, errHistory
 	}
 	version, flags := b[0], b[1]
-	h.dead = b[1]&flagDead != 0
-	b = b[2:]
-	var n int
-	if h.seen, n = binary.Uvarint(b); n <= 0 {
-		return h, errHistory
-	}
-	b = b[n:]
-	if h.due, n = binary.Varint(b); n <= 0 {
-		return h, errHistory
-	}
-	b = b[n:]
+	r := reader{b: b[2:], ok: true}
+	h.dead = flags&flagDead != 0
+	h.seen, h.due = r.uvarint(), r.varint()
 	if version > 1 {
-		if h.wait, n = binary.Varint(b); n <= 0 {
-			return h, errHistory
-		}
-		b = b[n:]
+		h.wait = r.varint()
 	}
-	var ok bool
 	if flags&flagMoved != 0 {
-		if h.parkedID, b, ok = readText(b); !ok || h.parkedID == "" {
-			return h, errHistory
+		if h.parkedID = r.text(maxText); h.parkedID == "" {
+			r.ok = false
 		}
 	}
 	if flags&flagParked != 0 {
-		if h.parked, b, ok = readIdentity(b); !ok {
-			return h, errHistory
-		}
+		h.parked = &identity{subject: r.text(maxText), stream: r.text(maxText), seq: r.uvarint(), stamp: r.varint(), strategy: r.text(maxText)}
 	}
 	if h.dead {
-		if len(b) < 1 {
-			return h, errHistory
-		}
-		h.reason, b = retry.Reason(b[0]), b[1:]
-		size, n := binary.Uvarint(b)
-		if n <= 0 || size > uint64(len(b)-n) || size > MaxErrorText {
-			return h, errHistory
-		}
-		h.lastError, b = string(b[n:n+int(size)]), b[n+int(size):]
+		h.reason = retry.Reason(r.byte())
+		h.lastError = r.text(MaxErrorText)
+	}
+	if !r.ok {
+		return h, errHistory
 	}
 	var err error
-	if h.failures, err = queuekit.DecodeFailures(b, room); err != nil {
+	if h.failures, err = queuekit.DecodeFailures(r.b, room); err != nil {
 		return h, err
 	}
 	return h, nil
 }
 
 // maxText is the longest text a history holds: a subject, a stream's
-// name, a strategy's descriptor, an error's text.
+// name, a strategy's descriptor.
 const maxText = 4096
 
 // appendText appends s, its length first.
@@ -164,38 +146,53 @@ func appendText(b []byte, s string) []byte {
 	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
 }
 
-// readText reads a text appendText wrote, and what follows it.
-func readText(b []byte) (string, []byte, bool) {
-	size, n := binary.Uvarint(b)
-	if n <= 0 || size > uint64(len(b)-n) || size > maxText {
-		return "", b, false
-	}
-	return string(b[n : n+int(size)]), b[n+int(size):], true
+// reader reads a history's fields in turn; once one is not what
+// appendHistory writes, ok is false and every later read returns zero.
+type reader struct {
+	b  []byte
+	ok bool
 }
 
-// readIdentity reads a parked message's identity.
-func readIdentity(b []byte) (*identity, []byte, bool) {
-	id := &identity{}
-	var ok bool
-	if id.subject, b, ok = readText(b); !ok {
-		return nil, b, false
+func (r *reader) uvarint() uint64 {
+	v, n := binary.Uvarint(r.b)
+	if !r.ok || n <= 0 {
+		r.ok = false
+		return 0
 	}
-	if id.stream, b, ok = readText(b); !ok {
-		return nil, b, false
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) varint() int64 {
+	v, n := binary.Varint(r.b)
+	if !r.ok || n <= 0 {
+		r.ok = false
+		return 0
 	}
-	var n int
-	if id.seq, n = binary.Uvarint(b); n <= 0 {
-		return nil, b, false
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) byte() byte {
+	if !r.ok || len(r.b) < 1 {
+		r.ok = false
+		return 0
 	}
-	b = b[n:]
-	if id.stamp, n = binary.Varint(b); n <= 0 {
-		return nil, b, false
+	c := r.b[0]
+	r.b = r.b[1:]
+	return c
+}
+
+// text reads a text appendText wrote, of at most most bytes.
+func (r *reader) text(most int) string {
+	size := r.uvarint()
+	if !r.ok || size > uint64(len(r.b)) || size > uint64(most) {
+		r.ok = false
+		return ""
 	}
-	b = b[n:]
-	if id.strategy, b, ok = readText(b); !ok {
-		return nil, b, false
-	}
-	return id, b, true
+	t := string(r.b[:size])
+	r.b = r.b[size:]
+	return t
 }
 
 // dueTime is h's due time, the zero Time for none.
