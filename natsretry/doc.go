@@ -73,6 +73,16 @@
 // a second publication within its Duplicates window. Replay publishes a
 // dead message back to its subject.
 //
+// # Parking
+//
+// A message naked with a delay holds one of its consumer's MaxAckPending
+// slots until it is redelivered. With Config.Park, a message that is to
+// wait longer than Config.ParkAfter is moved to a parking stream instead
+// (work-queue retention, capturing Park.>): its state is kept in the
+// bucket under a random id, a copy carrying only that id is published, the
+// message is acked, and a consumer the policy makes there runs it when
+// due, as it was published.
+//
 // # What a handler cannot do
 //
 // Nothing a handler does stops the consumer: a panic in it, in a hook or
