@@ -114,8 +114,8 @@ func (d *Decider) read(doc []byte) (req request, ok bool) {
 		d.syntax(s, doc, offset)
 		return req, false
 	}
-	var seen [len(requestKeys)]bool
-	strays := d.members(s, &req, &seen)
+	var seen, present [len(requestKeys)]bool
+	strays := d.members(s, &req, &seen, &present)
 	if s.Bad() {
 		d.probs.Reset()
 		d.syntax(s, doc, offset)
@@ -124,7 +124,7 @@ func (d *Decider) read(doc []byte) (req request, ok bool) {
 	if s.Peek() != 0 {
 		d.probs.add("$: must hold one JSON object and nothing after it")
 	}
-	d.required(&seen)
+	d.required(&present)
 	for _, p := range strays.Kept {
 		d.probs.add(p)
 	}
@@ -135,9 +135,10 @@ func (d *Decider) read(doc []byte) (req request, ok bool) {
 	return req, len(d.probs.Kept) == 0
 }
 
-// members reads the object's members into req, marking the keys seen; it
-// returns the unknown and repeated keys, to be reported after the fields.
-func (d *Decider) members(s *jsonscan.Scanner, req *request, seen *[len(requestKeys)]bool) (strays problems) {
+// members reads the object's members into req, marking the keys seen, and
+// those present (seen, and not null); it returns the unknown and repeated
+// keys, to be reported after the fields.
+func (d *Decider) members(s *jsonscan.Scanner, req *request, seen, present *[len(requestKeys)]bool) (strays problems) {
 	s.Next()
 	for first := true; !s.Bad(); first = false {
 		if s.Peek() == '}' && first {
@@ -150,7 +151,7 @@ func (d *Decider) members(s *jsonscan.Scanner, req *request, seen *[len(requestK
 		}
 		if k := keyIndex(key); k >= 0 && !seen[k] {
 			seen[k] = true
-			d.field(s, k, req)
+			present[k] = d.field(s, k, req)
 		} else {
 			strays.add(stray(key, k))
 			s.Value(2)
@@ -181,15 +182,16 @@ func stray(key []byte, k int) string {
 	return msg
 }
 
-// required records the required keys that are missing or empty.
-func (d *Decider) required(seen *[len(requestKeys)]bool) {
+// required records the required keys that are missing (absent, or null)
+// or empty.
+func (d *Decider) required(present *[len(requestKeys)]bool) {
 	switch {
-	case !seen[kFailures]:
+	case !present[kFailures]:
 		d.probs.add("failures: required")
 	case len(d.failures) == 0 && !d.hasProblemWith("failures"):
 		d.probs.add("failures: must hold at least one failure")
 	}
-	if !seen[kNow] {
+	if !present[kNow] {
 		d.probs.add("now: required")
 	}
 }
@@ -242,11 +244,12 @@ func keyIndex(raw []byte) int {
 	return -1
 }
 
-// field reads the value of the request's key k.
-func (d *Decider) field(s *jsonscan.Scanner, k int, req *request) {
+// field reads the value of the request's key k, and reports false for
+// null, which is the key absent.
+func (d *Decider) field(s *jsonscan.Scanner, k int, req *request) bool {
 	if s.Peek() == 'n' { // null: absent
 		s.Literal("null")
-		return
+		return false
 	}
 	switch k {
 	case kStrategy:
@@ -262,6 +265,7 @@ func (d *Decider) field(s *jsonscan.Scanner, k int, req *request) {
 	case kNow:
 		d.readNow(s, req)
 	}
+	return true
 }
 
 // readUptime reads last_uptime_secs, a number.
