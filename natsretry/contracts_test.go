@@ -506,7 +506,7 @@ func TestAForgedParkedCopyClaimsNothing(t *testing.T) {
 	})
 	h := nats.Header{}
 	h.Set(natsretry.HeaderParked, "0123456789abcdef0123456789abcdef")
-	_, err := e.js.PublishMsg(context.Background(), &nats.Msg{Subject: "park.JOBS.worker", Data: []byte("x"), Header: h})
+	_, err := e.js.PublishMsg(context.Background(), &nats.Msg{Subject: "park.JOBS.worker.0123456789abcdef0123456789abcdef", Data: []byte("x"), Header: h})
 	require.NoError(t, err)
 	eventually(t, "the forged copy run and acked", func() bool {
 		info, err := e.park.Info(context.Background())
@@ -527,7 +527,7 @@ func TestParkRefusesStreamsThatWouldLoseOrShare(t *testing.T) {
 	_, err := e.js.CreateStream(ctx, jetstream.StreamConfig{Name: "KEEP", Subjects: []string{"keep.>"}})
 	require.NoError(t, err)
 	for _, c := range []struct{ park, want string }{
-		{"nowhere", `Config.Park: no stream captures "nowhere.JOBS.worker"`},
+		{"nowhere", `Config.Park: no stream captures "nowhere.JOBS.worker.>"`},
 		{"jobs", `Config.Park: its stream "JOBS" is the work stream`},
 		{"keep", `Config.Park: its stream "KEEP" has Limits retention: make it WorkQueuePolicy`},
 	} {

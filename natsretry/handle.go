@@ -38,6 +38,8 @@ type delivery struct {
 	// park is where a long wait moves the message; nil when it cannot be
 	// moved (parking is off, or the message is parked already).
 	park *parking
+	// origin is, for a parked message, its work message's history key.
+	origin string
 }
 
 // handle runs h on one delivery of msg, a work consumer's, under the
@@ -401,10 +403,16 @@ func (p *Policy) storeAt(ctx context.Context, m delivery, key string, hist histo
 	return true
 }
 
-// purge removes every revision of m's history, leaving no marker.
+// purge removes every revision of m's history, leaving no marker; for a
+// parked message, its work message's history too, which named its copy.
 func (p *Policy) purge(ctx context.Context, m delivery) {
-	if err := p.kvStream.Purge(ctx, jetstream.WithPurgeSubject("$KV."+p.kv.Bucket()+"."+m.key)); err != nil {
-		p.logger.ErrorContext(ctx, "natsretry: cannot remove the message's history", p.ids(m, err)...)
+	for _, key := range [...]string{m.key, m.origin} {
+		if key == "" {
+			continue
+		}
+		if err := p.kvStream.Purge(ctx, jetstream.WithPurgeSubject("$KV."+p.kv.Bucket()+"."+key)); err != nil {
+			p.logger.ErrorContext(ctx, "natsretry: cannot remove the message's history", p.ids(m, err)...)
+		}
 	}
 }
 

@@ -49,7 +49,7 @@ func (p *Policy) park(ctx context.Context, m delivery, hist history, delay time.
 	id := newParkedID()
 	rec := hist
 	rec.seen, rec.parkedID = 0, ""
-	rec.parked = &identity{subject: m.msg.Subject(), stream: m.md.Stream, seq: m.md.Sequence.Stream, stamp: m.md.Timestamp.UnixNano()}
+	rec.parked = &identity{subject: m.msg.Subject(), stream: m.md.Stream, seq: m.md.Sequence.Stream, stamp: m.md.Timestamp.UnixNano(), origin: m.key}
 	if m.own {
 		if b, err := m.pol.Strategy().MarshalJSON(); err == nil {
 			rec.parked.strategy = string(b)
@@ -71,6 +71,7 @@ func (p *Policy) finishMove(ctx context.Context, m delivery, id string) {
 	_, err := p.kv.Get(ctx, parkedKey(id))
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound):
+		m.kept = true
 		p.done(ctx, m) // its parked copy ran to its end
 	case err != nil:
 		p.logger.ErrorContext(ctx, "natsretry: cannot read a parked message's record; it is retried", p.ids(m, err)...)
@@ -80,10 +81,14 @@ func (p *Policy) finishMove(ctx context.Context, m delivery, id string) {
 	}
 }
 
-// move publishes m's copy to the parking subject under id, then acks m and
-// removes its history.
+// move publishes m's copy to the parking subject of id, then acks m and
+// removes its history. The copy goes only to a subject that holds no
+// message yet, so that a move finished after a crash never makes a second
+// copy of one still parked (the stream's duplicate window forgets a copy
+// once it is run and removed, or across a restart); a refusal for that
+// means the copy is there.
 func (p *Policy) move(ctx context.Context, m delivery, id string) {
-	out := nats.NewMsg(m.park.subject)
+	out := nats.NewMsg(m.park.subject + "." + id)
 	out.Data = m.msg.Data()
 	for name, values := range m.msg.Headers() {
 		if !strings.HasPrefix(name, "Nats-") && name != HeaderParked {
@@ -91,13 +96,27 @@ func (p *Policy) move(ctx context.Context, m delivery, id string) {
 		}
 	}
 	out.Header.Set(HeaderParked, id)
-	if _, err := p.js.PublishMsg(ctx, out, jetstream.WithMsgID("park."+id)); err != nil {
+	_, err := p.js.PublishMsg(ctx, out, jetstream.WithMsgID("park."+id), jetstream.WithExpectLastSequencePerSubject(0))
+	if err != nil && !parkedAlready(err) {
 		p.logger.ErrorContext(ctx, "natsretry: cannot park the message; it is retried", p.ids(m, err)...)
 		p.nak(ctx, m, StoreRetry)
 		return
 	}
-	m.kept = true // park wrote its history, even at a first delivery
-	p.done(ctx, m)
+	// Its history, which names the parked copy, stays until the copy ends:
+	// a copy of the message that waited in the client's buffer, or a
+	// redelivery after an ack that was lost, finds it and finishes the move
+	// rather than run beside the copy.
+	if err := m.msg.DoubleAck(ctx); err != nil {
+		p.logger.ErrorContext(ctx, "natsretry: the ack of a parked message is not confirmed; it may be redelivered, and then finds its copy", p.ids(m, err)...)
+	}
+}
+
+// parkedAlready reports whether err refuses a copy because its subject
+// holds one already.
+func parkedAlready(err error) bool {
+	var api *jetstream.APIError
+	return errors.As(err, &api) &&
+		(api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence || api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
 }
 
 // parkedKey is the history key of the parked message id.
@@ -119,9 +138,9 @@ const maxParkedID = 64
 // stream) and runs h on its messages until ctx is done.
 func (p *Policy) startParking(ctx context.Context, info *jetstream.ConsumerInfo, h Handler) (*parking, error) {
 	subject := p.parkPrefix + "." + info.Stream + "." + info.Name
-	stream, err := p.js.StreamNameBySubject(ctx, subject)
+	stream, err := p.js.StreamNameBySubject(ctx, subject+".id")
 	if err != nil {
-		return nil, fmt.Errorf("Config.Park: no stream captures %s: %w", queuekit.Quote(subject), err)
+		return nil, fmt.Errorf("Config.Park: no stream captures %s: %w", queuekit.Quote(subject+".>"), err)
 	}
 	if stream == info.Stream {
 		return nil, fmt.Errorf("Config.Park: its stream %s is the work stream: a parked message would come back to it", queuekit.Quote(stream))
@@ -134,7 +153,7 @@ func (p *Policy) startParking(ctx context.Context, info *jetstream.ConsumerInfo,
 		return nil, fmt.Errorf("Config.Park: its stream %s has %s retention: make it WorkQueuePolicy, so that a parked copy is removed once run and read by this consumer alone", queuekit.Quote(stream), r)
 	}
 	c, err := p.js.CreateOrUpdateConsumer(ctx, stream, jetstream.ConsumerConfig{
-		Durable: info.Stream + "_" + info.Name + "_parked", FilterSubject: subject,
+		Durable: info.Stream + "_" + info.Name + "_parked", FilterSubject: subject + ".>",
 		AckPolicy: jetstream.AckExplicitPolicy, AckWait: info.Config.AckWait, MaxDeliver: -1, MaxAckPending: -1,
 		Description: "retrypolicy: the parked messages of consumer " + info.Name + " of stream " + info.Stream,
 	})
@@ -193,7 +212,7 @@ func (p *Policy) handleParked(ctx context.Context, msg jetstream.Msg, h Handler,
 	pmd := *md
 	pmd.Stream, pmd.Sequence.Stream, pmd.Timestamp = id0.stream, id0.seq, time.Unix(0, id0.stamp)
 	m.msg, m.md = &parkedMsg{Msg: msg, subject: id0.subject, header: header}, &pmd
-	m.seed = queuekit.Seed(int64(id0.seq))
+	m.seed, m.origin = queuekit.Seed(int64(id0.seq)), id0.origin
 	m.pol, m.own = p.parkedPolicy(ctx, m, id0)
 	p.deliver(runCtx, ctx, m, hist, h, ackWait)
 }

@@ -36,6 +36,7 @@ type identity struct {
 	seq             uint64
 	stamp           int64 // the message's timestamp, Unix nanoseconds
 	strategy        string
+	origin          string // its work message's history key
 }
 
 // history is what the policy keeps of a message between its deliveries,
@@ -88,7 +89,7 @@ func appendHistory(b []byte, h history) []byte {
 	if id := h.parked; id != nil {
 		b = appendText(appendText(b, id.subject), id.stream)
 		b = binary.AppendVarint(binary.AppendUvarint(b, id.seq), id.stamp)
-		b = appendText(b, id.strategy)
+		b = appendText(appendText(b, id.strategy), id.origin)
 	}
 	if h.dead {
 		b = append(b, byte(h.reason))
@@ -121,7 +122,8 @@ func readHistory(b []byte, room []int64) (history, error) {
 		}
 	}
 	if flags&flagParked != 0 {
-		h.parked = &identity{subject: r.text(maxText), stream: r.text(maxText), seq: r.uvarint(), stamp: r.varint(), strategy: r.text(maxText)}
+		h.parked = &identity{subject: r.text(maxText), stream: r.text(maxText), seq: r.uvarint(), stamp: r.varint(),
+			strategy: r.text(maxText), origin: r.text(maxText)}
 	}
 	if h.dead {
 		h.reason = retry.Reason(r.byte())

@@ -17,7 +17,7 @@ func TestHistoryRoundTrip(t *testing.T) {
 		{seen: 3, due: 1_790_000_000_123, wait: 1500, failures: []int64{1_790_000_000_000_000_000, 1_790_000_001_500_000_000}},
 		{seen: 1 << 40, dead: true, reason: retry.NotRetryable, lastError: "disk full", failures: []int64{-5, 7}},
 		{seen: 2, parkedID: "0123abcd", failures: []int64{9}},
-		{due: 5, wait: 3, parked: &identity{subject: "jobs.a", stream: "JOBS", seq: 7, stamp: -3, strategy: `{"strategy":"none"}`}, dead: true, reason: retry.AttemptsExhausted},
+		{due: 5, wait: 3, parked: &identity{subject: "jobs.a", stream: "JOBS", seq: 7, stamp: -3, strategy: `{"strategy":"none"}`, origin: "JOBS.worker.7.9"}, dead: true, reason: retry.AttemptsExhausted},
 	} {
 		b := appendHistory(nil, h)
 		got, err := readHistory(b, nil)
