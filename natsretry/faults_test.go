@@ -208,20 +208,19 @@ const faultTTL = 20 * time.Second
 // TestServerRestartsMidRun stops the server (file storage) while messages
 // fail and are retried, and starts it again on the same directory.
 func TestServerRestartsMidRun(t *testing.T) {
-	dir, port := t.TempDir(), freePort(t)
-	s := startServer(t, dir, port)
-	e := setup(t, s.ClientURL(), 1, 2*time.Second, faultTTL)
-	runWorkload(t, e, 20, func() {
-		s.Shutdown()
-		s.WaitForShutdown()
-		startServer(t, dir, port)
-	})
+	restartMidRun(t, natsretry.Config{})
 }
 
 // TestServerRestartsWithParkedMessages: the same, every wait parked (the
 // parking threshold 10 ms below the strategy's 50 ms): no parked message
 // is lost or run more than its attempts across the restart.
 func TestServerRestartsWithParkedMessages(t *testing.T) {
+	restartMidRun(t, natsretry.Config{Park: "park", ParkAfter: 10 * ms})
+}
+
+// restartMidRun runs the workload under cfg on a server that is stopped
+// and started again on its directory midway.
+func restartMidRun(t *testing.T, cfg natsretry.Config) {
 	dir, port := t.TempDir(), freePort(t)
 	s := startServer(t, dir, port)
 	e := setup(t, s.ClientURL(), 1, 2*time.Second, faultTTL)
@@ -229,7 +228,7 @@ func TestServerRestartsWithParkedMessages(t *testing.T) {
 		s.Shutdown()
 		s.WaitForShutdown()
 		startServer(t, dir, port)
-	}, natsretry.Config{Park: "park", ParkAfter: 10 * ms})
+	}, cfg)
 }
 
 // TestClusterLosesAServer runs the workload on three servers on loopback,
