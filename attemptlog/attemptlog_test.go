@@ -102,6 +102,24 @@ func TestBadLinesAreNamed(t *testing.T) {
 	assert.ErrorContains(t, err, "line 3: longer than 1048576 bytes")
 }
 
+// TestOnlyJSONWhiteSpaceSurroundsALine: space, tab, CR and LF may surround
+// a line's object, or make a blank line; any other white space (U+00A0,
+// vertical tab, form feed, U+0085, U+2003, U+3000) around an object, or
+// alone on a line, is a line that is not a JSON object. Until the reader
+// trimmed JSON's white space alone, all 12 such lines were read as valid.
+func TestOnlyJSONWhiteSpaceSurroundsALine(t *testing.T) {
+	object := `{"job":"a","started_at":"2026-11-02T15:00:00Z","ended_at":"2026-11-02T15:00:00Z","outcome":"failed"}`
+	got, err := readAll(" \t" + object + "\t \r\n \t\r\n" + object + "\n")
+	require.NoError(t, err, "JSON's white space around an object, and a blank line of it")
+	assert.Len(t, got, 2)
+	for _, space := range []string{"\u00a0", "\v", "\f", "\u0085", "\u2003", "\u3000"} {
+		for _, line := range []string{space + object + space, space} {
+			_, err := readAll(object + "\n" + line + "\n")
+			assert.ErrorContains(t, err, "line 2: not a JSON object", "%q", line)
+		}
+	}
+}
+
 // TestAReadErrorIsReturnedAsItIs: a failure to read is not a line's.
 func TestAReadErrorIsReturnedAsItIs(t *testing.T) {
 	broken := errors.New("disk on fire")

@@ -66,7 +66,7 @@ func (r *Reader) Read() (Attempt, error) {
 		if len(line) > MaxLine {
 			return Attempt{}, &LineError{Line: r.line, Err: fmt.Errorf("longer than %d bytes", MaxLine)}
 		}
-		text := bytes.TrimSpace(line)
+		text := bytes.Trim(line, " \t\r\n") // JSON's white space alone, not Unicode's
 		if len(text) == 0 {
 			continue
 		}
