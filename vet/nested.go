@@ -28,26 +28,34 @@ func (*runsRetries) AFact() {}
 
 func (f *runsRetries) String() string { return "runs " + f.Via + " (" + attemptsText(f.Attempts) + ")" }
 
+// mostAttempts is the most attempts a count says: past it, loops nested
+// in one another say "more than 1,000,000,000", rather than overflow.
+const mostAttempts = 1_000_000_000
+
 // attemptsText says a loop's attempts.
 func attemptsText(n int) string {
-	switch n {
-	case unbounded:
+	switch {
+	case n == unbounded:
 		return "unbounded attempts"
-	case unknown:
-		return "attempts of a strategy known at run time"
-	case 1:
+	case n == unknown:
+		return "an unknown number of attempts (a strategy known only at run time)"
+	case n == 1:
 		return "1 attempt"
+	case n > mostAttempts:
+		return "more than 1,000,000,000 attempts"
 	}
 	return strconv.Itoa(n) + " attempts"
 }
 
-// times is a×b attempts.
+// times is a×b attempts, saturating past mostAttempts.
 func times(a, b int) int {
 	switch {
 	case a == unknown || b == unknown:
 		return unknown
 	case a == unbounded || b == unbounded:
 		return unbounded
+	case a > mostAttempts/b:
+		return mostAttempts + 1
 	}
 	return a * b
 }
@@ -270,9 +278,17 @@ func (c *checker) call(call *ast.CallExpr) {
 // product says a×b attempts.
 func product(a, b int) string {
 	if a > 0 && b > 0 {
-		return fmt.Sprintf("%d×%d = %d attempts", a, b, a*b)
+		return fmt.Sprintf("%s×%s = %s", count(a), count(b), attemptsText(times(a, b)))
 	}
-	return attemptsText(times(a, b)) + ", each layer's times the other's"
+	return attemptsText(times(a, b)) + ", each layer's times the other's,"
+}
+
+// count says a count of attempts as a number, or "more than" its bound.
+func count(n int) string {
+	if n > mostAttempts {
+		return "more than 1,000,000,000"
+	}
+	return strconv.Itoa(n)
 }
 
 // context reports an operation whose context parameter is unnamed or

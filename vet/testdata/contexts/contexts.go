@@ -19,7 +19,7 @@ func unused(ctx context.Context) (int, error) { return 0, errDown }
 func used(ctx context.Context) (int, error) { return 0, ctx.Err() }
 
 // Calls holds each kind of operation.
-func Calls(ctx context.Context) { // want Calls:`runs retry.Do \(attempts of a strategy known at run time\)`
+func Calls(ctx context.Context) { // want Calls:`runs retry.Do \(an unknown number of attempts \(a strategy known only at run time\)\)`
 	s := retrypolicy.Default()
 	_, _ = retry.Do(ctx, s, func(context.Context) (int, error) { return 0, errDown })   // want `^ignored-context: the operation's context parameter is unnamed`
 	_, _ = retry.Do(ctx, s, func(_ context.Context) (int, error) { return 0, errDown }) // want `^ignored-context: the operation's context parameter is unnamed`
