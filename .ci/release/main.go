@@ -65,6 +65,9 @@ func run(version string) error {
 	if err := checkPlaced(repo); err != nil {
 		return err
 	}
+	if err := checkReadme(repo); err != nil {
+		return err
+	}
 	work, err := os.MkdirTemp("", "releasecheck-")
 	if err != nil {
 		return err
@@ -112,6 +115,29 @@ func installCommand(work string, env []string, version string) error {
 		return fmt.Errorf("the installed retrypolicy-vet -V=full: %v\n%s", err, out)
 	}
 	fmt.Printf("vet: go install %s/vet/cmd/retrypolicy-vet@%s, and it runs\n", root, version)
+	return nil
+}
+
+// checkReadme returns an error when the README's loop of replace lines for
+// a checkout does not name every released module: a module added to the
+// release must be added there too.
+func checkReadme(repo string) error {
+	readme, err := os.ReadFile(filepath.Join(repo, "README.md"))
+	if err != nil {
+		return err
+	}
+	var want []string
+	for _, d := range released {
+		if d == "." {
+			want = append(want, `""`)
+		} else {
+			want = append(want, "/"+d)
+		}
+	}
+	line := "for m in " + strings.Join(want, " ") + "; do"
+	if !strings.Contains(string(readme), line) {
+		return fmt.Errorf("README.md's replace lines for a checkout must loop over every released module: %q", line)
+	}
 	return nil
 }
 
