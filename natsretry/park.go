@@ -63,10 +63,11 @@ func (p *Policy) park(ctx context.Context, m delivery, hist history, delay time.
 	p.move(ctx, m, id)
 }
 
-// finishMove finishes moving m to the parking stream under id, after a
-// crash: its copy is published again (the parking stream drops it as a
-// duplicate within its Duplicates window) unless the parked message has
-// run to its end already, its record gone.
+// finishMove finishes moving m to the parking stream under id, for a
+// delivery of m after the move began (a crash, a lost ack, a copy from the
+// client's buffer): its copy is published again, which the parking stream
+// refuses while the copy is there (move), unless the parked message has
+// run to its end already, its record gone: then m is acked.
 func (p *Policy) finishMove(ctx context.Context, m delivery, id string) {
 	_, err := p.kv.Get(ctx, parkedKey(id))
 	switch {
