@@ -3,6 +3,7 @@ package retry
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strconv"
 	"time"
 
@@ -202,10 +203,14 @@ func readMarks(err error) marks {
 // repeats counted: an error that holds itself ends. Like IsPermanent, it
 // is for code that reads errors a stranger returned.
 func Is(err, target error) bool {
+	if err == nil || target == nil {
+		return err == target
+	}
+	comparable := reflect.TypeOf(target).Comparable() // == on an uncomparable type panics
 	found := false
 	walk(err, func(e error) bool {
 		is, ok := e.(interface{ Is(error) bool })
-		found = e == target || ok && is.Is(target)
+		found = comparable && e == target || ok && is.Is(target)
 		return !found
 	})
 	return found

@@ -578,3 +578,15 @@ func TestIsWalksEveryBranchBounded(t *testing.T) {
 	assert.False(t, Is(e, context.Canceled))
 	assert.LessOrEqual(t, e.n, 1000)
 }
+
+// uncomparable is an error type whose values cannot be compared with ==.
+type uncomparable struct{ parts []string }
+
+func (uncomparable) Error() string { return "uncomparable" }
+
+// TestIsDoesNotCompareTheUncomparable: Is with a target of a type == cannot
+// compare looks only at Is methods, as errors.Is does, rather than panic.
+func TestIsDoesNotCompareTheUncomparable(t *testing.T) {
+	target := uncomparable{parts: []string{"a"}}
+	assert.False(t, Is(fmt.Errorf("x: %w", uncomparable{parts: []string{"b"}}), target))
+}
