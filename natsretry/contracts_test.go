@@ -539,3 +539,36 @@ func TestParkRefusesStreamsThatWouldLoseOrShare(t *testing.T) {
 	_, err = natsretry.New(ctx, e.js, natsretry.Config{History: e.kv, DeadLetter: "dead.jobs", Park: "park.>"})
 	assert.ErrorContains(t, err, `Config.Park: "park.>" is not a subject prefix`)
 }
+
+// TestAPanicWithAHostileValueIsLogged: a handler and a hook that panic
+// with an error whose Error method panics too, under a logger that reads
+// an error attribute's Error as a handler of the user's may (slog's own
+// recover such a panic; a user's need not): each is logged and the
+// consumer goes on. The recover must not hand the value on as it is.
+func TestAPanicWithAHostileValueIsLogged(t *testing.T) {
+	e := newEnv(t)
+	var logs logBuffer
+	var ok atomic.Bool
+	e.consume(t, natsretry.Config{Default: retrypolicy.Strategy{Kind: retrypolicy.None},
+		Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if err, isErr := a.Value.Any().(error); isErr {
+				return slog.String(a.Key, err.Error())
+			}
+			return a
+		}})),
+		Hooks:  natsretry.Hooks{DeadLettered: func(context.Context, string, retry.Reason) { panic(panicky{}) }}},
+		func(_ context.Context, m jetstream.Msg) error {
+			if string(m.Data()) == "panics" {
+				panic(panicky{})
+			}
+			ok.Store(true)
+			return nil
+		})
+	e.publish(t, "jobs.a", "panics", nil)
+	e.publish(t, "jobs.a", "fine", nil)
+	dead := e.deadMessages(t, 1)
+	assert.Equal(t, "panics", string(dead[0].Data))
+	eventually(t, "the message after it handled", func() bool { u, p := e.pending(t); return ok.Load() && u == 0 && p == 0 })
+	assert.Contains(t, logs.String(), "the handler panicked")
+	assert.Contains(t, logs.String(), "the DeadLettered hook panicked")
+}

@@ -196,6 +196,10 @@ type outcome struct {
 	abandoned bool
 }
 
+// panicText is a recovered value as text: fmt recovers a panic in the
+// value's own Error or String method, where a log handler might not.
+func panicText(r any) string { return fmt.Sprint(r) }
+
 // errGoexit is the failure of a handler that called runtime.Goexit.
 var errGoexit = errors.New("natsretry: the handler called runtime.Goexit")
 
@@ -262,7 +266,7 @@ func (p *Policy) settle(ctx context.Context, msg jetstream.Msg, err error) (o ou
 	guard := func(what string) {
 		if r := recover(); r != nil {
 			p.logger.ErrorContext(ctx, "natsretry: the handler's error panicked in "+what, slog.String("subject", msg.Subject()),
-				slog.Any("panic", r), slog.String("stack", string(debug.Stack())))
+				slog.String("panic", panicText(r)), slog.String("stack", string(debug.Stack())))
 		}
 	}
 	var marks errMarks
@@ -456,7 +460,7 @@ func (p *Policy) repaired(ctx context.Context, m delivery) {
 func (p *Policy) hook(ctx context.Context, name string, f func()) {
 	defer func() {
 		if r := recover(); r != nil {
-			p.logger.ErrorContext(ctx, "natsretry: the "+name+" hook panicked", slog.Any("panic", r), slog.String("stack", string(debug.Stack())))
+			p.logger.ErrorContext(ctx, "natsretry: the "+name+" hook panicked", slog.String("panic", panicText(r)), slog.String("stack", string(debug.Stack())))
 		}
 	}()
 	f()
