@@ -556,7 +556,7 @@ func TestAPanicWithAHostileValueIsLogged(t *testing.T) {
 			}
 			return a
 		}})),
-		Hooks:  natsretry.Hooks{DeadLettered: func(context.Context, string, retry.Reason) { panic(panicky{}) }}},
+		Hooks: natsretry.Hooks{DeadLettered: func(context.Context, string, retry.Reason) { panic(panicky{}) }}},
 		func(_ context.Context, m jetstream.Msg) error {
 			if string(m.Data()) == "panics" {
 				panic(panicky{})
