@@ -105,6 +105,8 @@ func TestReplayPublishesOnlyWhereTheMessageCameFrom(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, other.CachedInfo().State.Msgs)
 
+	_, err = natsretry.Replay(ctx, e.js, nil, "JOBS")
+	assert.ErrorContains(t, err, "no message")
 	ack, err := natsretry.Replay(ctx, e.js, forged("jobs.a", "JOBS"), "JOBS")
 	require.NoError(t, err, "a dead letter of the stream named, on a subject it captures")
 	assert.Equal(t, "JOBS", ack.Stream)

@@ -127,6 +127,9 @@ func wireSize(m *nats.Msg) int64 {
 // (the system's and JetStream's API) or _INBOX. (replies); and the server
 // refuses the publication if the subject lands in another stream.
 func Replay(ctx context.Context, js jetstream.JetStream, dead *jetstream.RawStreamMsg, stream string) (*jetstream.PubAck, error) {
+	if dead == nil {
+		return nil, errors.New("natsretry: Replay: no message")
+	}
 	subject := dead.Header.Get(HeaderSubject)
 	if err := replayable(ctx, js, subject, dead.Header.Get(HeaderStream), stream); err != nil {
 		return nil, errors.New("natsretry: Replay: " + err.Error())
