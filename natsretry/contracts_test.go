@@ -20,6 +20,7 @@ import (
 
 	"github.com/retrypolicy/retrypolicy"
 	"github.com/retrypolicy/retrypolicy/natsretry"
+	"github.com/retrypolicy/retrypolicy/queuekit"
 	"github.com/retrypolicy/retrypolicy/retry"
 )
 
@@ -324,34 +325,34 @@ func TestAClockSteppedBackIsNotObeyed(t *testing.T) {
 
 // TestAForgedLastSeenIsRepaired: a history whose last delivery seen is
 // 2^62 (written by a stranger) is repaired, not obeyed: the Repaired hook
-// is told, and the next delivery runs. Until it was, every delivery of
-// the message was skipped as an old copy, for ever, with nothing logged.
+// is told, and the delivery runs. Until it was, every delivery of the
+// message was skipped as an old copy, for ever, with nothing logged. The
+// history is forged before any policy runs: the message's first delivery
+// is fetched and left unacked, so that the policy meets the forgery at the
+// redelivery, whatever the machine's speed.
 func TestAForgedLastSeenIsRepaired(t *testing.T) {
 	s := startServer(t, t.TempDir(), -1)
 	e := setup(t, s.ClientURL(), 1, time.Second, 0)
-	var repaired, runs atomic.Int64
-	// The redelivery comes 3 s after the failure: the history is forged
-	// well before.
-	e.consume(t, natsretry.Config{Hooks: natsretry.Hooks{Repaired: func(context.Context, string) { repaired.Add(1) }},
-		Default: retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped, Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: 3 * time.Second}}},
-		func(context.Context, jetstream.Msg) error {
-			if runs.Add(1) == 1 {
-				return errors.New("down")
-			}
-			return nil
-		})
+	ctx := context.Background()
 	seq := e.publish(t, "jobs.a", "x", nil)
-	eventually(t, "the first failure's history written", func() bool { return runs.Load() == 1 && e.histories(t) == 1 })
-	entry := e.history(t, seq)
-	b := entry.Value() // version, flags, then the last delivery seen as a uvarint
-	_, n := binary.Uvarint(b[2:])
-	out := binary.AppendUvarint(append([]byte{}, b[:2]...), 1<<62)
-	out = append(out, b[2+n:]...)
-	_, err := e.kv.Put(context.Background(), entry.Key(), out)
+	batch, err := e.consumer.Fetch(1)
 	require.NoError(t, err)
-	require.EqualValues(t, 1, runs.Load(), "forged before the redelivery")
-	eventually(t, "the message run again and acked", func() bool { u, p := e.pending(t); return runs.Load() == 2 && u == 0 && p == 0 })
+	for range batch.Messages() { // delivery 1, never acked
+	}
+	stored, err := e.jobs.GetMsg(ctx, seq)
+	require.NoError(t, err)
+	// Version 2, no flags, last seen 2^62, due 0, wait 0, no failures.
+	forged := binary.AppendUvarint([]byte{2, 0}, 1<<62)
+	forged = queuekit.Record{}.AppendBinary(append(forged, 0, 0))
+	_, err = e.kv.Put(ctx, fmt.Sprintf("JOBS.worker.%d.%d", seq, stored.Time.UnixNano()), forged)
+	require.NoError(t, err)
+	var repaired, runs atomic.Int64
+	var logs logBuffer
+	e.consume(t, natsretry.Config{Logger: logs.logger(), Hooks: natsretry.Hooks{Repaired: func(context.Context, string) { repaired.Add(1) }}},
+		func(context.Context, jetstream.Msg) error { runs.Add(1); return nil })
+	eventually(t, "the message run and acked", func() bool { u, p := e.pending(t); return runs.Load() == 1 && u == 0 && p == 0 })
 	assert.EqualValues(t, 1, repaired.Load())
+	assert.Contains(t, logs.String(), "claims a delivery far beyond this one", "read, then repaired: not merely unreadable")
 }
 
 // TestAHeaderStrategyIsBoundedByTheConfiguration: a message whose own
