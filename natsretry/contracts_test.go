@@ -575,3 +575,25 @@ func TestAPanicWithAHostileValueIsLogged(t *testing.T) {
 	assert.Contains(t, logs.String(), "the handler panicked")
 	assert.Contains(t, logs.String(), "the DeadLettered hook panicked")
 }
+
+// TestAMessageTooLargeToParkWaitsInPlace: a message so near the server's
+// maximum payload that its parked copy (its id header added) would not fit
+// waits in its consumer as a nak, rather than fail to park every second
+// until due.
+func TestAMessageTooLargeToParkWaitsInPlace(t *testing.T) {
+	e := newEnv(t)
+	got := newDecisions()
+	var logs logBuffer
+	hour := retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped, Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: time.Hour}}
+	e.consume(t, natsretry.Config{Park: "park", Default: hour, Hooks: got.hooks(), Logger: logs.logger()},
+		func(context.Context, jetstream.Msg) error { return errors.New("down") })
+	e.publish(t, "jobs.a", strings.Repeat("p", 1_048_576-20), nil)
+	got.wait(t, 1)
+	eventually(t, "the message waiting in its consumer", func() bool { u, _ := e.pending(t); return u == 1 })
+	info, err := e.park.Info(context.Background())
+	require.NoError(t, err)
+	assert.Zero(t, info.State.Msgs, "no copy")
+	time.Sleep(1500 * ms) // a failed move would be retried within a second
+	assert.NotContains(t, logs.String(), "cannot park")
+	assert.Contains(t, logs.String(), "too large to park")
+}

@@ -23,6 +23,7 @@ import (
 type parking struct {
 	subject string
 	after   time.Duration
+	limit   int64 // the most bytes a copy may take: the server's payload, the stream's MaxMsgSize
 }
 
 // wait makes m wait until due, from now: a nak with that delay, after
@@ -47,6 +48,13 @@ func (p *Policy) wait(ctx context.Context, m delivery, hist history, due, now ti
 // a nak instead.
 func (p *Policy) park(ctx context.Context, m delivery, hist history, delay time.Duration) {
 	id := newParkedID()
+	if wireSize(parkedCopy(m, id)) > m.park.limit {
+		p.logger.WarnContext(ctx, "natsretry: the message is too large to park (its copy adds a header); it waits in its consumer",
+			p.ids(m, fmt.Errorf("the copy's limit is %d bytes", m.park.limit))...)
+		p.store(ctx, m, hist)
+		p.nak(ctx, m, delay)
+		return
+	}
 	rec := hist
 	rec.seen, rec.parkedID = 0, ""
 	rec.parked = &identity{subject: m.msg.Subject(), stream: m.md.Stream, seq: m.md.Sequence.Stream, stamp: m.md.Timestamp.UnixNano(), origin: m.key}
@@ -89,15 +97,7 @@ func (p *Policy) finishMove(ctx context.Context, m delivery, id string) {
 // once it is run and removed, or across a restart); a refusal for that
 // means the copy is there.
 func (p *Policy) move(ctx context.Context, m delivery, id string) {
-	out := nats.NewMsg(m.park.subject + "." + id)
-	out.Data = m.msg.Data()
-	for name, values := range m.msg.Headers() {
-		if !strings.HasPrefix(name, "Nats-") && name != HeaderParked {
-			out.Header[name] = slices.Clone(values)
-		}
-	}
-	out.Header.Set(HeaderParked, id)
-	_, err := p.js.PublishMsg(ctx, out, jetstream.WithMsgID("park."+id), jetstream.WithExpectLastSequencePerSubject(0))
+	_, err := p.js.PublishMsg(ctx, parkedCopy(m, id), jetstream.WithMsgID("park."+id), jetstream.WithExpectLastSequencePerSubject(0))
 	if err != nil && !parkedAlready(err) {
 		p.logger.ErrorContext(ctx, "natsretry: cannot park the message; it is retried", p.ids(m, err)...)
 		p.nak(ctx, m, StoreRetry)
@@ -110,6 +110,20 @@ func (p *Policy) move(ctx context.Context, m delivery, id string) {
 	if err := m.msg.DoubleAck(ctx); err != nil {
 		p.logger.ErrorContext(ctx, "natsretry: the ack of a parked message is not confirmed; it may be redelivered, and then finds its copy", p.ids(m, err)...)
 	}
+}
+
+// parkedCopy is m's copy for the parking stream under id: its payload, its
+// own headers (not JetStream's), and the id.
+func parkedCopy(m delivery, id string) *nats.Msg {
+	out := nats.NewMsg(m.park.subject + "." + id)
+	out.Data = m.msg.Data()
+	for name, values := range m.msg.Headers() {
+		if !strings.HasPrefix(name, "Nats-") && name != HeaderParked {
+			out.Header[name] = slices.Clone(values)
+		}
+	}
+	out.Header.Set(HeaderParked, id)
+	return out
 }
 
 // parkedAlready reports whether err refuses a copy because its subject
@@ -170,7 +184,11 @@ func (p *Policy) startParking(ctx context.Context, info *jetstream.ConsumerInfo,
 		<-ctx.Done()
 		cc.Stop()
 	}()
-	return &parking{subject: subject, after: p.parkAfter}, nil
+	limit := p.js.Conn().MaxPayload()
+	if n := int64(ps.CachedInfo().Config.MaxMsgSize); n > 0 {
+		limit = min(limit, n)
+	}
+	return &parking{subject: subject, after: p.parkAfter, limit: limit}, nil
 }
 
 // handleParked runs h on one delivery of a parked copy: the message as it
