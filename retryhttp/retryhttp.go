@@ -261,7 +261,7 @@ func NewTransport(base http.RoundTripper, s retrypolicy.Strategy, opts ...Option
 	}
 	t.opts = c.retryOptions(t.onRetry)
 	if c.hostBudget != nil {
-		t.hosts = &hostBudgets{make: c.hostBudget, shared: t.opts}
+		t.hosts = &hostBudgets{newBudget: c.hostBudget, shared: t.opts}
 	}
 	return t, nil
 }
@@ -667,12 +667,12 @@ func hasValue(values []string) bool {
 
 // hostBudgets are WithHostBudgets' budgets, by host.
 type hostBudgets struct {
-	make     func() (*retry.Budget, error) // checked by NewTransport
-	shared   []retry.Option                // the transport's options, without a budget
-	byHost   sync.Map                      // host → []retry.Option
-	n        atomic.Int64
-	mu       sync.Mutex
-	overflow []retry.Option
+	newBudget func() (*retry.Budget, error) // checked by NewTransport
+	shared    []retry.Option                // the transport's options, without a budget
+	byHost    sync.Map                      // host → []retry.Option
+	n         atomic.Int64
+	mu        sync.Mutex
+	overflow  []retry.Option
 }
 
 // options returns the options of host's requests: the transport's, with
@@ -700,6 +700,6 @@ func (h *hostBudgets) options(host string) []retry.Option {
 
 // with returns the shared options and a new budget.
 func (h *hostBudgets) with() []retry.Option {
-	b, _ := h.make() // checked by NewTransport
+	b, _ := h.newBudget() // checked by NewTransport
 	return append(h.shared[:len(h.shared):len(h.shared)], retry.WithBudget(b))
 }
