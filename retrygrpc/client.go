@@ -1,0 +1,221 @@
+package retrygrpc
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/retry"
+)
+
+// client is what a client interceptor keeps: its strategy and options.
+type client struct {
+	strategy retrypolicy.Strategy
+	cfg      config
+	safe     map[string]bool // WithSafeMethods' methods
+	opts     []retry.Option  // every call's loop's
+}
+
+// newClient validates s and opts.
+func newClient(s retrypolicy.Strategy, opts []Option) (*client, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	cfg, err := build(opts)
+	if err != nil {
+		return nil, err
+	}
+	c := &client{strategy: s, cfg: cfg, safe: make(map[string]bool, len(cfg.safeMethods))}
+	for _, m := range cfg.safeMethods {
+		c.safe[m] = true
+	}
+	c.opts = append(c.opts, cfg.retryOpts...)
+	if cfg.nested {
+		c.opts = append(c.opts, retry.WithNestedRetries())
+	}
+	return c, nil
+}
+
+// UnaryClientInterceptor returns an interceptor that retries the safe
+// unary calls under s; see the package doc for what it retries and
+// returns. It returns the strategy's *retrypolicy.ValidationError when s
+// is invalid, and an error naming the option when an option is. The
+// interceptor is safe for concurrent use.
+func UnaryClientInterceptor(s retrypolicy.Strategy, opts ...Option) (grpc.UnaryClientInterceptor, error) {
+	c, err := newClient(s, opts)
+	if err != nil {
+		return nil, err
+	}
+	return c.unary, nil
+}
+
+// isSafe reports whether a call of method under ctx may be sent again.
+func (c *client) isSafe(ctx context.Context, method string) bool {
+	if c.safe[method] {
+		return true
+	}
+	for _, f := range c.cfg.safe {
+		if f(method) {
+			return true
+		}
+	}
+	for _, v := range metadata.ValueFromOutgoingContext(ctx, IdempotencyKey) {
+		if strings.TrimSpace(v) != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// unary is the unary interceptor.
+func (c *client) unary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, callOpts ...grpc.CallOption) error {
+	u := &unaryCall{c: c, ctx: ctx, method: method, req: req, reply: reply, cc: cc, invoker: invoker}
+	u.opts = append(append(u.buf[:0], callOpts...), grpc.Trailer(&u.trailer))
+	if !c.isSafe(ctx, method) {
+		// Sent once; a status retried below is still told above.
+		err := invoker(ctx, method, req, reply, cc, u.opts...)
+		if err != nil && !c.cfg.nested && c.marked(err, u.trailer) {
+			retry.Report(ctx)
+		}
+		return err
+	}
+	_, err := retry.Do(ctx, c.strategy, u.attempt, c.opts...)
+	return given(err, u.sent)
+}
+
+// unaryCall is one unary call's retry loop.
+type unaryCall struct {
+	c          *client
+	ctx        context.Context
+	method     string
+	req, reply any
+	cc         *grpc.ClientConn
+	invoker    grpc.UnaryInvoker
+	opts       []grpc.CallOption // the caller's, and the trailer's
+	buf        [4]grpc.CallOption
+	trailer    metadata.MD
+	sent       int
+}
+
+// attempt sends the call once.
+func (u *unaryCall) attempt(actx context.Context) (struct{}, error) {
+	u.sent++
+	octx, t := u.c.attemptContext(actx, u.sent)
+	u.trailer = nil
+	err := u.invoker(octx, u.method, u.req, u.reply, u.cc, u.opts...)
+	fired := t.end()
+	if err == nil {
+		return struct{}{}, nil
+	}
+	return struct{}{}, u.c.classify(actx, u.ctx, err, u.trailer, fired)
+}
+
+// attemptContext returns the context of attempt n: the count before it
+// in its metadata after the first, under the attempt's own deadline.
+func (c *client) attemptContext(actx context.Context, n int) (context.Context, attemptTimer) {
+	if n > 1 {
+		actx = metadata.AppendToOutgoingContext(actx, PreviousAttemptsHeader, strconv.Itoa(n-1))
+	}
+	if c.cfg.attemptTimeout <= 0 {
+		return actx, attemptTimer{}
+	}
+	octx, cancel := context.WithCancelCause(actx)
+	timer := time.AfterFunc(c.cfg.attemptTimeout, func() { cancel(errAttemptTimeout) })
+	return octx, attemptTimer{timer, cancel}
+}
+
+// errAttemptTimeout is the cause of an attempt's context ended by
+// WithAttemptTimeout.
+var errAttemptTimeout = errors.New("retrygrpc: attempt timed out")
+
+// attemptTimer bounds an attempt under WithAttemptTimeout; the zero
+// attemptTimer bounds nothing.
+type attemptTimer struct {
+	timer  *time.Timer
+	cancel context.CancelCauseFunc
+}
+
+// end ends the attempt's context, and reports whether its timer had
+// fired.
+func (t attemptTimer) end() bool {
+	if t.timer == nil {
+		return false
+	}
+	fired := !t.timer.Stop()
+	t.cancel(nil)
+	return fired
+}
+
+// stop stops the timer and leaves the context live, for a stream that
+// goes on.
+func (t attemptTimer) stop() bool {
+	return t.timer != nil && !t.timer.Stop()
+}
+
+// classify returns what the loop is told of an attempt that failed with
+// err: err when it may be retried, with the wait a server asked; marked
+// Permanent when it must not be. actx is the attempt's context, ctx the
+// call's; fired says the attempt's own timer ended it.
+func (c *client) classify(actx, ctx context.Context, err error, trailer metadata.MD, fired bool) error {
+	if fired && ctx.Err() == nil {
+		return err // an attempt's own deadline: retried, as Unavailable is
+	}
+	st, _ := status.FromError(err)
+	if !c.cfg.retried(st.Code()) || tooLarge(st) {
+		return retry.Permanent(err)
+	}
+	if c.marked(err, trailer) {
+		// Retried below, in the server: this attempt is not retried (Do
+		// gives up RetriedBelow), and the layer above hears of it.
+		retry.Report(actx)
+		retry.Report(ctx)
+	}
+	switch asked := trailer[PushbackTrailer]; len(asked) {
+	case 0:
+		return err
+	case 1:
+		ms, perr := strconv.ParseInt(strings.TrimSpace(asked[0]), 10, 64)
+		if perr != nil || ms < 0 {
+			return retry.Permanent(err) // the server asks for no retry
+		}
+		return retry.After(err, time.Duration(min(ms, maxPushbackMs))*time.Millisecond)
+	default:
+		return retry.Permanent(err) // more than one: no retry, as gRPC's own retries read it
+	}
+}
+
+// maxPushbackMs is the longest pushback read, so that the milliseconds
+// never overflow a Duration; a wait so long is beyond every limit.
+const maxPushbackMs = int64(1<<63-1) / int64(time.Millisecond)
+
+// marked reports whether err is a retried code whose trailer says it was
+// retried below.
+func (c *client) marked(err error, trailer metadata.MD) bool {
+	v := trailer[RetriedBelowTrailer]
+	return len(v) > 0 && strings.TrimSpace(v[0]) == "1" && c.cfg.retried(status.Code(err))
+}
+
+// tooLarge reports whether st says a message is larger than a limit:
+// sending it again fails again.
+func tooLarge(st *status.Status) bool {
+	return st.Code() == codes.ResourceExhausted && strings.Contains(st.Message(), "larger than max")
+}
+
+// given returns what the caller gets of the loop's err after sent
+// attempts: the status error itself when the call was sent once and not
+// retried for its code or a mark, so that a call not retried reads as the
+// bare call's.
+func given(err error, sent int) error {
+	if gu, ok := err.(*retry.GiveUpError); ok && sent == 1 && (gu.Reason == retry.NotRetryable || gu.Reason == retry.RetriedBelow) {
+		return gu.Err
+	}
+	return err
+}

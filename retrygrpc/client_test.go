@@ -1,0 +1,285 @@
+package retrygrpc_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/retry"
+	"github.com/retrypolicy/retrypolicy/retrygrpc"
+)
+
+// client returns a connection to h through a unary interceptor of s and
+// opts.
+func client(t *testing.T, h *health, s retrypolicy.Strategy, opts ...retrygrpc.Option) *grpc.ClientConn {
+	t.Helper()
+	in, err := retrygrpc.UnaryClientInterceptor(s, opts...)
+	require.NoError(t, err)
+	return serve(t, h, nil, grpc.WithUnaryInterceptor(in))
+}
+
+// failing answers code for the first n calls, then succeeds.
+func failing(n int, code codes.Code) func(int, context.Context) error {
+	return func(call int, _ context.Context) error {
+		if call <= n {
+			return status.Error(code, "scripted failure")
+		}
+		return nil
+	}
+}
+
+var safeCheck = retrygrpc.WithSafeMethods(checkMethod)
+
+func TestTheDefaultCodesAreRetried(t *testing.T) {
+	for _, code := range []codes.Code{codes.Unavailable, codes.ResourceExhausted} {
+		t.Run(code.String(), func(t *testing.T) {
+			h := &health{answer: failing(2, code)}
+			cc := client(t, h, bounded(5), safeCheck)
+			require.NoError(t, check(context.Background(), cc))
+			assert.Equal(t, 3, h.Calls())
+			assert.Equal(t, []string{"", "1", "2"}, h.previous, "grpc-previous-rpc-attempts of each attempt")
+		})
+	}
+}
+
+func TestOtherCodesAreSentOnce(t *testing.T) {
+	for _, code := range []codes.Code{codes.Canceled, codes.Unknown, codes.InvalidArgument, codes.DeadlineExceeded,
+		codes.NotFound, codes.AlreadyExists, codes.PermissionDenied, codes.FailedPrecondition, codes.Aborted,
+		codes.OutOfRange, codes.Unimplemented, codes.Internal, codes.DataLoss, codes.Unauthenticated} {
+		t.Run(code.String(), func(t *testing.T) {
+			h := &health{answer: failing(2, code)}
+			cc := client(t, h, bounded(5), safeCheck)
+			err := check(context.Background(), cc)
+			assert.Equal(t, 1, h.Calls())
+			assert.Equal(t, code, status.Code(err))
+			var gu *retry.GiveUpError
+			assert.False(t, errors.As(err, &gu), "a call sent once returns its status error itself, got %v", err)
+			assert.Equal(t, "scripted failure", status.Convert(err).Message())
+		})
+	}
+}
+
+func TestWithCodesReplacesTheCodes(t *testing.T) {
+	h := &health{answer: failing(1, codes.Aborted)}
+	cc := client(t, h, bounded(5), safeCheck, retrygrpc.WithCodes(codes.Aborted))
+	require.NoError(t, check(context.Background(), cc))
+	assert.Equal(t, 2, h.Calls())
+
+	h = &health{answer: failing(1, codes.Unavailable)}
+	cc = client(t, h, bounded(5), safeCheck, retrygrpc.WithCodes(codes.Aborted))
+	assert.Equal(t, codes.Unavailable, status.Code(check(context.Background(), cc)))
+	assert.Equal(t, 1, h.Calls())
+}
+
+func TestOnlySafeCallsAreRetried(t *testing.T) {
+	cases := []struct {
+		name  string
+		opts  []retrygrpc.Option
+		key   []string // the call's idempotency-key values
+		calls int
+	}{
+		{"no safe rule", nil, nil, 1},
+		{"another method named", []retrygrpc.Option{retrygrpc.WithSafeMethods("/grpc.health.v1.Health/List")}, nil, 1},
+		{"the method named", []retrygrpc.Option{safeCheck}, nil, 3},
+		{"the method matched", []retrygrpc.Option{retrygrpc.WithSafe(func(m string) bool { return strings.HasSuffix(m, "/Check") })}, nil, 3},
+		{"a method not matched", []retrygrpc.Option{retrygrpc.WithSafe(func(string) bool { return false })}, nil, 1},
+		{"an idempotency key", nil, []string{"order-17"}, 3},
+		{"a blank idempotency key", nil, []string{" "}, 1},
+		{"a blank and a real key", nil, []string{"", "order-17"}, 3},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := &health{answer: failing(2, codes.Unavailable)}
+			cc := client(t, h, bounded(5), tc.opts...)
+			ctx := context.Background()
+			for _, k := range tc.key {
+				ctx = metadata.AppendToOutgoingContext(ctx, retrygrpc.IdempotencyKey, k)
+			}
+			err := check(ctx, cc)
+			assert.Equal(t, tc.calls, h.Calls())
+			if tc.calls == 1 {
+				assert.Equal(t, codes.Unavailable, status.Code(err))
+			} else {
+				assert.NoError(t, err)
+			}
+		})
+	}
+}
+
+func TestAGivenUpCallHasTheLastAttemptsCode(t *testing.T) {
+	var ended retry.End
+	h := &health{answer: func(n int, _ context.Context) error {
+		if n < 3 {
+			return status.Error(codes.ResourceExhausted, "quota")
+		}
+		return status.Error(codes.Unavailable, "down")
+	}}
+	cc := client(t, h, bounded(3), safeCheck, retrygrpc.WithRetryOptions(retry.WithEnd(func(e retry.End) { ended = e })))
+	err := check(context.Background(), cc)
+	assert.Equal(t, 3, h.Calls())
+	var gu *retry.GiveUpError
+	require.ErrorAs(t, err, &gu)
+	assert.Equal(t, retry.AttemptsExhausted, gu.Reason)
+	assert.Equal(t, codes.Unavailable, status.Code(err))
+	assert.Equal(t, 3, ended.Attempts, "WithRetryOptions' end callback")
+}
+
+func TestPushback(t *testing.T) {
+	t.Run("a wait is kept", func(t *testing.T) {
+		var waits []time.Duration
+		h := &health{answer: func(n int, ctx context.Context) error {
+			if n == 1 {
+				_ = grpc.SetTrailer(ctx, metadata.Pairs(retrygrpc.PushbackTrailer, "30"))
+				return status.Error(codes.Unavailable, "busy")
+			}
+			return nil
+		}}
+		cc := client(t, h, bounded(3), safeCheck, retrygrpc.WithRetryOptions(retry.WithObserver(func(e retry.Event) { waits = append(waits, e.Wait) })))
+		require.NoError(t, check(context.Background(), cc))
+		assert.Equal(t, 2, h.Calls())
+		assert.Equal(t, []time.Duration{30 * time.Millisecond}, waits, "the pushback, not the strategy's millisecond")
+	})
+	for _, v := range [][]string{{"-1"}, {"soon"}, {"1", "2"}, {""}} {
+		t.Run("no retry for "+strings.Join(v, ","), func(t *testing.T) {
+			h := &health{answer: func(_ int, ctx context.Context) error {
+				md := metadata.MD{}
+				md[retrygrpc.PushbackTrailer] = v
+				_ = grpc.SetTrailer(ctx, md)
+				return status.Error(codes.Unavailable, "go away")
+			}}
+			cc := client(t, h, bounded(3), safeCheck)
+			err := check(context.Background(), cc)
+			assert.Equal(t, 1, h.Calls())
+			assert.Equal(t, codes.Unavailable, status.Code(err))
+		})
+	}
+	t.Run("beyond the limit", func(t *testing.T) {
+		h := &health{answer: func(_ int, ctx context.Context) error {
+			_ = grpc.SetTrailer(ctx, metadata.Pairs(retrygrpc.PushbackTrailer, "600000"))
+			return status.Error(codes.ResourceExhausted, "come back in ten minutes")
+		}}
+		cc := client(t, h, bounded(3), safeCheck, retrygrpc.WithRetryOptions(retry.WithAfterCap(time.Minute)))
+		err := check(context.Background(), cc)
+		assert.Equal(t, 1, h.Calls())
+		var gu *retry.GiveUpError
+		require.ErrorAs(t, err, &gu)
+		assert.Equal(t, retry.RetryAfterTooLong, gu.Reason)
+		assert.Equal(t, 10*time.Minute, gu.Wait)
+		assert.Equal(t, codes.ResourceExhausted, status.Code(err))
+	})
+	t.Run("past the call's deadline", func(t *testing.T) {
+		h := &health{answer: func(_ int, ctx context.Context) error {
+			_ = grpc.SetTrailer(ctx, metadata.Pairs(retrygrpc.PushbackTrailer, "50000"))
+			return status.Error(codes.Unavailable, "busy")
+		}}
+		cc := client(t, h, bounded(3), safeCheck)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		var gu *retry.GiveUpError
+		require.ErrorAs(t, check(ctx, cc), &gu)
+		assert.Equal(t, retry.PastDeadline, gu.Reason)
+		assert.Equal(t, 1, h.Calls())
+	})
+}
+
+func TestAnAttemptTimeoutIsRetried(t *testing.T) {
+	h := &health{answer: func(n int, ctx context.Context) error {
+		if n == 1 {
+			<-ctx.Done() // the attempt's deadline ends it
+			return ctx.Err()
+		}
+		return nil
+	}}
+	cc := client(t, h, bounded(3), safeCheck, retrygrpc.WithAttemptTimeout(20*time.Millisecond))
+	require.NoError(t, check(context.Background(), cc))
+	assert.Equal(t, 2, h.Calls())
+}
+
+func TestTheCallsOwnDeadlineIsNotRetried(t *testing.T) {
+	h := &health{answer: func(_ int, ctx context.Context) error { <-ctx.Done(); return ctx.Err() }}
+	cc := client(t, h, bounded(3), safeCheck, retrygrpc.WithAttemptTimeout(time.Hour))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	err := check(ctx, cc)
+	assert.Equal(t, codes.DeadlineExceeded, status.Code(err))
+	assert.Equal(t, 1, h.Calls())
+}
+
+func TestAMessageTooLargeIsNotRetried(t *testing.T) {
+	h := &health{}
+	cc := client(t, h, bounded(3), safeCheck)
+	_, err := grpc_health_v1.NewHealthClient(cc).Check(context.Background(),
+		&grpc_health_v1.HealthCheckRequest{Service: strings.Repeat("x", 100)}, grpc.MaxCallSendMsgSize(10))
+	assert.Equal(t, codes.ResourceExhausted, status.Code(err))
+	var gu *retry.GiveUpError
+	assert.False(t, errors.As(err, &gu), "sent once: the status itself, got %v", err)
+	assert.Equal(t, 0, h.Calls())
+}
+
+func TestABudgetBoundsTheRetries(t *testing.T) {
+	b, err := retry.NewBudget(0, 1) // one retry, and no more
+	require.NoError(t, err)
+	h := &health{answer: func(int, context.Context) error { return status.Error(codes.Unavailable, "down") }}
+	cc := client(t, h, bounded(5), safeCheck, retrygrpc.WithRetryOptions(retry.WithBudget(b)))
+	var gu *retry.GiveUpError
+	require.ErrorAs(t, check(context.Background(), cc), &gu)
+	assert.Equal(t, retry.BudgetExhausted, gu.Reason)
+	assert.Equal(t, 2, h.Calls())
+	require.ErrorAs(t, check(context.Background(), cc), &gu)
+	assert.Equal(t, retry.BudgetExhausted, gu.Reason)
+	assert.Equal(t, 3, h.Calls(), "the spent budget sends the next call once")
+}
+
+func TestInsideAJobALongWaitIsDeferred(t *testing.T) {
+	h := &health{answer: func(_ int, ctx context.Context) error {
+		_ = grpc.SetTrailer(ctx, metadata.Pairs(retrygrpc.PushbackTrailer, "30000"))
+		return status.Error(codes.Unavailable, "busy")
+	}}
+	cc := client(t, h, bounded(3), safeCheck)
+	err := check(retry.DeferAfter(context.Background(), time.Second), cc)
+	wait, ok := retry.DeferredWait(err)
+	require.True(t, ok, "got %v", err)
+	assert.Equal(t, 30*time.Second, wait)
+	assert.Equal(t, 1, h.Calls())
+}
+
+func TestInvalidOptionsAreRefused(t *testing.T) {
+	cases := map[string]struct {
+		opt  retrygrpc.Option
+		want string
+	}{
+		"OK":           {retrygrpc.WithCodes(codes.OK), "WithCodes: OK is not"},
+		"no codes":     {retrygrpc.WithCodes(), "WithCodes: give at least one"},
+		"a code of 17": {retrygrpc.WithCodes(codes.Code(17)), "WithCodes: Code(17)"},
+		"a method":     {retrygrpc.WithSafeMethods("Check"), `WithSafeMethods: "Check" is not a full method name`},
+		"a nil func":   {retrygrpc.WithSafe(nil), "WithSafe: the function is nil"},
+		"a timeout":    {retrygrpc.WithAttemptTimeout(-time.Second), "WithAttemptTimeout: must not be negative"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := retrygrpc.UnaryClientInterceptor(bounded(3), tc.opt)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+			_, err = retrygrpc.StreamClientInterceptor(bounded(3), tc.opt)
+			assert.Error(t, err)
+		})
+	}
+	_, err := retrygrpc.UnaryClientInterceptor(retrypolicy.Strategy{Kind: retrypolicy.Bounded})
+	var ve *retrypolicy.ValidationError
+	assert.ErrorAs(t, err, &ve)
+	_, err = retrygrpc.UnaryServerInterceptor(safeCheck)
+	assert.ErrorContains(t, err, "WithSafeMethods is a client interceptor's option")
+	_, err = retrygrpc.StreamServerInterceptor(retrygrpc.WithCodes())
+	assert.ErrorContains(t, err, "WithCodes: give at least one")
+}
