@@ -16,8 +16,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/retrypolicy/retrypolicy/retry"
-	"github.com/retrypolicy/retrypolicy/retryhttp"
 	"github.com/retrypolicy/retrypolicy/retrygrpc"
+	"github.com/retrypolicy/retrypolicy/retryhttp"
 )
 
 // grpcLayer serves h behind the server interceptor, and returns a
