@@ -39,7 +39,8 @@ const (
 	// Operation names what is retried, as the caller calls it.
 	Operation = attribute.Key("retrypolicy.operation")
 	// Source says where the retry was decided: retry (Retry), http
-	// (retryhttp), river (riverretry) or tick (a scheduler's controller).
+	// (retryhttp), grpc (retrygrpc, through Options), river (riverretry),
+	// nats (natsretry) or tick (a scheduler's controller).
 	Source = attribute.Key("retrypolicy.source")
 	// Reason is why a retry was given up: a retrypolicy.Reason's text.
 	Reason = attribute.Key("retrypolicy.reason")
@@ -186,6 +187,18 @@ func Retry[T any](ctx context.Context, o Op, s retrypolicy.Strategy, fn func(con
 func (in *Instruments) HTTPOptions(operation string) []retryhttp.Option {
 	r := in.newRecorder(context.Background(), nil, attribute.NewSet(Source.String("http"), Operation.String(operation)))
 	return []retryhttp.Option{retryhttp.WithObserver(r.retried), retryhttp.WithEnd(r.ended)}
+}
+
+// Options are the options that make a loop of the library's that takes
+// retry.Options record its calls' retries, waits, attempts and give-ups,
+// with the Source source and the Operation operation: retrygrpc's
+// interceptors take them through WithRetryOptions, with the source "grpc"
+// and a method's name, so that this module need not import gRPC. The
+// spans are the caller's: put otelgrpc's client handler on the connection,
+// and each attempt is a client span.
+func (in *Instruments) Options(source, operation string) []retry.Option {
+	r := in.newRecorder(context.Background(), nil, attribute.NewSet(Source.String(source), Operation.String(operation)))
+	return []retry.Option{retry.WithObserver(r.retried), retry.WithEnd(r.ended)}
 }
 
 // ResendCountTransport sets http.request.resend_count on the span of each

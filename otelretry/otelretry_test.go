@@ -229,6 +229,33 @@ func TestHTTPRequestAnswered503Then200(t *testing.T) {
 	assert.ElementsMatch(t, []int64{-1, 1}, resend, "the first attempt has no resend count, the second 1")
 }
 
+func TestOptionsRecordAnotherLoopsCalls(t *testing.T) {
+	s := newSDK(t)
+	quick := retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 2, Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: time.Millisecond}}
+	opts := s.in.Options("grpc", "/inventory.Stock/Get")
+	calls := 0
+	_, err := retry.Do(context.Background(), quick, func(context.Context) (int, error) {
+		calls++
+		if calls == 1 {
+			return 0, errors.New("unavailable")
+		}
+		return 1, nil
+	}, opts...)
+	require.NoError(t, err)
+	_, err = retry.Do(context.Background(), quick, func(context.Context) (int, error) { return 0, errors.New("unavailable") }, opts...)
+	require.Error(t, err)
+
+	op := []attribute.KeyValue{otelretry.Source.String("grpc"), otelretry.Operation.String("/inventory.Stock/Get")}
+	m := s.metrics(t)
+	assert.Equal(t, map[attribute.Distinct]int64{set(op...): 2}, counts(t, m["retrypolicy.retries"], "{retry}"))
+	assert.Equal(t, map[attribute.Distinct]int64{set(append(op, otelretry.Reason.String("attempts_exhausted"))...): 1},
+		counts(t, m["retrypolicy.give_ups"], "{give_up}"))
+	assert.Equal(t, map[attribute.Distinct]hist{
+		set(append(op, otelretry.Outcome.String("success"))...): {1, 2},
+		set(append(op, otelretry.Outcome.String("give_up"))...): {1, 2},
+	}, histograms[int64](t, m["retrypolicy.operation.attempts"], "{attempt}"))
+}
+
 // traceProvider is the SDK's tracer provider, for otelhttp.
 func traceProvider(s *sdk) *sdktrace.TracerProvider {
 	return sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(s.spans))
