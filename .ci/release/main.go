@@ -44,7 +44,7 @@ const root = "github.com/retrypolicy/retrypolicy"
 // workspace's other modules, never released. Every module of go.work is
 // one or the other: a new module must be placed.
 var (
-	released = []string{".", "riverretry", "natsretry", "otelretry", "otelretry/otelriver", "otelretry/otelnats", "vet"}
+	released = []string{".", "riverretry", "natsretry", "retrygrpc", "otelretry", "otelretry/otelriver", "otelretry/otelnats", "vet"}
 	devOnly  = []string{"bench", "e2e", "examples/breaker"}
 )
 

@@ -113,6 +113,35 @@ func main() {
 		extra: holdsNoQueue,
 	},
 	{
+		name:    "grpc",
+		modules: []string{"/retrygrpc", "/otelretry"},
+		source: `package main
+
+import (
+	"fmt"
+
+	"google.golang.org/grpc"
+
+	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/otelretry"
+	"github.com/retrypolicy/retrypolicy/retrygrpc"
+)
+
+func main() {
+	in, err := otelretry.New()
+	if err != nil {
+		panic(err)
+	}
+	method := "/inventory.Stock/Get"
+	retrying, err := retrygrpc.UnaryClientInterceptor(retrypolicy.Default(), retrygrpc.WithSafeMethods(method),
+		retrygrpc.WithRetryOptions(in.Options("grpc", method)...))
+	fmt.Println(err == nil && grpc.WithUnaryInterceptor(retrying) != nil, retrygrpc.RetriedBelowTrailer)
+}
+`,
+		want:  "true retried-below\n",
+		extra: linksNoSimulator,
+	},
+	{
 		name:    "nats",
 		modules: []string{"/natsretry", "/otelretry/otelnats"},
 		source: `package main
@@ -217,20 +246,20 @@ func linksNoSimulator(name, dir string, env []string) error {
 }
 
 // holdsNoQueue checks that the program's module graph holds no River, no
-// PostgreSQL driver, no SQLite and no NATS.
+// PostgreSQL driver, no SQLite, no NATS and no gRPC.
 func holdsNoQueue(name, dir string, env []string) error {
 	all, err := goIn(dir, env, "list", "-m", "all")
 	if err != nil {
 		return err
 	}
 	for _, line := range strings.Split(all, "\n") {
-		for _, banned := range []string{"github.com/riverqueue/", "github.com/jackc/", "modernc.org/sqlite", "github.com/nats-io/"} {
+		for _, banned := range []string{"github.com/riverqueue/", "github.com/jackc/", "modernc.org/sqlite", "github.com/nats-io/", "google.golang.org/grpc"} {
 			if strings.HasPrefix(line, banned) {
 				return fmt.Errorf("the module graph holds %s", line)
 			}
 		}
 	}
-	fmt.Printf("%s: go list -m all holds %d modules, none of River, pgx, SQLite or NATS\n", name, len(strings.Split(strings.TrimSpace(all), "\n")))
+	fmt.Printf("%s: go list -m all holds %d modules, none of River, pgx, SQLite, NATS or gRPC\n", name, len(strings.Split(strings.TrimSpace(all), "\n")))
 	return nil
 }
 
