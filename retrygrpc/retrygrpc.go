@@ -1,7 +1,7 @@
-// Package retrygrpc retries gRPC calls under a [retrypolicy.Strategy]:
-// client interceptors that a worker puts on its connection and forgets, and
-// server interceptors that keep retries at one layer across a chain of
-// services.
+// Package retrygrpc retries gRPC calls under a [retrypolicy.Strategy], at one layer across services.
+//
+// Client interceptors retry a worker's calls; server interceptors keep
+// retries at one layer across a chain of services.
 //
 // Only safe calls are retried. A call is safe when its method is named by
 // [WithSafeMethods] or matched by [WithSafe], or when its outgoing metadata
