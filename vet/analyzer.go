@@ -11,6 +11,8 @@ import (
 	"golang.org/x/tools/go/analysis/passes/inspect"
 	"golang.org/x/tools/go/ast/inspector"
 	"golang.org/x/tools/go/types/typeutil"
+
+	"github.com/retrypolicy/retrypolicy/plan"
 )
 
 // The import paths of the packages whose names the checks know.
@@ -38,8 +40,13 @@ type checker struct {
 	ignores map[ignoreKey][]string
 	// decls are the package's functions with a body.
 	decls map[*types.Func]*ast.FuncDecl
-	// loops are the package's functions that run a retry loop.
-	loops map[*types.Func]*runsRetries
+	// loops are the package's functions that run a retry loop; walked
+	// those whose body has been walked for it.
+	loops  map[*types.Func]*runsRetries
+	walked map[*types.Func]bool
+	// linted are the warnings of each strategy linted, by its value and
+	// use.
+	linted map[lintKey][]plan.Finding
 	// clients are the package's http.Clients over a retryhttp transport,
 	// with the attempts of its strategy.
 	clients map[types.Object]int
@@ -63,7 +70,7 @@ type checker struct {
 func run(pass *analysis.Pass) (any, error) {
 	ins := pass.ResultOf[inspect.Analyzer].(*inspector.Inspector)
 	c := &checker{pass: pass, ignores: ignoresOf(pass), decls: map[*types.Func]*ast.FuncDecl{},
-		loops: map[*types.Func]*runsRetries{}, clients: map[types.Object]int{}, inProcess: map[any]bool{},
+		loops: map[*types.Func]*runsRetries{}, walked: map[*types.Func]bool{}, linted: map[lintKey][]plan.Finding{}, clients: map[types.Object]int{}, inProcess: map[any]bool{},
 		inside: map[*ast.CompositeLit]bool{}, mutated: map[types.Object]bool{},
 		literals: map[types.Object]*ast.CompositeLit{}, queued: map[types.Object]bool{},
 		visiting: map[ast.Node]bool{}}

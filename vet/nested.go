@@ -5,6 +5,7 @@ import (
 	"go/ast"
 	"go/types"
 	"strconv"
+	"strings"
 
 	"github.com/retrypolicy/retrypolicy"
 )
@@ -17,16 +18,59 @@ const (
 
 // runsRetries is the fact of a function that runs a retry loop of the
 // library when called: the loop, as a path of calls, and the most
-// attempts it makes.
+// attempts it makes. A path of any length is kept in a few hops: the
+// first Near calls, the innermost one and the loop; the rest are counted.
 type runsRetries struct {
-	Via      string
+	Hops     []string // the first calls of the path, then its innermost one
+	Skipped  int      // the calls between them, not kept
+	Loop     string   // what runs the loop: retry.Do, a transport, a client
 	Attempts int
 }
 
 // AFact marks runsRetries as a fact.
 func (*runsRetries) AFact() {}
 
-func (f *runsRetries) String() string { return "runs " + f.Via + " (" + attemptsText(f.Attempts) + ")" }
+func (f *runsRetries) String() string {
+	return "runs " + f.Via() + " (" + attemptsText(f.Attempts) + ")"
+}
+
+// near is how many of a path's first calls a fact keeps, besides its
+// innermost one.
+const near = 3
+
+// through returns the loop of f as a call of name runs it: name first on
+// its path, a path cut to near calls and the innermost one.
+func (f *runsRetries) through(name string) *runsRetries {
+	hops := make([]string, 0, near+1)
+	hops = append(append(hops, name), f.Hops...)
+	skipped := f.Skipped
+	if len(hops) > near+1 {
+		hops = append(hops[:near], hops[len(hops)-1])
+		skipped++
+	}
+	return &runsRetries{Hops: hops, Skipped: skipped, Loop: f.Loop, Attempts: f.Attempts}
+}
+
+// Via says the path: "f0 → f1 → f2 → … 9,996 more … → f9999 → retry.Do".
+func (f *runsRetries) Via() string {
+	var b strings.Builder
+	for i, h := range f.Hops {
+		if i == near && f.Skipped > 0 {
+			b.WriteString("… " + thousands(f.Skipped) + " more … → ")
+		}
+		b.WriteString(h + " → ")
+	}
+	return b.String() + f.Loop
+}
+
+// thousands writes n with commas between its thousands.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
 
 // mostAttempts is the most attempts a count says: past it, loops nested
 // in one another say "more than 1,000,000,000", rather than overflow.
@@ -61,8 +105,15 @@ func times(a, b int) int {
 }
 
 // summarize finds the package's functions that run a retry loop, through
-// one another as far as it takes, and exports a fact for each.
+// one another as far as it takes, and exports a fact for each. Each
+// function is walked once, a callee before its caller (loopOf asks for
+// it), so a chain of calls costs its length; calls in a cycle may find
+// their loop only on a second walk, which the passes after the first
+// give them, until nothing changes.
 func (c *checker) summarize() {
+	for fn := range c.decls {
+		c.loopOfFunc(fn)
+	}
 	for changed := true; changed; {
 		changed = false
 		for fn, decl := range c.decls {
@@ -78,6 +129,20 @@ func (c *checker) summarize() {
 	for fn, l := range c.loops {
 		c.pass.ExportObjectFact(fn, l)
 	}
+}
+
+// loopOfFunc returns the loop that the package's function fn runs, walking
+// its body the first time it is asked; nil while the walk is under way
+// (a call in a cycle), or when it runs none.
+func (c *checker) loopOfFunc(fn *types.Func) *runsRetries {
+	if c.walked[fn] {
+		return c.loops[fn]
+	}
+	c.walked[fn] = true
+	if l, _ := c.firstLoop(c.decls[fn].Body); l != nil {
+		c.loops[fn] = l
+	}
+	return c.loops[fn]
 }
 
 // firstLoop returns the first retry loop that running n runs, and the call
@@ -118,18 +183,21 @@ func (c *checker) loopOf(call *ast.CallExpr) *runsRetries {
 			}
 			delete(c.visiting, body)
 		}
-		return &runsRetries{Via: "retry.Do", Attempts: attempts}
+		return &runsRetries{Loop: "retry.Do", Attempts: attempts}
 	case isFunc(fn, httpPath, "RoundTrip"):
-		return &runsRetries{Via: "a retryhttp.Transport", Attempts: unknown}
+		return &runsRetries{Loop: "a retryhttp.Transport", Attempts: unknown}
 	case fn.Pkg() != nil && fn.Pkg().Path() == "net/http":
 		return c.clientCall(call, fn)
 	}
-	if l := c.loops[fn]; l != nil {
-		return &runsRetries{Via: fn.Name() + " → " + l.Via, Attempts: l.Attempts}
+	if c.decls[fn] != nil {
+		if l := c.loopOfFunc(fn); l != nil {
+			return l.through(fn.Name())
+		}
+		return nil
 	}
 	var f runsRetries
 	if fn.Pkg() != c.pass.Pkg && c.pass.ImportObjectFact(fn, &f) {
-		return &runsRetries{Via: fn.Pkg().Name() + "." + fn.Name() + " → " + f.Via, Attempts: f.Attempts}
+		return f.through(fn.Pkg().Name() + "." + fn.Name())
 	}
 	return nil
 }
@@ -149,7 +217,7 @@ func (c *checker) clientCall(call *ast.CallExpr, fn *types.Func) *runsRetries {
 		return nil
 	}
 	if attempts, ok := c.clients[c.pass.TypesInfo.Uses[id]]; ok {
-		return &runsRetries{Via: "an http.Client over a retryhttp transport", Attempts: attempts}
+		return &runsRetries{Loop: "an http.Client over a retryhttp transport", Attempts: attempts}
 	}
 	return nil
 }
@@ -270,7 +338,7 @@ func (c *checker) call(call *ast.CallExpr) {
 		}
 		c.report(inner, "nested-retry", fmt.Sprintf(
 			"this call runs %s (%s) inside an operation of retry.Do (%s) that retries with WithNestedRetries(): up to %s reach the dependency for one call; drop WithNestedRetries() so that the loops retry at one layer",
-			l.Via, attemptsText(l.Attempts), attemptsText(outer), product(outer, l.Attempts)))
+			l.Via(), attemptsText(l.Attempts), attemptsText(outer), product(outer, l.Attempts)))
 		return false
 	})
 }

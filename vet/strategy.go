@@ -8,6 +8,7 @@ import (
 	"go/types"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/tools/go/analysis"
@@ -15,6 +16,9 @@ import (
 	"github.com/retrypolicy/retrypolicy"
 	"github.com/retrypolicy/retrypolicy/plan"
 )
+
+// lints counts the strategies linted, for a test.
+var lints atomic.Int64
 
 // inProcessCodes are the findings that matter to an in-process loop, linted
 // with no tick: one that gives up in seconds is fine there.
@@ -137,24 +141,45 @@ func (c *checker) isQueueConfig(lit *ast.CompositeLit) bool {
 // controller's tick; with no tick for a queue; with no tick and only
 // inProcessCodes for an in-process loop.
 func (c *checker) lint(lit *ast.CompositeLit, s retrypolicy.Strategy, u use) {
-	var opts []plan.Option
-	if u == controller {
-		opts = append(opts, plan.WithTick(plan.DefaultTick))
-	}
-	report, err := plan.LintGo(context.Background(), s, opts...)
-	if err != nil {
-		return
-	}
-	for _, f := range report.Findings {
-		if f.Severity != plan.Warning || u == inProcess && !inProcessCodes[f.Code] {
-			continue
-		}
+	for _, f := range c.findings(s, u) {
 		var fixes []analysis.SuggestedFix
 		if fix, ok := c.fieldFix(lit, f); ok {
 			fixes = append(fixes, fix)
 		}
 		c.report(lit, f.Code, f.Message+"; "+f.Fix, fixes...)
 	}
+}
+
+// lintKey is a strategy and what runs it: lint's findings depend on
+// nothing else.
+type lintKey struct {
+	s retrypolicy.Strategy
+	u use
+}
+
+// findings returns the warnings lint gives s run by u, linting each
+// distinct strategy and use once a package: a lint takes tens of
+// milliseconds, and a package may repeat one literal many times.
+func (c *checker) findings(s retrypolicy.Strategy, u use) []plan.Finding {
+	key := lintKey{s, u}
+	if f, ok := c.linted[key]; ok {
+		return f
+	}
+	lints.Add(1)
+	var opts []plan.Option
+	if u == controller {
+		opts = append(opts, plan.WithTick(plan.DefaultTick))
+	}
+	var warnings []plan.Finding
+	if report, err := plan.LintGo(context.Background(), s, opts...); err == nil {
+		for _, f := range report.Findings {
+			if f.Severity == plan.Warning && (u != inProcess || inProcessCodes[f.Code]) {
+				warnings = append(warnings, f)
+			}
+		}
+	}
+	c.linted[key] = warnings
+	return warnings
 }
 
 // constStrategy returns the strategy of lit, and whether every field it
