@@ -58,7 +58,7 @@ func BenchmarkFailedDelivery(b *testing.B) {
 					b.Fatal(err)
 				}
 				m.pol, m.own = p.policyOf(ctx, m)
-				hist, _ = p.judge(ctx, m, hist, fail, now, now)
+				hist, _ = p.judge(ctx, m, hist, fail, span{now, now})
 				out = appendHistory(out[:0], hist)
 			}
 			b.ReportMetric(float64(len(out)), "history-bytes")

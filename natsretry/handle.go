@@ -40,7 +40,13 @@ type delivery struct {
 	park *parking
 	// origin is, for a parked message, its work message's history key.
 	origin string
+	// h runs the message, as a consumer of ackWait's.
+	h       Handler
+	ackWait time.Duration
 }
+
+// span is when a run of a delivery started and ended.
+type span struct{ start, end time.Time }
 
 // handle runs h on one delivery of msg, a work consumer's, under the
 // policy and acks, naks, parks or dead-letters it.
@@ -53,7 +59,7 @@ func (p *Policy) handle(ctx context.Context, msg jetstream.Msg, h Handler, ackWa
 	runCtx := ctx
 	ctx = context.WithoutCancel(ctx) // the policy's own round trips end as they would, the consumer stopping
 	m := delivery{msg: msg, md: md, key: historyKey(md.Stream, md.Consumer, md.Sequence.Stream, md.Timestamp),
-		seed: queuekit.Seed(int64(md.Sequence.Stream)), kept: md.NumDelivered > 1, park: park}
+		seed: queuekit.Seed(int64(md.Sequence.Stream)), kept: md.NumDelivered > 1, park: park, h: h, ackWait: ackWait}
 	m.pol, m.own = p.policyOf(ctx, m)
 	var room [16]int64
 	var hist history
@@ -68,12 +74,12 @@ func (p *Policy) handle(ctx context.Context, msg jetstream.Msg, h Handler, ackWa
 		p.finishMove(ctx, m, hist.parkedID)
 		return
 	}
-	p.deliver(runCtx, ctx, m, hist, h, ackWait)
+	p.deliver(runCtx, ctx, m, hist)
 }
 
-// deliver runs h on m, whose history is hist, unless m is an old copy,
-// given up already or early, and acts on how the run ended.
-func (p *Policy) deliver(runCtx, ctx context.Context, m delivery, hist history, h Handler, ackWait time.Duration) {
+// deliver runs m's handler on m, whose history is hist, unless m is an
+// old copy, given up already or early, and acts on how the run ended.
+func (p *Policy) deliver(runCtx, ctx context.Context, m delivery, hist history) {
 	md := m.md
 	if hist.seen > md.NumDelivered+maxStale {
 		// No copy lags so far behind: a history written by a stranger.
@@ -90,7 +96,7 @@ func (p *Policy) deliver(runCtx, ctx context.Context, m delivery, hist history, 
 		p.deadLetter(ctx, m, hist)
 		return
 	}
-	if due := hist.dueTime(); due.After(now) && due.Sub(now) <= hist.waitFor()+ackWait {
+	if due := hist.dueTime(); due.After(now) && due.Sub(now) <= hist.waitFor()+m.ackWait {
 		// Redelivered early: back to its time. A due time farther away
 		// than the wait decided (the clock stepped back, a replica's is
 		// skewed) is not trusted: the message runs.
@@ -105,18 +111,18 @@ func (p *Policy) deliver(runCtx, ctx context.Context, m delivery, hist history, 
 		}
 	}
 	start := p.now()
-	o := p.run(runCtx, m.msg, h, ackWait)
+	o := p.run(runCtx, m.msg, m.h, m.ackWait)
 	if o.abandoned {
 		return // JetStream's redelivery, after AckWait, is the run that counts
 	}
-	p.ended(ctx, m, hist, o, start, p.now())
+	p.ended(ctx, m, hist, o, span{start, p.now()})
 }
 
-// ended acts on the end of m's run, from start to end: done, failed, or
+// ended acts on the end of m's run, over ran: done, failed, or
 // interrupted by the consumer stopping (its context done, and the run
 // returning that), which is no failure: the message is redelivered at
 // once, counting nothing.
-func (p *Policy) ended(ctx context.Context, m delivery, hist history, o outcome, start, end time.Time) {
+func (p *Policy) ended(ctx context.Context, m delivery, hist history, o outcome, ran span) {
 	switch {
 	case o.err == nil:
 		p.done(ctx, m)
@@ -125,7 +131,7 @@ func (p *Policy) ended(ctx context.Context, m delivery, hist history, o outcome,
 		p.store(ctx, m, hist)
 		p.nak(ctx, m, 0)
 	default:
-		p.failed(ctx, m, hist, o.err, start, end)
+		p.failed(ctx, m, hist, o.err, ran)
 	}
 }
 
@@ -168,7 +174,7 @@ func (p *Policy) headerDelay(subject string) time.Duration {
 // the history to run m with, written first so that a crash in this run is
 // a gap of its own; and false when m is given up or waits instead.
 func (p *Policy) unseen(ctx context.Context, m delivery, hist history, now time.Time) (history, bool) {
-	hist, v := p.judge(ctx, m, hist, nil, now, now)
+	hist, v := p.judge(ctx, m, hist, nil, span{now, now})
 	switch {
 	case v.Action == retrypolicy.Fatal:
 		hist.lastError = "a delivery ended without an ack or a nak (its consumer stopped mid-run)"
@@ -331,24 +337,24 @@ func (p *Policy) done(ctx context.Context, m delivery) {
 	}
 }
 
-// failed decides on the failure of m's delivery, which ran from start to
-// end and returned err, records it and naks or gives up the message.
-func (p *Policy) failed(ctx context.Context, m delivery, hist history, err error, start, end time.Time) {
-	hist, v := p.judge(ctx, m, hist, err, start, end)
+// failed decides on the failure of m's delivery, which ran over ran and
+// returned err, records it and naks or gives up the message.
+func (p *Policy) failed(ctx context.Context, m delivery, hist history, err error, ran span) {
+	hist, v := p.judge(ctx, m, hist, err, ran)
 	if v.Action == retrypolicy.Fatal {
 		p.giveUp(ctx, m, hist)
 		return
 	}
-	p.wait(ctx, m, hist, v.Due, end) // when its store fails, the redelivery counts this failure as unseen
+	p.wait(ctx, m, hist, v.Due, ran.end) // when its store fails, the redelivery counts this failure as unseen
 }
 
 // judge returns the verdict on the failure of m's delivery, which ran
-// from start to end and returned err (nil for a delivery that ended
-// unseen), and m's history after it.
-func (p *Policy) judge(ctx context.Context, m delivery, hist history, err error, start, end time.Time) (history, queuekit.Verdict) {
-	at := end.Truncate(time.Millisecond)
+// over ran and returned err (nil for a delivery that ended unseen), and
+// m's history after it.
+func (p *Policy) judge(ctx context.Context, m delivery, hist history, err error, ran span) (history, queuekit.Verdict) {
+	at := ran.end.Truncate(time.Millisecond)
 	hist.failures = append(hist.failures, at.UnixNano())
-	uptime := end.Sub(start)
+	uptime := ran.end.Sub(ran.start)
 	v := queuekit.Judge(m.pol, queuekit.Decide(m.pol, hist.failures, uptime, m.seed, at), err, at)
 	if m.own && v.Action == retrypolicy.Wait {
 		if limit := at.Add(p.headerDelay(m.msg.Subject())); v.Due.After(limit) {

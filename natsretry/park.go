@@ -233,7 +233,8 @@ func (p *Policy) handleParked(ctx context.Context, msg jetstream.Msg, h Handler,
 	m.msg, m.md = &parkedMsg{Msg: msg, subject: id0.subject, header: header}, &pmd
 	m.seed, m.origin = queuekit.Seed(int64(id0.seq)), id0.origin
 	m.pol, m.own = p.parkedPolicy(ctx, m, id0)
-	p.deliver(runCtx, ctx, m, hist, h, ackWait)
+	m.h, m.ackWait = h, ackWait
+	p.deliver(runCtx, ctx, m, hist)
 }
 
 // parkedPolicy is a parked message's policy: the strategy its record

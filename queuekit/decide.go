@@ -15,24 +15,21 @@ import (
 // With no failures it returns the zero Decision. It does not allocate but
 // to grow a buffer it keeps for the next call, for more than 32 failures.
 func Decide(pol *retrypolicy.Policy, failures []int64, uptime time.Duration, seed uint64, now time.Time) retrypolicy.Decision {
-	if len(failures) <= 32 {
-		var room [32]time.Time
-		return decideIn(room[:0], pol, failures, uptime, seed, now)
+	var room [32]time.Time
+	times := room[:0]
+	var buf *[]time.Time
+	if len(failures) > len(room) {
+		buf = timesPool.Get().(*[]time.Time)
+		*buf = slices.Grow((*buf)[:0], len(failures))
+		times = *buf
 	}
-	buf := timesPool.Get().(*[]time.Time)
-	*buf = slices.Grow((*buf)[:0], len(failures))
-	d := decideIn(*buf, pol, failures, uptime, seed, now)
-	timesPool.Put(buf)
-	return d
-}
-
-// decideIn is Decide, converting the failures into times[:0], which has
-// room for them.
-func decideIn(times []time.Time, pol *retrypolicy.Policy, failures []int64, uptime time.Duration, seed uint64, now time.Time) retrypolicy.Decision {
 	for _, ns := range failures {
 		times = append(times, time.Unix(0, ns))
 	}
 	d, _ := pol.Decide(times, uptime, seed, now) // its only error is for no failures
+	if buf != nil {
+		timesPool.Put(buf)
+	}
 	return d
 }
 

@@ -130,3 +130,24 @@ func ExampleRecord_AppendJSON() {
 	// Output:
 	// {"seen_attempt":3,"history":"AwIDqNixzLNonBisGwA"}
 }
+
+// TestDecideDoesNotAllocate: deciding on 8 failures converts them on the
+// stack, and on 1,000 in a buffer the pool keeps: no allocation either way
+// once warm.
+func TestDecideDoesNotAllocate(t *testing.T) {
+	pol, err := retrypolicy.Compile(retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped})
+	require.NoError(t, err)
+	for _, n := range []int{8, 1000} {
+		failures := make([]int64, n)
+		for i := range failures {
+			failures[i] = int64(i)*int64(time.Second) + 1_700_000_000_000_000_000
+		}
+		now := time.Unix(0, failures[n-1])
+		allocs := testing.AllocsPerRun(100, func() {
+			if d := queuekit.Decide(pol, failures, 0, 1, now); d.Action == 0 {
+				t.Fatal("no decision")
+			}
+		})
+		assert.Zero(t, allocs, "%d failures", n)
+	}
+}

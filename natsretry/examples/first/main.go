@@ -79,38 +79,46 @@ func run(ctx context.Context, out io.Writer, url string, down time.Duration) err
 	if err != nil {
 		return err
 	}
-	consumer, kv, err := declare(ctx, js)
+	o, err := declare(ctx, js)
 	if err != nil {
 		return err
 	}
-	return consume(ctx, out, js, consumer, kv, down)
+	return consume(ctx, out, o, down)
+}
+
+// orders is what the example declares in JetStream: the consumer of the
+// orders and the bucket of their histories.
+type orders struct {
+	js       jetstream.JetStream
+	consumer jetstream.Consumer
+	kv       jetstream.KeyValue
 }
 
 // declare makes the streams, the consumer and the history bucket.
-func declare(ctx context.Context, js jetstream.JetStream) (jetstream.Consumer, jetstream.KeyValue, error) {
+func declare(ctx context.Context, js jetstream.JetStream) (orders, error) {
 	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Storage: jetstream.FileStorage}); err != nil {
-		return nil, nil, err
+		return orders{}, err
 	}
 	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: "DEAD", Subjects: []string{"dead.>"}, Storage: jetstream.FileStorage}); err != nil {
-		return nil, nil, err
+		return orders{}, err
 	}
 	// The TTL removes a history that a delivery after an ack left behind:
 	// longer than any wait of the strategy, plus AckWait.
 	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "retrypolicy", Storage: jetstream.FileStorage, TTL: time.Hour})
 	if err != nil {
-		return nil, nil, err
+		return orders{}, err
 	}
 	consumer, err := js.CreateOrUpdateConsumer(ctx, "ORDERS", jetstream.ConsumerConfig{
 		Durable:    "payments",
 		AckPolicy:  jetstream.AckExplicitPolicy,
 		MaxDeliver: -1, // the strategy decides when an order gives up
 	})
-	return consumer, kv, err
+	return orders{js: js, consumer: consumer, kv: kv}, err
 }
 
 // consume publishes five orders and consumes them until each is acked or
 // dead-lettered.
-func consume(ctx context.Context, out io.Writer, js jetstream.JetStream, consumer jetstream.Consumer, kv jetstream.KeyValue, down time.Duration) error {
+func consume(ctx context.Context, out io.Writer, o orders, down time.Duration) error {
 	var mu sync.Mutex
 	settled := make(chan struct{}, 5)
 	say := func(format string, args ...any) {
@@ -118,12 +126,12 @@ func consume(ctx context.Context, out io.Writer, js jetstream.JetStream, consume
 		defer mu.Unlock()
 		fmt.Fprintf(out, format+"\n", args...)
 	}
-	policy, err := newPolicy(ctx, js, kv, say, settled)
+	policy, err := newPolicy(ctx, o.js, o.kv, say, settled)
 	if err != nil {
 		return err
 	}
 	start := time.Now()
-	cc, err := policy.Consume(ctx, consumer, func(_ context.Context, m jetstream.Msg) error {
+	cc, err := policy.Consume(ctx, o.consumer, func(_ context.Context, m jetstream.Msg) error {
 		if string(m.Data()) == "malformed" {
 			return retry.Permanent(errors.New("the order cannot be read"))
 		}
@@ -139,7 +147,7 @@ func consume(ctx context.Context, out io.Writer, js jetstream.JetStream, consume
 	}
 	defer cc.Stop()
 	for i, body := range []string{"42.00", "17.50", "malformed", "8.25", "99.99"} {
-		if _, err := js.Publish(ctx, fmt.Sprintf("orders.%d", i+1), []byte(body)); err != nil {
+		if _, err := o.js.Publish(ctx, fmt.Sprintf("orders.%d", i+1), []byte(body)); err != nil {
 			return err
 		}
 	}
@@ -150,7 +158,7 @@ func consume(ctx context.Context, out io.Writer, js jetstream.JetStream, consume
 			return fmt.Errorf("orders still unsettled: %w", ctx.Err())
 		}
 	}
-	return report(ctx, out, js)
+	return report(ctx, out, o.js)
 }
 
 // newPolicy returns the orders' policy, which says what it decides and
