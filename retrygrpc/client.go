@@ -54,7 +54,11 @@ func UnaryClientInterceptor(s retrypolicy.Strategy, opts ...Option) (grpc.UnaryC
 	if err != nil {
 		return nil, err
 	}
-	return c.unary, nil
+	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, callOpts ...grpc.CallOption) error {
+		u := &unaryCall{c: c, ctx: ctx, method: method, req: req, reply: reply, cc: cc, invoker: invoker}
+		u.opts = append(append(u.buf[:0], callOpts...), grpc.Trailer(&u.trailer))
+		return u.run()
+	}, nil
 }
 
 // isSafe reports whether a call of method under ctx may be sent again.
@@ -75,19 +79,18 @@ func (c *client) isSafe(ctx context.Context, method string) bool {
 	return false
 }
 
-// unary is the unary interceptor.
-func (c *client) unary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, callOpts ...grpc.CallOption) error {
-	u := &unaryCall{c: c, ctx: ctx, method: method, req: req, reply: reply, cc: cc, invoker: invoker}
-	u.opts = append(append(u.buf[:0], callOpts...), grpc.Trailer(&u.trailer))
-	if !c.isSafe(ctx, method) {
+// run sends the call: once when it is not safe, else in a loop.
+func (u *unaryCall) run() error {
+	c := u.c
+	if !c.isSafe(u.ctx, u.method) {
 		// Sent once; a status retried below is still told above.
-		err := invoker(ctx, method, req, reply, cc, u.opts...)
+		err := u.invoker(u.ctx, u.method, u.req, u.reply, u.cc, u.opts...)
 		if err != nil && !c.cfg.nested && c.marked(err, u.trailer) {
-			retry.Report(ctx)
+			retry.Report(u.ctx)
 		}
 		return err
 	}
-	_, err := retry.Do(ctx, c.strategy, u.attempt, c.opts...)
+	_, err := retry.Do(u.ctx, c.strategy, u.attempt, c.opts...)
 	return given(err, u.sent)
 }
 

@@ -30,15 +30,12 @@ func StreamClientInterceptor(s retrypolicy.Strategy, opts ...Option) (grpc.Strea
 	if err != nil {
 		return nil, err
 	}
-	return c.stream, nil
-}
-
-// stream is the stream interceptor.
-func (c *client) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, callOpts ...grpc.CallOption) (grpc.ClientStream, error) {
-	if !desc.ServerStreams || desc.ClientStreams || !c.isSafe(ctx, method) {
-		return streamer(ctx, desc, cc, method, callOpts...)
-	}
-	return &retryStream{c: c, ctx: ctx, desc: desc, cc: cc, method: method, streamer: streamer, opts: callOpts}, nil
+	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, callOpts ...grpc.CallOption) (grpc.ClientStream, error) {
+		if !desc.ServerStreams || desc.ClientStreams || !c.isSafe(ctx, method) {
+			return streamer(ctx, desc, cc, method, callOpts...)
+		}
+		return &retryStream{c: c, ctx: ctx, desc: desc, cc: cc, method: method, streamer: streamer, opts: callOpts}, nil
+	}, nil
 }
 
 // retryStream is a server-streaming call retried until its first message.

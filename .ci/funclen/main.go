@@ -1,8 +1,11 @@
-// Command funclen lists the functions longer than a limit in the Go files
-// under the given directories (tests and testdata left out), and fails
-// when there is one: CI keeps every function short enough to read whole.
+// Command funclen lists the functions longer than a limit, or declared
+// with more parameters than another, in the Go files under the given
+// directories (tests and testdata left out), and fails when there is one:
+// CI keeps every function short enough to read whole, and its calls short
+// enough to read without counting. A function literal's parameters are
+// not counted: its type is often another package's (a gRPC interceptor's).
 //
-//	go run ./.ci/funclen -max 60 .
+//	go run ./.ci/funclen -max 60 -params 5 .
 package main
 
 import (
@@ -19,6 +22,7 @@ import (
 
 func main() {
 	limit := flag.Int("max", 60, "the most lines a function may span, from its signature to its closing brace")
+	params := flag.Int("params", 0, "the most parameters a declared function may take, its receiver aside (0: no bound)")
 	flag.Parse()
 	fset := token.NewFileSet()
 	long := 0
@@ -47,7 +51,11 @@ func main() {
 				}
 				from, to := fset.Position(fn.Pos()), fset.Position(fn.End())
 				if n := to.Line - from.Line + 1; n > *limit {
-					fmt.Printf("%d %s %s:%d\n", n, fn.Name.Name, path, from.Line)
+					fmt.Printf("%d lines: %s %s:%d\n", n, fn.Name.Name, path, from.Line)
+					long++
+				}
+				if n := fn.Type.Params.NumFields(); *params > 0 && n > *params {
+					fmt.Printf("%d parameters: %s %s:%d\n", n, fn.Name.Name, path, from.Line)
 					long++
 				}
 			}
@@ -59,7 +67,7 @@ func main() {
 		}
 	}
 	if long > 0 {
-		fmt.Fprintf(os.Stderr, "funclen: %d function(s) longer than %d lines\n", long, *limit)
+		fmt.Fprintf(os.Stderr, "funclen: %d function(s) longer than %d lines or with more than %d parameters\n", long, *limit, *params)
 		os.Exit(1)
 	}
 }
