@@ -20,6 +20,7 @@ import (
 	"github.com/retrypolicy/retrypolicy/internal/capped"
 	"github.com/retrypolicy/retrypolicy/internal/echo"
 	"github.com/retrypolicy/retrypolicy/internal/front/report"
+	"github.com/retrypolicy/retrypolicy/internal/front/whatif"
 	"github.com/retrypolicy/retrypolicy/internal/jsonscan"
 )
 
@@ -114,7 +115,7 @@ func suggestion(fs *flag.FlagSet, name string) string {
 }
 
 // optionProblems are options out of range, as parameters.
-func optionProblems(errs []report.Option) *apiError {
+func optionProblems(errs []whatif.Option) *apiError {
 	probs := make([]fieldProblem, len(errs))
 	for i, e := range errs {
 		probs[i] = fieldProblem{e.Name, e.Error()}
@@ -253,17 +254,17 @@ func (h *Handler) work(r *http.Request) (context.Context, context.CancelFunc) {
 const maxAxis = 100 * 365 * 24 * time.Hour
 
 func (h *Handler) plan(w http.ResponseWriter, r *http.Request, body []byte) *apiError {
-	var o report.PlanOptions
+	var o whatif.PlanOptions
 	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
 	o.Define(fs)
-	var axis report.Seconds // the picture's time axis, at least the plan's: plans compared share it
+	var axis whatif.Seconds // the picture's time axis, at least the plan's: plans compared share it
 	fs.Var(&axis, "axis", "")
 	if e := setQuery(fs, r); e != nil {
 		return e
 	}
 	errs := o.Check()
 	if axis < 0 || time.Duration(axis) > maxAxis {
-		errs = append(errs, report.Option{Name: "axis", Rule: "must be between 0 and 100 years, got " + time.Duration(axis).String()})
+		errs = append(errs, whatif.Option{Name: "axis", Rule: "must be between 0 and 100 years, got " + time.Duration(axis).String()})
 	}
 	if errs != nil {
 		return optionProblems(errs)
@@ -285,7 +286,7 @@ func (h *Handler) plan(w http.ResponseWriter, r *http.Request, body []byte) *api
 }
 
 func (h *Handler) lint(w http.ResponseWriter, r *http.Request, body []byte) *apiError {
-	var o report.TickOption
+	var o whatif.TickOption
 	fs := flag.NewFlagSet("lint", flag.ContinueOnError)
 	o.Define(fs, "")
 	if e := setQuery(fs, r); e != nil {
@@ -309,17 +310,17 @@ func (h *Handler) lint(w http.ResponseWriter, r *http.Request, body []byte) *api
 }
 
 func (h *Handler) simulate(w http.ResponseWriter, r *http.Request, body []byte) *apiError {
-	var o report.SimulateOptions
+	var o whatif.SimulateOptions
 	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
 	o.Define(fs)
-	o.MaxRuns, o.MaxMessages = report.WholeNumber(h.o.MaxRuns), h.o.MaxMessages
+	o.MaxRuns, o.MaxMessages = whatif.WholeNumber(h.o.MaxRuns), h.o.MaxMessages
 	compare := fs.String("compare", "", "")
 	if e := setQuery(fs, r); e != nil {
 		return e
 	}
-	limits := report.Limits{Jobs: h.o.MaxJobs, Clients: h.o.MaxClients, Runs: h.o.MaxContentionRuns, MaxRuns: h.o.MaxRuns}
+	limits := whatif.Limits{Jobs: h.o.MaxJobs, Clients: h.o.MaxClients, Runs: h.o.MaxContentionRuns, MaxRuns: h.o.MaxRuns}
 	errs := o.Check(limits)
-	strategies := []report.Named{{Name: "posted"}}
+	strategies := []whatif.Named{{Name: "posted"}}
 	if *compare != "" {
 		named, err := compared(*compare, o.Scenario)
 		errs = append(errs, err...)
@@ -356,10 +357,10 @@ func (h *Handler) simulate(w http.ResponseWriter, r *http.Request, body []byte) 
 // within the request's budget and the server's MaxRuns attempts each; it
 // answers a JSON array, the log as recorded first, or their chart.
 func (h *Handler) replay(w http.ResponseWriter, r *http.Request, body []byte) *apiError {
-	var o report.ReplayOptions
+	var o whatif.ReplayOptions
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
 	o.Define(fs)
-	o.MaxRuns = report.WholeNumber(h.o.MaxRuns)
+	o.MaxRuns = whatif.WholeNumber(h.o.MaxRuns)
 	strategy := fs.String("strategy", "", "")
 	if e := setQuery(fs, r); e != nil {
 		return e
@@ -367,7 +368,7 @@ func (h *Handler) replay(w http.ResponseWriter, r *http.Request, body []byte) *a
 	if errs := o.Check(h.o.MaxRuns); errs != nil {
 		return optionProblems(errs)
 	}
-	candidates := report.DocumentedStrategies()
+	candidates := whatif.DocumentedStrategies()
 	if *strategy != "" {
 		s, err := retrypolicy.Parse([]byte(*strategy))
 		if err != nil {
@@ -377,7 +378,7 @@ func (h *Handler) replay(w http.ResponseWriter, r *http.Request, body []byte) *a
 			}
 			return invalid("INVALID_PARAMETER", probs)
 		}
-		candidates = []report.Named{{Name: "posted", Strategy: s}}
+		candidates = []whatif.Named{{Name: "posted", Strategy: s}}
 	}
 	log, err := fleet.ReadLog(bytes.NewReader(body))
 	if err != nil {
@@ -399,10 +400,10 @@ func (h *Handler) replay(w http.ResponseWriter, r *http.Request, body []byte) *a
 // with st at the client alone (each with the budgets the options give,
 // side by side), within the request's budget, and answers a JSON array of
 // them, or their chart.
-func (h *Handler) layers(ctx context.Context, w http.ResponseWriter, r *http.Request, o *report.SimulateOptions, st retrypolicy.Strategy) *apiError {
+func (h *Handler) layers(ctx context.Context, w http.ResponseWriter, r *http.Request, o *whatif.SimulateOptions, st retrypolicy.Strategy) *apiError {
 	none := retrypolicy.Strategy{Kind: retrypolicy.None}
 	l := o.Layers()
-	chains := o.Budgeted([]fleet.Chain{report.ChainOf("every layer", []retrypolicy.Strategy{st, st, st, st}), report.ChainOf("client only", []retrypolicy.Strategy{st, none, none, none})})
+	chains := o.Budgeted([]fleet.Chain{whatif.ChainOf("every layer", []retrypolicy.Strategy{st, st, st, st}), whatif.ChainOf("client only", []retrypolicy.Strategy{st, none, none, none})})
 	results := make([]fleet.LayersResult, len(chains))
 	l.MaxCalls = h.o.MaxRuns
 	for i, c := range chains {
@@ -433,24 +434,24 @@ func jsonArray(n int, item func(i int) []byte) []byte {
 
 // compared returns the example strategy named to compare with, or the
 // problem with the name.
-func compared(name, scenario string) ([]report.Named, []report.Option) {
+func compared(name, scenario string) ([]whatif.Named, []whatif.Option) {
 	if scenario != "outage" {
-		return nil, []report.Option{{Name: "compare", Rule: "only the outage scenario compares"}}
+		return nil, []whatif.Option{{Name: "compare", Rule: "only the outage scenario compares"}}
 	}
 	var names []string
-	for _, n := range report.DocumentedStrategies() {
+	for _, n := range whatif.DocumentedStrategies() {
 		if n.Name == name {
-			return []report.Named{n}, nil
+			return []whatif.Named{n}, nil
 		}
 		names = append(names, n.Name)
 	}
-	return nil, []report.Option{{Name: "compare", Rule: "must be one of " + strings.Join(names, ", ") + ", got " + echo.Quote(name)}}
+	return nil, []whatif.Option{{Name: "compare", Rule: "must be one of " + strings.Join(names, ", ") + ", got " + echo.Quote(name)}}
 }
 
 // outage runs the outage under each strategy, within the request's
 // budget, and answers the chart of all, or the JSON: one object for the
 // posted strategy alone, or an array when another is compared with it.
-func (h *Handler) outage(ctx context.Context, w http.ResponseWriter, r *http.Request, out fleet.Outage, strategies []report.Named) *apiError {
+func (h *Handler) outage(ctx context.Context, w http.ResponseWriter, r *http.Request, out fleet.Outage, strategies []whatif.Named) *apiError {
 	results := make([]fleet.OutageResult, len(strategies))
 	for i, n := range strategies {
 		res, err := out.Run(ctx, n.Strategy)

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/retrypolicy/retrypolicy"
-	"github.com/retrypolicy/retrypolicy/internal/front/report"
+	"github.com/retrypolicy/retrypolicy/internal/front/whatif"
 )
 
 // exitWarnings is lint's exit status when it finds a warning.
@@ -25,7 +25,7 @@ flags, read as flags reads them; invalid input prints its problems and exits 2.
 Exit status: 0 when it finds no warning (info findings allowed), 3 when it finds one, 2 for
 invalid input, 1 for I/O errors.`, stderr)
 	asJSON := fs.Bool("json", false, `print one JSON object: {"findings": [{"code", "severity", "message", "fix"}], "summary": {…}}`)
-	var o report.TickOption
+	var o whatif.TickOption
 	o.Define(fs, "")
 	build := retrypolicy.RegisterFlags(fs)
 	positional, stop := parseArgs(fs, args, stdout, stderr, 1)

@@ -13,12 +13,13 @@ import (
 
 	"github.com/retrypolicy/retrypolicy"
 	"github.com/retrypolicy/retrypolicy/internal/front/report"
+	"github.com/retrypolicy/retrypolicy/internal/front/whatif"
 	"github.com/retrypolicy/retrypolicy/internal/say"
 	"github.com/retrypolicy/retrypolicy/plan"
 )
 
 // flagErrors words options' problems for the command, a line each.
-func flagErrors(stderr io.Writer, cmd string, errs []report.Option) int {
+func flagErrors(stderr io.Writer, cmd string, errs []whatif.Option) int {
 	for _, err := range errs {
 		fmt.Fprintf(stderr, "retrypolicy: %s: --%s (see retrypolicy %s --help)\n", cmd, err, cmd)
 	}
@@ -31,7 +32,7 @@ none: the default strategy), each run lasting --uptime, and prints a table of it
 until it is fatal or has failed --failures times: each retry's due time, with the jitter at its
 least, and when it runs, at the controller's first --tick at or after it; then what
 retrypolicy lint finds in the strategy under the same tick.`, stderr)
-	var o report.PlanOptions
+	var o whatif.PlanOptions
 	o.Define(fs)
 	asJSON := fs.Bool("json", false, `print one JSON object: {"strategy", "uptime_secs", "tick_secs", "failures": [{"at_secs", "in_window", "owed_secs", "delay_secs", "due_secs", "retry_at_secs" or "fatal"}], "findings"}`)
 	svgPath := fs.String("svg", "", "also write a timeline picture of the plan to the SVG file `FILE`")

@@ -14,6 +14,7 @@ import (
 	"github.com/retrypolicy/retrypolicy/attemptlog"
 	"github.com/retrypolicy/retrypolicy/fleet"
 	"github.com/retrypolicy/retrypolicy/internal/front/report"
+	"github.com/retrypolicy/retrypolicy/internal/front/whatif"
 )
 
 // replayUsage and replayHelp are replay's usage line and its help.
@@ -47,7 +48,7 @@ const maxReplayed = 100_000_000
 
 func runReplay(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("replay", replayUsage, replayHelp, stderr)
-	var o report.ReplayOptions
+	var o whatif.ReplayOptions
 	o.Define(fs)
 	asJSON := fs.Bool("json", false, `print one JSON object a line: the log as recorded ("strategy": "recorded"), then each strategy`)
 	svgPath := fs.String("svg", "", "also draw the attempts a minute over time to the SVG file `FILE`")
@@ -94,7 +95,7 @@ func runReplay(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // replayInputs reads the log (the first of positional) and the candidate
 // strategies (the rest; none: the documented ones). It returns the exit
 // status to stop with, or -1.
-func replayInputs(positional []string, stdin io.Reader, stderr io.Writer, fs *flag.FlagSet) (*fleet.Log, []report.Named, int) {
+func replayInputs(positional []string, stdin io.Reader, stderr io.Writer, fs *flag.FlagSet) (*fleet.Log, []whatif.Named, int) {
 	if slices.Contains(positional[1:], "-") {
 		fmt.Fprintln(stderr, "retrypolicy: replay: a strategy comes from a file; only the log may be - (standard input)")
 		return nil, nil, exitInvalid
@@ -104,7 +105,7 @@ func replayInputs(positional []string, stdin io.Reader, stderr io.Writer, fs *fl
 		return nil, nil, code
 	}
 	if len(candidates) == 0 {
-		candidates = report.DocumentedStrategies()
+		candidates = whatif.DocumentedStrategies()
 	}
 	in, err := openInput(positional[:1], stdin, stderr, fs)
 	if err != nil {

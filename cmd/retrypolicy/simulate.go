@@ -16,6 +16,7 @@ import (
 	"github.com/retrypolicy/retrypolicy/attemptlog"
 	"github.com/retrypolicy/retrypolicy/fleet"
 	"github.com/retrypolicy/retrypolicy/internal/front/report"
+	"github.com/retrypolicy/retrypolicy/internal/front/whatif"
 	"github.com/retrypolicy/retrypolicy/internal/say"
 )
 
@@ -58,7 +59,7 @@ bottom's load.`
 
 func runSimulate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("simulate", simulateUsage, simulateHelp, stderr)
-	var o report.SimulateOptions
+	var o whatif.SimulateOptions
 	o.Define(fs)
 	asJSON := fs.Bool("json", false, "print one JSON object a strategy, a line each (for the outage, with its runs and its jobs FATAL in each minute)")
 	svgPath := fs.String("svg", "", "outage and layers: also draw the load over time to the SVG file `FILE`")
@@ -67,14 +68,14 @@ func runSimulate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if stop >= 0 {
 		return stop
 	}
-	if errs := o.Check(report.CommandLimits); errs != nil {
+	if errs := o.Check(whatif.CommandLimits); errs != nil {
 		return flagErrors(stderr, "simulate", errs)
 	}
 	if *svgPath != "" && o.Scenario == "contention" {
-		return flagErrors(stderr, "simulate", []report.Option{{Name: "svg", Rule: "only the outage and layers scenarios draw"}})
+		return flagErrors(stderr, "simulate", []whatif.Option{{Name: "svg", Rule: "only the outage and layers scenarios draw"}})
 	}
 	if *logPath != "" && (o.Scenario != "outage" || len(positional) != 1) {
-		return flagErrors(stderr, "simulate", []report.Option{{Name: "log", Rule: "only the outage scenario of one strategy writes a log"}})
+		return flagErrors(stderr, "simulate", []whatif.Option{{Name: "log", Rule: "only the outage scenario of one strategy writes a log"}})
 	}
 	for _, path := range []string{*svgPath, *logPath} {
 		if err := checkOutput(path); err != nil {
@@ -97,14 +98,14 @@ func runSimulate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return out.layers(o.Layers(), chains(&o, strategies))
 	}
 	if len(strategies) == 0 {
-		strategies = report.DocumentedStrategies()
+		strategies = whatif.DocumentedStrategies()
 	}
 	return out.outage(o.Outage(), strategies)
 }
 
 // writeLog runs the outage under one strategy, writes its attempts to
 // path as an attempt log and prints its result, as a table or JSON.
-func (out output) writeLog(path string, o fleet.Outage, s report.Named) int {
+func (out output) writeLog(path string, o fleet.Outage, s whatif.Named) int {
 	f, err := os.Create(path)
 	if err != nil {
 		fmt.Fprintln(out.stderr, "retrypolicy:", err)
@@ -127,7 +128,7 @@ func (out output) writeLog(path string, o fleet.Outage, s report.Named) int {
 		fmt.Fprintln(out.stderr, "retrypolicy:", strings.TrimPrefix(err.Error(), "fleet: "))
 		return exitIO
 	}
-	strategies, results := []report.Named{s}, []fleet.OutageResult{r}
+	strategies, results := []whatif.Named{s}, []fleet.OutageResult{r}
 	return out.emit(1, func(int) []byte { return report.OutageJSON(s.Name, r) },
 		func(w io.Writer) { writeOutage(w, o, strategies, results) },
 		func() []byte { return report.LoadChart(o, strategies, results) })
@@ -169,7 +170,7 @@ func (out output) refused(err error) int {
 // chains are the layers scenario's chains: the four ways of the general retry rules, or one
 // chain with a strategy a layer, as given, top first. With budget options,
 // the chain given, or every layer retrying, with each budget given.
-func chains(o *report.SimulateOptions, strategies []report.Named) []fleet.Chain {
+func chains(o *whatif.SimulateOptions, strategies []whatif.Named) []fleet.Chain {
 	if len(strategies) == 0 {
 		documented := fleet.DocumentedChains()
 		if budgeted := o.Budgeted(documented[:1]); len(budgeted) > 1 || budgeted[0].Name != documented[0].Name {
@@ -181,7 +182,7 @@ func chains(o *report.SimulateOptions, strategies []report.Named) []fleet.Chain 
 	for i, n := range strategies {
 		given[i] = n.Strategy
 	}
-	return o.Budgeted([]fleet.Chain{report.ChainOf("given", given)})
+	return o.Budgeted([]fleet.Chain{whatif.ChainOf("given", given)})
 }
 
 // layers runs the layers scenario for each chain.
@@ -248,7 +249,7 @@ func writeRetries(w io.Writer, l fleet.Layers, chains []fleet.Chain, results []f
 
 // contenders are the contention's contenders: the published ones, or
 // the strategies given.
-func contenders(strategies []report.Named) []fleet.Contender {
+func contenders(strategies []whatif.Named) []fleet.Contender {
 	if len(strategies) == 0 {
 		return fleet.PublishedContenders()
 	}
@@ -262,8 +263,8 @@ func contenders(strategies []report.Named) []fleet.Contender {
 // readStrategies reads the strategy descriptors of paths ("-", at most
 // once, for standard input), each named by its file's base name. It
 // returns the exit status to stop with, or -1.
-func readStrategies(paths []string, stdin io.Reader, stderr io.Writer, fs *flag.FlagSet) ([]report.Named, int) {
-	var strategies []report.Named
+func readStrategies(paths []string, stdin io.Reader, stderr io.Writer, fs *flag.FlagSet) ([]whatif.Named, int) {
+	var strategies []whatif.Named
 	if i := slices.Index(paths, "-"); i >= 0 && slices.Contains(paths[i+1:], "-") {
 		fmt.Fprintln(stderr, "retrypolicy: simulate: - (standard input) given more than once")
 		return nil, exitInvalid
@@ -286,13 +287,13 @@ func readStrategies(paths []string, stdin io.Reader, stderr io.Writer, fs *flag.
 		if path == "-" {
 			name = "stdin"
 		}
-		strategies = append(strategies, report.Named{Name: name, Strategy: s})
+		strategies = append(strategies, whatif.Named{Name: name, Strategy: s})
 	}
 	return strategies, -1
 }
 
 // outage runs the outage scenario for each strategy.
-func (out output) outage(o fleet.Outage, strategies []report.Named) int {
+func (out output) outage(o fleet.Outage, strategies []whatif.Named) int {
 	results := make([]fleet.OutageResult, len(strategies))
 	for i, n := range strategies {
 		r, err := o.Run(context.Background(), n.Strategy) // bounded by o.MaxRuns
@@ -307,7 +308,7 @@ func (out output) outage(o fleet.Outage, strategies []report.Named) int {
 }
 
 // writeOutage prints the outage scenario's table.
-func writeOutage(w io.Writer, o fleet.Outage, strategies []report.Named, results []fleet.OutageResult) {
+func writeOutage(w io.Writer, o fleet.Outage, strategies []whatif.Named, results []fleet.OutageResult) {
 	fmt.Fprintf(w, "outage: %d jobs; the provider is down for %s from t = 0; runs fail after %s; first runs %s; %s\n\n",
 		o.Jobs, say.Duration(o.Down), say.Duration(o.FailAfter), report.SpreadText(o.Spread), report.TickText(o.Tick))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/retrypolicy/retrypolicy"
-	"github.com/retrypolicy/retrypolicy/internal/front/report"
+	"github.com/retrypolicy/retrypolicy/internal/front/whatif"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -16,11 +16,11 @@ import (
 // and Amp's four example strategies.
 func TestSimulateDefaults(t *testing.T) {
 	var names []string
-	for _, n := range report.DocumentedStrategies() {
+	for _, n := range whatif.DocumentedStrategies() {
 		names = append(names, n.Name)
 	}
 	assert.Equal(t, []string{"default", "bounded-hour", "bounded-day", "jitter-5m", "none"}, names)
-	assert.Equal(t, retrypolicy.Default(), report.DocumentedStrategies()[0].Strategy)
+	assert.Equal(t, retrypolicy.Default(), whatif.DocumentedStrategies()[0].Strategy)
 }
 
 // TestDocsLoadChartIsCurrent: the README's chart is the command's: a
@@ -32,7 +32,7 @@ func TestDocsLoadChartIsCurrent(t *testing.T) {
 	for _, el := range elements {
 		classes[el.attrs["class"]]++
 	}
-	assert.Equal(t, len(report.DocumentedStrategies()), classes["load"], "a line a strategy")
+	assert.Equal(t, len(whatif.DocumentedStrategies()), classes["load"], "a line a strategy")
 	assert.Equal(t, 1, classes["outage"])
 	assert.Equal(t, 3, classes["fatal"], "bounded-hour's, bounded-day's and none's jobs each go FATAL in one minute")
 	docsPicture(t, "simulate-outage", data, elements)

@@ -1,9 +1,9 @@
 // Package report holds what the command prints and the HTTP API answers
 // alike.
 //
-// So that both say the same, it holds decide's request reader, plan's and
-// simulate's options (flags of the one, query parameters of the other),
-// their JSON, and their pictures.
+// So that both say the same, it holds decide's request reader and answer,
+// and renders what the what-if runs return (package whatif runs them):
+// their JSON, their text and their pictures. It runs no simulation.
 package report
 
 import (

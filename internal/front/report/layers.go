@@ -4,28 +4,12 @@ import (
 	"bytes"
 	"fmt"
 	"math"
-	"strconv"
 	"time"
 
-	"github.com/retrypolicy/retrypolicy"
 	"github.com/retrypolicy/retrypolicy/fleet"
 	"github.com/retrypolicy/retrypolicy/internal/say"
 	"github.com/retrypolicy/retrypolicy/internal/wire"
 )
-
-// ChainOf is the chain of four layers (a client, a gateway, a service, a database driver), each retrying under the
-// strategy of its own in strategies (top first), as given one a layer.
-func ChainOf(name string, strategies []retrypolicy.Strategy) fleet.Chain {
-	layers := make([]fleet.Layer, len(strategies))
-	seed := fleet.DefaultLayers(3) // the chain's names and hop
-	for i, s := range strategies {
-		layers[i] = fleet.Layer{Name: "layer " + strconv.Itoa(i+1), Strategy: s, Latency: seed[0].Latency}
-		if len(strategies) == len(seed) {
-			layers[i].Name = seed[i].Name
-		}
-	}
-	return fleet.Chain{Name: name, Layers: layers}
-}
 
 // LayersJSON is one line of simulate --json for the layers scenario.
 func LayersJSON(name string, r fleet.LayersResult) []byte {

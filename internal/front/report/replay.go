@@ -2,8 +2,6 @@ package report
 
 import (
 	"bytes"
-	"context"
-	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -11,54 +9,10 @@ import (
 	"time"
 
 	"github.com/retrypolicy/retrypolicy/fleet"
+	"github.com/retrypolicy/retrypolicy/internal/front/whatif"
 	"github.com/retrypolicy/retrypolicy/internal/say"
 	"github.com/retrypolicy/retrypolicy/internal/wire"
 )
-
-// ReplayOptions are replay's options: flags of the command, query
-// parameters of the server's /v1/replay.
-type ReplayOptions struct {
-	TickOption
-	// MaxRuns is the most attempts each candidate's replay makes.
-	MaxRuns WholeNumber
-}
-
-// Define defines the options as flags of fs, with their defaults.
-func (o *ReplayOptions) Define(fs *flag.FlagSet) {
-	o.TickOption.Define(fs, "")
-	o.MaxRuns = fleet.DefaultMaxReplayed
-	fs.Var(&o.MaxRuns, "max-runs", "the most attempts each strategy's replay makes, `N`; a replay stops there and says it was truncated")
-}
-
-// Check returns the options out of range, MaxRuns beyond most.
-func (o *ReplayOptions) Check(most int) []Option {
-	errs := o.TickOption.Check()
-	if o.MaxRuns < 1 || int(o.MaxRuns) > most {
-		errs = append(errs, Option{"max-runs", fmt.Sprintf("must be between 1 and %d, got %d", most, o.MaxRuns)})
-	}
-	return errs
-}
-
-// Replayed is the log as recorded and each candidate's replay of it.
-type Replayed struct {
-	Names   []string             // "recorded", then each candidate's
-	Results []fleet.ReplayResult // in the same order
-}
-
-// Run replays log under each candidate; ctx bounds the replays. A replay
-// stopped by ctx ends the run with its error.
-func (o *ReplayOptions) Run(ctx context.Context, log *fleet.Log, candidates []Named) (Replayed, error) {
-	out := Replayed{Names: []string{"recorded"}, Results: []fleet.ReplayResult{log.Recorded()}}
-	r := fleet.Replay{Tick: time.Duration(o.Tick), MaxAttempts: int(o.MaxRuns)}
-	for _, c := range candidates {
-		res, err := r.Run(ctx, log, c.Strategy)
-		if err != nil {
-			return out, err
-		}
-		out.Names, out.Results = append(out.Names, c.Name), append(out.Results, res)
-	}
-	return out, nil
-}
 
 // ReplayJSON is one line of replay --json: the log as recorded (named
 // "recorded", without a descriptor) or a candidate's replay.
@@ -81,7 +35,7 @@ func ReplayJSON(name string, r fleet.ReplayResult, candidate bool) []byte {
 
 // WriteReplay prints replay's table: a line for the log as recorded and
 // one for each candidate.
-func WriteReplay(w io.Writer, log *fleet.Log, tick time.Duration, rr Replayed) {
+func WriteReplay(w io.Writer, log *fleet.Log, tick time.Duration, rr whatif.Replayed) {
 	all, replayed := log.Jobs()
 	fmt.Fprintf(w, "replay: %s, %d with a failure to replay; %s\n", count(all, "job"), replayed, TickText(tick))
 	if down := log.Down(); len(down) > 0 {
@@ -140,7 +94,7 @@ func downText(down []fleet.Stretch) string {
 // each candidate over the log's time, on a log scale, with the stretches
 // the dependency was down shaded: at most MaxChartPoints points a line and
 // as many shaded stretches, however long or flapping the log.
-func ReplayChart(log *fleet.Log, tick time.Duration, rr Replayed) []byte {
+func ReplayChart(log *fleet.Log, tick time.Duration, rr whatif.Replayed) []byte {
 	loads, from, width := alignLoads(rr.Results)
 	units, peak := 1, 1
 	for _, l := range loads {

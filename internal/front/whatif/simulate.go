@@ -1,0 +1,335 @@
+package whatif
+
+import (
+	"flag"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/fleet"
+	"github.com/retrypolicy/retrypolicy/internal/echo"
+	"github.com/retrypolicy/retrypolicy/internal/say"
+)
+
+// Named is a strategy and what the output calls it.
+type Named struct {
+	Name     string
+	Strategy retrypolicy.Strategy
+}
+
+// Duration is a flag of a Go duration (30m) or of seconds (90).
+type Duration time.Duration
+
+// String returns the duration.
+func (v *Duration) String() string { return time.Duration(*v).String() }
+
+// Set reads seconds or a Go duration, not negative.
+func (v *Duration) Set(text string) error {
+	var s Seconds
+	if err := s.Set(text); err != nil {
+		return err
+	}
+	if s < 0 {
+		return fmt.Errorf("must not be negative")
+	}
+	*v = Duration(s)
+	return nil
+}
+
+// SimulateOptions are simulate's options: flags of the command, query
+// parameters of the server's /v1/simulate.
+type SimulateOptions struct {
+	Scenario                      string
+	Jobs, Clients, Runs, Capacity WholeNumber
+	Down, FailAfter, Spread       Duration
+	Seed                          uint64
+	TickOption
+	// Rate and Span are the layers' arrivals: requests a second, and for
+	// how long (--rate, --duration).
+	Rate WholeNumber
+	Span Duration
+	// MaxRuns is the most runs an outage follows in all (--max-runs).
+	MaxRuns WholeNumber
+	// MaxMessages is the most messages a contention follows in all; it is
+	// not a flag, and zero is plan's default.
+	MaxMessages int
+	// DownAt is the layers' healthy stretch before the outage
+	// (--outage-at).
+	DownAt Duration
+	// A budget for each layer: a token one (--budget-ratio,
+	// --budget-burst), a windowed one after the Gateway API's fields
+	// (--budget-percent, --budget-interval, --budget-min-retries a
+	// --budget-min-interval), or both side by side.
+	BudgetRatio, BudgetPercent        float64
+	BudgetBurst, BudgetMinRetries     WholeNumber
+	BudgetInterval, BudgetMinInterval Duration
+	fs                                *flag.FlagSet // Define's, to tell the options set
+}
+
+// scenarioOptions names the scenarios that take each option that not all
+// do, and the option that plays its part in the others, if any.
+var scenarioOptions = map[string]struct {
+	scenarios   []string
+	counterpart map[string]string
+}{
+	"jobs":         {[]string{"outage"}, map[string]string{"contention": "clients", "layers": "rate"}},
+	"clients":      {[]string{"contention"}, map[string]string{"outage": "jobs", "layers": "rate"}},
+	"rate":         {[]string{"layers"}, map[string]string{"outage": "jobs", "contention": "clients"}},
+	"outage":       {[]string{"outage", "layers"}, nil},
+	"capacity":     {[]string{"outage", "layers"}, nil},
+	"fail-after":   {[]string{"outage"}, nil},
+	"spread":       {[]string{"outage"}, nil},
+	"tick":         {[]string{"outage"}, nil},
+	"max-runs":     {[]string{"outage", "layers"}, nil},
+	"runs":         {[]string{"contention"}, nil},
+	"duration":     {[]string{"layers"}, nil},
+	"outage-at":    {[]string{"layers"}, nil},
+	"budget-ratio": {[]string{"layers"}, nil}, "budget-burst": {[]string{"layers"}, nil},
+	"budget-percent": {[]string{"layers"}, nil}, "budget-interval": {[]string{"layers"}, nil},
+	"budget-min-retries": {[]string{"layers"}, nil}, "budget-min-interval": {[]string{"layers"}, nil},
+}
+
+// seedStrategies are the default strategy and Amp's four example
+// strategies, as descriptors.
+var seedStrategies = []struct{ name, doc string }{
+	{"default", `null`},
+	{"bounded-hour", `{"strategy":"bounded","max_attempts":5,"backoff":{"kind":"exponential","base_delay_secs":1,"max_delay_secs":60}}`},
+	{"bounded-day", `{"strategy":"bounded","max_attempts":5,"window_secs":86400,"backoff":{"kind":"exponential","base_delay_secs":1,"max_delay_secs":600}}`},
+	{"jitter-5m", `{"strategy":"unless_stopped","backoff":{"kind":"exponential_with_jitter","base_delay_secs":2,"max_delay_secs":300}}`},
+	{"none", `{"strategy":"none"}`},
+}
+
+// DocumentedStrategies returns the strategies simulate compares when given
+// none, and the server's page offers to compare with: the default strategy
+// and Amp's four example strategies, by name.
+func DocumentedStrategies() []Named {
+	out := make([]Named, len(seedStrategies))
+	for i, d := range seedStrategies {
+		s, err := retrypolicy.Parse([]byte(d.doc))
+		if err != nil {
+			panic("report: a seed strategy does not parse: " + err.Error()) // TestSimulateDefaults
+		}
+		out[i] = Named{Name: d.name, Strategy: s}
+	}
+	return out
+}
+
+// Limits are the most that simulate's options may ask for.
+type Limits struct {
+	Jobs, Clients, Runs, MaxRuns int
+}
+
+// CommandLimits are the command's: what one machine simulates in seconds
+// to a minute.
+var CommandLimits = Limits{Jobs: 1_000_000, Clients: 100_000, Runs: 100_000, MaxRuns: 100_000_000}
+
+// Define defines the options as flags of fs, with their defaults.
+func (o *SimulateOptions) Define(fs *flag.FlagSet) {
+	o.fs = fs
+	fs.StringVar(&o.Scenario, "scenario", "outage", "`outage`, contention or layers")
+	o.Jobs, o.Clients, o.Runs, o.MaxRuns = 1000, 100, 100, fleet.DefaultMaxRuns
+	o.Down = Duration(30 * time.Minute)
+	fs.Var(&o.Jobs, "jobs", "outage: how many jobs, `N` from 1 to 1000000")
+	fs.Var(&o.Clients, "clients", "contention: how many clients, `N` from 1 to 100000")
+	fs.Var(&o.Down, "outage", "outage: how long the provider is down, a `DURATION` (30m) up to 30 days")
+	fs.Var(&o.FailAfter, "fail-after", "outage: how long a run lasts before it fails while the provider is down, a `DURATION`")
+	fs.Var(&o.Spread, "spread", "outage: the jobs' first runs spread over this `DURATION` (0: all at t = 0)")
+	fs.Var(&o.Capacity, "capacity", "outage: the most runs a second the provider serves once up, `C` (0: no limit)")
+	o.TickOption.Define(fs, "outage: ")
+	fs.Var(&o.MaxRuns, "max-runs", "outage and layers: the most runs (layers: calls) followed in all, `N`; the simulation stops there and says it was truncated")
+	fs.Var(&o.Runs, "runs", "contention: how many runs to average, `R` from 1 to 100000")
+	o.Rate, o.Span = 100, Duration(5*time.Minute)
+	fs.Var(&o.Rate, "rate", "layers: how many requests a second arrive at the top, `R` from 1 to 100000")
+	fs.Var(&o.Span, "duration", "layers: how long requests arrive, a `DURATION` up to 24h (the outage and capacity: 30s and 150 unless given)")
+	fs.Var(&o.DownAt, "outage-at", "layers: how long the bottom serves before its outage, a `DURATION` up to 24h (0: down from t = 0)")
+	o.BudgetRatio, o.BudgetBurst = 0.1, 10
+	o.BudgetPercent, o.BudgetInterval, o.BudgetMinRetries, o.BudgetMinInterval = 20, Duration(10*time.Second), 10, Duration(time.Second)
+	fs.Float64Var(&o.BudgetRatio, "budget-ratio", o.BudgetRatio, "layers: a token budget for each layer, `R` retries a call (0 to 1000), with --budget-burst")
+	fs.Var(&o.BudgetBurst, "budget-burst", "layers: a token budget for each layer, at most `N` tokens held (1 to 1e9)")
+	fs.Float64Var(&o.BudgetPercent, "budget-percent", o.BudgetPercent, "layers: a windowed budget for each layer, `P` percent of the calls in its interval as retries (0 to 100)")
+	fs.Var(&o.BudgetInterval, "budget-interval", "layers: the windowed budget's interval, a `DURATION` from 1ms to 1h")
+	fs.Var(&o.BudgetMinRetries, "budget-min-retries", "layers: the windowed budget's minimum, `N` retries every --budget-min-interval")
+	fs.Var(&o.BudgetMinInterval, "budget-min-interval", "layers: the interval of --budget-min-retries, a `DURATION` from 1ms")
+	fs.Uint64Var(&o.Seed, "seed", 0, "the seed the jitter, the spread and the latencies are drawn from, `S`")
+}
+
+// budgets returns which kinds of budget the options set: a token one when
+// --budget-ratio or --budget-burst is given, a windowed one when any of
+// the windowed ones is.
+func (o *SimulateOptions) budgets() (token, window bool) {
+	if o.fs == nil {
+		return false, false
+	}
+	o.fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "budget-ratio", "budget-burst":
+			token = true
+		case "budget-percent", "budget-interval", "budget-min-retries", "budget-min-interval":
+			window = true
+		}
+	})
+	return token, window
+}
+
+// WindowMinRetries is --budget-min-retries a --budget-min-interval
+// converted to retries a --budget-interval, rounded down.
+func (o *SimulateOptions) WindowMinRetries() int {
+	if o.BudgetMinInterval <= 0 {
+		return 0
+	}
+	n := float64(o.BudgetMinRetries) * float64(o.BudgetInterval) / float64(o.BudgetMinInterval)
+	return int(min(n, 2e9))
+}
+
+// Budgeted returns chains with the budgets the options give each layer:
+// chains as they are when none is given; each chain with a token budget
+// and, beside it, with a windowed one, for those given.
+func (o *SimulateOptions) Budgeted(chains []fleet.Chain) []fleet.Chain {
+	token, window := o.budgets()
+	if !token && !window {
+		return chains
+	}
+	var out []fleet.Chain
+	for _, c := range chains {
+		if token {
+			layers := slices.Clone(c.Layers)
+			for i := range layers {
+				layers[i].BudgetRatio, layers[i].BudgetBurst = o.BudgetRatio, int(o.BudgetBurst)
+			}
+			out = append(out, fleet.Chain{Name: c.Name + ", token budget", Layers: layers})
+		}
+		if window {
+			layers := slices.Clone(c.Layers)
+			for i := range layers {
+				layers[i].BudgetPercent, layers[i].BudgetInterval, layers[i].BudgetMinRetries = o.BudgetPercent, time.Duration(o.BudgetInterval), o.WindowMinRetries()
+			}
+			out = append(out, fleet.Chain{Name: c.Name + ", windowed budget", Layers: layers})
+		}
+	}
+	return out
+}
+
+// checkBudgets returns the budget options out of range.
+func (o *SimulateOptions) checkBudgets() []Option {
+	var errs []Option
+	if !(o.BudgetRatio >= 0 && o.BudgetRatio <= 1000) {
+		errs = append(errs, Option{"budget-ratio", "must be between 0 and 1000, got " + strconv.FormatFloat(o.BudgetRatio, 'g', -1, 64)})
+	}
+	if o.BudgetBurst < 1 || o.BudgetBurst > 1e9 {
+		errs = append(errs, Option{"budget-burst", fmt.Sprintf("must be between 1 and 1000000000, got %d", o.BudgetBurst)})
+	}
+	if !(o.BudgetPercent >= 0 && o.BudgetPercent <= 100) {
+		errs = append(errs, Option{"budget-percent", "must be between 0 and 100, got " + strconv.FormatFloat(o.BudgetPercent, 'g', -1, 64)})
+	}
+	if o.BudgetInterval < Duration(time.Millisecond) || o.BudgetInterval > Duration(time.Hour) {
+		errs = append(errs, Option{"budget-interval", "must be between 1ms and 1h, got " + time.Duration(o.BudgetInterval).String()})
+	}
+	if o.BudgetMinRetries < 0 || o.BudgetMinRetries > 1e9 {
+		errs = append(errs, Option{"budget-min-retries", fmt.Sprintf("must be between 0 and 1000000000, got %d", o.BudgetMinRetries)})
+	}
+	if o.BudgetMinInterval < Duration(time.Millisecond) {
+		errs = append(errs, Option{"budget-min-interval", "must be at least 1ms, got " + time.Duration(o.BudgetMinInterval).String()})
+	} else if o.WindowMinRetries() > 1e9 {
+		errs = append(errs, Option{"budget-min-retries", fmt.Sprintf("must come to at most 1000000000 retries a --budget-interval, got %d", o.WindowMinRetries())})
+	}
+	return errs
+}
+
+// Check returns the options out of range, or beyond the limits.
+func (o *SimulateOptions) Check(limits Limits) []Option {
+	errs := o.TickOption.Check()
+	if o.Scenario != "outage" && o.Scenario != "contention" && o.Scenario != "layers" {
+		errs = append(errs, Option{"scenario", "must be outage, contention or layers, got " + echo.Quote(o.Scenario)})
+	}
+	for _, c := range []struct {
+		name        string
+		value       WholeNumber
+		least, most int
+	}{{"jobs", o.Jobs, 1, limits.Jobs}, {"clients", o.Clients, 1, limits.Clients}, {"runs", o.Runs, 1, limits.Runs},
+		{"capacity", o.Capacity, 0, math.MaxInt32}, {"max-runs", o.MaxRuns, 1, limits.MaxRuns}, {"rate", o.Rate, 1, 100_000}} {
+		if int(c.value) < c.least || int(c.value) > c.most {
+			errs = append(errs, Option{c.name, fmt.Sprintf("must be between %d and %d, got %d", c.least, c.most, c.value)})
+		}
+	}
+	limitsOf := []struct {
+		name       string
+		value, top Duration
+	}{{"outage", o.Down, Duration(30 * 24 * time.Hour)}, {"spread", o.Spread, Duration(30 * 24 * time.Hour)}, {"fail-after", o.FailAfter, Duration(24 * time.Hour)}, {"duration", o.Span, Duration(24 * time.Hour)}}
+	for _, l := range limitsOf {
+		if l.value > l.top {
+			top, got := say.GoDuration(time.Duration(l.top)), say.GoDuration(time.Duration(l.value))
+			if got == top { // rounded to the same text: say it exactly
+				got = time.Duration(l.value).String()
+			}
+			errs = append(errs, Option{l.name, fmt.Sprintf("must be at most %s, got %s", top, got)})
+		}
+	}
+	if o.Down == 0 {
+		errs = append(errs, Option{"outage", "must be more than 0"})
+	}
+	if o.DownAt > Duration(24*time.Hour) {
+		errs = append(errs, Option{"outage-at", "must be at most 24h, got " + time.Duration(o.DownAt).String()})
+	}
+	errs = append(errs, o.checkBudgets()...)
+	return append(errs, o.otherScenario()...)
+}
+
+// otherScenario returns the options set that belong to the scenario not
+// chosen, each naming the one that plays its part in the chosen one.
+func (o *SimulateOptions) otherScenario() []Option {
+	var errs []Option
+	if o.fs == nil {
+		return nil
+	}
+	o.fs.Visit(func(f *flag.Flag) {
+		opt, ok := scenarioOptions[f.Name]
+		if !ok || slices.Contains(opt.scenarios, o.Scenario) || (o.Scenario != "outage" && o.Scenario != "contention" && o.Scenario != "layers") {
+			return
+		}
+		rule := "only the " + strings.Join(opt.scenarios, " and ") + " scenario"
+		if len(opt.scenarios) > 1 {
+			rule += "s take it"
+		} else {
+			rule += " takes it"
+		}
+		if c := opt.counterpart[o.Scenario]; c != "" {
+			rule += "; in the " + o.Scenario + " scenario, " + c + " plays its part"
+		}
+		errs = append(errs, Option{f.Name, rule})
+	})
+	return errs
+}
+
+// Outage is the outage the options describe.
+func (o *SimulateOptions) Outage() fleet.Outage {
+	return fleet.Outage{Jobs: int(o.Jobs), Down: time.Duration(o.Down), FailAfter: time.Duration(o.FailAfter), Spread: time.Duration(o.Spread),
+		Capacity: int(o.Capacity), Tick: time.Duration(o.Tick), Seed: o.Seed, MaxRuns: int(o.MaxRuns)}
+}
+
+// Layers is the call chain through an outage the options describe, its
+// chain to be set: the outage and capacity are 30 s and 150 a second
+// unless given, the outage scenario's defaults suiting a fleet's.
+func (o *SimulateOptions) Layers() fleet.Layers {
+	l := fleet.Layers{Rate: float64(o.Rate), Duration: time.Duration(o.Span), Down: 30 * time.Second, DownAt: time.Duration(o.DownAt),
+		Capacity: 150, Seed: o.Seed, MaxCalls: int(o.MaxRuns)}
+	if o.fs != nil {
+		o.fs.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "outage":
+				l.Down = time.Duration(o.Down)
+			case "capacity":
+				l.Capacity = int(o.Capacity)
+			}
+		})
+	}
+	return l
+}
+
+// Contention is the contention the options describe.
+func (o *SimulateOptions) Contention() fleet.Contention {
+	return fleet.Contention{Clients: int(o.Clients), Runs: int(o.Runs), Seed: o.Seed, MaxMessages: o.MaxMessages}
+}
