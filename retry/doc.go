@@ -19,7 +19,9 @@
 // loop's limit, or a spent [Budget]. An error marked with [After] waits at
 // least what a server asked: never sooner. The
 // options ([Option]) observe each retry and the end, share a budget, fix
-// the jitter's seed or make it full.
+// the jitter's seed or make it full. [New] prepares a [Loop] once, its
+// strategy compiled and its options applied, for the many calls of a
+// worker under one strategy.
 //
 // # Retrying at one layer
 //

@@ -27,8 +27,9 @@ type config struct {
 	observe    func(Event)
 	end        func(End)
 	nested     bool
-	calls      int  // op's calls so far
-	quiet      bool // the loop gave up on a wait asked beyond its limit
+	policy     *retrypolicy.Policy // the strategy compiled, by New; nil: compiled at the first failure
+	calls      int                 // op's calls so far
+	quiet      bool                // the loop gave up on a wait asked beyond its limit
 }
 
 // WithNestedRetries makes Do retry an attempt that was retried below as
@@ -157,22 +158,34 @@ type Event struct {
 // should carry an idempotency key made once and sent with every call. Do
 // starts no goroutine; cancelling the context wakes it at once.
 func Do[T any](ctx context.Context, s retrypolicy.Strategy, op func(context.Context) (T, error), opts ...Option) (T, error) {
-	var zero T
 	if err := s.Validate(); err != nil {
+		var zero T
 		return zero, err
 	}
+	cfg := apply(opts)
+	return call(ctx, &s, &cfg, op)
+}
+
+// apply returns the configuration opts make.
+func apply(opts []Option) config {
 	var cfg config
 	for _, opt := range opts {
 		if opt.set != nil { // the zero Option changes nothing
 			cfg = opt.set(cfg) // by value, so that cfg stays on the stack
 		}
 	}
+	return cfg
+}
+
+// call is Do for a valid strategy and its configuration: the loop, then
+// the report to the layer it runs under and the end callback.
+func call[T any](ctx context.Context, s *retrypolicy.Strategy, cfg *config, op func(context.Context) (T, error)) (T, error) {
 	up := enclosingOf(ctx) // the layer Do runs under, as Do starts
 	var begin time.Time
 	if cfg.end != nil {
 		begin = time.Now()
 	}
-	v, err := loop(ctx, &s, &cfg, op)
+	v, err := loop(ctx, s, cfg, op)
 	gaveUp, _ := err.(*GiveUpError)
 	if gaveUp != nil && (cfg.calls > 1 || !cfg.quiet && (gaveUp.Reason == RetriedBelow || gaveUp.Reason == Deferred || gaveUp.Reason == BudgetExhausted)) {
 		up.report()
@@ -250,7 +263,10 @@ func loop[T any](ctx context.Context, s *retrypolicy.Strategy, cfg *config, op f
 // start prepares the first retry: the history of failures, and the jitter's
 // seed when the caller chose none.
 func (c *config) start(s retrypolicy.Strategy) *retrypolicy.History {
-	p, _ := retrypolicy.Compile(s) // s was validated
+	p := c.policy
+	if p == nil {
+		p, _ = retrypolicy.Compile(s) // s was validated
+	}
 	if !c.seeded {
 		c.seed = rand.Uint64()
 	}
