@@ -16,12 +16,11 @@ import (
 	"github.com/retrypolicy/retrypolicy/retry"
 )
 
-// client is what a client interceptor keeps: its strategy and options.
+// client is what a client interceptor keeps: its loop and options.
 type client struct {
-	strategy retrypolicy.Strategy
-	cfg      config
-	safe     map[string]bool // WithSafeMethods' methods
-	opts     []retry.Option  // every call's loop's
+	loop *retry.Loop[struct{}] // every call's
+	cfg  config
+	safe map[string]bool // WithSafeMethods' methods
 }
 
 // newClient validates s and opts.
@@ -33,13 +32,16 @@ func newClient(s retrypolicy.Strategy, opts []Option) (*client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &client{strategy: s, cfg: cfg, safe: make(map[string]bool, len(cfg.safeMethods))}
+	c := &client{cfg: cfg, safe: make(map[string]bool, len(cfg.safeMethods))}
 	for _, m := range cfg.safeMethods {
 		c.safe[m] = true
 	}
-	c.opts = append(c.opts, cfg.retryOpts...)
+	loopOpts := cfg.retryOpts
 	if cfg.nested {
-		c.opts = append(c.opts, retry.WithNestedRetries())
+		loopOpts = append(loopOpts[:len(loopOpts):len(loopOpts)], retry.WithNestedRetries())
+	}
+	if c.loop, err = retry.New[struct{}](s, loopOpts...); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
@@ -90,7 +92,7 @@ func (u *unaryCall) run() error {
 		}
 		return err
 	}
-	_, err := retry.Do(u.ctx, c.strategy, u.attempt, c.opts...)
+	_, err := c.loop.Do(u.ctx, u.attempt)
 	return given(err, u.sent)
 }
 

@@ -12,7 +12,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/retrypolicy/retrypolicy"
-	"github.com/retrypolicy/retrypolicy/retry"
 )
 
 // StreamClientInterceptor returns an interceptor that retries the safe
@@ -149,7 +148,7 @@ func (s *retryStream) RecvMsg(m any) error {
 // first runs the loop until the first message arrives, or it gives up.
 func (s *retryStream) first(m any) error {
 	var eof bool
-	_, err := retry.Do(s.ctx, s.c.strategy, func(actx context.Context) (struct{}, error) {
+	_, err := s.c.loop.Do(s.ctx, func(actx context.Context) (struct{}, error) {
 		if s.cur == nil {
 			if err := s.open(actx); err != nil {
 				return struct{}{}, s.failed(actx, err, nil)
@@ -167,7 +166,7 @@ func (s *retryStream) first(m any) error {
 		cur := s.cur
 		s.cur = nil
 		return struct{}{}, s.failed(actx, err, cur.Trailer())
-	}, s.c.opts...)
+	})
 	s.done = true
 	if err != nil {
 		s.err = given(err, s.sent)
