@@ -19,8 +19,9 @@ import (
 // chainPackage writes, in a module of its own, a package chain of n functions
 // f0 … f(n-1), each calling the next, the last running retry.Do, and a
 // retry.Do with WithNestedRetries() whose operation calls f0; and
-// literals identical strategy literals that lint warns of, each given to
-// a controller. It returns the module's directory.
+// literals identical strategy literals that lint warns of (a million
+// attempts over a week, each lint a few milliseconds), each given to a
+// controller. It returns the module's directory.
 func chainPackage(t testing.TB, n, literals int) string {
 	dir := t.TempDir()
 	var b strings.Builder
@@ -32,7 +33,7 @@ func chainPackage(t testing.TB, n, literals int) string {
 	fmt.Fprintf(&b, "func f%d(ctx context.Context) error {\n\t_, err := retry.Do(ctx, three, func(ctx context.Context) (int, error) { return 0, ctx.Err() })\n\treturn err\n}\n\n", n-1)
 	b.WriteString("func top(ctx context.Context) {\n\t_, _ = retry.Do(ctx, three, func(ctx context.Context) (int, error) { return 0, f0(ctx) }, retry.WithNestedRetries()) // want `nested-retry`\n}\n\n")
 	for i := range literals {
-		fmt.Fprintf(&b, "var lit%d = retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 5, Window: time.Minute, Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: 30 * time.Second}}\n", i)
+		fmt.Fprintf(&b, "var lit%d = retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 1000000, Window: 7 * 24 * time.Hour, Backoff: retrypolicy.Backoff{Kind: retrypolicy.Exponential, BaseDelay: time.Second, Multiplier: 1.000001}}\n", i)
 	}
 	root, err := filepath.Abs("..")
 	if err != nil {
