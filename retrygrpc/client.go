@@ -113,7 +113,7 @@ type unaryCall struct {
 // attempt sends the call once.
 func (u *unaryCall) attempt(actx context.Context) (struct{}, error) {
 	u.sent++
-	octx, t := u.c.attemptContext(actx, u.sent)
+	octx, t := u.c.attemptContext(actx, u.sent, false)
 	u.trailer = nil
 	err := u.invoker(octx, u.method, u.req, u.reply, u.cc, u.opts...)
 	fired := t.end()
@@ -124,17 +124,25 @@ func (u *unaryCall) attempt(actx context.Context) (struct{}, error) {
 }
 
 // attemptContext returns the context of attempt n: the count before it
-// in its metadata after the first, under the attempt's own deadline.
-func (c *client) attemptContext(actx context.Context, n int) (context.Context, attemptTimer) {
+// in its metadata after the first, under the attempt's own timeout. A
+// unary attempt's is a deadline, which the server sees (grpc-timeout); a
+// stream's first message's is a timer, which stops once the message
+// arrives, the stream going on under the call's deadline.
+func (c *client) attemptContext(actx context.Context, n int, stream bool) (context.Context, attemptTimer) {
 	if n > 1 {
 		actx = metadata.AppendToOutgoingContext(actx, PreviousAttemptsHeader, strconv.Itoa(n-1))
 	}
-	if c.cfg.attemptTimeout <= 0 {
+	d := c.cfg.attemptTimeout
+	switch {
+	case d <= 0:
 		return actx, attemptTimer{}
+	case !stream:
+		octx, cancel := context.WithTimeoutCause(actx, d, errAttemptTimeout)
+		return octx, attemptTimer{ctx: octx, cancel: func(error) { cancel() }}
 	}
 	octx, cancel := context.WithCancelCause(actx)
-	timer := time.AfterFunc(c.cfg.attemptTimeout, func() { cancel(errAttemptTimeout) })
-	return octx, attemptTimer{timer, cancel}
+	timer := time.AfterFunc(d, func() { cancel(errAttemptTimeout) })
+	return octx, attemptTimer{ctx: octx, cancel: cancel, timer: timer}
 }
 
 // errAttemptTimeout is the cause of an attempt's context ended by
@@ -144,31 +152,37 @@ var errAttemptTimeout = errors.New("retrygrpc: attempt timed out")
 // attemptTimer bounds an attempt under WithAttemptTimeout; the zero
 // attemptTimer bounds nothing.
 type attemptTimer struct {
-	timer  *time.Timer
+	ctx    context.Context
 	cancel context.CancelCauseFunc
+	timer  *time.Timer // a stream's, until its first message; nil for a deadline
 }
 
-// end ends the attempt's context, and reports whether its timer had
-// fired.
+// end ends the attempt's context, and reports whether its timeout ended
+// it (rather than the call's context).
 func (t attemptTimer) end() bool {
-	if t.timer == nil {
+	if t.cancel == nil {
 		return false
 	}
-	fired := !t.timer.Stop()
+	if t.timer != nil {
+		t.timer.Stop()
+	}
+	fired := errors.Is(context.Cause(t.ctx), errAttemptTimeout)
 	t.cancel(nil)
 	return fired
 }
 
-// stop stops the timer and leaves the context live, for a stream that
-// goes on.
-func (t attemptTimer) stop() bool {
-	return t.timer != nil && !t.timer.Stop()
+// stop stops a stream's timer and leaves its context live, for a stream
+// that goes on.
+func (t attemptTimer) stop() {
+	if t.timer != nil {
+		t.timer.Stop()
+	}
 }
 
 // classify returns what the loop is told of an attempt that failed with
 // err: err when it may be retried, with the wait a server asked; marked
 // Permanent when it must not be. actx is the attempt's context, ctx the
-// call's; fired says the attempt's own timer ended it.
+// call's; fired says the attempt's own timeout ended it.
 func (c *client) classify(actx, ctx context.Context, err error, trailer metadata.MD, fired bool) error {
 	if fired && ctx.Err() == nil {
 		return err // an attempt's own deadline: retried, as Unavailable is

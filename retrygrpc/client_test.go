@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -193,27 +194,96 @@ func TestPushback(t *testing.T) {
 	})
 }
 
+// blockFirst is an invoker whose first call waits for its context to end
+// and whose later calls succeed; it records whether each had a deadline.
+type blockFirst struct {
+	calls     int
+	deadlines []bool
+}
+
+func (f *blockFirst) invoke(ctx context.Context, _ string, _, _ any, _ *grpc.ClientConn, _ ...grpc.CallOption) error {
+	f.calls++
+	_, ok := ctx.Deadline()
+	f.deadlines = append(f.deadlines, ok)
+	if f.calls == 1 {
+		<-ctx.Done()
+		return status.FromContextError(ctx.Err()).Err()
+	}
+	return nil
+}
+
 func TestAnAttemptTimeoutIsRetried(t *testing.T) {
-	h := &health{answer: func(n int, ctx context.Context) error {
-		if n == 1 {
-			<-ctx.Done() // the attempt's deadline ends it
-			return ctx.Err()
-		}
-		return nil
-	}}
-	cc := client(t, h, bounded(3), safeCheck, retrygrpc.WithAttemptTimeout(20*time.Millisecond))
-	require.NoError(t, check(context.Background(), cc))
-	assert.Equal(t, 2, h.Calls())
+	synctest.Test(t, func(t *testing.T) {
+		in, err := retrygrpc.UnaryClientInterceptor(bounded(3), safeCheck, retrygrpc.WithAttemptTimeout(time.Second))
+		require.NoError(t, err)
+		f := &blockFirst{}
+		require.NoError(t, in(context.Background(), checkMethod, nil, nil, nil, f.invoke))
+		assert.Equal(t, 2, f.calls)
+		assert.Equal(t, []bool{true, true}, f.deadlines, "each attempt has a deadline, which gRPC sends the server")
+	})
 }
 
 func TestTheCallsOwnDeadlineIsNotRetried(t *testing.T) {
-	h := &health{answer: func(_ int, ctx context.Context) error { <-ctx.Done(); return ctx.Err() }}
-	cc := client(t, h, bounded(3), safeCheck, retrygrpc.WithAttemptTimeout(time.Hour))
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-	defer cancel()
-	err := check(ctx, cc)
-	assert.Equal(t, codes.DeadlineExceeded, status.Code(err))
-	assert.Equal(t, 1, h.Calls())
+	synctest.Test(t, func(t *testing.T) {
+		in, err := retrygrpc.UnaryClientInterceptor(bounded(3), safeCheck, retrygrpc.WithAttemptTimeout(time.Hour))
+		require.NoError(t, err)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		f := &blockFirst{}
+		err = in(ctx, checkMethod, nil, nil, nil, f.invoke)
+		assert.Equal(t, codes.DeadlineExceeded, status.Code(err))
+		assert.Equal(t, 1, f.calls)
+	})
+}
+
+// fakeStream is a server-streaming call's client side in memory: its first
+// attempt sends nothing until its context ends; the next sends a message,
+// then, an hour later (past any attempt timeout), another if its context
+// still lives.
+type fakeStream struct {
+	grpc.ClientStream
+	ctx      context.Context
+	attempt  int
+	received int
+}
+
+func (f *fakeStream) SendMsg(any) error { return nil }
+func (f *fakeStream) CloseSend() error  { return nil }
+func (f *fakeStream) Trailer() metadata.MD {
+	return nil
+}
+
+func (f *fakeStream) RecvMsg(any) error {
+	if f.attempt == 1 {
+		<-f.ctx.Done()
+		return status.FromContextError(f.ctx.Err()).Err()
+	}
+	if f.received++; f.received == 2 {
+		time.Sleep(time.Hour)
+	}
+	if err := f.ctx.Err(); err != nil {
+		return status.FromContextError(err).Err()
+	}
+	return nil
+}
+
+func TestAStreamsAttemptTimeoutBoundsItsFirstMessageOnly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		in, err := retrygrpc.StreamClientInterceptor(bounded(3), retrygrpc.WithSafeMethods(watchMethod), retrygrpc.WithAttemptTimeout(time.Second))
+		require.NoError(t, err)
+		attempts := 0
+		cs, err := in(context.Background(), &grpc.StreamDesc{ServerStreams: true}, nil, watchMethod,
+			func(ctx context.Context, _ *grpc.StreamDesc, _ *grpc.ClientConn, _ string, _ ...grpc.CallOption) (grpc.ClientStream, error) {
+				attempts++
+				return &fakeStream{ctx: ctx, attempt: attempts}, nil
+			})
+		require.NoError(t, err)
+		require.NoError(t, cs.SendMsg(1))
+		require.NoError(t, cs.CloseSend())
+		require.NoError(t, cs.RecvMsg(nil), "the first message, from the second attempt")
+		require.NoError(t, cs.RecvMsg(nil), "a message an hour later: the attempt's timer stopped at the first")
+		assert.Equal(t, 2, attempts)
+	})
 }
 
 func TestAMessageTooLargeIsNotRetried(t *testing.T) {

@@ -152,11 +152,13 @@ func WithSafe(safe func(fullMethod string) bool) Option {
 	}}
 }
 
-// WithAttemptTimeout bounds each attempt: a deadline of its own, under the
-// call's. An attempt it ends (DeadlineExceeded while the call's context
-// lives) is retried, as Unavailable is. For a server-streaming call it
-// bounds the wait for the first response message. The default is no bound
-// of its own: the call's deadline.
+// WithAttemptTimeout bounds each attempt. A unary attempt gets a deadline
+// of its own, under the call's, which gRPC sends the server. A
+// server-streaming attempt gets d to deliver its first response message;
+// the stream then goes on under the call's deadline. An attempt the
+// timeout ends, while the call's context lives, is retried, as
+// Unavailable is. The default is no bound of its own: the call's
+// deadline.
 func WithAttemptTimeout(d time.Duration) Option {
 	return Option{func(c config) config {
 		c.attemptTimeout = d

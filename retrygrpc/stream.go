@@ -183,7 +183,7 @@ func (s *retryStream) first(m any) error {
 // caller has sent.
 func (s *retryStream) open(actx context.Context) error {
 	s.sent++
-	octx, t := s.c.attemptContext(actx, s.sent)
+	octx, t := s.c.attemptContext(actx, s.sent, true)
 	cs, err := s.streamer(octx, s.desc, s.cc, s.method, s.opts...)
 	if err != nil {
 		s.timer = t
