@@ -134,15 +134,20 @@ func (c *client) attemptContext(actx context.Context, n int, stream bool) (conte
 	}
 	d := c.cfg.attemptTimeout
 	switch {
-	case d <= 0:
-		return actx, attemptTimer{}
-	case !stream:
+	case stream:
+		// A stream's attempt has a context of its own even with no
+		// timeout, so that one given up on is closed at once.
+		octx, cancel := context.WithCancelCause(actx)
+		t := attemptTimer{ctx: octx, cancel: cancel}
+		if d > 0 {
+			t.timer = time.AfterFunc(d, func() { cancel(errAttemptTimeout) })
+		}
+		return octx, t
+	case d > 0:
 		octx, cancel := context.WithTimeoutCause(actx, d, errAttemptTimeout)
 		return octx, attemptTimer{ctx: octx, cancel: func(error) { cancel() }}
 	}
-	octx, cancel := context.WithCancelCause(actx)
-	timer := time.AfterFunc(d, func() { cancel(errAttemptTimeout) })
-	return octx, attemptTimer{ctx: octx, cancel: cancel, timer: timer}
+	return actx, attemptTimer{}
 }
 
 // errAttemptTimeout is the cause of an attempt's context ended by

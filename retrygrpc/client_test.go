@@ -353,3 +353,34 @@ func TestInvalidOptionsAreRefused(t *testing.T) {
 	_, err = retrygrpc.StreamServerInterceptor(retrygrpc.WithCodes())
 	assert.ErrorContains(t, err, "WithCodes: give at least one")
 }
+
+// failFirst is a stream whose first attempt fails with Unavailable at
+// once; the next delivers messages.
+type failFirst struct {
+	fakeStream
+}
+
+func (f *failFirst) RecvMsg(any) error {
+	if f.attempt == 1 {
+		return status.Error(codes.Unavailable, "down")
+	}
+	return nil
+}
+
+func TestAStreamAttemptGivenUpOnIsClosed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		in, err := retrygrpc.StreamClientInterceptor(bounded(3), retrygrpc.WithSafeMethods(watchMethod))
+		require.NoError(t, err)
+		var ctxs []context.Context
+		cs, err := in(context.Background(), &grpc.StreamDesc{ServerStreams: true}, nil, watchMethod,
+			func(ctx context.Context, _ *grpc.StreamDesc, _ *grpc.ClientConn, _ string, _ ...grpc.CallOption) (grpc.ClientStream, error) {
+				ctxs = append(ctxs, ctx)
+				return &failFirst{fakeStream{ctx: ctx, attempt: len(ctxs)}}, nil
+			})
+		require.NoError(t, err)
+		require.NoError(t, cs.RecvMsg(nil))
+		require.Len(t, ctxs, 2)
+		assert.ErrorIs(t, ctxs[0].Err(), context.Canceled, "the failed attempt's stream is closed")
+		assert.NoError(t, ctxs[1].Err(), "the stream that delivered goes on")
+	})
+}

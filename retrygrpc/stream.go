@@ -87,16 +87,21 @@ func (s *retryStream) CloseSend() error {
 }
 
 // Header returns the header of the stream, opening its first attempt when
-// none is open. After a retry, it is the header of the attempt that
-// delivered the first message.
+// none is open (an error in opening it is returned, and the first
+// message's loop tries again). After a retry, it is the header of the
+// attempt that delivered the first message.
 func (s *retryStream) Header() (metadata.MD, error) {
 	s.mu.Lock()
+	var err error
 	if s.cur == nil && !s.done {
-		if err := s.open(s.ctx); err != nil {
-			s.done, s.err = true, err
+		if err = s.open(s.ctx); err != nil {
+			s.timer.end() // the first message's loop opens the next attempt
 		}
 	}
-	cur, err := s.cur, s.err
+	cur := s.cur
+	if err == nil {
+		err = s.err
+	}
 	s.mu.Unlock()
 	if cur == nil {
 		return nil, err
