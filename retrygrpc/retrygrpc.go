@@ -118,7 +118,7 @@ type config struct {
 	attemptTimeout time.Duration
 	nested         bool
 	retryOpts      []retry.Option
-	client         string // the first client-only option given, for a server's error
+	clientOnly     string // the first client-only option given, for a server's error
 }
 
 // WithCodes replaces the codes retried, Unavailable and ResourceExhausted
@@ -136,7 +136,7 @@ func WithSafeMethods(fullMethods ...string) Option {
 	m := append([]string(nil), fullMethods...)
 	return Option{func(c config) config {
 		c.safeMethods = append(c.safeMethods, m...)
-		c.client = clientOption(c.client, "WithSafeMethods")
+		c.clientOnly = clientOption(c.clientOnly, "WithSafeMethods")
 		return c
 	}}
 }
@@ -147,7 +147,7 @@ func WithSafeMethods(fullMethods ...string) Option {
 func WithSafe(safe func(fullMethod string) bool) Option {
 	return Option{func(c config) config {
 		c.safe = append(c.safe, safe)
-		c.client = clientOption(c.client, "WithSafe")
+		c.clientOnly = clientOption(c.clientOnly, "WithSafe")
 		return c
 	}}
 }
@@ -162,7 +162,7 @@ func WithSafe(safe func(fullMethod string) bool) Option {
 func WithAttemptTimeout(d time.Duration) Option {
 	return Option{func(c config) config {
 		c.attemptTimeout = d
-		c.client = clientOption(c.client, "WithAttemptTimeout")
+		c.clientOnly = clientOption(c.clientOnly, "WithAttemptTimeout")
 		return c
 	}}
 }
@@ -184,7 +184,7 @@ func WithRetryOptions(opts ...retry.Option) Option {
 	o := append([]retry.Option(nil), opts...)
 	return Option{func(c config) config {
 		c.retryOpts = append(c.retryOpts, o...)
-		c.client = clientOption(c.client, "WithRetryOptions")
+		c.clientOnly = clientOption(c.clientOnly, "WithRetryOptions")
 		return c
 	}}
 }

@@ -20,8 +20,8 @@ func newServer(opts []Option) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.client != "" {
-		return nil, errors.New("retrygrpc: " + cfg.client + " is a client interceptor's option; a server interceptor takes WithCodes and WithNestedRetries")
+	if cfg.clientOnly != "" {
+		return nil, errors.New("retrygrpc: " + cfg.clientOnly + " is a client interceptor's option; a server interceptor takes WithCodes and WithNestedRetries")
 	}
 	return &server{cfg}, nil
 }
