@@ -19,7 +19,7 @@ const (
 // runsRetries is the fact of a function that runs a retry loop of the
 // library when called: the loop, as a path of calls, and the most
 // attempts it makes. A path of any length is kept in a few hops: the
-// first Near calls, the innermost one and the loop; the rest are counted.
+// first near calls, the innermost one and the loop; the rest are counted.
 type runsRetries struct {
 	Hops     []string // the first calls of the path, then its innermost one
 	Skipped  int      // the calls between them, not kept
