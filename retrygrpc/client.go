@@ -206,19 +206,32 @@ func (c *client) classify(actx, ctx context.Context, err error, trailer metadata
 	case 0:
 		return err
 	case 1:
-		ms, perr := strconv.ParseInt(strings.TrimSpace(asked[0]), 10, 64)
-		if perr != nil || ms < 0 {
+		wait, ok := pushback(asked[0])
+		if !ok {
 			return retry.Permanent(err) // the server asks for no retry
 		}
-		return retry.After(err, time.Duration(min(ms, maxPushbackMs))*time.Millisecond)
+		return retry.After(err, wait)
 	default:
 		return retry.Permanent(err) // more than one: no retry, as gRPC's own retries read it
 	}
 }
 
-// maxPushbackMs is the longest pushback read, so that the milliseconds
-// never overflow a Duration; a wait so long is beyond every limit.
-const maxPushbackMs = int64(1<<63-1) / int64(time.Millisecond)
+// pushback reads a pushback trailer's value: a non-negative integer of
+// milliseconds, saturating at the longest Duration (a wait beyond every
+// limit), and false for anything else (a negative or invalid value).
+func pushback(value string) (time.Duration, bool) {
+	const most = int64(1<<63-1) / int64(time.Millisecond)
+	ms, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64)
+	switch {
+	case errors.Is(err, strconv.ErrRange) && ms > 0:
+		return 1<<63 - 1, true // digits past int64's range
+	case err != nil || ms < 0:
+		return 0, false
+	case ms > most:
+		return 1<<63 - 1, true
+	}
+	return time.Duration(ms) * time.Millisecond, true
+}
 
 // marked reports whether err is a retried code whose trailer says it was
 // retried below.

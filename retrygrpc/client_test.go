@@ -165,6 +165,19 @@ func TestPushback(t *testing.T) {
 			assert.Equal(t, codes.Unavailable, status.Code(err))
 		})
 	}
+	t.Run("past the longest wait, saturated", func(t *testing.T) {
+		for _, v := range []string{"9223372036854775807", "99999999999999999999999"} {
+			h := &health{answer: func(_ int, ctx context.Context) error {
+				_ = grpc.SetTrailer(ctx, metadata.Pairs(retrygrpc.PushbackTrailer, v))
+				return status.Error(codes.Unavailable, "come back much later")
+			}}
+			cc := client(t, h, bounded(3), safeCheck)
+			var gu *retry.GiveUpError
+			require.ErrorAs(t, check(context.Background(), cc), &gu, v)
+			assert.Equal(t, retry.RetryAfterTooLong, gu.Reason, v)
+			assert.Equal(t, time.Duration(1<<63-1), gu.Wait, v)
+		}
+	})
 	t.Run("beyond the limit", func(t *testing.T) {
 		h := &health{answer: func(_ int, ctx context.Context) error {
 			_ = grpc.SetTrailer(ctx, metadata.Pairs(retrygrpc.PushbackTrailer, "600000"))
