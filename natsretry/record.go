@@ -155,18 +155,13 @@ type reader struct {
 	ok bool
 }
 
-func (r *reader) uvarint() uint64 {
-	v, n := binary.Uvarint(r.b)
-	if !r.ok || n <= 0 {
-		r.ok = false
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
+func (r *reader) uvarint() uint64 { return number(r, binary.Uvarint) }
 
-func (r *reader) varint() int64 {
-	v, n := binary.Varint(r.b)
+func (r *reader) varint() int64 { return number(r, binary.Varint) }
+
+// number reads the next number with decode (binary.Uvarint or Varint).
+func number[T uint64 | int64](r *reader, decode func([]byte) (T, int)) T {
+	v, n := decode(r.b)
 	if !r.ok || n <= 0 {
 		r.ok = false
 		return 0
