@@ -1,9 +1,7 @@
 package retry
 
 import (
-	"context"
 	"errors"
-	"reflect"
 	"strconv"
 	"time"
 
@@ -96,6 +94,8 @@ type GiveUpError struct {
 	// its next call, from the failure; for RetryAfterTooLong, the wait the
 	// server asked for. Neither is cut to the loop's cap.
 	Wait time.Duration
+
+	reported bool // the loop reported to the layer above it as it gave up
 }
 
 // Error names the reason and the number of failures, then Err.
@@ -149,131 +149,6 @@ func After(err error, d time.Duration) error {
 	}
 	return &afterError{err, max(d, 0)}
 }
-
-// IsPermanent reports whether err, or an error it wraps (through every
-// branch of a joined error), must not be retried: one that Permanent
-// marked, or the *GiveUpError of a Do that gave up because its error was
-// not retryable (reason NotRetryable), so that a loop around Do, or a
-// queue running a job that calls it, stops too.
-func IsPermanent(err error) bool { return readMarks(err).permanent }
-
-// AfterWait returns the longest wait a server asked for anywhere in err's
-// chain, uncut: an error marked After, or the *GiveUpError of a loop that
-// gave up RetryAfterTooLong. It returns false when none asked. A queue
-// adapter caps what it takes of it at its job's strategy's cap.
-func AfterWait(err error) (time.Duration, bool) {
-	m := readMarks(err)
-	return m.asked, m.hasAsked
-}
-
-// DeferredWait returns the longest wait of a layer that gave up Deferred,
-// found anywhere in err's chain (a layer above it gives up RetriedBelow,
-// with the deferred one inside), and false when none did.
-func DeferredWait(err error) (time.Duration, bool) {
-	m := readMarks(err)
-	return m.deferred, m.hasDeferred
-}
-
-// maxErrors is the most errors a reader of marks looks at in one chain,
-// repeats counted: far more than any chain of calls holds, so that a
-// chain made to hold itself ends.
-const maxErrors = 1000
-
-// marks are what an error's chain says to a retry layer.
-type marks struct {
-	permanent   bool          // a Permanent mark, or a give-up NotRetryable
-	marked      error         // the error inside the first Permanent mark
-	canceled    bool          // context.Canceled
-	asked       time.Duration // the longest wait asked (After, RetryAfterTooLong)
-	hasAsked    bool
-	deferred    time.Duration // the longest wait deferred (Deferred)
-	hasDeferred bool
-}
-
-// readMarks walks err's chain (walk) and returns the marks it finds.
-func readMarks(err error) marks {
-	var m marks
-	walk(err, func(e error) bool { m.read(e); return true })
-	return m
-}
-
-// Is reports whether err or an error in its chain is target, by == or by
-// an Is(error) bool method, as errors.Is does, but walking breadth-first
-// through every branch of a joined error over at most 1,000 errors in all,
-// repeats counted: an error that holds itself ends. Like IsPermanent, it
-// is for code that reads errors a stranger returned.
-func Is(err, target error) bool {
-	if err == nil || target == nil {
-		return err == target
-	}
-	comparable := reflect.TypeOf(target).Comparable() // == on an uncomparable type panics
-	found := false
-	walk(err, func(e error) bool {
-		is, ok := e.(interface{ Is(error) bool })
-		found = comparable && e == target || ok && is.Is(target)
-		return !found
-	})
-	return found
-}
-
-// walk calls visit on err and the errors it wraps, breadth-first through
-// every branch of a joined error (Unwrap() []error), at most maxErrors in
-// all, until visit returns false. It allocates nothing for a chain that
-// never queues more than 8 errors at once.
-func walk(err error, visit func(error) bool) {
-	if err == nil {
-		return
-	}
-	var room [8]error
-	queue := append(room[:0], err)
-	for seen := 0; len(queue) > 0 && seen < maxErrors; seen++ {
-		e := queue[0]
-		queue = queue[1:]
-		if !visit(e) {
-			return
-		}
-		switch u := e.(type) {
-		case interface{ Unwrap() error }:
-			if w := u.Unwrap(); w != nil && seen+len(queue) < maxErrors {
-				queue = append(queue, w)
-			}
-		case interface{ Unwrap() []error }:
-			for _, w := range u.Unwrap() {
-				if w != nil && seen+len(queue) < maxErrors {
-					queue = append(queue, w)
-				}
-			}
-		}
-	}
-}
-
-// read adds what e itself says, not what it wraps.
-func (m *marks) read(e error) {
-	switch e := e.(type) {
-	case *permanentError:
-		if !m.permanent || m.marked == nil {
-			m.marked = e.err
-		}
-		m.permanent = true
-	case *afterError:
-		m.ask(e.wait)
-	case *GiveUpError:
-		switch e.Reason {
-		case NotRetryable:
-			m.permanent = true
-		case RetryAfterTooLong:
-			m.ask(e.Wait)
-		case Deferred:
-			m.deferred, m.hasDeferred = max(m.deferred, e.Wait), true
-		}
-	}
-	if is, ok := e.(interface{ Is(error) bool }); e == context.Canceled || ok && is.Is(context.Canceled) {
-		m.canceled = true // as Is(e, context.Canceled), on this error alone
-	}
-}
-
-// ask records a wait asked.
-func (m *marks) ask(d time.Duration) { m.asked, m.hasAsked = max(m.asked, d), true }
 
 // unwrapMarks returns err without the Permanent or After mark around it.
 func unwrapMarks(err error) error {

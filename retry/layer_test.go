@@ -229,16 +229,27 @@ func TestDeferredWaits(t *testing.T) {
 		start := time.Now()
 		calls := 0
 		_, err := Do(ctx, three, func(ctx context.Context) (int, error) {
-			_, err := Do(ctx, three, func(context.Context) (int, error) { calls++; return 0, After(errDown, 10*time.Minute) })
+			_, err := Do(ctx, three, func(context.Context) (int, error) { calls++; return 0, After(errDown, 30*time.Second) })
 			return 0, err
 		})
 		assert.Equal(t, 1, calls, "no sleep, no second call")
 		assert.Zero(t, time.Since(start))
 		wait, ok := DeferredWait(err)
 		require.True(t, ok, "%v", err)
-		assert.Equal(t, 10*time.Minute, wait, "what After asked, within Do's cap (an hour for a strategy without one)")
+		assert.Equal(t, 30*time.Second, wait, "what After asked, within Do's limit (a minute for a fixed millisecond)")
 		ge, _ := errors.AsType[*GiveUpError](err)
 		assert.Equal(t, RetriedBelow, ge.Reason, "the loop above the deferred one")
+
+		// Beyond the inner loop's limit, the wait asked is deferred whatever
+		// the threshold, and the loop does not report after one call: the
+		// loop above defers it too, uncut.
+		_, err = Do(ctx, three, func(ctx context.Context) (int, error) {
+			_, err := Do(ctx, three, func(context.Context) (int, error) { return 0, After(errDown, 10*time.Minute) })
+			return 0, err
+		})
+		ge, _ = errors.AsType[*GiveUpError](err)
+		assert.Equal(t, Deferred, ge.Reason)
+		assert.Equal(t, 10*time.Minute, ge.Wait)
 
 		// A queue's job runs under a deadline (River's a minute): the wait
 		// is deferred, not given up past the deadline.

@@ -49,8 +49,10 @@ func WithPermanent(isPermanent func(error) bool) Option {
 // WithAfterCap sets the longest wait an After error may ask Do to sleep.
 // A longer one is never cut to it: Do gives up at once, with the reason
 // RetryAfterTooLong and the wait asked (Deferred inside a queue's job),
-// rather than retry sooner than the server asked. The default is the
-// strategy's MaxDelay but at least a minute, or an hour when it has none.
+// rather than retry sooner than the server asked. The default is
+// WaitLimit's for a synchronous layer: the backoff's longest delay (a
+// fixed backoff's delay, an exponential one's MaxDelay) but at least a
+// minute, or an hour when it has no cap.
 func WithAfterCap(d time.Duration) Option {
 	return Option{func(c config) config { c.afterCap = max(d, 0); return c }}
 }
@@ -188,6 +190,7 @@ func call[T any](ctx context.Context, s *retrypolicy.Strategy, cfg *config, op f
 	v, err := loop(ctx, s, cfg, op)
 	gaveUp, _ := err.(*GiveUpError)
 	if gaveUp != nil && (cfg.calls > 1 || !cfg.quiet && (gaveUp.Reason == RetriedBelow || gaveUp.Reason == Deferred || gaveUp.Reason == BudgetExhausted)) {
+		gaveUp.reported = true
 		up.report()
 	}
 	if cfg.end != nil {
@@ -250,7 +253,7 @@ func loop[T any](ctx context.Context, s *retrypolicy.Strategy, cfg *config, op f
 		if failures > 1 {
 			uptime = failedAt.Sub(start)
 		}
-		wait, giveUp := cfg.decide(ctx, h, failure{failures, opErr, uptime, failedAt, below}, s)
+		wait, giveUp := cfg.decide(ctx, h, failure{failures, opErr, uptime, failedAt, below})
 		if giveUp != nil {
 			return zero, giveUp
 		}
@@ -263,30 +266,29 @@ func loop[T any](ctx context.Context, s *retrypolicy.Strategy, cfg *config, op f
 // start prepares the first retry: the history of failures, and the jitter's
 // seed when the caller chose none.
 func (c *config) start(s retrypolicy.Strategy) *retrypolicy.History {
-	p := c.policy
-	if p == nil {
-		p, _ = retrypolicy.Compile(s) // s was validated
+	if c.policy == nil {
+		c.policy, _ = retrypolicy.Compile(s) // s was validated
 	}
 	if !c.seeded {
 		c.seed = rand.Uint64()
 	}
-	return retrypolicy.NewHistory(p)
+	return retrypolicy.NewHistory(c.policy)
 }
 
 // decide classifies the failure's error, records it, and returns how long
 // to wait before the next call, or why to give up.
-func (c *config) decide(ctx context.Context, h *retrypolicy.History, f failure, s *retrypolicy.Strategy) (time.Duration, *GiveUpError) {
+func (c *config) decide(ctx context.Context, h *retrypolicy.History, f failure) (time.Duration, *GiveUpError) {
 	giveUp := func(r Reason, e error) (time.Duration, *GiveUpError) {
 		return 0, &GiveUpError{Reason: r, Failures: f.n, Err: e}
 	}
 	if ctx.Err() != nil {
 		return giveUp(ContextDone, errors.Join(context.Cause(ctx), unwrapMarks(f.err)))
 	}
-	m := readMarks(f.err)
+	m := ReadMarks(f.err)
 	if m.marked != nil {
 		return giveUp(NotRetryable, m.marked)
 	}
-	if m.permanent || m.canceled || c.permanent != nil && c.permanent(f.err) {
+	if m.Permanent || m.Canceled || c.permanent != nil && c.permanent(f.err) {
 		return giveUp(NotRetryable, unwrapMarks(f.err))
 	}
 	if f.below && !c.nested {
@@ -302,21 +304,21 @@ func (c *config) decide(ctx context.Context, h *retrypolicy.History, f failure, 
 	if d.Action == retrypolicy.Fatal {
 		return giveUp(Reason(d.Reason), unwrapMarks(f.err))
 	}
-	return c.wait(ctx, d, f, m, s)
+	return c.wait(ctx, d, f, m)
 }
 
 // wait returns how long to wait before the next call after a decision to
 // retry, or why to give up: deferred to a queue's job, a server asking
 // more than the limit, past the deadline, or the budget spent.
-func (c *config) wait(ctx context.Context, d retrypolicy.Decision, f failure, m marks, s *retrypolicy.Strategy) (time.Duration, *GiveUpError) {
+func (c *config) wait(ctx context.Context, d retrypolicy.Decision, f failure, m Marks) (time.Duration, *GiveUpError) {
 	wait := d.Delay + d.Jitter
 	if c.fullJitter {
 		wait = fullJitter(d.Delay, splitmix.Unit(c.seed^0x5851f42d4c957f2d, f.failedAt.Unix(), int32(f.failedAt.Nanosecond()), f.n))
 	}
 	// A wait asked by a server, or deferred by a loop below, is waited in
 	// full: never sooner than asked.
-	asked := max(m.asked, m.deferred)
-	tooLong := (m.hasAsked || m.hasDeferred) && asked > c.afterLimit(s)
+	asked, isAsked := m.Wait()
+	tooLong := isAsked && asked > c.waitLimit()
 	wait = max(wait, asked)
 	giveUp := func(r Reason, wait time.Duration) (time.Duration, *GiveUpError) {
 		return 0, &GiveUpError{Reason: r, Failures: f.n, Err: unwrapMarks(f.err), Wait: wait}
@@ -343,17 +345,13 @@ func (c *config) wait(ctx context.Context, d retrypolicy.Decision, f failure, m 
 	return wait, nil
 }
 
-// afterLimit returns the longest wait a server may ask the loop to sleep:
-// WithAfterCap's, else s's MaxDelay but at least a minute, else an hour
-// (an omitted backoff's cap is an hour too).
-func (c *config) afterLimit(s *retrypolicy.Strategy) time.Duration {
+// waitLimit returns the longest wait a server may ask the loop to sleep:
+// WithAfterCap's, else WaitLimit's for a synchronous layer.
+func (c *config) waitLimit() time.Duration {
 	if c.afterCap > 0 {
 		return c.afterCap
 	}
-	if s.Backoff.MaxDelay > 0 {
-		return max(s.Backoff.MaxDelay, time.Minute)
-	}
-	return time.Hour
+	return WaitLimit(c.policy, Synchronous)
 }
 
 // fullJitter returns floor(u × (credited + 1)) for u = u53/2^53: uniform

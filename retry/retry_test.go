@@ -279,7 +279,7 @@ func TestCancellingWakesASleepingRetry(t *testing.T) {
 
 // TestRetryAfterIsNeverCutShort: an After error waits the longer of its
 // request and the strategy's delay; a request beyond the limit (by default
-// the strategy's MaxDelay but at least a minute, or an hour) is not cut to
+// the backoff's MaxDelay but at least a minute, or an hour) is not cut to
 // it: Do gives up RetryAfterTooLong after that one call, carrying the wait
 // asked, and does not report (it retried nothing). Until the rule changed
 // the wait was min(asked, cap), a retry sooner than the server asked.

@@ -192,6 +192,25 @@ func TestPushback(t *testing.T) {
 		assert.Equal(t, 10*time.Minute, gu.Wait)
 		assert.Equal(t, codes.ResourceExhausted, status.Code(err))
 	})
+	// A fixed backoff's longest delay is its delay: a fixed 10 ms client's
+	// limit is a minute, so a 90 s pushback gives up at once. Until it was,
+	// the fixed client slept the 90 s (an hour's limit) where an
+	// exponential one capped at a second gave up.
+	t.Run("beyond a fixed 10 ms's default limit of a minute", func(t *testing.T) {
+		h := &health{answer: func(_ int, ctx context.Context) error {
+			_ = grpc.SetTrailer(ctx, metadata.Pairs(retrygrpc.PushbackTrailer, "90000"))
+			return status.Error(codes.Unavailable, "come back in a minute and a half")
+		}}
+		fixed := retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 3,
+			Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: 10 * time.Millisecond}}
+		cc := client(t, h, fixed, safeCheck)
+		err := check(context.Background(), cc)
+		assert.Equal(t, 1, h.Calls())
+		var gu *retry.GiveUpError
+		require.ErrorAs(t, err, &gu)
+		assert.Equal(t, retry.RetryAfterTooLong, gu.Reason)
+		assert.Equal(t, 90*time.Second, gu.Wait)
+	})
 	t.Run("past the call's deadline", func(t *testing.T) {
 		h := &health{answer: func(_ int, ctx context.Context) error {
 			_ = grpc.SetTrailer(ctx, metadata.Pairs(retrygrpc.PushbackTrailer, "50000"))

@@ -30,8 +30,9 @@
 //     makes the next wait at least that long, never shorter. A negative,
 //     invalid or repeated value makes the call not retried (the reason
 //     NotRetryable), as a server asking for no retry means. A wait beyond
-//     the loop's limit (retry.WithAfterCap; by default the strategy's
-//     MaxDelay but at least a minute, or an hour) is not made: the call
+//     the loop's limit (retry.WithAfterCap; by default retry.WaitLimit's:
+//     the backoff's longest delay, a fixed backoff's delay, but at least a
+//     minute, or an hour without a cap) is not made: the call
 //     gives up with the reason RetryAfterTooLong and the wait.
 //   - Each attempt after the first sends "grpc-previous-rpc-attempts", the
 //     count of attempts before it, as gRPC's own retries do.

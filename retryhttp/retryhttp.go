@@ -26,8 +26,9 @@
 //   - A server's word is kept ([WaitAsked], [WithoutServerSignals]): a wait
 //     it asks for on a retryable status (Retry-After-Ms, X-Ms-Retry-After-Ms,
 //     Retry-After) makes the next wait at least that long, never shorter. A
-//     wait beyond the transport's limit ([WithRetryAfterCap]; by default the
-//     strategy's MaxDelay but at least a minute, or an hour) is not made:
+//     wait beyond the transport's limit ([WithRetryAfterCap]; by default
+//     retry.WaitLimit's: the backoff's longest delay, a fixed backoff's
+//     delay, but at least a minute, or an hour without a cap) is not made:
 //     the transport returns the response as received, giving up with the
 //     reason RetryAfterTooLong and the wait (see [WithEnd]), so that a
 //     server cannot park a worker and is never called sooner than it asked.
@@ -185,8 +186,10 @@ func WithHostWindowBudgets(percent float64, interval time.Duration, minRetries i
 // WithRetryAfterCap sets the longest wait a server may ask the transport to
 // sleep. A longer one is never cut to it: the transport returns the
 // response as received and gives up with the reason RetryAfterTooLong
-// (Deferred inside a queue's job) and the wait asked. The default is the
-// strategy's MaxDelay but at least a minute, or an hour when it has none.
+// (Deferred inside a queue's job) and the wait asked. The default is
+// retry.WaitLimit's for a synchronous layer: the backoff's longest delay
+// (a fixed backoff's delay) but at least a minute, or an hour without a
+// cap.
 func WithRetryAfterCap(d time.Duration) Option {
 	return Option{func(c config) config { c.afterCap = d; return c }}
 }

@@ -126,10 +126,15 @@ func TestScriptedFailures(t *testing.T) {
 		{name: "429 asking a day, beyond a cap of 10 s", steps: func() []step { return []step{status(429, "Retry-After", "86400"), status(200)} },
 			opts:     []retryhttp.Option{retryhttp.WithRetryAfterCap(10 * time.Second)},
 			attempts: 1, took: 0, status: 429, body: "429 1"},
-		{name: "429 asking a day, beyond the default limit of an hour", steps: func() []step { return []step{status(429, "Retry-After", "86400"), status(200)} },
+		// A fixed backoff's longest delay is its delay: the default limit of
+		// a fixed 100 ms is a minute (until it was an hour, the transport
+		// slept half an hour).
+		{name: "429 asking a day, beyond the default limit of a minute", steps: func() []step { return []step{status(429, "Retry-After", "86400"), status(200)} },
 			attempts: 1, took: 0, status: 429, body: "429 1"},
-		{name: "429 asking half an hour, within the default limit", steps: func() []step { return []step{status(429, "Retry-After", "1800"), status(200)} },
-			attempts: 2, took: 30 * time.Minute, status: 200, body: "200 2"},
+		{name: "429 asking half an hour, beyond the default limit of a minute", steps: func() []step { return []step{status(429, "Retry-After", "1800"), status(200)} },
+			attempts: 1, took: 0, status: 429, body: "429 1"},
+		{name: "429 asking 50 s, within the default limit", steps: func() []step { return []step{status(429, "Retry-After", "50"), status(200)} },
+			attempts: 2, took: 50 * time.Second, status: 200, body: "200 2"},
 		{name: "404 is the answer", steps: func() []step { return []step{status(404), status(200)} },
 			attempts: 1, took: 0, status: 404, body: "404 1"},
 		{name: "501 is the answer", steps: func() []step { return []step{status(501), status(200)} },
