@@ -27,34 +27,57 @@ var units = [...]int64{1, 1e3, 1e6, 1e9}
 // uptime up.
 func Append(b []byte, ns []int64, up time.Duration) []byte {
 	up = max(up, 0)
-	code := len(units) - 1
-	for code > 0 && !allIn(ns, int64(up), units[code]) {
-		code--
-	}
-	unit := units[code]
+	code := coarsest(ns, int64(up))
 	b = append(b, Version, byte(code))
 	b = binary.AppendUvarint(b, uint64(len(ns)))
 	if len(ns) > 0 {
-		b = binary.AppendVarint(b, ns[0]/unit)
+		b = binary.AppendVarint(b, ns[0]/units[code])
 	}
 	for i := 1; i < len(ns); i++ {
-		b = binary.AppendUvarint(b, uint64(ns[i]-ns[i-1])/uint64(unit))
+		b = binary.AppendUvarint(b, inUnit(uint64(ns[i]-ns[i-1]), code))
 	}
-	return binary.AppendUvarint(b, uint64(up)/uint64(unit))
+	return binary.AppendUvarint(b, inUnit(uint64(up), code))
 }
 
-// allIn reports whether every instant of ns and up is a whole number of
-// unit.
-func allIn(ns []int64, up, unit int64) bool {
-	if up%unit != 0 {
-		return false
-	}
+// coarsest returns the code of the coarsest unit that every instant of ns
+// and up is a whole number of.
+func coarsest(ns []int64, up int64) int {
+	code := codeOf(up)
 	for _, v := range ns {
-		if v%unit != 0 {
-			return false
+		if code == 0 {
+			break
 		}
+		code = min(code, codeOf(v))
 	}
-	return true
+	return code
+}
+
+// codeOf returns the code of the coarsest unit v is a whole number of. Its
+// divisors are constants, which the compiler turns into multiplications:
+// a history of a thousand failures is encoded in microseconds.
+func codeOf(v int64) int {
+	switch {
+	case v%1e9 == 0:
+		return 3
+	case v%1e6 == 0:
+		return 2
+	case v%1e3 == 0:
+		return 1
+	}
+	return 0
+}
+
+// inUnit is v in the unit of code, as codeOf's constants divide it.
+func inUnit(v uint64, code int) uint64 {
+	switch code {
+	case 3:
+		return v / 1e9
+	case 2:
+		return v / 1e6
+	case 1:
+		return v / 1e3
+	}
+	return v
 }
 
 // Decode appends to room[:0] the failures data holds, ascending, and
