@@ -2,7 +2,6 @@ package natsretry
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"testing"
@@ -48,7 +47,7 @@ func BenchmarkFailedDelivery(b *testing.B) {
 		m := delivery{msg: benchMsg{header: nats.Header{HeaderStrategy: []string{descriptor}}},
 			md: &jetstream.MsgMetadata{NumDelivered: uint64(n + 1)}, seed: queuekit.Seed(7)}
 		b.Run(fmt.Sprintf("failures=%d/part=adapter", n), func(b *testing.B) {
-			ctx, fail := context.Background(), errors.New("down")
+			ctx, fail := context.Background(), &failure{text: "down"}
 			room := make([]int64, 0, 2*n+1)
 			out := make([]byte, 0, 2*len(stored))
 			b.ReportAllocs()

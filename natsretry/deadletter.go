@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/retrypolicy/retrypolicy/queuekit"
+	"github.com/retrypolicy/retrypolicy/retry"
 )
 
 // giveUp marks hist dead, then moves m to the dead-letter subject.
@@ -38,6 +39,9 @@ func (p *Policy) deadLetter(ctx context.Context, m delivery, hist history) {
 		}
 	}
 	out.Header.Set(HeaderReason, hist.reason.String())
+	if hist.reason == retry.RetryAfterTooLong {
+		out.Header.Set(HeaderWaitAsked, strconv.FormatFloat(hist.waitFor().Seconds(), 'f', -1, 64))
+	}
 	out.Header.Set(HeaderFailures, strconv.Itoa(len(hist.failures)))
 	out.Header.Set(HeaderError, hist.lastError)
 	out.Header.Set(HeaderSubject, m.msg.Subject())
@@ -80,7 +84,7 @@ func (p *Policy) deadLimit(ctx context.Context) int64 {
 // shedOrder are the headers the policy adds to a dead-letter copy, in the
 // order it drops them when the copy is too large: the error text first;
 // where the message came from last.
-var shedOrder = [...]string{HeaderError, HeaderFailures, HeaderSequence, HeaderReason, HeaderStream, HeaderSubject}
+var shedOrder = [...]string{HeaderError, HeaderWaitAsked, HeaderFailures, HeaderSequence, HeaderReason, HeaderStream, HeaderSubject}
 
 // shed drops the headers of shedOrder from out, one after another, until
 // out with the message id id fits in limit bytes, and reports whether it

@@ -124,14 +124,14 @@ func (p *Policy) deliver(runCtx, ctx context.Context, m delivery, hist history) 
 // once, counting nothing.
 func (p *Policy) ended(ctx context.Context, m delivery, hist history, o outcome, ran span) {
 	switch {
-	case o.err == nil:
+	case !o.failed:
 		p.done(ctx, m)
 	case o.stopped:
 		hist.seen = m.md.NumDelivered
 		p.store(ctx, m, hist)
 		p.nak(ctx, m, 0)
 	default:
-		p.failed(ctx, m, hist, o.err, ran)
+		p.failed(ctx, m, hist, &o.failure, ran)
 	}
 }
 
@@ -192,9 +192,9 @@ func (p *Policy) unseen(ctx context.Context, m delivery, hist history, now time.
 // outcome is how a run ended, read from what its handler did inside the
 // run's own recover: nothing the handler returns is trusted further.
 type outcome struct {
-	// err is nil for a success; else an error of this package's own
-	// making, with the text and the retry marks of the handler's.
-	err error
+	// failed: the run failed, as failure says.
+	failed bool
+	failure
 	// stopped: the handler returned its context's error once the consumer
 	// stopped.
 	stopped bool
@@ -202,12 +202,19 @@ type outcome struct {
 	abandoned bool
 }
 
+// failure is what the policy keeps of a run's error, read once: its text,
+// at most MaxErrorText bytes, and its retry marks.
+type failure struct {
+	text  string
+	marks retry.Marks
+}
+
 // panicText is a recovered value as text: fmt recovers a panic in the
 // value's own Error or String method, where a log handler might not.
 func panicText(r any) string { return fmt.Sprint(r) }
 
-// errGoexit is the failure of a handler that called runtime.Goexit.
-var errGoexit = errors.New("natsretry: the handler called runtime.Goexit")
+// goexitText is the failure of a handler that called runtime.Goexit.
+const goexitText = "natsretry: the handler called runtime.Goexit"
 
 // run runs h on msg in a goroutine of its own, telling JetStream every
 // ackWait/2 that the delivery is in progress until it ends or the
@@ -244,27 +251,31 @@ func (p *Policy) run(ctx context.Context, msg jetstream.Msg, h Handler, ackWait 
 
 // runHandler calls h and sends how it ended to done, whatever h does.
 func (p *Policy) runHandler(ctx, runCtx context.Context, msg jetstream.Msg, h Handler, done chan<- outcome) {
-	o := outcome{err: errGoexit} // what is sent if h never returns to say otherwise
+	var o outcome
+	exited := true // until h returns or panics: it called runtime.Goexit
 	defer func() {
-		if o.err == errGoexit {
-			p.logger.ErrorContext(ctx, errGoexit.Error(), slog.String("subject", msg.Subject()), slog.String("stack", string(debug.Stack())))
+		if exited {
+			o = outcome{failed: true, failure: failure{text: goexitText}}
+			p.logger.ErrorContext(ctx, goexitText, slog.String("subject", msg.Subject()), slog.String("stack", string(debug.Stack())))
 		}
 		done <- o
 	}()
 	defer func() {
 		if r := recover(); r != nil {
-			o = outcome{err: fmt.Errorf("natsretry: the handler panicked: %v", r)}
-			p.logger.ErrorContext(ctx, o.err.Error(), slog.String("subject", msg.Subject()), slog.String("stack", string(debug.Stack())))
+			exited = false
+			o = outcome{failed: true, failure: failure{text: clip("natsretry: the handler panicked: " + panicText(r))}}
+			p.logger.ErrorContext(ctx, o.text, slog.String("subject", msg.Subject()), slog.String("stack", string(debug.Stack())))
 		}
 	}()
 	err := h(retry.DeferAfter(runCtx, p.deferAfter), msg)
+	exited = false
 	o = p.settle(ctx, msg, err)
 }
 
 // settle reads what the policy needs of err, the handler's error, each
-// read under a recover of its own (a method of err may panic) and every
-// walk of its chain bounded: whether the consumer stopped, its retry
-// marks, its text. It returns an outcome whose error is the package's own.
+// read under a recover of its own (a method of err may panic) and its
+// chain walked once, bounded (retry.ReadMarks): whether the consumer
+// stopped, its retry marks, its text.
 func (p *Policy) settle(ctx context.Context, msg jetstream.Msg, err error) (o outcome) {
 	if err == nil {
 		return outcome{}
@@ -275,55 +286,19 @@ func (p *Policy) settle(ctx context.Context, msg jetstream.Msg, err error) (o ou
 				slog.String("panic", panicText(r)), slog.String("stack", string(debug.Stack())))
 		}
 	}
-	var marks errMarks
+	o.failed = true
 	func() {
 		defer guard("its Unwrap or Is methods")
 		o.stopped = ctx.Err() != nil && retry.Is(err, ctx.Err())
-		marks.permanent = retry.IsPermanent(err)
-		marks.asked, marks.isAsked = retry.AfterWait(err)
-		marks.deferred, marks.isDeferred = retry.DeferredWait(err)
+		o.marks = retry.ReadMarks(err)
 	}()
-	text := "an error whose Error method panicked"
+	o.text = "an error whose Error method panicked"
 	func() {
 		defer guard("its Error method")
-		text = clip(err.Error())
+		o.text = clip(err.Error())
 	}()
-	o.err = marks.on(text)
 	return o
 }
-
-// errMarks are the retry marks of a handler's error.
-type errMarks struct {
-	permanent           bool
-	asked, deferred     time.Duration
-	isAsked, isDeferred bool
-}
-
-// on returns an error of text carrying the marks, as queuekit.Judge reads
-// them.
-func (m errMarks) on(text string) error {
-	e := &settled{text: text}
-	if m.isAsked {
-		e.marks = append(e.marks, retry.After(errors.New("a wait asked"), m.asked))
-	}
-	if m.isDeferred {
-		e.marks = append(e.marks, &retry.GiveUpError{Reason: retry.Deferred, Wait: m.deferred})
-	}
-	if m.permanent {
-		return retry.Permanent(e)
-	}
-	return e
-}
-
-// settled is a handler's error as the policy keeps it: its text, and its
-// marks as errors of the retry package.
-type settled struct {
-	text  string
-	marks []error
-}
-
-func (e *settled) Error() string   { return e.text }
-func (e *settled) Unwrap() []error { return e.marks }
 
 // done acks m, then removes its history, even when the ack is not
 // confirmed: a redelivery counts as a failure either way, and a history
@@ -338,9 +313,9 @@ func (p *Policy) done(ctx context.Context, m delivery) {
 }
 
 // failed decides on the failure of m's delivery, which ran over ran and
-// returned err, records it and naks or gives up the message.
-func (p *Policy) failed(ctx context.Context, m delivery, hist history, err error, ran span) {
-	hist, v := p.judge(ctx, m, hist, err, ran)
+// failed as f says, records it and naks or gives up the message.
+func (p *Policy) failed(ctx context.Context, m delivery, hist history, f *failure, ran span) {
+	hist, v := p.judge(ctx, m, hist, f, ran)
 	if v.Action == retrypolicy.Fatal {
 		p.giveUp(ctx, m, hist)
 		return
@@ -349,32 +324,52 @@ func (p *Policy) failed(ctx context.Context, m delivery, hist history, err error
 }
 
 // judge returns the verdict on the failure of m's delivery, which ran
-// over ran and returned err (nil for a delivery that ended unseen), and
-// m's history after it.
-func (p *Policy) judge(ctx context.Context, m delivery, hist history, err error, ran span) (history, queuekit.Verdict) {
+// over ran and failed as f says (nil for a delivery that ended unseen),
+// and m's history after it. A strategy from the message's header waits
+// no longer than Config.MaxHeaderDelay; a wait a server asked, or a loop
+// in the run deferred, is the job's limit's (queuekit.Judge), whatever
+// strategy the header chose.
+func (p *Policy) judge(ctx context.Context, m delivery, hist history, f *failure, ran span) (history, queuekit.Verdict) {
 	at := ran.end.Truncate(time.Millisecond)
 	hist.failures = append(hist.failures, at.UnixNano())
 	uptime := ran.end.Sub(ran.start)
-	v := queuekit.Judge(m.pol, queuekit.Decide(m.pol, hist.failures, uptime, m.seed, at), err, at)
-	if m.own && v.Action == retrypolicy.Wait {
-		if limit := at.Add(p.headerDelay(m.msg.Subject())); v.Due.After(limit) {
-			v.Due = limit // a publisher chooses a strategy, not to park the consumer
+	d := queuekit.Decide(m.pol, hist.failures, uptime, m.seed, at)
+	if m.own && d.Action == retrypolicy.Wait {
+		if limit := at.Add(p.headerDelay(m.msg.Subject())); d.Due.After(limit) {
+			d.Due = limit // a publisher chooses a strategy, not to park the consumer
 		}
 	}
+	var marks retry.Marks
+	if f != nil {
+		marks = f.marks
+	}
+	v := queuekit.Judge(d, marks, at, p.policies.WaitLimit(m.msg.Subject()))
 	p.decided(ctx, m, hist.failures, uptime, v)
 	hist.failures = queuekit.Keep(m.pol, hist.failures, v.Decision)
 	hist.seen, hist.due, hist.wait = m.md.NumDelivered, 0, 0
 	switch v.Action {
 	case retrypolicy.Fatal:
 		hist.reason = v.GaveUp
-		if err != nil {
-			hist.lastError = clip(err.Error())
+		if f != nil {
+			hist.lastError = f.text
+		}
+		if v.GaveUp == retry.RetryAfterTooLong {
+			hist.wait = ceilMillis(v.Asked) // the wait asked, for the dead letter
 		}
 	case retrypolicy.Wait:
 		hist.due = v.Due.UnixMilli()
 		hist.wait = v.Due.Sub(at).Milliseconds()
 	}
 	return hist, v
+}
+
+// ceilMillis is d in whole milliseconds, rounded up.
+func ceilMillis(d time.Duration) int64 {
+	ms := d.Milliseconds()
+	if d%time.Millisecond > 0 {
+		ms++
+	}
+	return ms
 }
 
 // load reads m's history: none when it has none, a new one (logged) when

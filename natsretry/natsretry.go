@@ -27,9 +27,15 @@ const (
 
 	// HeaderReason is the dead-letter header of why the message was given
 	// up: strategy_none (its strategy never retries), attempts_exhausted
-	// (a bounded strategy's window holds max_attempts failures), or
-	// not_retryable (an error marked retry.Permanent).
+	// (a bounded strategy's window holds max_attempts failures),
+	// not_retryable (an error marked retry.Permanent), or
+	// retry_after_too_long (a server asked, or a loop in the handler
+	// deferred, a wait beyond Config.WaitLimit; HeaderWaitAsked says it).
 	HeaderReason = "Retrypolicy-Reason"
+	// HeaderWaitAsked is the dead-letter header of the wait asked of a
+	// message given up retry_after_too_long, in seconds, a decimal number
+	// ("7200", "0.25").
+	HeaderWaitAsked = "Retrypolicy-Wait-Asked"
 	// HeaderFailures is the dead-letter header of the failures in the
 	// strategy's window when the message was given up, in decimal.
 	HeaderFailures = "Retrypolicy-Failures"
@@ -121,11 +127,24 @@ type Config struct {
 	ParkAfter time.Duration
 
 	// MaxHeaderDelay is the longest a message's own strategy
-	// (HeaderStrategy) may make it wait after a failure: a longer wait is
-	// cut to it, so that a publisher chooses a strategy, not to park the
-	// consumer. Zero is the subject's strategy's MaxDelay (Subjects, else
-	// Default), or an hour when it has none.
+	// (HeaderStrategy) may make it wait after a failure: a longer wait of
+	// that strategy's own backoff is cut to it, so that a publisher chooses
+	// a strategy, not to park the consumer. Zero is the subject's
+	// strategy's MaxDelay (Subjects, else Default), or an hour when it has
+	// none. A wait a server asked is WaitLimit's, not this.
 	MaxHeaderDelay time.Duration
+
+	// WaitLimit is the job's limit: the longest wait a server may ask (a
+	// Retry-After a retry loop in the handler read), or a loop in the
+	// handler defer, before the message runs again. The message never runs
+	// sooner than asked: a longer wait is not cut, but makes the message
+	// fatal (retry_after_too_long), dead-lettered with the wait in
+	// HeaderWaitAsked. Zero is the longest delay of the subject's strategy
+	// (Subjects, else Default; a fixed backoff's delay, an exponential
+	// one's MaxDelay) but at least an hour, and an hour when it has no cap
+	// (retry.WaitLimit for a durable layer); a message's own strategy
+	// (HeaderStrategy) does not change it.
+	WaitLimit time.Duration
 
 	// MaxRun is the longest a handler may run: a run longer is abandoned,
 	// its context cancelled, logged, and whatever it returns later
@@ -176,7 +195,7 @@ type Policy struct {
 // DeadLetter subject no stream captures; and logs at Warn, once, each trap
 // that plan.LintGo finds in the strategies.
 func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Policy, error) {
-	strategies := queuekit.Config{Default: cfg.Default, Kinds: cfg.Subjects, KindsField: "Config.Subjects"}
+	strategies := queuekit.Config{Default: cfg.Default, Kinds: cfg.Subjects, KindsField: "Config.Subjects", WaitLimit: cfg.WaitLimit}
 	policies, err := queuekit.NewPolicies(strategies)
 	if err != nil {
 		return nil, fmt.Errorf("natsretry: %w", err)

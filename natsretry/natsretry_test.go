@@ -409,3 +409,70 @@ func TestA429BeyondTheTransportsCapWaitsInJetStream(t *testing.T) {
 type roundTripper func(*http.Request) (*http.Response, error)
 
 func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestAServersWaitIsNeverCutInAJob: a message whose subject's strategy caps
+// at a second, its handler calling an API that answers 429 with
+// Retry-After through a retryhttp transport, is due its failure plus the
+// wait asked: 600 s, never cut to the strategy's second; 7,200 s is past
+// the job's limit (an hour for that strategy), so the message is
+// dead-lettered retry_after_too_long with the wait in its dead letter;
+// with Config.WaitLimit at 3 h, it is due in 7,200 s. The policy's clock
+// is fixed, so the decision is exact. Until the job's limit, each wait was
+// cut to the strategy's cap: due a second after the failure.
+func TestAServersWaitIsNeverCutInAJob(t *testing.T) {
+	capped := retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped,
+		Backoff: retrypolicy.Backoff{Kind: retrypolicy.Exponential, BaseDelay: time.Second, MaxDelay: time.Second}}
+	brisk := retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 5,
+		Backoff: retrypolicy.Backoff{Kind: retrypolicy.Exponential, BaseDelay: ms, MaxDelay: time.Second}}
+	now := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		name  string
+		asked time.Duration
+		limit time.Duration
+		fatal bool
+	}{
+		{"600 s", 600 * time.Second, 0, false},
+		{"7200 s beyond the default limit", 7200 * time.Second, 0, true},
+		{"7200 s within a limit of 3 h", 7200 * time.Second, 3 * time.Hour, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			got := newDecisions()
+			var calls atomic.Int64
+			api := roundTripper(func(req *http.Request) (*http.Response, error) {
+				calls.Add(1)
+				h := http.Header{"Retry-After": {strconv.Itoa(int(c.asked / time.Second))}}
+				return &http.Response{StatusCode: http.StatusTooManyRequests, Header: h, Body: http.NoBody, Request: req}, nil
+			})
+			tr, err := retryhttp.NewTransport(api, brisk)
+			require.NoError(t, err)
+			e.consume(t, natsretry.Config{Default: capped, Hooks: got.hooks(), WaitLimit: c.limit, Now: func() time.Time { return now }},
+				func(ctx context.Context, _ jetstream.Msg) error {
+					req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.test/", nil)
+					resp, err := (&http.Client{Transport: tr}).Do(req)
+					if err != nil {
+						return err
+					}
+					resp.Body.Close()
+					return errors.New(resp.Status)
+				})
+			e.publish(t, "jobs.a", "x", nil)
+			d := got.wait(t, 1)[0]
+			assert.EqualValues(t, 1, calls.Load(), "the API was called once")
+			assert.True(t, d.Due.Equal(now.Add(c.asked)), "due %v, the failure at %v", d.Due, now)
+			got.mu.Lock()
+			gaveUp := got.gave[0]
+			got.mu.Unlock()
+			if !c.fatal {
+				assert.Equal(t, retrypolicy.Wait, d.Action)
+				assert.Zero(t, gaveUp)
+				return
+			}
+			assert.Equal(t, retrypolicy.Fatal, d.Action)
+			assert.Equal(t, retry.RetryAfterTooLong, gaveUp)
+			dead := e.deadMessages(t, 1)[0]
+			assert.Equal(t, "retry_after_too_long", dead.Header.Get(natsretry.HeaderReason))
+			assert.Equal(t, "7200", dead.Header.Get(natsretry.HeaderWaitAsked))
+		})
+	}
+}

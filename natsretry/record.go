@@ -48,7 +48,8 @@ type history struct {
 	due int64
 	// wait is the wait decided for that delivery, in milliseconds: a
 	// redelivery before due is sent back only while due is within wait
-	// plus AckWait of its clock.
+	// plus AckWait of its clock. For a message given up
+	// retry_after_too_long, it is the wait asked (rounded up).
 	wait int64
 	// dead marks a message the policy has given up: its copy to the
 	// dead-letter stream may be made already, with reason and lastError.
@@ -131,6 +132,10 @@ func readHistory(b []byte, room []int64) (history, error) {
 	}
 	if !r.ok {
 		return h, errHistory
+	}
+	if _, err := h.reason.MarshalText(); err != nil {
+		// A reason stored by a later version: never read as another.
+		return h, errors.New("its reason is unknown: " + strconv.Itoa(int(h.reason)))
 	}
 	var err error
 	if h.failures, err = queuekit.DecodeFailures(r.b, room); err != nil {

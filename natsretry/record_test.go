@@ -93,3 +93,25 @@ func TestSubjectMatches(t *testing.T) {
 		assert.False(t, publishable(s), s)
 	}
 }
+
+// TestAStoredReasonIsStable: a dead history keeps its reason as a byte,
+// the reason's number, pinned here for each; a byte no reason has (one a
+// later version stored) is an error naming it, never read as another
+// reason.
+func TestAStoredReasonIsStable(t *testing.T) {
+	for stored, name := range map[byte]string{1: "strategy_none", 2: "attempts_exhausted", 3: "not_retryable", 4: "context_done",
+		5: "past_deadline", 6: "budget_exhausted", 7: "retried_below", 8: "deferred", 9: "retry_after_too_long"} {
+		var r retry.Reason
+		require.NoError(t, r.UnmarshalText([]byte(name)))
+		b := appendHistory(nil, history{dead: true, reason: r})
+		// version, flags, seen, due, wait: then the reason's byte.
+		assert.Equal(t, stored, b[5], name)
+		back, err := readHistory(b, nil)
+		require.NoError(t, err)
+		assert.Equal(t, name, back.reason.String())
+	}
+	b := appendHistory(nil, history{dead: true, reason: retry.NotRetryable})
+	b[5] = 42
+	_, err := readHistory(b, nil)
+	assert.EqualError(t, err, "its reason is unknown: 42")
+}

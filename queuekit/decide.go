@@ -40,49 +40,50 @@ var timesPool = sync.Pool{New: func() any { return new([]time.Time) }}
 // why.
 type Verdict struct {
 	retrypolicy.Decision
-	// GaveUp is why the job is given up: the fatal decision's reason, or
-	// retry.NotRetryable for an error marked retry.Permanent; zero when
-	// the job goes on.
+	// GaveUp is why the job is given up: the fatal decision's reason,
+	// retry.NotRetryable for an error marked retry.Permanent, or
+	// retry.RetryAfterTooLong for a wait asked beyond the job's limit;
+	// zero when the job goes on.
 	GaveUp retry.Reason
+	// Asked is the wait a server asked, or a loop in the run deferred, that
+	// the verdict holds to: the job runs no sooner than its failure plus
+	// Asked. For retry.RetryAfterTooLong it is the wait asked beyond the
+	// job's limit, and the fatal Decision's Due, unlike any other fatal
+	// decision's, is the failure plus it: when the job could have run.
+	// Zero when none was asked.
+	Asked time.Duration
 }
 
-// Judge returns the verdict on a run that failed at at with err, given
-// d, the strategy's decision on it: an error marked retry.Permanent
-// anywhere in its chain gives the job up (retry.NotRetryable); otherwise
-// the job waits at least the longest wait a retry loop in the run deferred
-// (retry.DeferredWait) or a server asked (retry.AfterWait), never sooner,
-// up to the strategy's cap (its MaxDelay, or an hour). err may be nil (a panic, a run that
-// never ended).
-func Judge(pol *retrypolicy.Policy, d retrypolicy.Decision, err error, at time.Time) Verdict {
+// Judge returns the verdict on a run that failed at at, given d, the
+// strategy's decision on it, m, the marks of the run's error
+// (retry.ReadMarks; the zero Marks for a run that returned none, such as a
+// panic), and limit, the job's limit on a server's wait
+// (Policies.WaitLimit). In order: a permanent mark gives the job up
+// (retry.NotRetryable); a fatal decision stays fatal; a wait asked or
+// deferred (the longer, Marks.Wait) beyond limit gives the job up
+// (retry.RetryAfterTooLong, the wait in Asked and Due); one within it
+// makes the job wait at least that long after its failure, never sooner,
+// and never cut.
+func Judge(d retrypolicy.Decision, m retry.Marks, at time.Time, limit time.Duration) Verdict {
 	v := Verdict{Decision: d, GaveUp: retry.Reason(d.Reason)}
-	if err == nil {
-		return v
-	}
-	if retry.IsPermanent(err) {
+	if m.Permanent {
 		return Verdict{Decision: retrypolicy.Decision{Action: retrypolicy.Fatal, InWindow: d.InWindow}, GaveUp: retry.NotRetryable}
 	}
-	if d.Action == retrypolicy.Fatal {
+	wait, asked := m.Wait()
+	if d.Action == retrypolicy.Fatal || !asked {
 		return v
 	}
-	deferred, isDeferred := retry.DeferredWait(err)
-	asked, isAsked := retry.AfterWait(err)
-	if !isDeferred && !isAsked {
+	v.Asked = wait
+	due := at.Add(wait)
+	if wait > limit {
+		v.Decision = retrypolicy.Decision{Action: retrypolicy.Fatal, InWindow: d.InWindow, Due: due}
+		v.GaveUp = retry.RetryAfterTooLong
 		return v
 	}
-	if due := at.Add(min(max(deferred, asked), waitCap(pol))); due.After(v.Due) {
+	if due.After(v.Due) {
 		v.Action, v.Due = retrypolicy.Wait, due
 	}
 	return v
-}
-
-// waitCap is the longest a job's run may be put off by a wait asked or
-// deferred within it: its strategy's MaxDelay, or an hour when it has
-// none, so that a server can park a job no longer than that.
-func waitCap(pol *retrypolicy.Policy) time.Duration {
-	if d := pol.Strategy().Backoff.MaxDelay; d > 0 {
-		return d
-	}
-	return time.Hour
 }
 
 // Keep sorts failures and returns those that deciding under pol can need

@@ -8,6 +8,11 @@
 //     each kind, compiled at start and linted for the traps a crash loop
 //     shows ([Config.Lint]); a job's own strategy, carried with it as a
 //     descriptor, compiled once and cached by its bytes.
+//   - [Decide] and [Judge]: the decision on a job's failures, then what
+//     its run's error changes in it (retry.ReadMarks): a permanent error
+//     gives the job up; a wait a server asked, or a loop in the run
+//     deferred, is waited in full, never cut, and beyond the job's limit
+//     ([Policies.WaitLimit]) gives the job up as retry.RetryAfterTooLong.
 //   - [Record]: what an adapter keeps of a job between its runs (the last
 //     attempt it saw end and the failures that can still count), in the
 //     binary encoding of the root History, as bytes ([Record.AppendBinary])

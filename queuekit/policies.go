@@ -2,14 +2,17 @@ package queuekit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/retrypolicy/retrypolicy"
 	"github.com/retrypolicy/retrypolicy/internal/echo"
 	"github.com/retrypolicy/retrypolicy/plan"
+	"github.com/retrypolicy/retrypolicy/retry"
 )
 
 // Config is the strategies of a queue's jobs.
@@ -23,6 +26,15 @@ type Config struct {
 	// KindsField is how the adapter's own configuration names Kinds in
 	// errors and warnings ("Config.Subjects"); "" is "Config.Kinds".
 	KindsField string
+
+	// WaitLimit is the job's limit: the longest wait a server may ask, or a
+	// loop in a run defer, before the job runs again; a longer one makes the
+	// job fatal (retry.RetryAfterTooLong), never cut. Zero is
+	// retry.WaitLimit's for a durable layer under the strategy of the job's
+	// kind (Kinds, else Default): its longest delay but at least an hour,
+	// an hour when it has no cap. A strategy the job carries itself does
+	// not change it. Each adapter gives it as Config.WaitLimit.
+	WaitLimit time.Duration
 }
 
 // kindField names kind's strategy as c's adapter does.
@@ -41,14 +53,18 @@ type Policies struct {
 	standard *retrypolicy.Policy
 	kinds    map[string]*retrypolicy.Policy
 	cache    strategyCache
+	limit    time.Duration // Config.WaitLimit
 }
 
 // NewPolicies compiles c's strategies. Its error names the field at fault
-// as Go writes it, Config.Default or Config.Kinds["kind"] (as KindsField
-// names it), and matches
-// retrypolicy.ErrInvalid.
+// as Go writes it: Config.Default or Config.Kinds["kind"] (as KindsField
+// names it), matching retrypolicy.ErrInvalid, or Config.WaitLimit when it
+// is negative.
 func NewPolicies(c Config) (*Policies, error) {
-	p := &Policies{kinds: make(map[string]*retrypolicy.Policy, len(c.Kinds))}
+	if c.WaitLimit < 0 {
+		return nil, errors.New("Config.WaitLimit: must not be negative, got " + c.WaitLimit.String())
+	}
+	p := &Policies{kinds: make(map[string]*retrypolicy.Policy, len(c.Kinds)), limit: c.WaitLimit}
 	var err error
 	if p.standard, err = retrypolicy.Compile(c.Default); err != nil {
 		return nil, fmt.Errorf("Config.Default: %w", err)
@@ -68,6 +84,16 @@ func (p *Policies) Kind(kind string) *retrypolicy.Policy {
 		return pol
 	}
 	return p.standard
+}
+
+// WaitLimit returns the job's limit for the jobs of kind (Config.WaitLimit):
+// Config.WaitLimit when set, else retry.WaitLimit(p.Kind(kind),
+// retry.Durable).
+func (p *Policies) WaitLimit(kind string) time.Duration {
+	if p.limit > 0 {
+		return p.limit
+	}
+	return retry.WaitLimit(p.Kind(kind), retry.Durable)
 }
 
 // Own returns the policy of a job's own strategy, raw, a strategy

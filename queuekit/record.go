@@ -4,8 +4,10 @@ import (
 	"encoding/base64"
 	"errors"
 	"strconv"
+	"time"
 
 	"github.com/retrypolicy/retrypolicy/internal/histcode"
+	"github.com/retrypolicy/retrypolicy/retry"
 )
 
 // Record is what an adapter keeps of a job between its runs: the last
@@ -30,6 +32,11 @@ type Record struct {
 	Seen int
 	// Failures are the failure instants, Unix nanoseconds, ascending.
 	Failures []int64
+	// GaveUp is why the job was given up, zero while it goes on.
+	GaveUp retry.Reason
+	// Asked is, for retry.RetryAfterTooLong, the wait asked beyond the
+	// job's limit.
+	Asked time.Duration
 }
 
 // AppendBinary appends r's failures in the History's binary form. Seen is
@@ -47,12 +54,23 @@ func DecodeFailures(data []byte, room []int64) ([]int64, error) {
 	return ns, nil
 }
 
-// AppendJSON appends r as a JSON object, as ReadMetadata reads it back.
+// AppendJSON appends r as a JSON object, as ReadMetadata reads it back: a
+// job given up adds why, by its name, and for retry_after_too_long the wait
+// asked, in seconds:
+//
+//	{"seen_attempt": 1, "history": "…", "gave_up": "retry_after_too_long", "wait_asked_secs": 7200}
 func (r Record) AppendJSON(b []byte) []byte {
 	b = strconv.AppendInt(append(b, `{"seen_attempt":`...), int64(r.Seen), 10)
 	b = append(b, `,"history":"`...)
 	var room [256]byte
 	bin := r.AppendBinary(room[:0])
 	b = base64.RawURLEncoding.AppendEncode(b, bin)
-	return append(b, `"}`...)
+	b = append(b, '"')
+	if name, err := r.GaveUp.MarshalText(); err == nil && len(name) > 0 {
+		b = append(append(append(b, `,"gave_up":"`...), name...), '"')
+		if r.GaveUp == retry.RetryAfterTooLong {
+			b = strconv.AppendFloat(append(b, `,"wait_asked_secs":`...), r.Asked.Seconds(), 'f', -1, 64)
+		}
+	}
+	return append(b, '}')
 }

@@ -72,10 +72,12 @@
 //
 // A worker speaks the library's own vocabulary beside River's: an error
 // marked retry.Permanent ends the job as a fatal decision does (the
-// reason not_retryable), and one marked retry.After waits at
-// least what it asks, up to the job strategy's cap (its MaxDelay, or an
-// hour): the longest a server can park a job. river.JobCancel and river.JobSnooze keep their own
-// meaning. Each decision is logged at the Debug level, with the job, the
+// reason not_retryable), and one marked retry.After runs again no sooner
+// than its failure plus what it asks, never cut; a wait beyond the job's
+// limit (Config.WaitLimit: by default the longest delay of the strategy of
+// the job's kind but at least an hour) cancels the job, the reason
+// retry_after_too_long and the wait in its *FatalError. river.JobCancel
+// and river.JobSnooze keep their own meaning. Each decision is logged at the Debug level, with the job, the
 // attempt, the failure's instant and the run's uptime.
 //
 // A job is a durable retry layer: its strategy decides every failure,
@@ -88,7 +90,7 @@
 // worker is never held by a long Retry-After. A wait a server asks beyond
 // such a loop's own limit is deferred whole, never cut to that limit: a
 // 429 asking 600 s of a transport capped at a second runs the job again
-// 600 s after its failure, within the job strategy's cap. The job's strategy still
+// 600 s after its failure, whatever the job strategy's own cap. The job's strategy still
 // counts the failure, and a fatal decision still ends the job.
 //
 // # The record

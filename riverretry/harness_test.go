@@ -242,6 +242,12 @@ func (stubClock) NowOrNil() *time.Time { t := time.Now(); return &t }
 // newHarness starts a client on driver, migrated, with the policy and a
 // chained error handler installed; tweak adjusts the River config.
 func newHarness[TTx any](t testing.TB, driver riverdriver.Driver[TTx], precision time.Duration, tweak func(*river.Config)) *harness[TTx] {
+	return newHarnessWith(t, driver, precision, tweak, Config{})
+}
+
+// newHarnessWith is newHarness with a policy configured as base says
+// besides the harness's own kinds, error handler and logger.
+func newHarnessWith[TTx any](t testing.TB, driver riverdriver.Driver[TTx], precision time.Duration, tweak func(*river.Config), base Config) *harness[TTx] {
 	ctx := context.Background()
 	migrator, err := rivermigrate.New(driver, nil)
 	require.NoError(t, err)
@@ -249,11 +255,10 @@ func newHarness[TTx any](t testing.TB, driver riverdriver.Driver[TTx], precision
 	require.NoError(t, err)
 
 	h := &harness[TTx]{t: t, seen: &observations{}, logs: &syncBuffer{}, policyLog: &syncBuffer{}, errs: &recordingHandler{}, precision: precision}
-	h.policy, err = New(Config{
-		Kinds:        map[string]retrypolicy.Strategy{"kinded": kindStrategy},
-		ErrorHandler: h.errs,
-		Logger:       slog.New(slog.NewJSONHandler(h.policyLog, &slog.HandlerOptions{Level: slog.LevelDebug})),
-	})
+	base.Kinds = map[string]retrypolicy.Strategy{"kinded": kindStrategy}
+	base.ErrorHandler = h.errs
+	base.Logger = slog.New(slog.NewJSONHandler(h.policyLog, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	h.policy, err = New(base)
 	require.NoError(t, err)
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &testWorker[testArgs]{seen: h.seen})
@@ -286,13 +291,19 @@ type sqlTx = sql.Tx
 // newSQLiteHarness is newHarness on SQLite in memory, with River's clock
 // the test's (a synctest bubble's).
 func newSQLiteHarness(t testing.TB, tweak func(*river.Config)) *harness[*sqlTx] {
+	return newSQLiteHarnessWith(t, tweak, Config{})
+}
+
+// newSQLiteHarnessWith is newSQLiteHarness with a policy configured as
+// base says (newHarnessWith).
+func newSQLiteHarnessWith(t testing.TB, tweak func(*river.Config), base Config) *harness[*sqlTx] {
 	db, driver := sqliteDB(t)
-	h := newHarness(t, driver, time.Millisecond, func(cfg *river.Config) {
+	h := newHarnessWith(t, driver, time.Millisecond, func(cfg *river.Config) {
 		cfg.Test.Time = stubClock{}
 		if tweak != nil {
 			tweak(cfg)
 		}
-	})
+	}, base)
 	h.db = db
 	return h
 }
@@ -316,6 +327,22 @@ func sqliteDB(t testing.TB) (*sql.DB, *riversqlite.Driver) {
 // finalStates are the states in which a job has ended.
 var finalStates = map[rivertype.JobState]bool{
 	rivertype.JobStateCompleted: true, rivertype.JobStateCancelled: true, rivertype.JobStateDiscarded: true,
+}
+
+// waitRetryable waits until job id is retryable (a failure decided, its
+// retry scheduled), polling the database, and returns it.
+func (h *harness[TTx]) waitRetryable(id int64, within time.Duration) *rivertype.JobRow {
+	h.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		job, err := h.client.JobGet(context.Background(), id)
+		require.NoError(h.t, err)
+		if job.State == rivertype.JobStateRetryable {
+			return job
+		}
+		require.True(h.t, time.Now().Before(deadline), "job %d is %s after %v", id, job.State, within)
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // waitEnded waits until every job in ids has ended, polling the database
@@ -360,8 +387,21 @@ type tester interface {
 
 // testRecord is the policy's record as a test reads it.
 type testRecord struct {
-	Seen    int    `json:"seen_attempt"`
-	History string `json:"history"`
+	Seen          int     `json:"seen_attempt"`
+	History       string  `json:"history"`
+	GaveUp        string  `json:"gave_up"`
+	WaitAskedSecs float64 `json:"wait_asked_secs"`
+}
+
+// givenUp reads why the policy's record says a job was given up, and the
+// wait asked it records, with encoding/json.
+func givenUp(t tester, metadata []byte) (reason string, waitAskedSecs float64) {
+	t.Helper()
+	var meta map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(metadata, &meta))
+	var r testRecord
+	require.NoError(t, json.Unmarshal(meta[MetadataKey], &r))
+	return r.GaveUp, r.WaitAskedSecs
 }
 
 // recordOf reads the policy's record from a job's metadata with

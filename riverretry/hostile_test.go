@@ -218,7 +218,10 @@ func TestSnoozeThenRescueCounts(t *testing.T) {
 
 // TestErrorVocabulary: a River worker speaks the library's own error
 // vocabulary: Permanent ends the job as a fatal decision does, and
-// RetryAfter waits at least what it asks, at most the strategy's cap.
+// retry.After waits at least what it asks, never cut; a wait past the
+// job's limit (an hour for a strategy capped at a minute) cancels the job
+// retry_after_too_long, the wait in its error and its record. Until the
+// job's limit, the 2 h were cut to the strategy's minute.
 func TestErrorVocabulary(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newSQLiteHarness(t, nil)
@@ -232,7 +235,7 @@ func TestErrorVocabulary(t *testing.T) {
 		const capped = `{"strategy":"unless_stopped","backoff":{"kind":"exponential","base_delay_secs":1,"max_delay_secs":60}}`
 		perm := insert(testArgs{Case: "permanent", Outcomes: []outcome{fail, permanent}}, fixed)
 		after := insert(testArgs{Case: "retry after 90 s", Outcomes: []outcome{retryAfter, succeed}, After: 90 * time.Second}, fixed)
-		capAt := insert(testArgs{Case: "retry after 2 h, capped", Outcomes: []outcome{retryAfter, succeed}, After: 2 * time.Hour}, capped)
+		capAt := insert(testArgs{Case: "retry after 2 h, past the limit", Outcomes: []outcome{retryAfter, succeed}, After: 2 * time.Hour}, capped)
 		short := insert(testArgs{Case: "retry after less than the delay", Outcomes: []outcome{retryAfter, succeed}, After: time.Millisecond}, fixed)
 		rows := h.waitEnded([]int64{perm, after, capAt, short}, 3*time.Hour)
 
@@ -242,7 +245,15 @@ func TestErrorVocabulary(t *testing.T) {
 		assert.Contains(t, job.Errors[len(job.Errors)-1].Error, "riverretry: giving up (not_retryable, 2 failure(s) in the window): permanent: attempt 2: 404 not found")
 		assert.Len(t, h.errs.seenErrors(perm), 2, "the chained handler saw both errors")
 
-		for id, wait := range map[int64]time.Duration{after: 90 * time.Second, capAt: time.Minute, short: time.Second} {
+		job = rows[capAt]
+		assert.Equal(t, rivertype.JobStateCancelled, job.State)
+		assert.Len(t, h.seen.of(capAt), 1)
+		assert.Contains(t, job.Errors[len(job.Errors)-1].Error, "riverretry: giving up (retry_after_too_long, asked to wait 2h0m0s, 1 failure(s) in the window)")
+		reason, asked := givenUp(t, job.Metadata)
+		assert.Equal(t, "retry_after_too_long", reason)
+		assert.Equal(t, 7200.0, asked)
+
+		for id, wait := range map[int64]time.Duration{after: 90 * time.Second, short: time.Second} {
 			assert.Equal(t, rivertype.JobStateCompleted, rows[id].State)
 			runs := h.seen.of(id)
 			require.Len(t, runs, 2)
@@ -304,4 +315,68 @@ func TestA429BeyondTheTransportsCapIsDeferredInFull(t *testing.T) {
 		near(t, h.precision, decided[0].FailedAt.Add(600*time.Second), runs[1].scheduled, "run again 600 s after the failure")
 		assert.Contains(t, rows[res.Job.ID].Errors[0].Error, "deferred")
 	})
+}
+
+// TestAServersWaitIsNeverCutInAJob: a job whose strategy caps at a second
+// calls an API through a brisk transport (delays up to a second), and the
+// API answers 429 with Retry-After. With 600 s, the API is called once and
+// the job runs again 600 s after its failure, not a second later; with
+// 7,200 s, past the job's limit (an hour for that strategy), the job is
+// cancelled retry_after_too_long with 7,200 s in its error and its record;
+// with Config.WaitLimit at 3 h, it is scheduled 7,200 s after its failure
+// (read from River, rather than waited out: two hours of River's polling
+// take a minute of the machine's time). On SQLite, under synctest's
+// clock. Until the job's limit, each wait was cut to the strategy's
+// second: four calls in 3 s.
+func TestAServersWaitIsNeverCutInAJob(t *testing.T) {
+	const capped = `{"strategy":"unless_stopped","backoff":{"kind":"exponential","base_delay_secs":1,"max_delay_secs":1}}`
+	for _, c := range []struct {
+		name  string
+		asked time.Duration
+		limit time.Duration
+		fatal bool
+		ran   bool // waited out: the job runs again
+	}{
+		{"600 s", 600 * time.Second, 0, false, true},
+		{"7200 s beyond the default limit", 7200 * time.Second, 0, true, false},
+		{"7200 s within a limit of 3 h", 7200 * time.Second, 3 * time.Hour, false, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := newSQLiteHarnessWith(t, nil, Config{WaitLimit: c.limit})
+				briskCalls.Store(0)
+				res, err := h.client.Insert(context.Background(), testArgs{Case: "rate limited", Outcomes: []outcome{httpRetryAfterBrisk, succeed}, After: c.asked},
+					&river.InsertOpts{Metadata: []byte(`{"retry_strategy":` + capped + `}`)})
+				require.NoError(t, err)
+				id := res.Job.ID
+				if !c.fatal && !c.ran {
+					job := h.waitRetryable(id, time.Hour)
+					assert.Equal(t, int64(1), briskCalls.Load(), "the API was called once")
+					decided := h.decisions(id)
+					require.NotEmpty(t, decided)
+					near(t, h.precision, decided[0].FailedAt.Add(c.asked), job.ScheduledAt, "scheduled after the wait asked")
+					return
+				}
+				rows := h.waitEnded([]int64{id}, 3*time.Hour)
+				assert.Equal(t, int64(1), briskCalls.Load(), "the API was called once")
+				decided := h.decisions(id)
+				require.NotEmpty(t, decided)
+				failedAt := decided[0].FailedAt
+				near(t, h.precision, failedAt.Add(c.asked), decided[0].Decision.Due, "the decision's due time")
+				if c.fatal {
+					assert.Equal(t, rivertype.JobStateCancelled, rows[id].State)
+					assert.Len(t, h.seen.of(id), 1, "never run again")
+					assert.Contains(t, rows[id].Errors[0].Error, "giving up (retry_after_too_long, asked to wait 2h0m0s")
+					reason, asked := givenUp(t, rows[id].Metadata)
+					assert.Equal(t, "retry_after_too_long", reason)
+					assert.Equal(t, 7200.0, asked)
+					return
+				}
+				assert.Equal(t, rivertype.JobStateCompleted, rows[id].State)
+				runs := h.seen.of(id)
+				require.Len(t, runs, 2)
+				near(t, h.precision, failedAt.Add(c.asked), runs[1].scheduled, "run again after the wait asked")
+			})
+		})
+	}
 }

@@ -76,6 +76,19 @@ type Config struct {
 	// never held by a long Retry-After. Zero is DefaultDeferAfter; a
 	// negative one defers nothing.
 	DeferAfter time.Duration
+
+	// WaitLimit is the job's limit: the longest wait a server may ask (a
+	// Retry-After a retry loop in the run read, an error marked
+	// retry.After), or a loop in the run defer, before the job runs again.
+	// The job never runs sooner than asked: a longer wait is not cut, but
+	// makes the job fatal (retry_after_too_long), cancelled with a
+	// *FatalError carrying the wait, which the job's record keeps too.
+	// Zero is the longest delay of the strategy of the job's kind (Kinds,
+	// else Default; a fixed backoff's delay, an exponential one's
+	// MaxDelay) but at least an hour, and an hour when it has no cap
+	// (retry.WaitLimit for a durable layer); a job's own strategy
+	// (MetadataStrategy) does not change it.
+	WaitLimit time.Duration
 }
 
 // DefaultDeferAfter is Config.DeferAfter's default.
@@ -134,7 +147,7 @@ var (
 // the field for an invalid strategy in cfg, and logs at Warn, once, each
 // trap that plan.LintGo finds in its strategies.
 func New(cfg Config) (*Policy, error) {
-	strategies := queuekit.Config{Default: cfg.Default, Kinds: cfg.Kinds}
+	strategies := queuekit.Config{Default: cfg.Default, Kinds: cfg.Kinds, WaitLimit: cfg.WaitLimit}
 	policies, err := queuekit.NewPolicies(strategies)
 	if err != nil {
 		return nil, fmt.Errorf("riverretry: %w", err)
@@ -218,7 +231,7 @@ func (p *Policy) Work(ctx context.Context, job *rivertype.JobRow, doInner func(c
 		// asked it for their retry: this acts on them, and reports nothing.
 		d := p.decide(job, pol, rec.Failures, 0, newest)
 		if d.Action == retrypolicy.Fatal {
-			rec.Seen = job.Attempt
+			rec.Seen, rec.GaveUp = job.Attempt, retry.Reason(d.Reason)
 			p.setRecord(ctx, pol, rec, d)
 			return river.JobCancel(&FatalError{Decision: d, Reason: retry.Reason(d.Reason), Err: errors.New(lastError(job))})
 		}
@@ -256,15 +269,18 @@ func (p *Policy) failed(ctx context.Context, r run, err error) error {
 	end := p.now()
 	at := end.Truncate(time.Millisecond)
 	rec.Failures = append(rec.Failures, at.UnixNano())
-	v := queuekit.Judge(pol, p.decide(job, pol, rec.Failures, end.Sub(start), at), err, at)
+	v := queuekit.Judge(p.decide(job, pol, rec.Failures, end.Sub(start), at), retry.ReadMarks(err), at, p.policies.WaitLimit(job.Kind))
 	p.logDecision(ctx, job, rec.Failures, end.Sub(start), v)
 	rec.Seen = job.Attempt
+	if v.Action == retrypolicy.Fatal {
+		rec.GaveUp, rec.Asked = v.GaveUp, v.Asked
+	}
 	p.setRecord(ctx, pol, rec, v.Decision)
 	if v.Action == retrypolicy.Fatal && err != nil {
 		if p.next != nil {
 			p.next.HandleError(ctx, job, err)
 		}
-		return river.JobCancel(&FatalError{Decision: v.Decision, Reason: v.GaveUp, Err: err})
+		return river.JobCancel(&FatalError{Decision: v.Decision, Reason: v.GaveUp, Wait: v.Asked, Err: err})
 	}
 	p.pending.put(job.ID, job.Attempt, v.Decision, at)
 	return err
@@ -418,7 +434,7 @@ func (p *Policy) decideUnseen(ctx context.Context, job *rivertype.JobRow, now ti
 	pol, rec, _ := p.read(ctx, job, now, room[:])
 	rec.Failures = append(rec.Failures, now.UnixNano())
 	d := p.decide(job, pol, rec.Failures, uptime, now)
-	p.logDecision(ctx, job, rec.Failures, uptime, queuekit.Judge(pol, d, nil, now))
+	p.logDecision(ctx, job, rec.Failures, uptime, queuekit.Judge(d, retry.Marks{}, now, 0))
 	if d.Action == retrypolicy.Fatal {
 		p.logger.InfoContext(ctx, "riverretry: the strategy gives up on a failure River reports outside a run; the job is cancelled when next fetched",
 			slog.Int64("job_id", job.ID), slog.String("kind", job.Kind), slog.Any("decision", d))
@@ -497,16 +513,25 @@ func (p *Policy) refused(ctx context.Context, kind string) {
 type FatalError struct {
 	// Decision is the fatal decision.
 	Decision retrypolicy.Decision
-	// Reason says why: the decision's reason, or retry.NotRetryable for an
-	// error marked retry.Permanent.
+	// Reason says why: the decision's reason, retry.NotRetryable for an
+	// error marked retry.Permanent, or retry.RetryAfterTooLong for a wait
+	// asked beyond Config.WaitLimit.
 	Reason retry.Reason
+	// Wait is, for retry.RetryAfterTooLong, the wait asked (a server's,
+	// or a loop's in the run that deferred it); Decision.Due is the
+	// failure plus it.
+	Wait time.Duration
 	// Err is the error of the failed run.
 	Err error
 }
 
 // Error says why the job is given up, then the run's error.
 func (e *FatalError) Error() string {
-	return "riverretry: giving up (" + e.Reason.String() + ", " + strconv.Itoa(e.Decision.InWindow) + " failure(s) in the window): " + e.Err.Error()
+	asked := ""
+	if e.Reason == retry.RetryAfterTooLong {
+		asked = ", asked to wait " + e.Wait.String()
+	}
+	return "riverretry: giving up (" + e.Reason.String() + asked + ", " + strconv.Itoa(e.Decision.InWindow) + " failure(s) in the window): " + e.Err.Error()
 }
 
 // Unwrap returns the run's error.
