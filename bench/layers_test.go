@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/go-retryablehttp"
 	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/retry"
 	"github.com/retrypolicy/retrypolicy/retryhttp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -84,14 +85,14 @@ func TestAChainBesideAPeers(t *testing.T) {
 		}, func(h http.Handler) http.Handler { return h })
 		three := retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 3,
 			Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: time.Millisecond}}
-		ours := func(opts ...retryhttp.Option) int64 {
+		ours := func(opts ...retry.Option) int64 {
 			return chainOf(t, func(next http.RoundTripper) *http.Client {
 				tr, err := retryhttp.NewTransport(next, three, opts...)
 				require.NoError(t, err)
 				return &http.Client{Transport: tr}
 			}, retryhttp.Handler)
 		}
-		off, on := ours(retryhttp.WithNestedRetries()), ours()
+		off, on := ours(retry.WithNestedRetries()), ours()
 		t.Logf("calls at the bottom for one request: go-retryablehttp %d, retryhttp without the rule %d, with it %d", peer, off, on)
 		assert.Equal(t, int64(625), peer)
 		assert.Equal(t, int64(81), off)

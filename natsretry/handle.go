@@ -289,8 +289,13 @@ func (p *Policy) settle(ctx context.Context, msg jetstream.Msg, err error) (o ou
 	o.failed = true
 	func() {
 		defer guard("its Unwrap or Is methods")
-		o.stopped = ctx.Err() != nil && retry.Is(err, ctx.Err())
 		o.marks = retry.ReadMarks(err)
+		switch ctx.Err() {
+		case context.Canceled:
+			o.stopped = o.marks.Canceled
+		case context.DeadlineExceeded:
+			o.stopped = o.marks.DeadlineExceeded
+		}
 	}()
 	o.text = "an error whose Error method panicked"
 	func() {

@@ -353,8 +353,8 @@ func TestA429BeyondTheTransportsCapWaitsInJetStream(t *testing.T) {
 		Backoff: retrypolicy.Backoff{Kind: retrypolicy.Exponential, BaseDelay: ms, Multiplier: 2, MaxDelay: time.Second}}
 	for _, c := range []struct {
 		asked int // seconds
-		opts  []retryhttp.Option
-	}{{600, nil}, {2, []retryhttp.Option{retryhttp.WithRetryAfterCap(time.Second)}}} {
+		opts  []retry.Option
+	}{{600, nil}, {2, []retry.Option{retry.WithWaitLimit(time.Second)}}} {
 		t.Run(strconv.Itoa(c.asked)+"s", func(t *testing.T) {
 			e := newEnv(t)
 			got := newDecisions()

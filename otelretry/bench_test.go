@@ -49,7 +49,7 @@ func BenchmarkRetryAllocations(b *testing.B) {
 		b.Run("failures="+string(rune('0'+failures))+"/impl=otel-noop", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := Retry(ctx, in.Op("op"), s, flaky()); err != nil {
+				if _, err := retry.Do(ctx, s, flaky(), in.Options("retry", "op")...); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -95,7 +95,7 @@ func BenchmarkPerRetry(b *testing.B) {
 			b.Fatal(err)
 		}
 		for b.Loop() {
-			if _, err := Retry(ctx, in.Op("op"), s, flaky()); err != nil {
+			if _, err := retry.Do(ctx, s, flaky(), in.Options("retry", "op")...); err != nil {
 				b.Fatal(err)
 			}
 		}

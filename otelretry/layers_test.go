@@ -26,11 +26,11 @@ func TestGiveUpsByTheLayersReasons(t *testing.T) {
 	three := retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 3,
 		Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: time.Microsecond}}
 	down := errors.New("down")
-	_, err = otelretry.Retry(context.Background(), in.Op("outer"), three, func(ctx context.Context) (int, error) {
+	_, err = retryOp(context.Background(), in, "outer", three, func(ctx context.Context) (int, error) {
 		return retry.Do(ctx, three, func(context.Context) (int, error) { return 0, down })
 	})
 	require.Error(t, err)
-	_, err = otelretry.Retry(retry.DeferAfter(context.Background(), time.Second), in.Op("deferred"), three,
+	_, err = retryOp(retry.DeferAfter(context.Background(), time.Second), in, "deferred", three,
 		func(context.Context) (int, error) { return 0, retry.After(down, time.Minute) })
 	require.Error(t, err)
 

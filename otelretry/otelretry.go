@@ -1,12 +1,15 @@
 // Package otelretry records OpenTelemetry metrics and traces of every retry
 // retrypolicy decides.
 //
-// It instruments a [retry.Do] call, a [retryhttp.Transport]'s
-// requests, a River client's jobs (package otelretry/otelriver) and a
-// scheduler's own controller tick.
+// [Instruments.Options] instruments any loop of the library, which all
+// take the same retry.Options: a [retry.Do] call, a retryhttp transport's
+// requests, a retrygrpc interceptor's calls. A River client's jobs
+// (package otelretry/otelriver), JetStream's messages
+// (otelretry/otelnats) and a scheduler's own controller tick are recorded
+// by their decisions.
 //
 //	in, err := otelretry.New() // the global providers; WithMeterProvider, WithTracerProvider
-//	body, err := otelretry.Retry(ctx, in.Op("fetch-report"), strategy, fetch)
+//	body, err := retry.Do(ctx, strategy, fetch, in.Options("retry", "fetch-report")...)
 //
 // The instruments, their units and attributes are a stable table in the
 // module's README. Attributes stay of low cardinality: an operation's name
@@ -18,6 +21,8 @@ package otelretry
 import (
 	"context"
 	"net/http"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -76,7 +81,7 @@ type Instruments struct {
 	events    int // the retries of a call that get a span event each
 }
 
-// DefaultSpanEvents is how many retries of a Retry call get a span event
+// DefaultSpanEvents is how many retries of a call get a span event
 // each, unless WithSpanEvents says otherwise: the rest are summed on the
 // span as it ends, so that a call that retries ten thousand times does not
 // write ten thousand events.
@@ -105,7 +110,7 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 	return Option{func(c config) config { c.tp = tp; return c }}
 }
 
-// WithSpanEvents gives the first n retries of each Retry call a span event
+// WithSpanEvents gives the first n retries of each call a span event
 // each (DefaultSpanEvents without it; 0: none); the retries past them are
 // summed on the span as it ends: retrypolicy.summed_retries, their total
 // wait retrypolicy.summed_wait_secs and the largest
@@ -155,50 +160,112 @@ func New(opts ...Option) (*Instruments, error) {
 	return in, nil
 }
 
-// Op is an operation that Retry retries under the instruments: a span of
-// its name, and metrics with its name as the Operation attribute.
-// Instruments.Op makes one.
-type Op struct {
-	in   *Instruments
-	name string
-}
-
-// Op returns the operation named name, under in.
-func (in *Instruments) Op(name string) Op { return Op{in, name} }
-
-// Retry is [retry.Do] under a span named for the operation o, the parent
-// of fn's own spans, with an event for each failure retried and its
-// retry's numbers, and metrics: each retry, its wait, the attempts at the
-// end, and a give-up by reason (the span's status is then an error).
-func Retry[T any](ctx context.Context, o Op, s retrypolicy.Strategy, fn func(context.Context) (T, error), opts ...retry.Option) (T, error) {
-	in := o.in
-	ctx, span := in.tracer.Start(ctx, o.name, trace.WithAttributes(Operation.String(o.name)))
-	defer span.End()
-	r := in.newRecorder(ctx, span, attribute.NewSet(Source.String("retry"), Operation.String(o.name)))
-	opts = append(opts[:len(opts):len(opts)], retry.WithObserver(r.retried), retry.WithEnd(r.ended))
-	return retry.Do(ctx, s, fn, opts...)
-}
-
-// HTTPOptions are the options that make a retryhttp Transport record its
-// requests' retries, waits, attempts and give-ups, under operation. The
-// spans are the base transport's: put otelhttp's under the Transport and
-// ResendCountTransport under otelhttp's, and each attempt is a client span
-// with its resend count.
-func (in *Instruments) HTTPOptions(operation string) []retryhttp.Option {
-	r := in.newRecorder(context.Background(), nil, attribute.NewSet(Source.String("http"), Operation.String(operation)))
-	return []retryhttp.Option{retryhttp.WithObserver(r.retried), retryhttp.WithEnd(r.ended)}
-}
-
-// Options are the options that make a loop of the library's that takes
-// retry.Options record its calls' retries, waits, attempts and give-ups,
-// with the Source source and the Operation operation: retrygrpc's
-// interceptors take them through WithRetryOptions, with the source "grpc"
-// and a method's name, so that this module need not import gRPC. The
-// spans are the caller's: put otelgrpc's client handler on the connection,
-// and each attempt is a client span.
+// Options returns the options that make a loop of the library record
+// each of its calls: retry.Do, a retry.Loop, a retryhttp transport, a
+// retrygrpc interceptor, or a loop of your own that takes retry.Options.
+// Each call is a span named for its operation, the parent of its attempts'
+// spans (otelhttp's or otelgrpc's, under the loop), with an event for each
+// of its first retries (WithSpanEvents) and its status an error when it
+// gives up; its metrics count each retry and its wait, the attempts at its
+// end, and a give-up by reason. source is the Source attribute ("retry",
+// "http", "grpc", or a name of yours); operation is the Operation
+// attribute and the span's name. An operation of "" names each call by
+// retry.CallName of its context (retrygrpc names a call by its method), or
+// source when it has none. The same options serve any number of loops and
+// calls at once. (They replace Retry, Op and HTTPOptions.)
 func (in *Instruments) Options(source, operation string) []retry.Option {
-	r := in.newRecorder(context.Background(), nil, attribute.NewSet(Source.String(source), Operation.String(operation)))
-	return []retry.Option{retry.WithObserver(r.retried), retry.WithEnd(r.ended)}
+	o := &operations{in: in, source: source, fixed: operation}
+	if operation != "" {
+		o.one = in.setsOf(source, operation)
+	}
+	return []retry.Option{retry.WithStart(o.start), retry.WithObserver(o.retried), retry.WithEnd(o.ended)}
+}
+
+// operations records the calls of the loops its options are given to.
+type operations struct {
+	in     *Instruments
+	source string
+	fixed  string   // the operation every call is, "" for each call's name
+	one    *opSets  // fixed's attributes
+	names  sync.Map // a call's name → *opSets, when fixed is ""
+	nnames atomic.Int64
+}
+
+// maxNames is the most call names whose attributes are kept made: a
+// service's methods are far fewer; past them, each call makes its own.
+const maxNames = 1024
+
+// opSets are an operation's attributes, made once.
+type opSets struct {
+	name string
+	set  attribute.Set
+	rec  []metric.RecordOption
+	add  []metric.AddOption
+}
+
+func (in *Instruments) setsOf(source, name string) *opSets {
+	set := attribute.NewSet(Source.String(source), Operation.String(name))
+	opt := metric.WithAttributeSet(set)
+	return &opSets{name: name, set: set, rec: []metric.RecordOption{opt}, add: []metric.AddOption{opt}}
+}
+
+// sets returns the attributes of the call whose context is ctx.
+func (o *operations) sets(ctx context.Context) *opSets {
+	if o.one != nil {
+		return o.one
+	}
+	name := retry.CallName(ctx)
+	if name == "" {
+		name = o.source
+	}
+	if s, ok := o.names.Load(name); ok {
+		return s.(*opSets)
+	}
+	s := o.in.setsOf(o.source, name)
+	if o.nnames.Load() < maxNames {
+		if _, loaded := o.names.LoadOrStore(name, s); !loaded {
+			o.nnames.Add(1)
+		}
+	}
+	return s
+}
+
+// callKey is the context key of a call's recorder.
+type callKey struct{}
+
+// start opens the call's span, and keeps the call's recorder in its
+// context when the span records (its events are counted per call).
+func (o *operations) start(ctx context.Context) context.Context {
+	sets := o.sets(ctx)
+	ctx, span := o.in.tracer.Start(ctx, sets.name, trace.WithAttributes(Operation.String(sets.name)))
+	if !span.IsRecording() {
+		return ctx
+	}
+	return context.WithValue(ctx, callKey{}, &call{in: o.in, span: span, sets: sets})
+}
+
+// recorder returns the call's recorder (kept in its context by start when
+// its span records), or a metrics-only one.
+func (o *operations) recorder(ctx context.Context) (c *call, own bool) {
+	if c, ok := ctx.Value(callKey{}).(*call); ok {
+		return c, true
+	}
+	return &call{in: o.in, sets: o.sets(ctx)}, false
+}
+
+func (o *operations) retried(e retry.Event) {
+	c, _ := o.recorder(e.Context)
+	c.retried(e)
+}
+
+func (o *operations) ended(e retry.End) {
+	c, own := o.recorder(e.Context)
+	c.ended(e)
+	if own {
+		c.span.End()
+		return
+	}
+	trace.SpanFromContext(e.Context).End() // the span start opened, which does not record
 }
 
 // ResendCountTransport sets http.request.resend_count on the span of each
@@ -264,28 +331,20 @@ func (in *Instruments) ObserveBudget(name string, b *retry.Budget) (metric.Regis
 	}, in.tokens)
 }
 
-// recorder records one operation's retries: its attributes are made once,
-// so that a retry allocates nothing more.
-type recorder struct {
+// call records one call's retries: its attributes are made once per
+// operation, so that a retry allocates nothing more.
+type call struct {
 	in   *Instruments
-	ctx  context.Context
-	span trace.Span // nil: no span of its own
-	set  attribute.Set
-	opts []metric.RecordOption
-	adds []metric.AddOption
+	span trace.Span // nil: no span that records
+	sets *opSets
 	// The span's events so far, and the retries past them, summed.
 	events              int
 	summed              int
 	summedWait, longest time.Duration
 }
 
-func (in *Instruments) newRecorder(ctx context.Context, span trace.Span, set attribute.Set) *recorder {
-	opt := metric.WithAttributeSet(set)
-	return &recorder{in: in, ctx: ctx, span: span, set: set, opts: []metric.RecordOption{opt}, adds: []metric.AddOption{opt}}
-}
-
 // retried records a retry about to happen.
-func (r *recorder) retried(e retry.Event) {
+func (r *call) retried(e retry.Event) {
 	if r.span != nil && r.events >= r.in.events {
 		// Past the span's events: the retry is summed for the span's end,
 		// and its metrics are recorded without the span, whose exemplars
@@ -293,12 +352,12 @@ func (r *recorder) retried(e retry.Event) {
 		r.summed++
 		r.summedWait += e.Wait
 		r.longest = max(r.longest, e.Wait)
-		r.in.retries.Add(context.Background(), 1, r.adds...)
-		r.in.wait.Record(context.Background(), e.Wait.Seconds(), r.opts...)
+		r.in.retries.Add(context.Background(), 1, r.sets.add...)
+		r.in.wait.Record(context.Background(), e.Wait.Seconds(), r.sets.rec...)
 		return
 	}
-	r.in.retries.Add(r.ctx, 1, r.adds...)
-	r.in.wait.Record(r.ctx, e.Wait.Seconds(), r.opts...)
+	r.in.retries.Add(e.Context, 1, r.sets.add...)
+	r.in.wait.Record(e.Context, e.Wait.Seconds(), r.sets.rec...)
 	if r.span == nil || !r.span.IsRecording() {
 		return
 	}
@@ -315,26 +374,26 @@ func (r *recorder) retried(e retry.Event) {
 
 // ended records the end of the operation: its attempts, a give-up, and
 // the retries summed rather than written as events.
-func (r *recorder) ended(e retry.End) {
+func (r *call) ended(e retry.End) {
 	if r.summed > 0 && r.span != nil {
 		r.span.SetAttributes(attribute.Int("retrypolicy.summed_retries", r.summed),
 			attribute.Float64("retrypolicy.summed_wait_secs", r.summedWait.Seconds()),
 			attribute.Float64("retrypolicy.summed_max_wait_secs", r.longest.Seconds()))
 	}
 	if e.GaveUp == nil {
-		r.in.attempts.Record(r.ctx, int64(e.Attempts), metric.WithAttributeSet(r.with(Outcome.String("success"))))
+		r.in.attempts.Record(e.Context, int64(e.Attempts), metric.WithAttributeSet(r.with(Outcome.String("success"))))
 		return
 	}
 	reason := e.GaveUp.Reason.String()
-	r.in.attempts.Record(r.ctx, int64(e.Attempts), metric.WithAttributeSet(r.with(Outcome.String("give_up"))))
-	r.in.giveUps.Add(r.ctx, 1, metric.WithAttributeSet(r.with(Reason.String(reason))))
+	r.in.attempts.Record(e.Context, int64(e.Attempts), metric.WithAttributeSet(r.with(Outcome.String("give_up"))))
+	r.in.giveUps.Add(e.Context, 1, metric.WithAttributeSet(r.with(Reason.String(reason))))
 	if r.span != nil {
 		r.span.AddEvent("retrypolicy.give_up", trace.WithAttributes(Reason.String(reason), attribute.Int("retrypolicy.failures", e.GaveUp.Failures)))
 		r.span.SetStatus(codes.Error, "gave up: "+reason)
 	}
 }
 
-// with is the recorder's attributes and kv.
-func (r *recorder) with(kv attribute.KeyValue) attribute.Set {
-	return attribute.NewSet(append(r.set.ToSlice(), kv)...)
+// with is the call's attributes and kv.
+func (r *call) with(kv attribute.KeyValue) attribute.Set {
+	return attribute.NewSet(append(r.sets.set.ToSlice(), kv)...)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -94,6 +95,12 @@ func histograms[N int64 | float64](t *testing.T, m metricdata.Metrics, unit stri
 	return out
 }
 
+// retryOp is retry.Do recorded by in's options for the operation name,
+// from the source "retry".
+func retryOp[T any](ctx context.Context, in *otelretry.Instruments, name string, s retrypolicy.Strategy, fn func(context.Context) (T, error), opts ...retry.Option) (T, error) {
+	return retry.Do(ctx, s, fn, append(opts, in.Options("retry", name)...)...)
+}
+
 func set(kv ...attribute.KeyValue) attribute.Distinct {
 	s := attribute.NewSet(kv...)
 	return s.Equivalent()
@@ -108,7 +115,7 @@ func TestRetryFailsTwiceThenSucceeds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newSDK(t)
 		calls := 0
-		v, err := otelretry.Retry(context.Background(), s.in.Op("fetch"), oneSecond, func(context.Context) (int, error) {
+		v, err := retryOp(context.Background(), s.in, "fetch", oneSecond, func(context.Context) (int, error) {
 			if calls++; calls < 3 {
 				return 0, errors.New("flaky")
 			}
@@ -165,7 +172,7 @@ func TestRetryGivesUpForEachReason(t *testing.T) {
 				ctx, stop = context.WithTimeout(context.Background(), 500*time.Millisecond)
 				defer stop()
 			}
-			_, err := otelretry.Retry(ctx, s.in.Op("op"), c.s, c.op, c.opts...)
+			_, err := retryOp(ctx, s.in, "op", c.s, c.op, c.opts...)
 			require.Error(t, err)
 		}
 		op := []attribute.KeyValue{otelretry.Source.String("retry"), otelretry.Operation.String("op")}
@@ -201,7 +208,7 @@ func TestHTTPRequestAnswered503Then200(t *testing.T) {
 	s := newSDK(t)
 	quick := retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 3, Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: time.Millisecond}}
 	base := otelhttp.NewTransport(otelretry.ResendCountTransport(srv.Client().Transport), otelhttp.WithTracerProvider(traceProvider(s)))
-	tr, err := retryhttp.NewTransport(base, quick, s.in.HTTPOptions("report")...)
+	tr, err := retryhttp.NewTransport(base, quick, s.in.Options("http", "report")...)
 	require.NoError(t, err)
 	resp, err := (&http.Client{Transport: tr}).Get(srv.URL)
 	require.NoError(t, err)
@@ -215,9 +222,14 @@ func TestHTTPRequestAnswered503Then200(t *testing.T) {
 		histograms[int64](t, m["retrypolicy.operation.attempts"], "{attempt}"))
 
 	spans := s.spans.Ended()
-	require.Len(t, spans, 2, "a client span an attempt")
+	require.Len(t, spans, 3, "a client span an attempt, and the request's around them")
+	i := slices.IndexFunc(spans, func(s sdktrace.ReadOnlySpan) bool { return s.Name() == "report" })
+	require.GreaterOrEqual(t, i, 0, "the request's span")
+	request := spans[i]
+	require.Len(t, request.Events(), 1, "the retry")
 	var resend []int64
-	for _, span := range spans {
+	for _, span := range slices.Delete(spans, i, i+1) {
+		assert.Equal(t, request.SpanContext().SpanID(), span.Parent().SpanID(), "an attempt's span is the request's child")
 		n := int64(-1)
 		for _, kv := range span.Attributes() {
 			if kv.Key == otelretry.ResendCount {
@@ -309,7 +321,7 @@ func TestSpanEventsAreCapped(t *testing.T) {
 			s := newSDK(t, c.opts...)
 			forever := retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped, Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: time.Second}}
 			calls := 0
-			_, err := otelretry.Retry(context.Background(), s.in.Op("poll"), forever, func(context.Context) (int, error) {
+			_, err := retryOp(context.Background(), s.in, "poll", forever, func(context.Context) (int, error) {
 				if calls++; calls <= 20 {
 					return 0, errors.New("not yet")
 				}
@@ -334,4 +346,30 @@ func TestSpanEventsAreCapped(t *testing.T) {
 			assert.Contains(t, attrs, attribute.Float64("retrypolicy.summed_max_wait_secs", 1))
 		})
 	}
+}
+
+// TestEachCallIsLabelledByItsName: options for an operation of "" label
+// each call by its name (retry.NameCall: retrygrpc names a call by its
+// method), or by the source when it has none, with a span of that name
+// around the call. Until a call could name itself, every method of a gRPC
+// interceptor had the one label the options were made with.
+func TestEachCallIsLabelledByItsName(t *testing.T) {
+	s := newSDK(t)
+	quick := retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 2, Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: time.Millisecond}}
+	opts := s.in.Options("grpc", "")
+	down := func(context.Context) (int, error) { return 0, errors.New("unavailable") }
+	for _, name := range []string{"/inventory.Stock/Get", "/inventory.Stock/Put", "/inventory.Stock/Get", ""} {
+		_, err := retry.Do(retry.NameCall(context.Background(), name), quick, down, opts...)
+		require.Error(t, err)
+	}
+	grpcOp := func(name string) attribute.Distinct {
+		return set(otelretry.Source.String("grpc"), otelretry.Operation.String(name))
+	}
+	assert.Equal(t, map[attribute.Distinct]int64{grpcOp("/inventory.Stock/Get"): 2, grpcOp("/inventory.Stock/Put"): 1, grpcOp("grpc"): 1},
+		counts(t, s.metrics(t)["retrypolicy.retries"], "{retry}"))
+	var names []string
+	for _, span := range s.spans.Ended() {
+		names = append(names, span.Name())
+	}
+	assert.Equal(t, []string{"/inventory.Stock/Get", "/inventory.Stock/Put", "/inventory.Stock/Get", "grpc"}, names)
 }

@@ -41,7 +41,7 @@ const (
 	// the work again after that wait instead; GiveUpError.Wait holds it.
 	Deferred Reason = 8
 	// RetryAfterTooLong: a server asked for a wait longer than the loop's
-	// limit (WithAfterCap), and the loop gave up rather than retry sooner
+	// limit (WithWaitLimit), and the loop gave up rather than retry sooner
 	// than asked; GiveUpError.Wait holds the wait asked, and a loop above
 	// reads it as an After mark (AfterWait), so that it waits as long.
 	RetryAfterTooLong Reason = 9
@@ -120,10 +120,12 @@ func (e *permanentError) Error() string { return e.err.Error() }
 func (e *permanentError) Unwrap() error { return e.err }
 
 // Permanent marks err as final: Do returns at once, with the reason
-// NotRetryable and err unwrapped. Permanent(nil) is nil.
+// NotRetryable and err unwrapped. Permanent(nil) is nil, and an error
+// Permanent marked already is returned as it is.
 func Permanent(err error) error {
-	if err == nil {
-		return nil
+	switch err.(type) {
+	case nil, *permanentError:
+		return err
 	}
 	return &permanentError{err}
 }
@@ -140,7 +142,7 @@ func (e *afterError) Unwrap() error { return e.err }
 // After marks err as carrying a server's request to wait at least d before
 // the next call (an HTTP Retry-After header, say): Do waits the longer of
 // d and the strategy's delay, and never retries sooner than asked. A d
-// beyond the loop's limit (WithAfterCap) is not cut to it: Do gives up,
+// beyond the loop's limit (WithWaitLimit) is not cut to it: Do gives up,
 // RetryAfterTooLong, or Deferred inside a queue's job, carrying d.
 // After(nil, d) is nil.
 func After(err error, d time.Duration) error {

@@ -110,6 +110,18 @@ func (e enclosing) report() {
 	}
 }
 
+// CallContext returns the context of the call that the attempt ctx is an
+// attempt of (the caller's, as WithStart made it), for work an attempt
+// hands on that must outlive it or carry the call's values: retryhttp
+// sends its attempts' requests under it when the loop has a start hook. It
+// returns ctx itself for a context that is no loop's attempt.
+func CallContext(ctx context.Context) context.Context {
+	if a, ok := ctx.(*attemptCtx); ok {
+		return a.Context
+	}
+	return ctx
+}
+
 // Report tells the retry layer whose attempt ctx runs under that the
 // attempt was retried below: code of its own that retried and gave up
 // reports so, as Do and retryhttp do. The attempt, if it fails, is then

@@ -33,7 +33,7 @@ const (
 // The longest delay is the backoff's: a fixed backoff's delay, an
 // exponential one's MaxDelay. So a brisk loop still waits a server's few
 // seconds, and a fixed 10 ms loop gives up on a 90 s wait rather than
-// sleep through it. Options replace the default: WithAfterCap for a loop,
+// sleep through it. Options replace the default: WithWaitLimit for a loop,
 // Config.WaitLimit for a queue adapter.
 func WaitLimit(p *retrypolicy.Policy, l Layer) time.Duration {
 	floor := time.Minute

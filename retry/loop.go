@@ -2,6 +2,7 @@ package retry
 
 import (
 	"context"
+	"slices"
 
 	"github.com/retrypolicy/retrypolicy"
 )
@@ -12,20 +13,46 @@ import (
 // Make one with New. It is safe for concurrent use, as the hooks and the
 // budget its options give must be.
 type Loop[T any] struct {
-	s   retrypolicy.Strategy
-	cfg config
+	s    retrypolicy.Strategy
+	opts []Option // as given, for With
+	cfg  config
 }
 
 // New returns the Loop of s and opts, or the strategy's
-// *retrypolicy.ValidationError when s is invalid.
+// *retrypolicy.ValidationError when s is invalid, or an error naming an
+// option that is invalid.
 func New[T any](s retrypolicy.Strategy, opts ...Option) (*Loop[T], error) {
 	p, err := retrypolicy.Compile(s)
 	if err != nil {
 		return nil, err
 	}
-	l := &Loop[T]{s: s, cfg: apply(opts)}
-	l.cfg.policy = p
-	return l, nil
+	cfg, err := apply(opts)
+	if err != nil {
+		return nil, err
+	}
+	cfg.policy = p
+	return &Loop[T]{s: s, opts: opts, cfg: cfg}, nil
+}
+
+// With returns a Loop of l's strategy and options with opts after them, the
+// strategy compiled once for both: a call of its own options (a gRPC
+// call's, say). A budget opts name (WithBudget, WithoutBudget) replaces
+// l's; a setting of one value takes opts'; hooks are called beside l's. It
+// returns an error naming an option that is invalid.
+func (l *Loop[T]) With(opts ...Option) (*Loop[T], error) {
+	var all []Option
+	if slices.ContainsFunc(opts, namesBudget) {
+		all = slices.DeleteFunc(slices.Clone(l.opts), namesBudget)
+	} else {
+		all = l.opts[:len(l.opts):len(l.opts)]
+	}
+	all = append(all, opts...)
+	cfg, err := apply(all)
+	if err != nil {
+		return nil, err
+	}
+	cfg.policy = l.cfg.policy
+	return &Loop[T]{s: l.s, opts: all, cfg: cfg}, nil
 }
 
 // Do calls op until it succeeds, as the package's Do does under the
@@ -33,4 +60,9 @@ func New[T any](s retrypolicy.Strategy, opts ...Option) (*Loop[T], error) {
 func (l *Loop[T]) Do(ctx context.Context, op func(context.Context) (T, error)) (T, error) {
 	cfg := l.cfg // the call's own, on its stack
 	return call(ctx, &l.s, &cfg, op)
+}
+
+// namesBudget reports whether o says which budget a loop takes.
+func namesBudget(o Option) bool {
+	return o.name == "retry.WithBudget" || o.name == "retry.WithoutBudget"
 }

@@ -2,7 +2,6 @@ package retry
 
 import (
 	"context"
-	"reflect"
 	"time"
 )
 
@@ -28,8 +27,10 @@ type Marks struct {
 	// Below: a loop of this library in the chain gave up after retrying
 	// and reported so to the layer above it (the one-layer rule).
 	Below bool
-	// Canceled: the chain holds context.Canceled (by == or an Is method).
-	Canceled bool
+	// Canceled and DeadlineExceeded: the chain holds context.Canceled,
+	// context.DeadlineExceeded (by == or an Is method, as errors.Is
+	// finds them): a context's end, which a queue tells from a failure.
+	Canceled, DeadlineExceeded bool
 
 	marked error // the error inside the first Permanent mark
 }
@@ -104,32 +105,13 @@ func (m *Marks) read(e error) {
 			m.Deferred, m.HasDeferred = max(m.Deferred, e.Wait), true
 		}
 	}
-	if is, ok := e.(interface{ Is(error) bool }); e == context.Canceled || ok && is.Is(context.Canceled) {
-		m.Canceled = true // as Is(e, context.Canceled), on this error alone
-	}
+	is, ok := e.(interface{ Is(error) bool })
+	m.Canceled = m.Canceled || e == context.Canceled || ok && is.Is(context.Canceled) // on this error alone
+	m.DeadlineExceeded = m.DeadlineExceeded || e == context.DeadlineExceeded || ok && is.Is(context.DeadlineExceeded)
 }
 
 // ask records a wait asked.
 func (m *Marks) ask(d time.Duration) { m.Asked, m.HasAsked = max(m.Asked, d), true }
-
-// Is reports whether err or an error in its chain is target, by == or by
-// an Is(error) bool method, as errors.Is does, but walking breadth-first
-// through every branch of a joined error over at most 1,000 errors in all,
-// repeats counted: an error that holds itself ends. Like IsPermanent, it
-// is for code that reads errors a stranger returned.
-func Is(err, target error) bool {
-	if err == nil || target == nil {
-		return err == target
-	}
-	comparable := reflect.TypeOf(target).Comparable() // == on an uncomparable type panics
-	found := false
-	walk(err, func(e error) bool {
-		is, ok := e.(interface{ Is(error) bool })
-		found = comparable && e == target || ok && is.Is(target)
-		return !found
-	})
-	return found
-}
 
 // walk calls visit on err and the errors it wraps, breadth-first through
 // every branch of a joined error (Unwrap() []error), at most maxErrors in

@@ -11,108 +11,18 @@ import (
 	"github.com/retrypolicy/retrypolicy/internal/splitmix"
 )
 
-// Option configures Do; the With functions make them. It returns the
-// configuration it changes, by value, so that a call's configuration stays
-// on its stack.
-type Option struct{ set func(config) config }
-
-// config is one call's configuration, and what the call has done.
-type config struct {
-	permanent  func(error) bool
-	afterCap   time.Duration
-	budget     *Budget
-	seed       uint64
-	seeded     bool
-	fullJitter bool
-	observe    func(Event)
-	end        func(End)
-	nested     bool
-	policy     *retrypolicy.Policy // the strategy compiled, by New; nil: compiled at the first failure
-	calls      int                 // op's calls so far
-	quiet      bool                // the loop gave up on a wait asked beyond its limit
-}
-
-// WithNestedRetries makes Do retry an attempt that was retried below as
-// if its failure were fresh, as it did before it retried at one layer. Do
-// still reports to the layer above it when it gives up after retrying.
-func WithNestedRetries() Option {
-	return Option{func(c config) config { c.nested = true; return c }}
-}
-
-// WithPermanent classifies the errors op returns that the caller does not
-// wrap with Permanent (a 4xx status, say): when it reports true, Do gives
-// up at once with the reason NotRetryable.
-func WithPermanent(isPermanent func(error) bool) Option {
-	return Option{func(c config) config { c.permanent = isPermanent; return c }}
-}
-
-// WithAfterCap sets the longest wait an After error may ask Do to sleep.
-// A longer one is never cut to it: Do gives up at once, with the reason
-// RetryAfterTooLong and the wait asked (Deferred inside a queue's job),
-// rather than retry sooner than the server asked. The default is
-// WaitLimit's for a synchronous layer: the backoff's longest delay (a
-// fixed backoff's delay, an exponential one's MaxDelay) but at least a
-// minute, or an hour when it has no cap.
-func WithAfterCap(d time.Duration) Option {
-	return Option{func(c config) config { c.afterCap = max(d, 0); return c }}
-}
-
-// WithBudget makes the calls share b: each call of Do deposits in it, each
-// retry withdraws, and Do gives up with the reason BudgetExhausted when it
-// allows no more.
-func WithBudget(b *Budget) Option {
-	return Option{func(c config) config { c.budget = b; return c }}
-}
-
-// WithJitterSeed sets the seed the strategy's jitter is drawn from, for
-// waits that are the same on every run. The default is a random seed per
-// call of Do.
-func WithJitterSeed(seed uint64) Option {
-	return Option{func(c config) config { c.seed, c.seeded = seed, true; return c }}
-}
-
-// WithFullJitter makes each wait uniform in [0, credited delay] instead of
-// the delay plus the strategy's additive jitter: the spread that best
-// separates many clients that failed together.
-func WithFullJitter() Option {
-	return Option{func(c config) config { c.fullJitter = true; return c }}
-}
-
-// WithObserver calls observe before each retry, to log it or count it. Do
-// itself never logs. Given more than once, each observer is called, in the
-// order given.
-func WithObserver(observe func(Event)) Option {
-	return Option{func(c config) config { c.observe = both(c.observe, observe); return c }}
-}
-
-// WithEnd calls end once, as Do returns, with how the call ended: to count
-// the attempts an operation took, or why it gave up. Given more than once,
-// each is called, in the order given.
-func WithEnd(end func(End)) Option {
-	return Option{func(c config) config { c.end = both(c.end, end); return c }}
-}
-
-// both returns a hook that calls first, then then; either may be nil.
-func both[E any](first, then func(E)) func(E) {
-	switch {
-	case first == nil:
-		return then
-	case then == nil:
-		return first
-	}
-	return func(e E) { first(e); then(e) }
-}
-
-// End is how a call of Do ended.
+// End is how a call of the loop ended.
 type End struct {
 	// Attempts counts the calls of op: 0 when the context was done before
 	// the first.
 	Attempts int
-	// GaveUp is the error Do returns when op never succeeded, nil when it
-	// did.
+	// GaveUp is the error the loop returns when op never succeeded, nil
+	// when it did.
 	GaveUp *GiveUpError
-	// Took is the time from Do's call to its return.
+	// Took is the time from the call's start to its return.
 	Took time.Duration
+	// Context is the call's context, as WithStart made it.
+	Context context.Context
 }
 
 // Event is a retry about to happen.
@@ -128,6 +38,9 @@ type Event struct {
 	Wait time.Duration
 	// Wake is when: the failure's moment plus Wait.
 	Wake time.Time
+	// Context is the call's context, as WithStart made it (not the
+	// attempt's).
+	Context context.Context
 }
 
 // Do calls op until it succeeds, deciding each retry as a scheduler would:
@@ -144,7 +57,9 @@ type Event struct {
 // loop's limit (RetryAfterTooLong: never retried sooner than asked), a
 // next retry due past the context's deadline (Do returns at once rather
 // than sleep into it), or a spent budget. Marks are read through every
-// branch of a joined error. An invalid strategy is a *retrypolicy.ValidationError, before
+// branch of a joined error. An invalid strategy is a
+// *retrypolicy.ValidationError, and an invalid option (one of an adapter's,
+// a nil hook, WithBudget beside WithoutBudget) an error naming it, before
 // op is called.
 //
 // Do retries at one layer. It calls op under a context that is op's
@@ -160,23 +75,15 @@ type Event struct {
 // should carry an idempotency key made once and sent with every call. Do
 // starts no goroutine; cancelling the context wakes it at once.
 func Do[T any](ctx context.Context, s retrypolicy.Strategy, op func(context.Context) (T, error), opts ...Option) (T, error) {
+	var zero T
 	if err := s.Validate(); err != nil {
-		var zero T
 		return zero, err
 	}
-	cfg := apply(opts)
-	return call(ctx, &s, &cfg, op)
-}
-
-// apply returns the configuration opts make.
-func apply(opts []Option) config {
-	var cfg config
-	for _, opt := range opts {
-		if opt.set != nil { // the zero Option changes nothing
-			cfg = opt.set(cfg) // by value, so that cfg stays on the stack
-		}
+	cfg, err := apply(opts)
+	if err != nil {
+		return zero, err
 	}
-	return cfg
+	return call(ctx, &s, &cfg, op)
 }
 
 // call is Do for a valid strategy and its configuration: the loop, then
@@ -187,6 +94,9 @@ func call[T any](ctx context.Context, s *retrypolicy.Strategy, cfg *config, op f
 	if cfg.end != nil {
 		begin = time.Now()
 	}
+	if cfg.begin != nil {
+		ctx = cfg.begin(ctx)
+	}
 	v, err := loop(ctx, s, cfg, op)
 	gaveUp, _ := err.(*GiveUpError)
 	if gaveUp != nil && (cfg.calls > 1 || !cfg.quiet && (gaveUp.Reason == RetriedBelow || gaveUp.Reason == Deferred || gaveUp.Reason == BudgetExhausted)) {
@@ -194,7 +104,7 @@ func call[T any](ctx context.Context, s *retrypolicy.Strategy, cfg *config, op f
 		up.report()
 	}
 	if cfg.end != nil {
-		cfg.end(End{Attempts: cfg.calls, GaveUp: gaveUp, Took: time.Since(begin)})
+		cfg.end(End{Attempts: cfg.calls, GaveUp: gaveUp, Took: time.Since(begin), Context: ctx})
 	}
 	return v, err
 }
@@ -247,7 +157,7 @@ func loop[T any](ctx context.Context, s *retrypolicy.Strategy, cfg *config, op f
 		}
 		failedAt := time.Now()
 		if h == nil {
-			h = cfg.start(*s)
+			h = cfg.setup(*s)
 		}
 		var uptime time.Duration
 		if failures > 1 {
@@ -263,9 +173,9 @@ func loop[T any](ctx context.Context, s *retrypolicy.Strategy, cfg *config, op f
 	}
 }
 
-// start prepares the first retry: the history of failures, and the jitter's
+// setup prepares the first retry: the history of failures, and the jitter's
 // seed when the caller chose none.
-func (c *config) start(s retrypolicy.Strategy) *retrypolicy.History {
+func (c *config) setup(s retrypolicy.Strategy) *retrypolicy.History {
 	if c.policy == nil {
 		c.policy, _ = retrypolicy.Compile(s) // s was validated
 	}
@@ -318,7 +228,7 @@ func (c *config) wait(ctx context.Context, d retrypolicy.Decision, f failure, m 
 	// A wait asked by a server, or deferred by a loop below, is waited in
 	// full: never sooner than asked.
 	asked, isAsked := m.Wait()
-	tooLong := isAsked && asked > c.waitLimit()
+	tooLong := isAsked && asked > c.limit()
 	wait = max(wait, asked)
 	giveUp := func(r Reason, wait time.Duration) (time.Duration, *GiveUpError) {
 		return 0, &GiveUpError{Reason: r, Failures: f.n, Err: unwrapMarks(f.err), Wait: wait}
@@ -340,16 +250,16 @@ func (c *config) wait(ctx context.Context, d retrypolicy.Decision, f failure, m 
 		return giveUp(BudgetExhausted, 0)
 	}
 	if c.observe != nil {
-		c.observe(Event{Failures: f.n, Err: unwrapMarks(f.err), Decision: d, Wait: wait, Wake: f.failedAt.Add(wait)})
+		c.observe(Event{Failures: f.n, Err: unwrapMarks(f.err), Decision: d, Wait: wait, Wake: f.failedAt.Add(wait), Context: ctx})
 	}
 	return wait, nil
 }
 
-// waitLimit returns the longest wait a server may ask the loop to sleep:
-// WithAfterCap's, else WaitLimit's for a synchronous layer.
-func (c *config) waitLimit() time.Duration {
-	if c.afterCap > 0 {
-		return c.afterCap
+// limit returns the longest wait a server may ask the loop to sleep:
+// WithWaitLimit's, else WaitLimit's for a synchronous layer.
+func (c *config) limit() time.Duration {
+	if c.waitLimit > 0 {
+		return c.waitLimit
 	}
 	return WaitLimit(c.policy, Synchronous)
 }

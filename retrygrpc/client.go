@@ -3,6 +3,7 @@ package retrygrpc
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -18,49 +19,76 @@ import (
 
 // client is what a client interceptor keeps: its loop and options.
 type client struct {
-	loop *retry.Loop[struct{}] // every call's
-	cfg  config
-	safe map[string]bool // WithSafeMethods' methods
+	loop  *retry.Loop[struct{}] // every call's
+	cfg   config
+	safe  map[string]bool // WithSafeMethods' methods
+	named bool            // calls are named by their method (retry.NameCall), for a start hook
 }
 
 // newClient validates s and opts.
-func newClient(s retrypolicy.Strategy, opts []Option) (*client, error) {
+func newClient(s retrypolicy.Strategy, opts []retry.Option) (*client, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
-	cfg, err := build(opts)
+	var cfg config
+	loopOpts, err := retry.ApplyAdapterOptions(&cfg, opts)
 	if err != nil {
-		return nil, err
+		return nil, errors.New("retrygrpc: " + err.Error())
+	}
+	if cfg.err != "" {
+		return nil, errors.New("retrygrpc: " + cfg.err)
+	}
+	if !cfg.setCodes {
+		cfg.codes = []codes.Code{codes.Unavailable, codes.ResourceExhausted}
 	}
 	c := &client{cfg: cfg, safe: make(map[string]bool, len(cfg.safeMethods))}
 	for _, m := range cfg.safeMethods {
 		c.safe[m] = true
 	}
-	loopOpts := cfg.retryOpts
-	if cfg.nested {
-		loopOpts = append(loopOpts[:len(loopOpts):len(loopOpts)], retry.WithNestedRetries())
-	}
+	c.named = slices.ContainsFunc(loopOpts, func(o retry.Option) bool { return o.Name() == "retry.WithStart" })
 	if c.loop, err = retry.New[struct{}](s, loopOpts...); err != nil {
-		return nil, err
+		return nil, errors.New("retrygrpc: " + err.Error())
 	}
 	return c, nil
 }
 
 // UnaryClientInterceptor returns an interceptor that retries the safe
 // unary calls under s; see the package doc for what it retries and
-// returns. It returns the strategy's *retrypolicy.ValidationError when s
-// is invalid, and an error naming the option when an option is. The
-// interceptor is safe for concurrent use.
-func UnaryClientInterceptor(s retrypolicy.Strategy, opts ...Option) (grpc.UnaryClientInterceptor, error) {
+// returns. It takes the loop's options (retry.WithBudget,
+// retry.WithObserver, retry.WithEnd, retry.WithWaitLimit,
+// retry.WithNestedRetries, ..., and otelretry's) beside its own
+// (WithCodes, WithSafeMethods, WithSafe, WithAttemptTimeout). It returns
+// the strategy's *retrypolicy.ValidationError when s is invalid, and an
+// error naming the option when an option is invalid, another adapter's, or
+// in conflict with another. A call's own CallOptions and Disable apply to
+// it alone. The interceptor is safe for concurrent use.
+func UnaryClientInterceptor(s retrypolicy.Strategy, opts ...retry.Option) (grpc.UnaryClientInterceptor, error) {
 	c, err := newClient(s, opts)
 	if err != nil {
 		return nil, err
 	}
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, callOpts ...grpc.CallOption) error {
-		u := &unaryCall{c: c, ctx: ctx, method: method, req: req, reply: reply, cc: cc, invoker: invoker}
-		u.opts = append(append(u.buf[:0], callOpts...), grpc.Trailer(&u.trailer))
+		u := &unaryCall{c: c, loop: c.loop, ctx: c.name(ctx, method), method: method, req: req, reply: reply, cc: cc, invoker: invoker}
+		own, rest := ownCallOptions(callOpts)
+		if own.given {
+			if u.loop, err = own.apply(c.loop); err != nil {
+				return err
+			}
+		}
+		u.once = own.disabled
+		u.opts = append(append(u.buf[:0], rest...), grpc.Trailer(&u.trailer))
 		return u.run()
 	}, nil
+}
+
+// name returns ctx naming its call by method, for an instrumentation's
+// start hook (otelretry labels a call by it); ctx itself when the loop has
+// no start hook, which costs nothing.
+func (c *client) name(ctx context.Context, method string) context.Context {
+	if !c.named {
+		return ctx
+	}
+	return retry.NameCall(ctx, method)
 }
 
 // isSafe reports whether a call of method under ctx may be sent again.
@@ -81,24 +109,19 @@ func (c *client) isSafe(ctx context.Context, method string) bool {
 	return false
 }
 
-// run sends the call: once when it is not safe, else in a loop.
+// run sends the call through the loop: once when it is not safe (or
+// disabled), so that every call is counted, observed and reported alike.
 func (u *unaryCall) run() error {
-	c := u.c
-	if !c.isSafe(u.ctx, u.method) {
-		// Sent once; a status retried below is still told above.
-		err := u.invoker(u.ctx, u.method, u.req, u.reply, u.cc, u.opts...)
-		if err != nil && !c.cfg.nested && c.marked(err, u.trailer) {
-			retry.Report(u.ctx)
-		}
-		return err
-	}
-	_, err := c.loop.Do(u.ctx, u.attempt)
+	u.once = u.once || !u.c.isSafe(u.ctx, u.method)
+	_, err := u.loop.Do(u.ctx, u.attempt)
 	return given(err, u.sent)
 }
 
 // unaryCall is one unary call's retry loop.
 type unaryCall struct {
 	c          *client
+	loop       *retry.Loop[struct{}] // the interceptor's, or the call's own
+	once       bool                  // sent once: not safe, or disabled
 	ctx        context.Context
 	method     string
 	req, reply any
@@ -120,7 +143,11 @@ func (u *unaryCall) attempt(actx context.Context) (struct{}, error) {
 	if err == nil {
 		return struct{}{}, nil
 	}
-	return struct{}{}, u.c.classify(actx, u.ctx, err, u.trailer, fired)
+	err = u.c.classify(actx, u.ctx, err, u.trailer, fired)
+	if u.once {
+		return struct{}{}, retry.Permanent(err) // reported above if marked; never sent again
+	}
+	return struct{}{}, err
 }
 
 // attemptContext returns the context of attempt n: the count before it
@@ -255,4 +282,71 @@ func given(err error, sent int) error {
 		return gu.Err
 	}
 	return err
+}
+
+// callOption is a call's own: options for its loop, or retries disabled.
+// It is a grpc.CallOption that gRPC itself ignores; the interceptor takes
+// it out of the call's options.
+type callOption struct {
+	grpc.EmptyCallOption
+	opts    []retry.Option
+	disable bool
+}
+
+// CallOptions returns a call option that gives one call its own loop
+// options, after the interceptor's: a budget (retry.WithBudget, or
+// retry.WithoutBudget) replaces the interceptor's for that call; an
+// observer or end callback is called beside the interceptor's. An option
+// that is invalid, or an interceptor's own (WithCodes, say), makes the
+// call fail with an error naming it, unsent.
+func CallOptions(opts ...retry.Option) grpc.CallOption {
+	return callOption{opts: append([]retry.Option(nil), opts...)}
+}
+
+// Disable returns a call option that sends one call once: not retried,
+// whatever its method, and still counted, observed and reported as every
+// call is.
+func Disable() grpc.CallOption { return callOption{disable: true} }
+
+// ownCalls are the call options of this package that a call was given.
+type ownCalls struct {
+	given    bool
+	disabled bool
+	opts     []retry.Option
+}
+
+// ownCallOptions splits callOpts into this package's call options and the
+// others, which go to gRPC. It allocates only when the call has some of
+// this package's.
+func ownCallOptions(callOpts []grpc.CallOption) (own ownCalls, rest []grpc.CallOption) {
+	for i, o := range callOpts {
+		co, ok := o.(callOption)
+		if !ok {
+			if own.given {
+				rest = append(rest, o)
+			}
+			continue
+		}
+		if !own.given {
+			own.given, rest = true, append([]grpc.CallOption(nil), callOpts[:i]...)
+		}
+		own.disabled = own.disabled || co.disable
+		own.opts = append(own.opts, co.opts...)
+	}
+	if !own.given {
+		return own, callOpts
+	}
+	return own, rest
+}
+
+// apply returns the interceptor's loop with the call's options.
+func (o ownCalls) apply(loop *retry.Loop[struct{}]) (*retry.Loop[struct{}], error) {
+	if len(o.opts) == 0 {
+		return loop, nil
+	}
+	l, err := loop.With(o.opts...)
+	if err != nil {
+		return nil, errors.New("retrygrpc: CallOptions: " + err.Error())
+	}
+	return l, nil
 }

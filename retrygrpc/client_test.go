@@ -23,7 +23,7 @@ import (
 
 // client returns a connection to h through a unary interceptor of s and
 // opts.
-func client(t *testing.T, h *health, s retrypolicy.Strategy, opts ...retrygrpc.Option) *grpc.ClientConn {
+func client(t *testing.T, h *health, s retrypolicy.Strategy, opts ...retry.Option) *grpc.ClientConn {
 	t.Helper()
 	in, err := retrygrpc.UnaryClientInterceptor(s, opts...)
 	require.NoError(t, err)
@@ -86,15 +86,15 @@ func TestWithCodesReplacesTheCodes(t *testing.T) {
 func TestOnlySafeCallsAreRetried(t *testing.T) {
 	cases := []struct {
 		name  string
-		opts  []retrygrpc.Option
+		opts  []retry.Option
 		key   []string // the call's idempotency-key values
 		calls int
 	}{
 		{"no safe rule", nil, nil, 1},
-		{"another method named", []retrygrpc.Option{retrygrpc.WithSafeMethods("/grpc.health.v1.Health/List")}, nil, 1},
-		{"the method named", []retrygrpc.Option{safeCheck}, nil, 3},
-		{"the method matched", []retrygrpc.Option{retrygrpc.WithSafe(func(m string) bool { return strings.HasSuffix(m, "/Check") })}, nil, 3},
-		{"a method not matched", []retrygrpc.Option{retrygrpc.WithSafe(func(string) bool { return false })}, nil, 1},
+		{"another method named", []retry.Option{retrygrpc.WithSafeMethods("/grpc.health.v1.Health/List")}, nil, 1},
+		{"the method named", []retry.Option{safeCheck}, nil, 3},
+		{"the method matched", []retry.Option{retrygrpc.WithSafe(func(m string) bool { return strings.HasSuffix(m, "/Check") })}, nil, 3},
+		{"a method not matched", []retry.Option{retrygrpc.WithSafe(func(string) bool { return false })}, nil, 1},
 		{"an idempotency key", nil, []string{"order-17"}, 3},
 		{"a blank idempotency key", nil, []string{" "}, 1},
 		{"a blank and a real key", nil, []string{"", "order-17"}, 3},
@@ -126,14 +126,14 @@ func TestAGivenUpCallHasTheLastAttemptsCode(t *testing.T) {
 		}
 		return status.Error(codes.Unavailable, "down")
 	}}
-	cc := client(t, h, bounded(3), safeCheck, retrygrpc.WithRetryOptions(retry.WithEnd(func(e retry.End) { ended = e })))
+	cc := client(t, h, bounded(3), safeCheck, retry.WithEnd(func(e retry.End) { ended = e }))
 	err := check(context.Background(), cc)
 	assert.Equal(t, 3, h.Calls())
 	var gu *retry.GiveUpError
 	require.ErrorAs(t, err, &gu)
 	assert.Equal(t, retry.AttemptsExhausted, gu.Reason)
 	assert.Equal(t, codes.Unavailable, status.Code(err))
-	assert.Equal(t, 3, ended.Attempts, "WithRetryOptions' end callback")
+	assert.Equal(t, 3, ended.Attempts, "the loop's end callback")
 }
 
 func TestPushback(t *testing.T) {
@@ -146,7 +146,7 @@ func TestPushback(t *testing.T) {
 			}
 			return nil
 		}}
-		cc := client(t, h, bounded(3), safeCheck, retrygrpc.WithRetryOptions(retry.WithObserver(func(e retry.Event) { waits = append(waits, e.Wait) })))
+		cc := client(t, h, bounded(3), safeCheck, retry.WithObserver(func(e retry.Event) { waits = append(waits, e.Wait) }))
 		require.NoError(t, check(context.Background(), cc))
 		assert.Equal(t, 2, h.Calls())
 		assert.Equal(t, []time.Duration{30 * time.Millisecond}, waits, "the pushback, not the strategy's millisecond")
@@ -183,7 +183,7 @@ func TestPushback(t *testing.T) {
 			_ = grpc.SetTrailer(ctx, metadata.Pairs(retrygrpc.PushbackTrailer, "600000"))
 			return status.Error(codes.ResourceExhausted, "come back in ten minutes")
 		}}
-		cc := client(t, h, bounded(3), safeCheck, retrygrpc.WithRetryOptions(retry.WithAfterCap(time.Minute)))
+		cc := client(t, h, bounded(3), safeCheck, retry.WithWaitLimit(time.Minute))
 		err := check(context.Background(), cc)
 		assert.Equal(t, 1, h.Calls())
 		var gu *retry.GiveUpError
@@ -333,7 +333,7 @@ func TestABudgetBoundsTheRetries(t *testing.T) {
 	b, err := retry.NewBudget(0, 1) // one retry, and no more
 	require.NoError(t, err)
 	h := &health{answer: func(int, context.Context) error { return status.Error(codes.Unavailable, "down") }}
-	cc := client(t, h, bounded(5), safeCheck, retrygrpc.WithRetryOptions(retry.WithBudget(b)))
+	cc := client(t, h, bounded(5), safeCheck, retry.WithBudget(b))
 	var gu *retry.GiveUpError
 	require.ErrorAs(t, check(context.Background(), cc), &gu)
 	assert.Equal(t, retry.BudgetExhausted, gu.Reason)
@@ -357,33 +357,33 @@ func TestInsideAJobALongWaitIsDeferred(t *testing.T) {
 }
 
 func TestInvalidOptionsAreRefused(t *testing.T) {
+	budget, err := retry.NewBudget(0.1, 10)
+	require.NoError(t, err)
 	cases := map[string]struct {
-		opt  retrygrpc.Option
+		opts []retry.Option
 		want string
 	}{
-		"OK":           {retrygrpc.WithCodes(codes.OK), "WithCodes: OK is not"},
-		"no codes":     {retrygrpc.WithCodes(), "WithCodes: give at least one"},
-		"a code of 17": {retrygrpc.WithCodes(codes.Code(17)), "WithCodes: Code(17)"},
-		"a method":     {retrygrpc.WithSafeMethods("Check"), `WithSafeMethods: "Check" is not a full method name`},
-		"a nil func":   {retrygrpc.WithSafe(nil), "WithSafe: the function is nil"},
-		"a timeout":    {retrygrpc.WithAttemptTimeout(-time.Second), "WithAttemptTimeout: must not be negative"},
+		"OK":           {[]retry.Option{retrygrpc.WithCodes(codes.OK)}, "retrygrpc: retrygrpc.WithCodes: OK is not an error code a call can fail with"},
+		"no codes":     {[]retry.Option{retrygrpc.WithCodes()}, "retrygrpc: retrygrpc.WithCodes: give at least one code"},
+		"a code of 17": {[]retry.Option{retrygrpc.WithCodes(codes.Code(17))}, "retrygrpc: retrygrpc.WithCodes: Code(17) is not an error code a call can fail with"},
+		"a method":     {[]retry.Option{retrygrpc.WithSafeMethods("Check")}, `retrygrpc: retrygrpc.WithSafeMethods: "Check" is not a full method name, such as "/package.Service/Method"`},
+		"a nil func":   {[]retry.Option{retrygrpc.WithSafe(nil)}, "retrygrpc: retrygrpc.WithSafe: the function is nil"},
+		"a timeout":    {[]retry.Option{retrygrpc.WithAttemptTimeout(-time.Second)}, "retrygrpc: retrygrpc.WithAttemptTimeout: must be positive, got -1s"},
+		"a loop's":     {[]retry.Option{retry.WithWaitLimit(0)}, "retrygrpc: retry.WithWaitLimit: must be positive, got 0s"},
+		"budgets":      {[]retry.Option{retry.WithBudget(budget), retry.WithoutBudget()}, "retrygrpc: retry.WithBudget and retry.WithoutBudget: choose one"},
+		"another's":    {[]retry.Option{retry.AdapterOption("retryhttp.WithClassifier", func(*struct{ x int }) {})}, "retrygrpc: retryhttp.WithClassifier is an option of retryhttp, not of this one"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			_, err := retrygrpc.UnaryClientInterceptor(bounded(3), tc.opt)
-			require.Error(t, err)
-			assert.Contains(t, err.Error(), tc.want)
-			_, err = retrygrpc.StreamClientInterceptor(bounded(3), tc.opt)
-			assert.Error(t, err)
+			_, err := retrygrpc.UnaryClientInterceptor(bounded(3), tc.opts...)
+			assert.EqualError(t, err, tc.want)
+			_, err = retrygrpc.StreamClientInterceptor(bounded(3), tc.opts...)
+			assert.EqualError(t, err, tc.want)
 		})
 	}
-	_, err := retrygrpc.UnaryClientInterceptor(retrypolicy.Strategy{Kind: retrypolicy.Bounded})
+	_, err = retrygrpc.UnaryClientInterceptor(retrypolicy.Strategy{Kind: retrypolicy.Bounded})
 	var ve *retrypolicy.ValidationError
 	assert.ErrorAs(t, err, &ve)
-	_, err = retrygrpc.UnaryServerInterceptor(safeCheck)
-	assert.ErrorContains(t, err, "WithSafeMethods is a client interceptor's option")
-	_, err = retrygrpc.StreamServerInterceptor(retrygrpc.WithCodes())
-	assert.ErrorContains(t, err, "WithCodes: give at least one")
 }
 
 // failFirst is a stream whose first attempt fails with Unavailable at
@@ -415,4 +415,54 @@ func TestAStreamAttemptGivenUpOnIsClosed(t *testing.T) {
 		assert.ErrorIs(t, ctxs[0].Err(), context.Canceled, "the failed attempt's stream is closed")
 		assert.NoError(t, ctxs[1].Err(), "the stream that delivered goes on")
 	})
+}
+
+// TestACallsOwnOptions: a call's CallOptions apply to it alone, after the
+// interceptor's: its observer beside the interceptor's, its budget in
+// place of the interceptor's; Disable sends it once, still seen by the
+// end callback; an invalid call option fails the call unsent, naming it.
+func TestACallsOwnOptions(t *testing.T) {
+	var ends []retry.End
+	h := &health{answer: func(int, context.Context) error { return status.Error(codes.Unavailable, "down") }}
+	spent, err := retry.NewBudget(0, 1)
+	require.NoError(t, err)
+	require.True(t, spent.Withdraw())
+	cc := client(t, h, bounded(3), safeCheck, retry.WithEnd(func(e retry.End) { ends = append(ends, e) }))
+
+	var waits int
+	err = check(context.Background(), cc, retrygrpc.CallOptions(retry.WithObserver(func(retry.Event) { waits++ })))
+	assert.Equal(t, codes.Unavailable, status.Code(err))
+	assert.Equal(t, 3, h.Calls())
+	assert.Equal(t, 2, waits, "the call's observer")
+	require.Len(t, ends, 1, "the interceptor's end callback too")
+
+	err = check(context.Background(), cc, retrygrpc.CallOptions(retry.WithBudget(spent)))
+	var gu *retry.GiveUpError
+	require.ErrorAs(t, err, &gu)
+	assert.Equal(t, retry.BudgetExhausted, gu.Reason, "the call's spent budget")
+	assert.Equal(t, 4, h.Calls())
+
+	err = check(context.Background(), cc, retrygrpc.Disable())
+	assert.Equal(t, codes.Unavailable, status.Code(err))
+	assert.Equal(t, 5, h.Calls(), "sent once")
+	require.Len(t, ends, 3)
+	assert.Equal(t, 1, ends[2].Attempts, "a disabled call is still seen")
+
+	err = check(context.Background(), cc, retrygrpc.CallOptions(retrygrpc.WithCodes(codes.Aborted)))
+	assert.EqualError(t, err, "retrygrpc: CallOptions: retrygrpc.WithCodes is an option of retrygrpc, not of this loop")
+	assert.Equal(t, 5, h.Calls(), "unsent")
+}
+
+// TestACallIsNamedByItsMethodForAStartHook: an interceptor whose loop has
+// a start hook (otelretry's options) names each call by its method
+// (retry.CallName), so that an instrumentation labels calls per method.
+func TestACallIsNamedByItsMethodForAStartHook(t *testing.T) {
+	var names []string
+	h := &health{}
+	cc := client(t, h, bounded(3), safeCheck, retry.WithStart(func(ctx context.Context) context.Context {
+		names = append(names, retry.CallName(ctx))
+		return ctx
+	}))
+	require.NoError(t, check(context.Background(), cc))
+	assert.Equal(t, []string{checkMethod}, names)
 }

@@ -39,18 +39,14 @@ func ExampleUnaryClientInterceptor() {
 		Backoff: retrypolicy.Backoff{Kind: retrypolicy.Exponential, BaseDelay: time.Millisecond, MaxDelay: 100 * time.Millisecond}}
 	retrying, err := retrygrpc.UnaryClientInterceptor(strategy,
 		retrygrpc.WithSafeMethods("/grpc.health.v1.Health/Check"),
-		retrygrpc.WithRetryOptions(retry.WithObserver(func(e retry.Event) {
+		retry.WithObserver(func(e retry.Event) {
 			fmt.Printf("failure %d: %v\n", e.Failures, status.Code(e.Err))
-		})))
+		}))
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	marking, err := retrygrpc.UnaryServerInterceptor()
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
+	marking := retrygrpc.UnaryServerInterceptor()
 
 	lis := bufconn.Listen(1 << 20)
 	srv := grpc.NewServer(grpc.UnaryInterceptor(marking))

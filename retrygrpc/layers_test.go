@@ -24,16 +24,14 @@ import (
 // connection to it through a client interceptor of 3 attempts.
 func grpcLayer(t *testing.T, h *health, nested bool) *grpc.ClientConn {
 	t.Helper()
-	opts := []retrygrpc.Option{safeCheck}
-	var sopts []retrygrpc.Option
+	opts := []retry.Option{safeCheck}
+	var sopts []retrygrpc.ServerOption
 	if nested {
-		opts = append(opts, retrygrpc.WithNestedRetries())
-		sopts = append(sopts, retrygrpc.WithNestedRetries())
+		opts = append(opts, retry.WithNestedRetries())
+		sopts = append(sopts, retrygrpc.WithoutMark())
 	}
-	unary, err := retrygrpc.UnaryServerInterceptor(sopts...)
-	require.NoError(t, err)
-	stream, err := retrygrpc.StreamServerInterceptor(sopts...)
-	require.NoError(t, err)
+	unary := retrygrpc.UnaryServerInterceptor(sopts...)
+	stream := retrygrpc.StreamServerInterceptor(sopts...)
 	in, err := retrygrpc.UnaryClientInterceptor(bounded(3), opts...)
 	require.NoError(t, err)
 	return serve(t, h, []grpc.ServerOption{grpc.UnaryInterceptor(unary), grpc.StreamInterceptor(stream)}, grpc.WithUnaryInterceptor(in))
@@ -154,8 +152,7 @@ func TestTheServerMarksARetriedCodeRetriedBelow(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			unary, err := retrygrpc.UnaryServerInterceptor()
-			require.NoError(t, err)
+			unary := retrygrpc.UnaryServerInterceptor()
 			cc := serve(t, &health{answer: tc.answer}, []grpc.ServerOption{grpc.UnaryInterceptor(unary)})
 			var trailer metadata.MD
 			_ = check(context.Background(), cc, grpc.Trailer(&trailer))
@@ -165,20 +162,18 @@ func TestTheServerMarksARetriedCodeRetriedBelow(t *testing.T) {
 }
 
 func TestTheStreamServerMarksARetriedCodeRetriedBelow(t *testing.T) {
-	stream, err := retrygrpc.StreamServerInterceptor()
-	require.NoError(t, err)
+	stream := retrygrpc.StreamServerInterceptor()
 	var h *health
 	h = &health{watch: func(int, func() error) error { return retriedThenFails(h.ctx, codes.Unavailable) }}
 	cc := serve(t, h, []grpc.ServerOption{grpc.StreamInterceptor(stream)})
 	ss := watch(t, cc)
-	_, err = ss.Recv()
+	_, err := ss.Recv()
 	assert.Equal(t, codes.Unavailable, status.Code(err))
 	assert.Equal(t, []string{"1"}, ss.Trailer().Get(retrygrpc.RetriedBelowTrailer))
 }
 
 func TestNestedRetriesLeaveTheTrailerUnset(t *testing.T) {
-	unary, err := retrygrpc.UnaryServerInterceptor(retrygrpc.WithNestedRetries())
-	require.NoError(t, err)
+	unary := retrygrpc.UnaryServerInterceptor(retrygrpc.WithoutMark())
 	cc := serve(t, &health{answer: func(_ int, ctx context.Context) error { return retriedThenFails(ctx, codes.Unavailable) }},
 		[]grpc.ServerOption{grpc.UnaryInterceptor(unary)})
 	var trailer metadata.MD

@@ -16,10 +16,15 @@
 //	}
 //	conn, err := grpc.NewClient(target, grpc.WithUnaryInterceptor(retrying), creds)
 //
-// Each call is a [retry.Do] loop of its own: the same decisions, sliding
-// window, uptime credit (the time an attempt took before it failed),
-// jitter, budget, observer and [retry.GiveUpError] reasons
-// ([WithRetryOptions] passes the loop's options). What gRPC adds:
+// Each call is a loop of package retry of its own: the same decisions,
+// sliding window, uptime credit (the time an attempt took before it
+// failed), jitter, budget, observer and [retry.GiveUpError] reasons. The
+// client interceptors take the loop's own options ([retry.Option]:
+// retry.WithBudget, retry.WithObserver, ..., and otelretry's) beside their
+// own, one kind of option for every part of the library; a call's own
+// [CallOptions] and [Disable] apply to it alone. The server interceptors
+// take a [ServerOption], a type of its own. Every call, safe or not, goes
+// through the loop: counted, observed and reported alike. What gRPC adds:
 //
 //   - Only the codes Unavailable and ResourceExhausted are retried
 //     (replaceable with [WithCodes]); a ResourceExhausted that says a
@@ -30,7 +35,7 @@
 //     makes the next wait at least that long, never shorter. A negative,
 //     invalid or repeated value makes the call not retried (the reason
 //     NotRetryable), as a server asking for no retry means. A wait beyond
-//     the loop's limit (retry.WithAfterCap; by default retry.WaitLimit's:
+//     the loop's limit (retry.WithWaitLimit; by default retry.WaitLimit's:
 //     the backoff's longest delay, a fixed backoff's delay, but at least a
 //     minute, or an hour without a cap) is not made: the call
 //     gives up with the reason RetryAfterTooLong and the wait.
@@ -61,8 +66,9 @@
 // interceptor does not retry a call whose status carries it: it returns
 // the status as received, and reports to the layer above it in turn. So
 // only the layer closest to the failure retries, and a chain that mixes
-// HTTP (retryhttp) and gRPC is one chain. [WithNestedRetries] turns this
-// off for one interceptor.
+// HTTP (retryhttp) and gRPC is one chain. retry.WithNestedRetries turns
+// this off for one client interceptor, [WithoutMark] for one server
+// interceptor.
 //
 // Inside a queue's job (see retry.DeferAfter), a wait longer than the
 // queue adapter's threshold is not made: the call returns a
@@ -75,7 +81,7 @@
 package retrygrpc
 
 import (
-	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -106,51 +112,76 @@ const (
 	PreviousAttemptsHeader = "grpc-previous-rpc-attempts"
 )
 
-// Option configures an interceptor; the With functions make them. Like
-// retry.Option, it returns the configuration it changes.
-type Option struct{ set func(config) config }
-
-// config is what the options set.
+// config is what a client interceptor's own options set.
 type config struct {
 	codes          []codes.Code
 	setCodes       bool
 	safeMethods    []string
 	safe           []func(string) bool
 	attemptTimeout time.Duration
-	nested         bool
-	retryOpts      []retry.Option
-	clientOnly     string // the first client-only option given, for a server's error
+	err            string // the first option that is invalid, and why
 }
 
-// WithCodes replaces the codes retried, Unavailable and ResourceExhausted
-// by default. On a server interceptor, they are the codes it marks with
-// [RetriedBelowTrailer]: give both ends the same.
-func WithCodes(c ...codes.Code) Option {
-	c = append([]codes.Code(nil), c...)
-	return Option{func(cf config) config { cf.codes, cf.setCodes = c, true; return cf }}
+// option returns a retry.Option of a client interceptor's own, named name.
+func option(name string, set func(*config)) retry.Option {
+	return retry.AdapterOption("retrygrpc."+name, set)
 }
+
+// refuse records that the option named name is invalid, unless an earlier
+// one was.
+func (c *config) refuse(name, why string) {
+	if c.err == "" {
+		c.err = "retrygrpc." + name + ": " + why
+	}
+}
+
+// WithCodes replaces the codes a client interceptor retries, Unavailable
+// and ResourceExhausted by default; give the server interceptors the same
+// with WithMarkedCodes. Each must be a code a call can fail with, and at
+// least one given.
+func WithCodes(c ...codes.Code) retry.Option {
+	c = append([]codes.Code(nil), c...)
+	return option("WithCodes", func(cf *config) {
+		if len(c) == 0 {
+			cf.refuse("WithCodes", "give at least one code")
+		}
+		for _, code := range c {
+			if !failing(code) {
+				cf.refuse("WithCodes", code.String()+" is not an error code a call can fail with")
+			}
+		}
+		cf.codes, cf.setCodes = c, true
+	})
+}
+
+// failing reports whether code is one a call can fail with.
+func failing(code codes.Code) bool { return code != codes.OK && code <= codes.Unauthenticated }
 
 // WithSafeMethods names methods safe to retry, by their full name
 // ("/package.Service/Method"): calling one twice does its work once.
 // Given more than once, each adds its methods.
-func WithSafeMethods(fullMethods ...string) Option {
+func WithSafeMethods(fullMethods ...string) retry.Option {
 	m := append([]string(nil), fullMethods...)
-	return Option{func(c config) config {
+	return option("WithSafeMethods", func(c *config) {
+		for _, name := range m {
+			if !fullMethod(name) {
+				c.refuse("WithSafeMethods", strconv.Quote(name)+" is not a full method name, such as \"/package.Service/Method\"")
+			}
+		}
 		c.safeMethods = append(c.safeMethods, m...)
-		c.clientOnly = clientOption(c.clientOnly, "WithSafeMethods")
-		return c
-	}}
+	})
 }
 
 // WithSafe makes the methods safe reports true for, by their full name,
 // safe to retry. Given more than once, a method any of them matches is
 // safe.
-func WithSafe(safe func(fullMethod string) bool) Option {
-	return Option{func(c config) config {
+func WithSafe(safe func(fullMethod string) bool) retry.Option {
+	return option("WithSafe", func(c *config) {
+		if safe == nil {
+			c.refuse("WithSafe", "the function is nil")
+		}
 		c.safe = append(c.safe, safe)
-		c.clientOnly = clientOption(c.clientOnly, "WithSafe")
-		return c
-	}}
+	})
 }
 
 // WithAttemptTimeout bounds each attempt. A unary attempt gets a deadline
@@ -159,78 +190,14 @@ func WithSafe(safe func(fullMethod string) bool) Option {
 // the stream then goes on under the call's deadline. An attempt the
 // timeout ends, while the call's context lives, is retried, as
 // Unavailable is. The default is no bound of its own: the call's
-// deadline.
-func WithAttemptTimeout(d time.Duration) Option {
-	return Option{func(c config) config {
+// deadline. d must be positive.
+func WithAttemptTimeout(d time.Duration) retry.Option {
+	return option("WithAttemptTimeout", func(c *config) {
+		if d <= 0 {
+			c.refuse("WithAttemptTimeout", "must be positive, got "+d.String())
+		}
 		c.attemptTimeout = d
-		c.clientOnly = clientOption(c.clientOnly, "WithAttemptTimeout")
-		return c
-	}}
-}
-
-// WithNestedRetries makes a client interceptor retry a call whose status
-// carries [RetriedBelowTrailer] as if it were a fresh failure, as
-// retry.WithNestedRetries does for its loop. The interceptor still
-// reports to the layer above it. On a server interceptor, it leaves the
-// trailer unset.
-func WithNestedRetries() Option {
-	return Option{func(c config) config { c.nested = true; return c }}
-}
-
-// WithRetryOptions gives every call's loop opts: a budget
-// (retry.WithBudget, token or windowed), an observer, an end callback, a
-// limit on a server's wait, jitter. otelretry's Options are such options.
-// Given more than once, each adds its options.
-func WithRetryOptions(opts ...retry.Option) Option {
-	o := append([]retry.Option(nil), opts...)
-	return Option{func(c config) config {
-		c.retryOpts = append(c.retryOpts, o...)
-		c.clientOnly = clientOption(c.clientOnly, "WithRetryOptions")
-		return c
-	}}
-}
-
-// clientOption returns the first client-only option given.
-func clientOption(first, name string) string {
-	if first != "" {
-		return first
-	}
-	return name
-}
-
-// build applies opts and checks them.
-func build(opts []Option) (config, error) {
-	var c config
-	for _, o := range opts {
-		if o.set != nil {
-			c = o.set(c)
-		}
-	}
-	if !c.setCodes {
-		c.codes = []codes.Code{codes.Unavailable, codes.ResourceExhausted}
-	}
-	if len(c.codes) == 0 {
-		return c, errors.New("retrygrpc: WithCodes: give at least one code")
-	}
-	for _, code := range c.codes {
-		if code == codes.OK || code > codes.Unauthenticated {
-			return c, errors.New("retrygrpc: WithCodes: " + code.String() + " is not an error code a call can fail with")
-		}
-	}
-	for _, m := range c.safeMethods {
-		if !fullMethod(m) {
-			return c, errors.New("retrygrpc: WithSafeMethods: " + strconv.Quote(m) + " is not a full method name, such as \"/package.Service/Method\"")
-		}
-	}
-	for _, f := range c.safe {
-		if f == nil {
-			return c, errors.New("retrygrpc: WithSafe: the function is nil")
-		}
-	}
-	if c.attemptTimeout < 0 {
-		return c, errors.New("retrygrpc: WithAttemptTimeout: must not be negative, got " + c.attemptTimeout.String())
-	}
-	return c, nil
+	})
 }
 
 // fullMethod reports whether m reads "/service/method", neither part
@@ -246,10 +213,5 @@ func fullMethod(m string) bool {
 
 // retried reports whether c retries code.
 func (c *config) retried(code codes.Code) bool {
-	for _, r := range c.codes {
-		if r == code {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(c.codes, code)
 }

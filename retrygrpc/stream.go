@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/retry"
 )
 
 // StreamClientInterceptor returns an interceptor that retries the safe
@@ -21,25 +22,33 @@ import (
 // bidirectional calls, and calls that are not safe, pass through it
 // untried. The stream is opened when the first message is received (or
 // its header asked for): an error in opening it is returned then. It
+// takes the options UnaryClientInterceptor takes; a call's Disable makes
+// it pass through untried, and its CallOptions apply to it alone. It
 // returns the strategy's *retrypolicy.ValidationError when s is invalid,
 // and an error naming the option when an option is. The interceptor is
 // safe for concurrent use.
-func StreamClientInterceptor(s retrypolicy.Strategy, opts ...Option) (grpc.StreamClientInterceptor, error) {
+func StreamClientInterceptor(s retrypolicy.Strategy, opts ...retry.Option) (grpc.StreamClientInterceptor, error) {
 	c, err := newClient(s, opts)
 	if err != nil {
 		return nil, err
 	}
 	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, callOpts ...grpc.CallOption) (grpc.ClientStream, error) {
-		if !desc.ServerStreams || desc.ClientStreams || !c.isSafe(ctx, method) {
-			return streamer(ctx, desc, cc, method, callOpts...)
+		own, rest := ownCallOptions(callOpts)
+		if own.disabled || !desc.ServerStreams || desc.ClientStreams || !c.isSafe(ctx, method) {
+			return streamer(ctx, desc, cc, method, rest...)
 		}
-		return &retryStream{c: c, ctx: ctx, desc: desc, cc: cc, method: method, streamer: streamer, opts: callOpts}, nil
+		loop, err := own.apply(c.loop)
+		if err != nil {
+			return nil, err
+		}
+		return &retryStream{c: c, loop: loop, ctx: c.name(ctx, method), desc: desc, cc: cc, method: method, streamer: streamer, opts: rest}, nil
 	}, nil
 }
 
 // retryStream is a server-streaming call retried until its first message.
 type retryStream struct {
 	c        *client
+	loop     *retry.Loop[struct{}] // the interceptor's, or the call's own
 	ctx      context.Context
 	desc     *grpc.StreamDesc
 	cc       *grpc.ClientConn
@@ -153,7 +162,7 @@ func (s *retryStream) RecvMsg(m any) error {
 // first runs the loop until the first message arrives, or it gives up.
 func (s *retryStream) first(m any) error {
 	var eof bool
-	_, err := s.c.loop.Do(s.ctx, func(actx context.Context) (struct{}, error) {
+	_, err := s.loop.Do(s.ctx, func(actx context.Context) (struct{}, error) {
 		if s.cur == nil {
 			if err := s.open(actx); err != nil {
 				return struct{}{}, s.failed(actx, err, nil)

@@ -13,11 +13,12 @@ import (
 	"google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
+	"github.com/retrypolicy/retrypolicy/retry"
 	"github.com/retrypolicy/retrypolicy/retrygrpc"
 )
 
 // streamClient returns a connection to h through a stream interceptor.
-func streamClient(t *testing.T, h *health, opts ...retrygrpc.Option) *grpc.ClientConn {
+func streamClient(t *testing.T, h *health, opts ...retry.Option) *grpc.ClientConn {
 	t.Helper()
 	in, err := retrygrpc.StreamClientInterceptor(bounded(5), opts...)
 	require.NoError(t, err)

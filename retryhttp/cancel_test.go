@@ -26,8 +26,8 @@ func TestCancelledRequestSendsNoMoreAttempts(t *testing.T) {
 			cancel := make(chan struct{})
 			var ends []retry.End
 			tr, err := retryhttp.NewTransport(p.Transport, fixed100ms,
-				retryhttp.WithObserver(func(retry.Event) { close(cancel) }),
-				retryhttp.WithEnd(func(e retry.End) { ends = append(ends, e) }))
+				retry.WithObserver(func(retry.Event) { close(cancel) }),
+				retry.WithEnd(func(e retry.End) { ends = append(ends, e) }))
 			require.NoError(t, err)
 			req := get(t, p.URL)
 			//lint:ignore SA1019 what http.Client sets for a transport it does not know

@@ -34,7 +34,7 @@ func ExampleNewTransport() {
 
 	strategy := retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 5,
 		Backoff: retrypolicy.Backoff{Kind: retrypolicy.Exponential, BaseDelay: time.Millisecond, MaxDelay: 100 * time.Millisecond}}
-	t, err := retryhttp.NewTransport(nil, strategy, retryhttp.WithObserver(func(e retry.Event) {
+	t, err := retryhttp.NewTransport(nil, strategy, retry.WithObserver(func(e retry.Event) {
 		fmt.Printf("failure %d: %v; retrying\n", e.Failures, e.Err)
 	}))
 	if err != nil {

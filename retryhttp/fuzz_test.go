@@ -14,6 +14,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/retrypolicy/retrypolicy/retry"
 	"github.com/retrypolicy/retrypolicy/retryhttp"
 )
 
@@ -50,7 +51,7 @@ func FuzzRetryAfter(f *testing.F) {
 				}
 				return resp, nil
 			})
-			tr, err := retryhttp.NewTransport(base, fixed100ms, retryhttp.WithRetryAfterCap(time.Minute))
+			tr, err := retryhttp.NewTransport(base, fixed100ms, retry.WithWaitLimit(time.Minute))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -67,7 +67,7 @@ func proxy(client *http.Client, next string) http.Handler {
 // each calling the next through a retryhttp transport) over a bottom that
 // is down, and returns the calls each service and the bottom saw, and the
 // status the client got.
-func chainCalls(t *testing.T, lowest retrypolicy.Strategy, opts ...retryhttp.Option) ([4]int32, int) {
+func chainCalls(t *testing.T, lowest retrypolicy.Strategy, opts ...retry.Option) ([4]int32, int) {
 	t.Helper()
 	var calls [4]int32
 	var counters [4]atomic.Int32
@@ -103,7 +103,7 @@ func TestAChainRetriesAtOneLayer(t *testing.T) {
 		assert.Equal(t, [4]int32{1, 1, 1, 3}, calls)
 		assert.Equal(t, http.StatusServiceUnavailable, status)
 
-		calls, _ = chainCalls(t, threeAttempts, retryhttp.WithNestedRetries())
+		calls, _ = chainCalls(t, threeAttempts, retry.WithNestedRetries())
 		assert.Equal(t, [4]int32{3, 9, 27, 81}, calls)
 
 		calls, _ = chainCalls(t, oneAttempt)
@@ -135,7 +135,7 @@ func TestAMarkedResponseIsReturnedAsReceived(t *testing.T) {
 		assert.Equal(t, int32(1), service.Load())
 		assert.Equal(t, int32(3), dep.Load())
 
-		nested, err := retryhttp.NewTransport(served(handler), threeAttempts, retryhttp.WithNestedRetries())
+		nested, err := retryhttp.NewTransport(served(handler), threeAttempts, retry.WithNestedRetries())
 		require.NoError(t, err)
 		resp, err = nested.RoundTrip(mustRequest(t))
 		require.NoError(t, err)

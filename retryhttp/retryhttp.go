@@ -8,10 +8,13 @@
 //	}
 //	client := &http.Client{Transport: t, Timeout: 30 * time.Second}
 //
-// Each request is a [retry.Do] loop of its own: the same
-// decisions, sliding window, uptime credit (the time an attempt took before
-// it failed), jitter, budget and observer, and the same
-// [retry.GiveUpError] reasons. What HTTP adds:
+// Each request is a loop of package retry of its own: the same decisions,
+// sliding window, uptime credit (the time an attempt took before it
+// failed), jitter, budget and observer, and the same [retry.GiveUpError]
+// reasons. The transport takes the loop's own options (retry.WithBudget,
+// retry.WithObserver, retry.WithEnd, retry.WithWaitLimit, ...) beside its
+// own: one kind of option, [retry.Option], for every part of the library.
+// What HTTP adds:
 //
 //   - Only transient failures are retried ([Transient], replaceable with
 //     [WithClassifier]).
@@ -26,11 +29,11 @@
 //   - A server's word is kept ([WaitAsked], [WithoutServerSignals]): a wait
 //     it asks for on a retryable status (Retry-After-Ms, X-Ms-Retry-After-Ms,
 //     Retry-After) makes the next wait at least that long, never shorter. A
-//     wait beyond the transport's limit ([WithRetryAfterCap]; by default
+//     wait beyond the transport's limit ([retry.WithWaitLimit]; by default
 //     retry.WaitLimit's: the backoff's longest delay, a fixed backoff's
 //     delay, but at least a minute, or an hour without a cap) is not made:
 //     the transport returns the response as received, giving up with the
-//     reason RetryAfterTooLong and the wait (see [WithEnd]), so that a
+//     reason RetryAfterTooLong and the wait (see [retry.WithEnd]), so that a
 //     server cannot park a worker and is never called sooner than it asked.
 //     X-Should-Retry: false and X-Envoy-Overloaded make a response not
 //     retried (NotRetryable); X-Should-Retry: true makes a safe request's
@@ -59,7 +62,7 @@
 // attempt its request's context belongs to, and [Handler], on the server,
 // marks a response with [RetriedBelowHeader] when the request was retried
 // below; a transport returns such a response as received, without
-// retrying it. [WithNestedRetries] turns this off for a transport. Inside
+// retrying it. [retry.WithNestedRetries] turns this off for a transport. Inside
 // a queue's job (see retry.DeferAfter), a wait longer than the queue
 // adapter's threshold is not made: the transport returns a
 // *retry.GiveUpError with the reason Deferred and the wait, and the job
@@ -75,6 +78,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -100,98 +104,77 @@ const MaxHosts = 1024
 // must be.
 type Transport struct {
 	base           http.RoundTripper
-	strategy       retrypolicy.Strategy
 	transient      func(*http.Response, error) bool
 	attemptTimeout time.Duration
-	observe        []func(retry.Event)
-	opts           []retry.Option // the options every request's loop takes
-	hosts          *hostBudgets   // nil unless WithHostBudgets
-	signals        bool           // the headers of other stacks are read
+	loop           *retry.Loop[*http.Response] // every request's, unless per host
+	hosts          *hostBudgets                // nil unless WithHostBudgets
+	signals        bool                        // the headers of other stacks are read
+	started        bool                        // the loop has a start hook (retry.WithStart)
 }
 
-// Option configures a Transport; the With functions make them. Like
-// retry.Option, it returns the configuration it changes.
-type Option struct{ set func(config) config }
-
+// config is what the transport's own options set.
 type config struct {
 	transient      func(*http.Response, error) bool
-	budget         *retry.Budget
-	hostBudget     func() (*retry.Budget, error) // makes a host's budget, nil unless per host
-	hostOption     string                        // the option that set it
-	afterCap       time.Duration
 	attemptTimeout time.Duration
-	fullJitter     bool
-	nested         bool
 	noSignals      bool
-	observe        []func(retry.Event)
-	end            []func(retry.End)
+	hostBudget     func() (*retry.Budget, error) // makes a host's budget, nil unless per host
+	err            string                        // the first option that is invalid, and why
+}
+
+// option returns a retry.Option of the transport's own, named name.
+func option(name string, set func(*config)) retry.Option {
+	return retry.AdapterOption("retryhttp."+name, set)
+}
+
+// refuse records that the option named name is invalid, unless an earlier
+// one was.
+func (c *config) refuse(name, why string) {
+	if c.err == "" {
+		c.err = "retryhttp." + name + ": " + why
+	}
 }
 
 // WithoutServerSignals makes the transport read Retry-After alone: not
 // Retry-After-Ms, X-Ms-Retry-After-Ms, X-Should-Retry or
 // X-Envoy-Overloaded. A wait Retry-After asks is still never cut short.
-func WithoutServerSignals() Option {
-	return Option{func(c config) config { c.noSignals = true; return c }}
-}
-
-// WithNestedRetries makes the transport retry a request whose attempt was
-// retried below (a marked response, see [Handler]) as if it were a fresh
-// failure, as retry.WithNestedRetries does for its loop. The transport
-// still reports to the layer above it.
-func WithNestedRetries() Option {
-	return Option{func(c config) config { c.nested = true; return c }}
+func WithoutServerSignals() retry.Option {
+	return option("WithoutServerSignals", func(c *config) { c.noSignals = true })
 }
 
 // WithClassifier replaces [Transient]: transient reports whether an
 // attempt's outcome (a response, or the base transport's error) may be
-// retried. It may call Transient for what it does not decide itself. A nil
-// transient keeps the default. The servers' signals (X-Should-Retry and
-// the others, see [WithoutServerSignals]) still apply.
-func WithClassifier(transient func(resp *http.Response, err error) bool) Option {
-	return Option{func(c config) config { c.transient = transient; return c }}
-}
-
-// WithBudget makes every request of the transport share b: each request
-// deposits in it, each retry withdraws, and a request whose retry the
-// budget refuses gives up with the reason BudgetExhausted. So a dependency
-// that fails sees at most b's burst plus its ratio of the requests as
-// retries.
-func WithBudget(b *retry.Budget) Option {
-	return Option{func(c config) config { c.budget = b; return c }}
+// retried. It may call Transient for what it does not decide itself. The
+// servers' signals (X-Should-Retry and the others, see
+// [WithoutServerSignals]) still apply.
+func WithClassifier(transient func(resp *http.Response, err error) bool) retry.Option {
+	return option("WithClassifier", func(c *config) {
+		if transient == nil {
+			c.refuse("WithClassifier", "the function is nil")
+		}
+		c.transient = transient
+	})
 }
 
 // WithHostBudgets gives each host (the request URL's host and port) a
-// budget of its own, as [retry.NewBudget](ratio, burst) makes: a host
-// that fails does not spend the retries of the others. Beyond [MaxHosts]
-// hosts, the rest share one more budget.
-func WithHostBudgets(ratio float64, burst int) Option {
-	return Option{func(c config) config {
-		c.hostBudget, c.hostOption = func() (*retry.Budget, error) { return retry.NewBudget(ratio, burst) }, "WithHostBudgets"
-		return c
-	}}
-}
-
-// WithHostWindowBudgets gives each host a windowed budget of its own, as
-// [retry.NewWindowBudget](percent, interval, minRetries) makes: what each
-// allows follows its host's current load. Beyond [MaxHosts] hosts, the
-// rest share one more. It replaces WithHostBudgets, as that replaces it.
-func WithHostWindowBudgets(percent float64, interval time.Duration, minRetries int) Option {
-	return Option{func(c config) config {
-		c.hostBudget = func() (*retry.Budget, error) { return retry.NewWindowBudget(percent, interval, minRetries) }
-		c.hostOption = "WithHostWindowBudgets"
-		return c
-	}}
-}
-
-// WithRetryAfterCap sets the longest wait a server may ask the transport to
-// sleep. A longer one is never cut to it: the transport returns the
-// response as received and gives up with the reason RetryAfterTooLong
-// (Deferred inside a queue's job) and the wait asked. The default is
-// retry.WaitLimit's for a synchronous layer: the backoff's longest delay
-// (a fixed backoff's delay) but at least a minute, or an hour without a
-// cap.
-func WithRetryAfterCap(d time.Duration) Option {
-	return Option{func(c config) config { c.afterCap = d; return c }}
+// retry budget of its own, made by newBudget (a closure over
+// retry.NewBudget or retry.NewWindowBudget): a host that fails does not
+// spend the retries of the others. Beyond [MaxHosts] hosts, the rest share
+// one more. It conflicts with retry.WithBudget and retry.WithoutBudget.
+// (It was WithHostBudgets(ratio, burst) and WithHostWindowBudgets.)
+func WithHostBudgets(newBudget func() (*retry.Budget, error)) retry.Option {
+	return option("WithHostBudgets", func(c *config) {
+		if newBudget == nil {
+			c.refuse("WithHostBudgets", "the function is nil")
+			return
+		}
+		switch b, err := newBudget(); {
+		case err != nil:
+			c.refuse("WithHostBudgets", err.Error())
+		case b == nil:
+			c.refuse("WithHostBudgets", "the function made no budget")
+		}
+		c.hostBudget = newBudget
+	})
 }
 
 // WithAttemptTimeout bounds each attempt, from sending the request to the
@@ -199,29 +182,14 @@ func WithRetryAfterCap(d time.Duration) Option {
 // reading its body). An attempt that takes longer fails with an error
 // whose Timeout method reports true, and is retried like any timeout. The
 // default is no bound of its own: the base transport's and the request's.
-func WithAttemptTimeout(d time.Duration) Option {
-	return Option{func(c config) config { c.attemptTimeout = d; return c }}
-}
-
-// WithFullJitter makes each wait uniform in [0, delay], as
-// [retry.WithFullJitter] does.
-func WithFullJitter() Option {
-	return Option{func(c config) config { c.fullJitter = true; return c }}
-}
-
-// WithObserver calls observe before each retry, to log it or count it; a
-// retryable status is a [*StatusError] in the event's Err. Given more than
-// once, each is called, in the order given.
-func WithObserver(observe func(retry.Event)) Option {
-	return Option{func(c config) config { c.observe = append(c.observe, observe); return c }}
-}
-
-// WithEnd calls end once a request's retries end, as
-// [retry.WithEnd] does: the attempts sent, and the GiveUpError when
-// the transport gave up (on a status too, though the caller gets the
-// response). Given more than once, each is called, in the order given.
-func WithEnd(end func(retry.End)) Option {
-	return Option{func(c config) config { c.end = append(c.end, end); return c }}
+// d must be positive.
+func WithAttemptTimeout(d time.Duration) retry.Option {
+	return option("WithAttemptTimeout", func(c *config) {
+		if d <= 0 {
+			c.refuse("WithAttemptTimeout", "must be positive, got "+d.String())
+		}
+		c.attemptTimeout = d
+	})
 }
 
 // Attempt returns which attempt of a request ctx is the context of, from
@@ -239,83 +207,70 @@ func Attempt(ctx context.Context) int {
 type attemptKey struct{}
 
 // NewTransport returns a Transport that sends requests through base (nil:
-// [http.DefaultTransport]) and retries them under s. It returns the
-// strategy's *retrypolicy.ValidationError when s is invalid, and an error
-// naming the option when an option is.
-func NewTransport(base http.RoundTripper, s retrypolicy.Strategy, opts ...Option) (*Transport, error) {
+// [http.DefaultTransport]) and retries them under s. It takes the loop's
+// options (retry.WithBudget, retry.WithObserver, retry.WithEnd,
+// retry.WithWaitLimit, retry.WithFullJitter, retry.WithNestedRetries, ...,
+// and otelretry's) beside its own (WithClassifier, WithAttemptTimeout,
+// WithoutServerSignals, WithHostBudgets). It returns the strategy's
+// *retrypolicy.ValidationError when s is invalid, and an error naming the
+// option when an option is invalid, is another adapter's, or conflicts
+// with another (naming both).
+func NewTransport(base http.RoundTripper, s retrypolicy.Strategy, opts ...retry.Option) (*Transport, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
 	var c config
-	for _, o := range opts {
-		if o.set != nil {
-			c = o.set(c)
-		}
+	loopOpts, err := retry.ApplyAdapterOptions(&c, opts)
+	if err != nil {
+		return nil, errors.New("retryhttp: " + err.Error())
 	}
-	if err := c.check(); err != nil {
+	if err := c.check(loopOpts); err != nil {
 		return nil, err
 	}
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	t := &Transport{base: base, strategy: s, transient: c.transient, attemptTimeout: c.attemptTimeout, observe: c.observe, signals: !c.noSignals}
+	t := &Transport{base: base, transient: c.transient, attemptTimeout: c.attemptTimeout, signals: !c.noSignals}
+	t.started = slices.ContainsFunc(loopOpts, func(o retry.Option) bool { return o.Name() == "retry.WithStart" })
 	if t.transient == nil {
 		t.transient = Transient
 	}
-	t.opts = c.retryOptions(t.onRetry)
+	// The transport's observer drains a retried response before the
+	// caller's observers see the event.
+	loopOpts = append([]retry.Option{retry.WithObserver(t.onRetry)}, loopOpts...)
+	if t.loop, err = retry.New[*http.Response](s, loopOpts...); err != nil {
+		return nil, errors.New("retryhttp: " + err.Error())
+	}
 	if c.hostBudget != nil {
-		t.hosts = &hostBudgets{newBudget: c.hostBudget, shared: t.opts}
+		t.hosts = &hostBudgets{newBudget: c.hostBudget, shared: t.loop}
 	}
 	return t, nil
 }
 
-// check returns the error of the first option that is invalid.
-func (c *config) check() error {
-	switch {
-	case c.afterCap < 0:
-		return errors.New("retryhttp: WithRetryAfterCap: must not be negative, got " + c.afterCap.String())
-	case c.attemptTimeout < 0:
-		return errors.New("retryhttp: WithAttemptTimeout: must not be negative, got " + c.attemptTimeout.String())
-	case c.hostBudget != nil && c.budget != nil:
-		return errors.New("retryhttp: WithBudget and " + c.hostOption + ": choose one")
+// check returns the error of the first option that is invalid, or that
+// conflicts with one of the loop's, loopOpts.
+func (c *config) check(loopOpts []retry.Option) error {
+	if c.err != "" {
+		return errors.New("retryhttp: " + c.err)
 	}
-	if c.hostBudget != nil {
-		if _, err := c.hostBudget(); err != nil {
-			return errors.New("retryhttp: " + c.hostOption + ": " + err.Error())
+	if c.hostBudget == nil {
+		return nil
+	}
+	for _, o := range loopOpts {
+		if o.Name() == "retry.WithBudget" || o.Name() == "retry.WithoutBudget" {
+			return errors.New("retryhttp: retryhttp.WithHostBudgets and " + o.Name() + ": choose one")
 		}
 	}
 	return nil
-}
-
-// retryOptions are the options of every request's Retry loop: onRetry
-// observes each retry, and the options c sets follow.
-func (c *config) retryOptions(onRetry func(retry.Event)) []retry.Option {
-	opts := []retry.Option{retry.WithObserver(onRetry)}
-	for _, end := range c.end {
-		opts = append(opts, retry.WithEnd(end))
-	}
-	if c.afterCap > 0 {
-		opts = append(opts, retry.WithAfterCap(c.afterCap))
-	}
-	if c.fullJitter {
-		opts = append(opts, retry.WithFullJitter())
-	}
-	if c.budget != nil {
-		opts = append(opts, retry.WithBudget(c.budget))
-	}
-	if c.nested {
-		opts = append(opts, retry.WithNestedRetries())
-	}
-	return opts
 }
 
 // RoundTrip sends req, and again while its outcome is transient, the
 // request is safe to send again and the strategy retries; see the package
 // doc for what it returns. It closes req's body, as a RoundTripper must.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	opts := t.opts
+	loop := t.loop
 	if t.hosts != nil {
-		opts = t.hosts.options(req.URL.Host)
+		loop = t.hosts.loop(req.URL.Host)
 	}
 	c := call{t: t, req: req, resend: replayable(req)}
 	ctx := req.Context()
@@ -338,7 +293,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 		}()
 	}
-	resp, err := retry.Do(ctx, t.strategy, c.attempt, opts...)
+	resp, err := loop.Do(ctx, c.attempt)
 	if err == nil {
 		return resp, nil
 	}
@@ -366,18 +321,16 @@ func (t *Transport) CloseIdleConnections() {
 	}
 }
 
-// onRetry drains a retried response, then calls the caller's observer.
+// onRetry drains a retried response, before the caller's observers see
+// the retry.
 func (t *Transport) onRetry(e retry.Event) {
 	if se, ok := errors.AsType[*StatusError](e.Err); ok { // no target to escape
 		se.discard()
 	}
-	for _, observe := range t.observe {
-		observe(e)
-	}
 }
 
 // StatusError is a retryable status as [retry.Do] sees it: the
-// Err of the events [WithObserver] observes, and of a GiveUpError whose
+// Err of the events [retry.WithObserver] observes, and of a GiveUpError whose
 // request's context ended.
 type StatusError struct {
 	// StatusCode is the response's status code.
@@ -471,7 +424,7 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	if c.canceled() {
 		return nil, errRequestCanceled
 	}
-	req, err := c.next()
+	req, err := c.next(ctx)
 	if err != nil {
 		return nil, retry.Permanent(err)
 	}
@@ -553,12 +506,15 @@ func (c *call) failed(ctx context.Context, resp *http.Response, err error, timer
 }
 
 // next returns the request for the next attempt.
-func (c *call) next() (*http.Request, error) {
+func (c *call) next(ctx context.Context) (*http.Request, error) {
 	c.sent++
 	if c.sent == 1 {
+		if c.t.started {
+			return c.req.WithContext(retry.CallContext(ctx)), nil // the call's values: a span a start hook opened
+		}
 		return c.req, nil
 	}
-	r := c.req.WithContext(context.WithValue(c.req.Context(), attemptKey{}, c.sent)) // a shallow copy, as a transport's own retry makes
+	r := c.req.WithContext(context.WithValue(retry.CallContext(ctx), attemptKey{}, c.sent)) // a shallow copy, as a transport's own retry makes
 	if c.req.Body == nil || c.req.Body == http.NoBody {
 		return r, nil
 	}
@@ -668,26 +624,27 @@ func hasValue(values []string) bool {
 	return false
 }
 
-// hostBudgets are WithHostBudgets' budgets, by host.
+// hostBudgets are WithHostBudgets' budgets, by host: a loop each, the
+// transport's with the host's budget.
 type hostBudgets struct {
 	newBudget func() (*retry.Budget, error) // checked by NewTransport
-	shared    []retry.Option                // the transport's options, without a budget
-	byHost    sync.Map                      // host → []retry.Option
+	shared    *retry.Loop[*http.Response]   // the transport's, without a budget
+	byHost    sync.Map                      // host → *retry.Loop[*http.Response]
 	n         atomic.Int64
 	mu        sync.Mutex
-	overflow  []retry.Option
+	overflow  *retry.Loop[*http.Response]
 }
 
-// options returns the options of host's requests: the transport's, with
-// host's budget.
-func (h *hostBudgets) options(host string) []retry.Option {
-	if o, ok := h.byHost.Load(host); ok {
-		return o.([]retry.Option)
+// loop returns the loop of host's requests: the transport's, with host's
+// budget.
+func (h *hostBudgets) loop(host string) *retry.Loop[*http.Response] {
+	if l, ok := h.byHost.Load(host); ok {
+		return l.(*retry.Loop[*http.Response])
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if o, ok := h.byHost.Load(host); ok {
-		return o.([]retry.Option)
+	if l, ok := h.byHost.Load(host); ok {
+		return l.(*retry.Loop[*http.Response])
 	}
 	if h.n.Load() >= MaxHosts {
 		if h.overflow == nil {
@@ -695,14 +652,22 @@ func (h *hostBudgets) options(host string) []retry.Option {
 		}
 		return h.overflow
 	}
-	o := h.with()
-	h.byHost.Store(host, o)
+	l := h.with()
+	h.byHost.Store(host, l)
 	h.n.Add(1)
-	return o
+	return l
 }
 
-// with returns the shared options and a new budget.
-func (h *hostBudgets) with() []retry.Option {
-	b, _ := h.newBudget() // checked by NewTransport
-	return append(h.shared[:len(h.shared):len(h.shared)], retry.WithBudget(b))
+// with returns the shared loop with a new budget; the shared loop itself
+// when newBudget, which made one when NewTransport checked it, makes none.
+func (h *hostBudgets) with() *retry.Loop[*http.Response] {
+	b, err := h.newBudget()
+	if err != nil || b == nil {
+		return h.shared
+	}
+	l, err := h.shared.With(retry.WithBudget(b)) // the shared loop names no budget: NewTransport checked
+	if err != nil {
+		return h.shared
+	}
+	return l
 }

@@ -107,7 +107,7 @@ func TestScriptedFailures(t *testing.T) {
 	for _, c := range []struct {
 		name     string
 		steps    func() []step // made inside the bubble, for its clock
-		opts     []retryhttp.Option
+		opts     []retry.Option
 		attempts int
 		took     time.Duration
 		status   int
@@ -124,7 +124,7 @@ func TestScriptedFailures(t *testing.T) {
 		// Beyond the limit a server's wait is not cut short (until it was, a
 		// retry came after 10 s and an hour): the 429 is the answer.
 		{name: "429 asking a day, beyond a cap of 10 s", steps: func() []step { return []step{status(429, "Retry-After", "86400"), status(200)} },
-			opts:     []retryhttp.Option{retryhttp.WithRetryAfterCap(10 * time.Second)},
+			opts:     []retry.Option{retry.WithWaitLimit(10 * time.Second)},
 			attempts: 1, took: 0, status: 429, body: "429 1"},
 		// A fixed backoff's longest delay is its delay: the default limit of
 		// a fixed 100 ms is a minute (until it was an hour, the transport
@@ -152,7 +152,7 @@ func TestScriptedFailures(t *testing.T) {
 				case <-r.Context().Done():
 				}
 			}, status(200)}
-		}, opts: []retryhttp.Option{retryhttp.WithAttemptTimeout(2 * time.Second)},
+		}, opts: []retry.Option{retryhttp.WithAttemptTimeout(2 * time.Second)},
 			attempts: 2, took: 2*time.Second + 100*time.Millisecond, status: 200, body: "200 2"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -354,7 +354,7 @@ func TestGivingUp(t *testing.T) {
 			p := newPipeServer(t, s)
 			budget, err := retry.NewBudget(0, 2)
 			require.NoError(t, err)
-			tr, err := retryhttp.NewTransport(p.Transport, fixed100ms, retryhttp.WithBudget(budget))
+			tr, err := retryhttp.NewTransport(p.Transport, fixed100ms, retry.WithBudget(budget))
 			require.NoError(t, err)
 			code, body, err := do(t, tr, get(t, p.URL))
 			require.NoError(t, err)
@@ -398,8 +398,8 @@ func TestObserverAndHostBudgets(t *testing.T) {
 		s := &scripted{steps: []step{status(503)}}
 		p := newPipeServer(t, s)
 		var seen []string
-		tr, err := retryhttp.NewTransport(p.Transport, fixed100ms, retryhttp.WithHostBudgets(0, 1),
-			retryhttp.WithObserver(func(e retry.Event) {
+		tr, err := retryhttp.NewTransport(p.Transport, fixed100ms, retryhttp.WithHostBudgets(func() (*retry.Budget, error) { return retry.NewBudget(0, 1) }),
+			retry.WithObserver(func(e retry.Event) {
 				var se *retryhttp.StatusError
 				require.ErrorAs(t, e.Err, &se)
 				seen = append(seen, fmt.Sprintf("%s after failure %d: wait %v", se, e.Failures, e.Wait))
@@ -426,7 +426,7 @@ func TestHostWindowBudgets(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := &scripted{steps: []step{status(503)}}
 		p := newPipeServer(t, s)
-		tr, err := retryhttp.NewTransport(p.Transport, fixed100ms, retryhttp.WithHostWindowBudgets(0, 10*time.Second, 1))
+		tr, err := retryhttp.NewTransport(p.Transport, fixed100ms, retryhttp.WithHostBudgets(func() (*retry.Budget, error) { return retry.NewWindowBudget(0, 10*time.Second, 1) }))
 		require.NoError(t, err)
 		attempts := func(host string) int {
 			before := s.attempts()
@@ -450,15 +450,23 @@ func TestNewTransportRefuses(t *testing.T) {
 	assert.ErrorIs(t, err, retrypolicy.ErrInvalid)
 	budget, _ := retry.NewBudget(0.1, 10)
 	for _, c := range []struct {
-		opt  []retryhttp.Option
+		opt  []retry.Option
 		want string
 	}{
-		{[]retryhttp.Option{retryhttp.WithRetryAfterCap(-time.Second)}, "retryhttp: WithRetryAfterCap: must not be negative, got -1s"},
-		{[]retryhttp.Option{retryhttp.WithAttemptTimeout(-time.Second)}, "retryhttp: WithAttemptTimeout: must not be negative, got -1s"},
-		{[]retryhttp.Option{retryhttp.WithBudget(budget), retryhttp.WithHostBudgets(0.1, 10)}, "retryhttp: WithBudget and WithHostBudgets: choose one"},
-		{[]retryhttp.Option{retryhttp.WithHostBudgets(-1, 10)}, "retryhttp: WithHostBudgets: retrypolicy: NewBudget: ratio must be between 0 and 1000, got -1"},
-		{[]retryhttp.Option{retryhttp.WithBudget(budget), retryhttp.WithHostWindowBudgets(20, 10*time.Second, 100)}, "retryhttp: WithBudget and WithHostWindowBudgets: choose one"},
-		{[]retryhttp.Option{retryhttp.WithHostWindowBudgets(20, 0, 100)}, "retryhttp: WithHostWindowBudgets: retrypolicy: NewWindowBudget: interval must be between 1ms and 1h, got 0s"},
+		{[]retry.Option{retry.WithWaitLimit(-time.Second)}, "retryhttp: retry.WithWaitLimit: must be positive, got -1s"},
+		{[]retry.Option{retryhttp.WithAttemptTimeout(-time.Second)}, "retryhttp: retryhttp.WithAttemptTimeout: must be positive, got -1s"},
+		{[]retry.Option{retryhttp.WithClassifier(nil)}, "retryhttp: retryhttp.WithClassifier: the function is nil"},
+		{[]retry.Option{retry.WithBudget(budget), retryhttp.WithHostBudgets(func() (*retry.Budget, error) { return retry.NewBudget(0.1, 10) })},
+			"retryhttp: retryhttp.WithHostBudgets and retry.WithBudget: choose one"},
+		{[]retry.Option{retryhttp.WithHostBudgets(func() (*retry.Budget, error) { return retry.NewBudget(0.1, 10) }), retry.WithoutBudget()},
+			"retryhttp: retryhttp.WithHostBudgets and retry.WithoutBudget: choose one"},
+		{[]retry.Option{retry.WithBudget(budget), retry.WithoutBudget()}, "retryhttp: retry.WithBudget and retry.WithoutBudget: choose one"},
+		{[]retry.Option{retryhttp.WithHostBudgets(func() (*retry.Budget, error) { return retry.NewBudget(-1, 10) })},
+			"retryhttp: retryhttp.WithHostBudgets: retrypolicy: NewBudget: ratio must be between 0 and 1000, got -1"},
+		{[]retry.Option{retryhttp.WithHostBudgets(func() (*retry.Budget, error) { return retry.NewWindowBudget(20, 0, 100) })},
+			"retryhttp: retryhttp.WithHostBudgets: retrypolicy: NewWindowBudget: interval must be between 1ms and 1h, got 0s"},
+		{[]retry.Option{retryhttp.WithHostBudgets(func() (*retry.Budget, error) { return nil, nil })}, "retryhttp: retryhttp.WithHostBudgets: the function made no budget"},
+		{[]retry.Option{retry.AdapterOption("othermod.WithThing", func(*struct{}) {})}, "retryhttp: othermod.WithThing is an option of othermod, not of this one"},
 	} {
 		_, err := retryhttp.NewTransport(nil, fixed100ms, c.opt...)
 		assert.EqualError(t, err, c.want)
@@ -487,7 +495,7 @@ func TestOnLoopback(t *testing.T) {
 		defer srv.Close()
 		var errs []error
 		tr, err := retryhttp.NewTransport(srv.Client().Transport, quick,
-			retryhttp.WithObserver(func(e retry.Event) { errs = append(errs, e.Err) }))
+			retry.WithObserver(func(e retry.Event) { errs = append(errs, e.Err) }))
 		require.NoError(t, err)
 		code, _, err := do(t, tr, get(t, srv.URL))
 		require.NoError(t, err)
@@ -577,7 +585,7 @@ func TestSharedBudgetUnderConcurrency(t *testing.T) {
 		p := newPipeServer(t, s)
 		budget, err := retry.NewBudget(0.1, 5)
 		require.NoError(t, err)
-		tr, err := retryhttp.NewTransport(p.Transport, fixed100ms, retryhttp.WithBudget(budget))
+		tr, err := retryhttp.NewTransport(p.Transport, fixed100ms, retry.WithBudget(budget))
 		require.NoError(t, err)
 		const goroutines, each = 20, 10
 		var wg sync.WaitGroup
@@ -607,7 +615,7 @@ func TestSharedBudgetUnderConcurrency(t *testing.T) {
 // it sends (1, 2, 3, with or without an attempt timeout); WithEnd says
 // once how the request's retries ended, a give-up on a status included.
 func TestAttemptAndEnd(t *testing.T) {
-	for _, opts := range [][]retryhttp.Option{nil, {retryhttp.WithAttemptTimeout(time.Minute)}} {
+	for _, opts := range [][]retry.Option{nil, {retryhttp.WithAttemptTimeout(time.Minute)}} {
 		synctest.Test(t, func(t *testing.T) {
 			var attempts []int
 			base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
@@ -616,7 +624,7 @@ func TestAttemptAndEnd(t *testing.T) {
 			})
 			var ends []retry.End
 			s := retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 3, Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: time.Second}}
-			tr, err := retryhttp.NewTransport(base, s, append(opts, retryhttp.WithEnd(func(e retry.End) { ends = append(ends, e) }))...)
+			tr, err := retryhttp.NewTransport(base, s, append(opts, retry.WithEnd(func(e retry.End) { ends = append(ends, e) }))...)
 			require.NoError(t, err)
 			resp, err := tr.RoundTrip(get(t, "http://service.test/"))
 			require.NoError(t, err)

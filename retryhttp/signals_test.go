@@ -37,7 +37,7 @@ func TestServerSignals(t *testing.T) {
 	for _, c := range []struct {
 		name     string
 		steps    []step
-		opts     []retryhttp.Option
+		opts     []retry.Option
 		req      func(*testing.T, string) *http.Request
 		attempts int
 		took     time.Duration
@@ -92,13 +92,13 @@ func TestServerSignals(t *testing.T) {
 		{name: "X-Envoy-Overloaded beside X-Should-Retry: true", steps: []step{status(503, "X-Envoy-Overloaded", "1", "X-Should-Retry", "true"), status(200)},
 			attempts: 1, took: 0, status: 503, gaveUp: "not_retryable"},
 		{name: "WithoutServerSignals: Retry-After alone", steps: []step{status(503, "Retry-After-Ms", "1500", "Retry-After", "3", "X-Should-Retry", "false"), status(200)},
-			opts: []retryhttp.Option{retryhttp.WithoutServerSignals()}, attempts: 2, took: 3 * time.Second, status: 200},
+			opts: []retry.Option{retryhttp.WithoutServerSignals()}, attempts: 2, took: 3 * time.Second, status: 200},
 		{name: "WithoutServerSignals: X-Should-Retry: true ignored", steps: []step{status(409, "X-Should-Retry", "true"), status(200)},
-			opts: []retryhttp.Option{retryhttp.WithoutServerSignals()}, attempts: 1, took: 0, status: 409},
+			opts: []retry.Option{retryhttp.WithoutServerSignals()}, attempts: 1, took: 0, status: 409},
 		{name: "WithoutServerSignals: Retry-After still never cut", steps: []step{status(503, "Retry-After", "600"), status(200)},
-			opts: []retryhttp.Option{retryhttp.WithoutServerSignals()}, attempts: 1, took: 0, status: 503, gaveUp: "retry_after_too_long", wait: 600 * time.Second},
+			opts: []retry.Option{retryhttp.WithoutServerSignals()}, attempts: 1, took: 0, status: 503, gaveUp: "retry_after_too_long", wait: 600 * time.Second},
 		{name: "a classifier of one's own: the signals still apply", steps: []step{status(418, "X-Should-Retry", "false"), status(200)},
-			opts:     []retryhttp.Option{retryhttp.WithClassifier(func(resp *http.Response, err error) bool { return resp != nil && resp.StatusCode == 418 })},
+			opts:     []retry.Option{retryhttp.WithClassifier(func(resp *http.Response, err error) bool { return resp != nil && resp.StatusCode == 418 })},
 			attempts: 1, took: 0, status: 418, gaveUp: "not_retryable"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -106,7 +106,7 @@ func TestServerSignals(t *testing.T) {
 				s := &scripted{steps: c.steps}
 				p := newPipeServer(t, s)
 				var ends []retry.End
-				opts := append([]retryhttp.Option{retryhttp.WithEnd(func(e retry.End) { ends = append(ends, e) })}, c.opts...)
+				opts := append([]retry.Option{retry.WithEnd(func(e retry.End) { ends = append(ends, e) })}, c.opts...)
 				tr, err := retryhttp.NewTransport(p.Transport, brisk, opts...)
 				require.NoError(t, err)
 				req := get(t, p.URL)

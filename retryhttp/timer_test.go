@@ -33,7 +33,7 @@ func TestDiscardedResponseStopsItsTimer(t *testing.T) {
 		})
 		var retried []*StatusError
 		s := retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped, Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: time.Millisecond}}
-		tr, err := NewTransport(base, s, WithAttemptTimeout(time.Hour), WithObserver(func(e retry.Event) {
+		tr, err := NewTransport(base, s, WithAttemptTimeout(time.Hour), retry.WithObserver(func(e retry.Event) {
 			var se *StatusError
 			if errors.As(e.Err, &se) {
 				retried = append(retried, se)

@@ -133,8 +133,7 @@ func main() {
 		panic(err)
 	}
 	method := "/inventory.Stock/Get"
-	retrying, err := retrygrpc.UnaryClientInterceptor(retrypolicy.Default(), retrygrpc.WithSafeMethods(method),
-		retrygrpc.WithRetryOptions(in.Options("grpc", method)...))
+	retrying, err := retrygrpc.UnaryClientInterceptor(retrypolicy.Default(), append(in.Options("grpc", ""), retrygrpc.WithSafeMethods(method))...)
 	fmt.Println(err == nil && grpc.WithUnaryInterceptor(retrying) != nil, retrygrpc.RetriedBelowTrailer)
 }
 `,

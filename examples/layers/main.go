@@ -28,6 +28,7 @@ import (
 
 	"github.com/retrypolicy/retrypolicy"
 	"github.com/retrypolicy/retrypolicy/fleet"
+	"github.com/retrypolicy/retrypolicy/retry"
 	"github.com/retrypolicy/retrypolicy/retryhttp"
 )
 
@@ -102,9 +103,9 @@ type network interface {
 // client, each hop a retryhttp transport, with the rule or without.
 func runChain(net network, s settings, rule bool) (outcome, error) {
 	defer net.close()
-	var opts []retryhttp.Option
+	var opts []retry.Option
 	if !rule {
-		opts = append(opts, retryhttp.WithNestedRetries())
+		opts = append(opts, retry.WithNestedRetries())
 	}
 	start := time.Now()
 	var bottom atomic.Int64

@@ -53,7 +53,7 @@ var strategy = retrypolicy.Strategy{
 // transport retries over the given one: one that succeeds after retries,
 // one that fails for good at once.
 func run(ctx context.Context, base string, transport http.RoundTripper, out io.Writer) error {
-	t, err := retryhttp.NewTransport(transport, strategy, retryhttp.WithObserver(func(e retry.Event) {
+	t, err := retryhttp.NewTransport(transport, strategy, retry.WithObserver(func(e retry.Event) {
 		fmt.Fprintf(out, "  failure %d: %v; %d in the window; waiting %v (%s)\n", e.Failures, e.Err, e.Decision.InWindow, e.Wait, why(e))
 	}))
 	if err != nil {

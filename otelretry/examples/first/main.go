@@ -17,6 +17,7 @@ import (
 
 	"github.com/retrypolicy/retrypolicy"
 	"github.com/retrypolicy/retrypolicy/otelretry"
+	"github.com/retrypolicy/retrypolicy/retry"
 )
 
 func main() {
@@ -37,13 +38,13 @@ func run(ctx context.Context, out io.Writer) error {
 	strategy := retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 5,
 		Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: 10 * time.Millisecond}}
 	calls := 0
-	report, err := otelretry.Retry(ctx, in.Op("render-report"), strategy, func(context.Context) (string, error) {
+	report, err := retry.Do(ctx, strategy, func(context.Context) (string, error) {
 		calls++
 		if calls < 3 {
 			return "", errors.New("renderer busy")
 		}
 		return "report", nil
-	})
+	}, in.Options("retry", "render-report")...)
 	if err != nil {
 		return err
 	}

@@ -81,16 +81,16 @@ func run(ctx context.Context, out io.Writer) error {
 func workload(ctx context.Context, in *otelretry.Instruments, budget *retry.Budget) error {
 	for range 5 {
 		calls := 0
-		if _, err := otelretry.Retry(ctx, in.Op("render"), strategy, func(context.Context) (int, error) {
+		if _, err := retry.Do(ctx, strategy, func(context.Context) (int, error) {
 			if calls++; calls <= 2 {
 				return 0, errors.New("renderer busy")
 			}
 			return calls, nil
-		}, retry.WithBudget(budget)); err != nil {
+		}, append(in.Options("retry", "render"), retry.WithBudget(budget))...); err != nil {
 			return err
 		}
 	}
-	_, err := otelretry.Retry(ctx, in.Op("render"), strategy, func(context.Context) (int, error) { return 0, errors.New("renderer down") })
+	_, err := retry.Do(ctx, strategy, func(context.Context) (int, error) { return 0, errors.New("renderer down") }, in.Options("retry", "render")...)
 	var gu *retry.GiveUpError
 	if !errors.As(err, &gu) {
 		return fmt.Errorf("the failing operation did not give up: %v", err)
@@ -104,7 +104,7 @@ func workload(ctx context.Context, in *otelretry.Instruments, budget *retry.Budg
 		io.WriteString(w, "ok")
 	}))
 	defer srv.Close()
-	tr, err := retryhttp.NewTransport(&markRetries{next: srv.Client().Transport}, strategy, in.HTTPOptions("fetch")...)
+	tr, err := retryhttp.NewTransport(&markRetries{next: srv.Client().Transport}, strategy, in.Options("http", "fetch")...)
 	if err != nil {
 		return err
 	}

@@ -35,6 +35,7 @@ import (
 
 	"github.com/retrypolicy/retrypolicy"
 	"github.com/retrypolicy/retrypolicy/fleet"
+	"github.com/retrypolicy/retrypolicy/retry"
 	"github.com/retrypolicy/retrypolicy/retrygrpc"
 )
 
@@ -143,25 +144,24 @@ func (c *chain) close() {
 
 // serve serves s on loopback behind the server interceptor, and returns
 // a client of it through a client interceptor of hop; without the rule,
-// both take WithNestedRetries.
+// the client takes retry.WithNestedRetries and the server WithoutMark.
 func (c *chain) serve(s *service, rule bool) (grpc_health_v1.HealthClient, error) {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	var nested []retrygrpc.Option
+	opts := []retry.Option{retrygrpc.WithSafeMethods(check)}
+	var marks []retrygrpc.ServerOption
 	if !rule {
-		nested = append(nested, retrygrpc.WithNestedRetries())
+		opts = append(opts, retry.WithNestedRetries())
+		marks = append(marks, retrygrpc.WithoutMark())
 	}
-	marking, err := retrygrpc.UnaryServerInterceptor(nested...)
-	if err != nil {
-		return nil, err
-	}
+	marking := retrygrpc.UnaryServerInterceptor(marks...)
 	srv := grpc.NewServer(grpc.UnaryInterceptor(marking))
 	grpc_health_v1.RegisterHealthServer(srv, s)
 	c.servers = append(c.servers, srv)
 	go func() { _ = srv.Serve(lis) }()
-	retrying, err := retrygrpc.UnaryClientInterceptor(hop, append(nested, retrygrpc.WithSafeMethods(check))...)
+	retrying, err := retrygrpc.UnaryClientInterceptor(hop, opts...)
 	if err != nil {
 		return nil, err
 	}
