@@ -3,10 +3,10 @@ package retry
 import (
 	"errors"
 	"math"
-	"strconv"
 	"sync/atomic"
 	"time"
 
+	"github.com/retrypolicy/retrypolicy/internal/budgetrange"
 	"github.com/retrypolicy/retrypolicy/internal/slots"
 )
 
@@ -41,11 +41,8 @@ const microToken = 1_000_000
 // a retry for every ten calls) and burst retries beyond that. ratio must
 // be in [0, 1000] and burst in [1, 1e9].
 func NewBudget(ratio float64, burst int) (*Budget, error) {
-	switch {
-	case !(ratio >= 0 && ratio <= 1000):
-		return nil, errors.New("retrypolicy: NewBudget: ratio must be between 0 and 1000, got " + strconv.FormatFloat(ratio, 'g', -1, 64))
-	case burst < 1 || burst > 1e9:
-		return nil, errors.New("retrypolicy: NewBudget: burst must be between 1 and 1000000000, got " + strconv.Itoa(burst))
+	if p := budgetrange.Token(ratio, burst); len(p) > 0 {
+		return nil, errors.New("retrypolicy: NewBudget: " + p[0].Arg + " " + p[0].Rule)
 	}
 	b := &Budget{ratio: int64(math.Floor(ratio * microToken)), burst: int64(burst) * microToken}
 	b.tokens.Store(b.burst)

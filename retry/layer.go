@@ -2,6 +2,7 @@ package retry
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -23,14 +24,30 @@ type layerKey struct{}
 // deferKey is the context key of a durable layer's defer threshold.
 type deferKey struct{}
 
-// attemptCtx is the context a layer hands each attempt of its operation.
-// One serves every attempt of a call: its state counts the attempts
-// (generation), and says whether the current one runs and whether a layer
-// below reported to it, so that a report made after its attempt returned
-// (by a goroutine left behind) counts for none.
+// attemptCtx is the context a layer hands one attempt of its operation.
+// Each attempt has its own, so that a report made through it after the
+// attempt returned (by a goroutine left behind) counts for none; and it
+// is cancelled as the attempt returns, as net/http cancels a request's
+// when its handler returns, so that what the attempt left waiting on it
+// ends. Work an attempt hands on that must outlive it (a response body to
+// read, a stream to go on) runs under CallContext. It is one object until someone asks for
+// its Done channel: then it makes a cancellable context under the call's,
+// which answers Done, Err and Value from then on, so that a context
+// derived from the attempt's (under a value, too) is cancelled with it as
+// the context package cancels its own, without a goroutine.
 type attemptCtx struct {
+	context.Context               // the call's
+	state           atomic.Uint32 // running | reported
+
+	mu    sync.Mutex
+	ended bool                        // the attempt was cancelled
+	inner atomic.Pointer[cancellable] // made by the first Done
+}
+
+// cancellable is an attempt's context once something waits on it.
+type cancellable struct {
 	context.Context
-	state atomic.Uint64 // generation<<2 | running<<1 | reported
+	cancel context.CancelCauseFunc
 }
 
 const (
@@ -38,43 +55,80 @@ const (
 	runningBit  = 2
 )
 
-// Value returns the attempt itself for layerKey, and asks the parent
-// context for any other key.
+// newAttempt returns a running attempt of the call whose context is ctx.
+func newAttempt(ctx context.Context) *attemptCtx {
+	a := &attemptCtx{Context: ctx}
+	a.state.Store(runningBit)
+	return a
+}
+
+// Value returns the attempt itself for layerKey, and asks its cancellable
+// context, or else the call's, for any other key.
 func (a *attemptCtx) Value(key any) any {
 	if key == (layerKey{}) {
 		return a
 	}
+	if c := a.inner.Load(); c != nil {
+		return c.Value(key)
+	}
 	return a.Context.Value(key)
 }
 
-// begin starts the next attempt: a new generation, running, not reported.
-func (a *attemptCtx) begin() {
-	a.state.Store((a.state.Load()>>2+1)<<2 | runningBit)
+// Done returns a channel closed when the attempt is cancelled or the call's
+// context is done.
+func (a *attemptCtx) Done() <-chan struct{} {
+	if c := a.inner.Load(); c != nil {
+		return c.Done()
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	c := a.inner.Load()
+	if c == nil {
+		ctx, cancel := context.WithCancelCause(a.Context)
+		c = &cancellable{ctx, cancel}
+		if a.ended {
+			cancel(context.Canceled)
+		}
+		a.inner.Store(c)
+	}
+	return c.Done()
 }
 
-// end ends the current attempt and reports whether a layer below reported
-// to it.
-func (a *attemptCtx) end() bool {
-	for {
-		old := a.state.Load()
-		if a.state.CompareAndSwap(old, old>>2<<2) {
-			return old&reportedBit != 0
-		}
+// Err returns context.Canceled once the attempt was cancelled, else the
+// call's context's error.
+func (a *attemptCtx) Err() error {
+	if c := a.inner.Load(); c != nil {
+		return c.Err()
+	}
+	a.mu.Lock()
+	ended := a.ended
+	a.mu.Unlock()
+	if ended {
+		return context.Canceled
+	}
+	return a.Context.Err()
+}
+
+// cancel ends the attempt's context.
+func (a *attemptCtx) cancel() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.ended = true
+	if c := a.inner.Load(); c != nil {
+		c.cancel(context.Canceled)
 	}
 }
 
-// current returns the generation of the attempt running, and false when
-// none runs.
-func (a *attemptCtx) current() (uint64, bool) {
-	s := a.state.Load()
-	return s >> 2, s&runningBit != 0
+// end ends the attempt, and reports whether a layer below reported to it.
+func (a *attemptCtx) end() bool {
+	return a.state.Swap(0)&reportedBit != 0
 }
 
-// report marks attempt gen as retried below, if it still runs.
-func (a *attemptCtx) report(gen uint64) {
+// report marks the attempt as retried below, if it still runs.
+func (a *attemptCtx) report() {
 	for {
 		old := a.state.Load()
-		if old>>2 != gen || old&runningBit == 0 || old&reportedBit != 0 {
+		if old&runningBit == 0 || old&reportedBit != 0 {
 			return
 		}
 		if a.state.CompareAndSwap(old, old|reportedBit) {
@@ -83,31 +137,14 @@ func (a *attemptCtx) report(gen uint64) {
 	}
 }
 
-// enclosing is the attempt of the nearest enclosing layer that ctx runs
-// under, as a layer starting under ctx sees it.
-type enclosing struct {
-	a   *attemptCtx
-	gen uint64
-}
-
-// enclosingOf returns the attempt ctx runs under, if any runs.
-func enclosingOf(ctx context.Context) enclosing {
+// enclosingOf returns the attempt ctx runs under, if one runs: the attempt
+// of the nearest enclosing layer, as a layer starting under ctx sees it.
+func enclosingOf(ctx context.Context) *attemptCtx {
 	a, _ := ctx.Value(layerKey{}).(*attemptCtx)
-	if a == nil {
-		return enclosing{}
+	if a == nil || a.state.Load()&runningBit == 0 {
+		return nil
 	}
-	gen, running := a.current()
-	if !running {
-		return enclosing{}
-	}
-	return enclosing{a, gen}
-}
-
-// report reports to the enclosing attempt, if it still runs.
-func (e enclosing) report() {
-	if e.a != nil {
-		e.a.report(e.gen)
-	}
+	return a
 }
 
 // CallContext returns the context of the call that the attempt ctx is an
@@ -128,41 +165,37 @@ func CallContext(ctx context.Context) context.Context {
 // not retried by a synchronous layer of this library. It does nothing for
 // a context that runs under no layer's attempt, or one whose attempt
 // returned.
-func Report(ctx context.Context) { enclosingOf(ctx).report() }
+func Report(ctx context.Context) {
+	if a := enclosingOf(ctx); a != nil {
+		a.report()
+	}
+}
 
 // Attempt is one attempt of a layer that is not a loop of this package,
 // such as an HTTP handler (retryhttp.Handler) or a queue's delivery: the
 // layers that run under its context report to it. Its methods are safe
 // for concurrent use.
-type Attempt struct {
-	ctx *attemptCtx
-	gen uint64
-}
+type Attempt struct{ ctx *attemptCtx }
 
 // StartAttempt returns a context for one attempt of a layer of the
 // caller's, and the attempt, which the caller ends with End when the
 // attempt returns.
 func StartAttempt(ctx context.Context) (context.Context, *Attempt) {
-	a := &attemptCtx{Context: ctx}
-	a.begin()
-	gen, _ := a.current()
-	return a, &Attempt{ctx: a, gen: gen}
+	a := newAttempt(ctx)
+	return a, &Attempt{ctx: a}
 }
 
 // Reported reports whether a layer below has reported to the attempt so
 // far.
-func (a *Attempt) Reported() bool {
-	s := a.ctx.state.Load()
-	return s>>2 == a.gen && s&reportedBit != 0
-}
+func (a *Attempt) Reported() bool { return a.ctx.state.Load()&reportedBit != 0 }
 
-// End ends the attempt: later reports count for nothing. It reports
-// whether a layer below reported to it.
+// End ends the attempt: later reports count for nothing, and its context
+// is cancelled. It reports whether a layer below reported to it, the first
+// time it is called.
 func (a *Attempt) End() bool {
-	if gen, running := a.ctx.current(); !running || gen != a.gen {
-		return false
-	}
-	return a.ctx.end()
+	reported := a.ctx.end()
+	a.ctx.cancel()
+	return reported
 }
 
 // DeferAfter returns a context for the work of a durable layer (a queue's

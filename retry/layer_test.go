@@ -295,8 +295,8 @@ func TestDeferredWaitEndsOnAChainThatHoldsItself(t *testing.T) {
 
 // TestAReportAfterItsAttemptReturnedCountsForNone: an attempt leaves a
 // goroutine behind holding its context; 50 ms later, while the next attempt
-// runs, the goroutine reports through it (Report, or an inner Do that gives
-// up after two calls). Neither marks the running attempt: the loop makes
+// runs, the goroutine reports through it (Report, or an inner Do, which
+// finds that context cancelled). Neither marks the running attempt: the loop makes
 // its 3 attempts and gives up attempts_exhausted. Until each attempt had a
 // context of its own, the loop stopped after 2, retried_below.
 func TestAReportAfterItsAttemptReturnedCountsForNone(t *testing.T) {
@@ -327,9 +327,43 @@ func TestAReportAfterItsAttemptReturnedCountsForNone(t *testing.T) {
 				require.NotNil(t, ge, "%v", err)
 				assert.Equal(t, AttemptsExhausted, ge.Reason)
 				if variant != "Report" {
-					assert.Equal(t, 2, inner, "the inner loop gave up after two calls")
+					assert.Zero(t, inner, "the inner loop runs under the failed attempt's context, cancelled as it returned")
 				}
 			})
 		})
 	}
+}
+
+// TestAnAttemptsContextEndsAsItReturns: a goroutine an attempt left
+// waiting on its context ends as the attempt returns, failed or not (the
+// context is cancelled, context.Canceled, the call's context alive), as
+// net/http cancels a request's context when its handler returns; the
+// call's context (CallContext) lives on. Until attempts were cancelled,
+// such goroutines lived until the caller's context ended.
+func TestAnAttemptsContextEndsAsItReturns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var left []context.Context
+		ended := make(chan error, 3)
+		calls := 0
+		_, err := Do(context.Background(), three, func(ctx context.Context) (int, error) {
+			calls++
+			left = append(left, ctx)
+			go func() { <-ctx.Done(); ended <- ctx.Err() }()
+			if calls < 3 {
+				return 0, errDown
+			}
+			return 1, nil
+		})
+		require.NoError(t, err)
+		synctest.Wait()
+		require.Len(t, ended, 3, "each attempt's goroutine ended")
+		for range 3 {
+			assert.ErrorIs(t, <-ended, context.Canceled)
+		}
+		assert.ErrorIs(t, context.Cause(left[0]), context.Canceled)
+		assert.NoError(t, CallContext(left[2]).Err(), "the call's context lives")
+		_, a := StartAttempt(context.Background())
+		a.End()
+		assert.ErrorIs(t, a.ctx.Err(), context.Canceled, "an attempt a layer of the caller's started ends with End")
+	})
 }

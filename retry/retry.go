@@ -101,7 +101,9 @@ func call[T any](ctx context.Context, s *retrypolicy.Strategy, cfg *config, op f
 	gaveUp, _ := err.(*GiveUpError)
 	if gaveUp != nil && (cfg.calls > 1 || !cfg.quiet && (gaveUp.Reason == RetriedBelow || gaveUp.Reason == Deferred || gaveUp.Reason == BudgetExhausted)) {
 		gaveUp.reported = true
-		up.report()
+		if up != nil {
+			up.report()
+		}
 	}
 	if cfg.end != nil {
 		cfg.end(End{Attempts: cfg.calls, GaveUp: gaveUp, Took: time.Since(begin), Context: ctx})
@@ -127,7 +129,6 @@ func loop[T any](ctx context.Context, s *retrypolicy.Strategy, cfg *config, op f
 	}
 	var h *retrypolicy.History
 	var timer *time.Timer
-	attempt := &attemptCtx{Context: ctx} // the first call's
 	defer func() {
 		if timer != nil {
 			timer.Stop()
@@ -143,15 +144,15 @@ func loop[T any](ctx context.Context, s *retrypolicy.Strategy, cfg *config, op f
 		var start time.Time
 		if failures > 1 {
 			start = time.Now()
-			// A retry's attempt is a context of its own, so that a report
-			// made through an earlier one after it returned (a goroutine
-			// left behind) counts for none.
-			attempt = &attemptCtx{Context: ctx}
 		}
+		// Each attempt is a context of its own, so that a report made
+		// through an earlier one after it returned (a goroutine left
+		// behind) counts for none.
+		attempt := newAttempt(ctx)
 		cfg.calls++
-		attempt.begin()
 		v, opErr := op(attempt)
 		below := attempt.end()
+		attempt.cancel() // what the attempt left waiting on its context ends
 		if opErr == nil {
 			return v, nil
 		}

@@ -156,6 +156,12 @@ func (u *unaryCall) attempt(actx context.Context) (struct{}, error) {
 // stream's first message's is a timer, which stops once the message
 // arrives, the stream going on under the call's deadline.
 func (c *client) attemptContext(actx context.Context, n int, stream bool) (context.Context, attemptTimer) {
+	if stream {
+		// The stream goes on past the attempt that delivered its first
+		// message, whose context the loop cancels as it returns: it runs
+		// under the call's, and a context of its own ends it when given up.
+		actx = retry.CallContext(actx)
+	}
 	if n > 1 {
 		actx = metadata.AppendToOutgoingContext(actx, PreviousAttemptsHeader, strconv.Itoa(n-1))
 	}

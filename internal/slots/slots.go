@@ -7,9 +7,10 @@ package slots
 
 import (
 	"errors"
+
+	"github.com/retrypolicy/retrypolicy/internal/budgetrange"
 	"math"
 	"math/bits"
-	"strconv"
 	"sync"
 	"time"
 )
@@ -44,13 +45,8 @@ type Window struct {
 // calls as retries, and at least minRetries (0 to 1e9). An argument out of
 // range is an error naming it, prefixed with fn.
 func New(fn string, percent float64, interval time.Duration, minRetries int) (*Window, error) {
-	switch {
-	case !(percent >= 0 && percent <= 100):
-		return nil, errors.New(fn + ": percent must be between 0 and 100, got " + strconv.FormatFloat(percent, 'g', -1, 64))
-	case interval < time.Millisecond || interval > time.Hour:
-		return nil, errors.New(fn + ": interval must be between 1ms and 1h, got " + interval.String())
-	case minRetries < 0 || minRetries > 1e9:
-		return nil, errors.New(fn + ": minRetries must be between 0 and 1000000000, got " + strconv.Itoa(minRetries))
+	if p := budgetrange.Window(percent, interval, minRetries); len(p) > 0 {
+		return nil, errors.New(fn + ": " + p[0].Arg + " " + p[0].Rule)
 	}
 	return &Window{width: interval / N, percent: uint64(math.Floor(percent * microPercent)), least: int64(minRetries)}, nil
 }

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/retrypolicy/retrypolicy"
 	"github.com/retrypolicy/retrypolicy/fleet"
+	"github.com/retrypolicy/retrypolicy/internal/budgetrange"
 	"github.com/retrypolicy/retrypolicy/internal/echo"
 	"github.com/retrypolicy/retrypolicy/internal/say"
 )
@@ -216,20 +216,12 @@ func (o *SimulateOptions) Budgeted(chains []fleet.Chain) []fleet.Chain {
 // checkBudgets returns the budget options out of range.
 func (o *SimulateOptions) checkBudgets() []Option {
 	var errs []Option
-	if !(o.BudgetRatio >= 0 && o.BudgetRatio <= 1000) {
-		errs = append(errs, Option{"budget-ratio", "must be between 0 and 1000, got " + strconv.FormatFloat(o.BudgetRatio, 'g', -1, 64)})
-	}
-	if o.BudgetBurst < 1 || o.BudgetBurst > 1e9 {
-		errs = append(errs, Option{"budget-burst", fmt.Sprintf("must be between 1 and 1000000000, got %d", o.BudgetBurst)})
-	}
-	if !(o.BudgetPercent >= 0 && o.BudgetPercent <= 100) {
-		errs = append(errs, Option{"budget-percent", "must be between 0 and 100, got " + strconv.FormatFloat(o.BudgetPercent, 'g', -1, 64)})
-	}
-	if o.BudgetInterval < Duration(time.Millisecond) || o.BudgetInterval > Duration(time.Hour) {
-		errs = append(errs, Option{"budget-interval", "must be between 1ms and 1h, got " + time.Duration(o.BudgetInterval).String()})
-	}
-	if o.BudgetMinRetries < 0 || o.BudgetMinRetries > 1e9 {
-		errs = append(errs, Option{"budget-min-retries", fmt.Sprintf("must be between 0 and 1000000000, got %d", o.BudgetMinRetries)})
+	// The flags' names for budgetrange's arguments.
+	flags := map[string]string{"ratio": "budget-ratio", "burst": "budget-burst", "percent": "budget-percent",
+		"interval": "budget-interval", "minRetries": "budget-min-retries"}
+	for _, p := range append(budgetrange.Token(o.BudgetRatio, int(o.BudgetBurst)),
+		budgetrange.Window(o.BudgetPercent, time.Duration(o.BudgetInterval), int(o.BudgetMinRetries))...) {
+		errs = append(errs, Option{flags[p.Arg], p.Rule})
 	}
 	if o.BudgetMinInterval < Duration(time.Millisecond) {
 		errs = append(errs, Option{"budget-min-interval", "must be at least 1ms, got " + time.Duration(o.BudgetMinInterval).String()})
