@@ -1,0 +1,142 @@
+package whatif
+
+import (
+	"context"
+	"flag"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/fleet"
+)
+
+// parse defines o's flags on a new flag set and parses args.
+func parse(t *testing.T, define func(*flag.FlagSet), args ...string) error {
+	t.Helper()
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	define(fs)
+	return fs.Parse(args)
+}
+
+// TestFlagValues: seconds or a Go duration, whole numbers, and what each
+// refuses.
+func TestFlagValues(t *testing.T) {
+	var s Seconds
+	require.NoError(t, s.Set("1.5"))
+	assert.Equal(t, Seconds(1500*time.Millisecond), s)
+	require.NoError(t, s.Set("1m30s"))
+	assert.Equal(t, "1m30s", s.String())
+	assert.EqualError(t, s.Set("2e9"), "must be between 0 and 1e9 seconds")
+	assert.EqualError(t, s.Set("soon"), "must be seconds (90, 1.5) or a duration (1m30s)")
+	assert.Error(t, s.Set("NaN"))
+	var zero Seconds
+	assert.Equal(t, "0", zero.String())
+
+	var d Duration
+	require.NoError(t, d.Set("90"))
+	assert.Equal(t, Duration(90*time.Second), d)
+	assert.EqualError(t, d.Set("-1s"), "must not be negative")
+
+	var n WholeNumber
+	require.NoError(t, n.Set("12"))
+	assert.Equal(t, "12", n.String())
+	assert.EqualError(t, n.Set("1.5"), "must be a whole number")
+}
+
+// TestPlanOptionsDefaultsAndRanges: plan's defaults are in range; each
+// option out of its range is named with its rule.
+func TestPlanOptionsDefaultsAndRanges(t *testing.T) {
+	var o PlanOptions
+	require.NoError(t, parse(t, o.Define))
+	assert.Empty(t, o.Check())
+	assert.Equal(t, WholeNumber(12), o.Count)
+	assert.Equal(t, Duration(time.Minute), o.Tick, "the controller's minute")
+	require.NoError(t, parse(t, o.Define, "-failures", "0", "-tick", "25h", "-uptime", "-1"))
+	assert.Equal(t, []Option{
+		{"tick", "must be from 0 to 24h, got 25h0m0s"},
+		{"uptime", "must be between 0 and 1e9 seconds, got -1s"},
+		{"failures", "must be between 1 and 1000, got 0"},
+	}, o.Check())
+	o = PlanOptions{}
+	require.NoError(t, parse(t, o.Define, "-failures", "3"))
+	steps, report, err := o.Run(context.Background(), retrypolicy.Default())
+	require.NoError(t, err)
+	require.Len(t, steps, 3)
+	assert.Equal(t, 2*time.Minute, steps[2].Failure.Sub(steps[0].Failure), "failures a tick apart")
+	assert.NotEmpty(t, report.Findings)
+}
+
+// TestSimulateOptionsDefaultsAndRanges: simulate's defaults are in range
+// for the command's limits; out of range, each option is named, the
+// budget's flags by their names; an option of another scenario is named
+// with the option that plays its part.
+func TestSimulateOptionsDefaultsAndRanges(t *testing.T) {
+	var o SimulateOptions
+	require.NoError(t, parse(t, o.Define))
+	assert.Empty(t, o.Check(CommandLimits))
+
+	require.NoError(t, parse(t, o.Define, "-scenario", "layers", "-budget-ratio", "-1", "-budget-burst", "0",
+		"-budget-percent", "101", "-budget-interval", "2h", "-budget-min-retries", "-1", "-rate", "0"))
+	assert.Equal(t, []Option{
+		{"rate", "must be between 1 and 100000, got 0"},
+		{"budget-ratio", "must be between 0 and 1000, got -1"},
+		{"budget-burst", "must be between 1 and 1000000000, got 0"},
+		{"budget-percent", "must be between 0 and 100, got 101"},
+		{"budget-interval", "must be between 1ms and 1h, got 2h0m0s"},
+		{"budget-min-retries", "must be between 0 and 1000000000, got -1"},
+	}, o.Check(CommandLimits))
+
+	require.NoError(t, parse(t, o.Define, "-scenario", "contention", "-jobs", "5"))
+	assert.Equal(t, []Option{{"jobs", "only the outage scenario takes it; in the contention scenario, clients plays its part"}}, o.Check(CommandLimits))
+	require.NoError(t, parse(t, o.Define, "-scenario", "storm"))
+	assert.Equal(t, []Option{{"scenario", `must be outage, contention or layers, got "storm"`}}, o.Check(CommandLimits))
+	require.NoError(t, parse(t, o.Define, "-jobs", "2000000", "-outage", "0"))
+	assert.Equal(t, []Option{{"jobs", "must be between 1 and 1000000, got 2000000"}, {"outage", "must be more than 0"}}, o.Check(CommandLimits))
+}
+
+// TestTheWindowedBudgetsMinimum: --budget-min-retries a
+// --budget-min-interval is converted to retries a --budget-interval,
+// rounded down; the layers' budgets are the options given, side by side.
+func TestTheWindowedBudgetsMinimum(t *testing.T) {
+	var o SimulateOptions
+	require.NoError(t, parse(t, o.Define, "-scenario", "layers", "-budget-min-retries", "3", "-budget-min-interval", "4s", "-budget-interval", "10s", "-budget-percent", "20"))
+	assert.Equal(t, 7, o.WindowMinRetries(), "3 every 4 s is 7.5 every 10 s, rounded down")
+	assert.Empty(t, o.Budgeted(nil))
+	base := ChainOf("every layer", []retrypolicy.Strategy{retrypolicy.Default(), retrypolicy.Default()})
+	out := o.Budgeted([]fleet.Chain{base})
+	require.Len(t, out, 1, "a windowed budget only: one chain")
+	assert.Equal(t, "every layer, windowed budget", out[0].Name)
+	assert.Equal(t, 20.0, out[0].Layers[1].BudgetPercent)
+	assert.Equal(t, 7, out[0].Layers[1].BudgetMinRetries)
+	assert.Equal(t, 10*time.Second, out[0].Layers[0].BudgetInterval)
+
+	require.NoError(t, parse(t, o.Define, "-scenario", "layers"))
+	out = o.Budgeted([]fleet.Chain{base})
+	require.Len(t, out, 1, "no budget option: the chain as it is")
+	assert.Equal(t, "every layer", out[0].Name)
+}
+
+// TestDocumentedStrategies: the default and Amp's four, by name, each
+// valid.
+func TestDocumentedStrategies(t *testing.T) {
+	var names []string
+	for _, n := range DocumentedStrategies() {
+		names = append(names, n.Name)
+		assert.NoError(t, n.Strategy.Validate(), n.Name)
+	}
+	assert.Equal(t, []string{"default", "bounded-hour", "bounded-day", "jitter-5m", "none"}, names)
+}
+
+// TestReplayOptions: max-runs within its bound, the tick's range.
+func TestReplayOptions(t *testing.T) {
+	var o ReplayOptions
+	require.NoError(t, parse(t, o.Define))
+	assert.Empty(t, o.Check(int(o.MaxRuns)))
+	require.NoError(t, parse(t, o.Define, "-max-runs", "0", "-tick", "25h"))
+	assert.Equal(t, []Option{{"tick", "must be from 0 to 24h, got 25h0m0s"}, {"max-runs", "must be between 1 and 100, got 0"}}, o.Check(100))
+}
