@@ -95,19 +95,33 @@ func (m *Marks) read(e error) {
 	case *afterError:
 		m.ask(e.wait)
 	case *GiveUpError:
-		m.Below = m.Below || e.reported
-		switch e.Reason {
-		case NotRetryable:
-			m.Permanent = true
-		case RetryAfterTooLong:
-			m.ask(e.Wait)
-		case Deferred:
-			m.Deferred, m.HasDeferred = max(m.Deferred, e.Wait), true
-		}
+		m.gaveUp(e)
+	}
+	m.Canceled = m.Canceled || says(e, context.Canceled) // on this error alone
+	m.DeadlineExceeded = m.DeadlineExceeded || says(e, context.DeadlineExceeded)
+}
+
+// gaveUp adds what a loop's giving up says.
+func (m *Marks) gaveUp(e *GiveUpError) {
+	m.Below = m.Below || e.reported
+	switch e.Reason {
+	case NotRetryable:
+		m.Permanent = true
+	case RetryAfterTooLong:
+		m.ask(e.Wait)
+	case Deferred:
+		m.Deferred, m.HasDeferred = max(m.Deferred, e.Wait), true
+	}
+}
+
+// says reports whether e is target, or says so by its own Is method,
+// without looking at what e wraps.
+func says(e, target error) bool {
+	if e == target {
+		return true
 	}
 	is, ok := e.(interface{ Is(error) bool })
-	m.Canceled = m.Canceled || e == context.Canceled || ok && is.Is(context.Canceled) // on this error alone
-	m.DeadlineExceeded = m.DeadlineExceeded || e == context.DeadlineExceeded || ok && is.Is(context.DeadlineExceeded)
+	return ok && is.Is(target)
 }
 
 // ask records a wait asked.
