@@ -38,7 +38,7 @@ func TestAStreamMadeAgainLosesNoDeadLetter(t *testing.T) {
 	runOnce := func(payload string, dead int) {
 		cctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		p, err := natsretry.New(cctx, e.js, natsretry.Config{History: e.kv, DeadLetter: "dead.jobs", Logger: slog.New(slog.DiscardHandler)})
+		p, err := natsretry.New(cctx, e.js, natsretry.Config{History: e.kv, DeadLetter: "dead.jobs", Park: "park", Logger: slog.New(slog.DiscardHandler)})
 		require.NoError(t, err)
 		cc, err := p.Consume(cctx, e.consumer, func(context.Context, jetstream.Msg) error {
 			return retry.Permanent(errors.New("bad input"))
@@ -194,7 +194,7 @@ func TestStoppingAConsumerStopsKeepingItsRuns(t *testing.T) {
 	defer close(release)
 	started := make(chan struct{}, 1)
 	ctx, cancel := context.WithCancel(context.Background())
-	p, err := natsretry.New(ctx, e.js, natsretry.Config{History: e.kv, DeadLetter: "dead.jobs", Logger: slog.New(slog.DiscardHandler)})
+	p, err := natsretry.New(ctx, e.js, natsretry.Config{History: e.kv, DeadLetter: "dead.jobs", Park: "park", Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	cc, err := p.Consume(ctx, e.consumer, func(context.Context, jetstream.Msg) error {
 		started <- struct{}{}
@@ -220,7 +220,7 @@ func TestARunPastMaxRunIsAbandoned(t *testing.T) {
 	s := startServer(t, t.TempDir(), -1)
 	e := setup(t, s.ClientURL(), 1, time.Second, 0)
 	got := newDecisions()
-	release, returned := make(chan struct{}), make(chan struct{})
+	release, read := make(chan struct{}), make(chan struct{})
 	var cancelled atomic.Bool
 	var runs atomic.Int64
 	var logs logBuffer
@@ -230,14 +230,13 @@ func TestARunPastMaxRunIsAbandoned(t *testing.T) {
 			if runs.Add(1) > 1 {
 				return nil
 			}
-			defer close(returned)
 			select {
 			case <-ctx.Done():
 				cancelled.Store(true)
 			case <-time.After(within):
 			}
 			<-release
-			return errors.New("late")
+			return signalling{read: read}
 		})
 	e.publish(t, "jobs.a", "x", nil)
 	eventually(t, "the message redelivered and acked", func() bool { u, p := e.pending(t); return runs.Load() == 2 && u == 0 && p == 0 })
@@ -245,8 +244,7 @@ func TestARunPastMaxRunIsAbandoned(t *testing.T) {
 	decided := got.wait(t, 1)
 	assert.Len(t, decided, 1, "the delivery that ended unseen, once")
 	close(release)
-	<-returned
-	time.Sleep(50 * ms) // what the run returned has nowhere to go: nothing may follow
+	<-read // the abandoned run's error read: its last step; what it returned has nowhere to go
 	got.mu.Lock()
 	assert.Len(t, got.all, 1, "no decision on what the abandoned run returned")
 	got.mu.Unlock()
@@ -287,9 +285,9 @@ func TestWrapRefusesDeadLetterStreamsThatLoseOrLoop(t *testing.T) {
 		{"small.jobs", `the dead-letter stream "SMALL"'s MaxMsgSize is 1000, below its stream "JOBS"'s (unlimited)`},
 		{"jobs.dead", `its stream "JOBS" captures Config.DeadLetter "jobs.dead" (by "jobs.>")`},
 	} {
-		p, err := natsretry.New(ctx, e.js, natsretry.Config{History: e.kv, DeadLetter: c.deadLetter})
+		p, err := natsretry.New(ctx, e.js, natsretry.Config{History: e.kv, DeadLetter: c.deadLetter, Park: "park"})
 		require.NoError(t, err, "New checks only that some stream captures it")
-		_, err = p.Wrap(ctx, e.consumer, func(context.Context, jetstream.Msg) error { return nil })
+		_, _, err = p.Wrap(ctx, e.consumer, func(context.Context, jetstream.Msg) error { return nil })
 		assert.ErrorContains(t, err, c.want)
 		_, err = p.Consume(ctx, e.consumer, func(context.Context, jetstream.Msg) error { return nil })
 		assert.ErrorContains(t, err, c.want)
@@ -297,30 +295,43 @@ func TestWrapRefusesDeadLetterStreamsThatLoseOrLoop(t *testing.T) {
 }
 
 // TestAClockSteppedBackIsNotObeyed: under a fixed 1 s strategy the
-// consumer's clock steps back an hour after a failure: the redelivery
-// finds its due time an hour away, farther than the wait decided (1 s)
-// plus AckWait, and runs the message rather than park it for the hour.
+// consumer's clock steps back an hour after the first failure: the
+// redelivery finds its due time an hour away, farther than the wait
+// decided (1 s) plus AckWait, and runs the message rather than park it for
+// the hour; and the wait decided on its next failure is 1 s, not the hour
+// back to the first failure's instant. Until it was bounded by what was
+// decided, that wait was stored as 59m59s.
 func TestAClockSteppedBackIsNotObeyed(t *testing.T) {
 	s := startServer(t, t.TempDir(), -1)
 	e := setup(t, s.ClientURL(), 1, 2*time.Second, 0)
 	var c clock
 	var runs atomic.Int64
-	stepBack := natsretry.Hooks{Decided: func(context.Context, string, retrypolicy.Decision, retry.Reason) {
-		c.advance(-time.Hour) // once the wait is decided, the clock steps back
+	var once sync.Once
+	var mu sync.Mutex
+	var waits []time.Duration
+	stepBack := natsretry.Hooks{Decided: func(_ context.Context, _ string, d retrypolicy.Decision, _ retry.Reason) {
+		mu.Lock()
+		waits = append(waits, d.Due.Sub(c.now()))
+		mu.Unlock()
+		once.Do(func() { c.advance(-time.Hour) }) // once the first wait is decided, the clock steps back
 	}}
 	e.consume(t, natsretry.Config{Now: c.now, Hooks: stepBack, Default: retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped,
 		Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: time.Second}}},
 		func(context.Context, jetstream.Msg) error {
-			if runs.Add(1) == 1 {
+			if runs.Add(1) <= 2 {
 				return errors.New("down")
 			}
 			return nil
 		})
 	e.publish(t, "jobs.a", "x", nil)
-	eventually(t, "the message run again and acked, not parked for an hour", func() bool {
+	eventually(t, "the message run twice more and acked, never parked for an hour", func() bool {
 		u, p := e.pending(t)
-		return runs.Load() == 2 && u == 0 && p == 0
+		return runs.Load() == 3 && u == 0 && p == 0
 	})
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, waits, 2)
+	assert.LessOrEqual(t, waits[1], time.Second, "the second wait is what the strategy decided")
 }
 
 // TestAForgedLastSeenIsRepaired: a history whose last delivery seen is
@@ -397,26 +408,27 @@ func TestMaxHeaderDelayDefaultsToTheSubjectsCap(t *testing.T) {
 	assert.True(t, d.Due.After(time.Now().Add(59*time.Minute)), "due %v: the hour's cap, not sooner", d.Due)
 }
 
-// TestAWaitingMessageHoldsNoSlot: 1,000 messages that fail and are to wait
-// a year are moved to the parking stream: the work consumer (MaxAckPending
-// 1,000) holds none of them, and a new message is handled at once. Until
-// waits were parked, each held a slot for its whole wait, and the new
-// message waited behind them for ever.
+// TestAWaitingMessageHoldsNoSlot: 1,000 messages published with a
+// year-long strategy of their own (a publisher's choice) fail and are
+// parked, as the README builds parking: the work consumer (MaxAckPending
+// 1,000) holds none of them, and a new message is handled within 5 s.
+// Until waits were parked by default, each held a slot for its whole
+// wait, and the new message waited behind them.
 func TestAWaitingMessageHoldsNoSlot(t *testing.T) {
 	e := newEnv(t)
 	got := newDecisions()
 	handled := make(chan time.Time, 1)
-	year := retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped, Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: 365 * 24 * time.Hour}}
-	e.consume(t, natsretry.Config{Park: "park", Default: year, Hooks: got.hooks()}, func(_ context.Context, m jetstream.Msg) error {
+	e.consume(t, natsretry.Config{Hooks: got.hooks()}, func(_ context.Context, m jetstream.Msg) error {
 		if m.Subject() == "jobs.new" {
 			handled <- time.Now()
 			return nil
 		}
 		return errors.New("down")
 	})
+	year := nats.Header{natsretry.HeaderStrategy: []string{`{"strategy":"unless_stopped","backoff":{"kind":"fixed","base_delay_secs":31536000}}`}}
 	const n = 1000
 	for i := range n {
-		e.publish(t, fmt.Sprintf("jobs.wait.%d", i), "x", nil)
+		e.publish(t, fmt.Sprintf("jobs.wait.%d", i), "x", year)
 	}
 	got.wait(t, n)
 	eventually(t, "every waiting message parked, none holding a slot", func() bool {
@@ -430,8 +442,8 @@ func TestAWaitingMessageHoldsNoSlot(t *testing.T) {
 	select {
 	case at := <-handled:
 		t.Logf("the new message was handled %v after it was published, beside %d parked ones", at.Sub(published), n)
-	case <-time.After(within):
-		t.Fatalf("the new message was not handled within %v", within)
+	case <-time.After(5 * time.Second):
+		t.Fatalf("the new message was not handled within 5 s")
 	}
 }
 
@@ -536,7 +548,7 @@ func TestParkRefusesStreamsThatWouldLoseOrShare(t *testing.T) {
 	} {
 		p, err := natsretry.New(ctx, e.js, natsretry.Config{History: e.kv, DeadLetter: "dead.jobs", Park: c.park})
 		require.NoError(t, err)
-		_, err = p.Wrap(ctx, e.consumer, func(context.Context, jetstream.Msg) error { return nil })
+		_, _, err = p.Wrap(ctx, e.consumer, func(context.Context, jetstream.Msg) error { return nil })
 		assert.ErrorContains(t, err, c.want)
 	}
 	_, err = natsretry.New(ctx, e.js, natsretry.Config{History: e.kv, DeadLetter: "dead.jobs", Park: "park.>"})
@@ -579,21 +591,47 @@ func TestAPanicWithAHostileValueIsLogged(t *testing.T) {
 // TestAMessageTooLargeToParkWaitsInPlace: a message so near the server's
 // maximum payload that its parked copy (its id header added) would not fit
 // waits in its consumer as a nak, rather than fail to park every second
-// until due.
+// until due: its next run is its second delivery, no sooner than due, and
+// no copy is made.
 func TestAMessageTooLargeToParkWaitsInPlace(t *testing.T) {
 	e := newEnv(t)
 	got := newDecisions()
 	var logs logBuffer
-	hour := retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped, Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: time.Hour}}
-	e.consume(t, natsretry.Config{Park: "park", Default: hour, Hooks: got.hooks(), Logger: logs.logger()},
-		func(context.Context, jetstream.Msg) error { return errors.New("down") })
+	wait := retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped, Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: 3 * time.Second}}
+	type run struct {
+		at        time.Time
+		delivered uint64
+	}
+	runs := make(chan run, 2)
+	e.consume(t, natsretry.Config{ParkAfter: 100 * ms, Default: wait, Hooks: got.hooks(), Logger: logs.logger()},
+		func(_ context.Context, m jetstream.Msg) error {
+			md, err := m.Metadata()
+			require.NoError(t, err)
+			runs <- run{time.Now(), md.NumDelivered}
+			if md.NumDelivered > 1 {
+				return nil
+			}
+			return errors.New("down")
+		})
 	e.publish(t, "jobs.a", strings.Repeat("p", 1_048_576-20), nil)
-	got.wait(t, 1)
-	eventually(t, "the message waiting in its consumer", func() bool { u, _ := e.pending(t); return u == 1 })
+	first := <-runs
+	var second run
+	select {
+	case second = <-runs:
+	case <-time.After(within):
+		t.Fatalf("no second run within %v", within)
+	}
+	assert.Equal(t, uint64(2), second.delivered, "the wait was one nak, no failed move retried in between")
+	assert.GreaterOrEqual(t, second.at.Sub(first.at), 3*time.Second-10*ms, "no sooner than due")
 	info, err := e.park.Info(context.Background())
 	require.NoError(t, err)
 	assert.Zero(t, info.State.Msgs, "no copy")
-	time.Sleep(1500 * ms) // a failed move would be retried within a second
 	assert.NotContains(t, logs.String(), "cannot park")
-	assert.Contains(t, logs.String(), "too large to park")
+	assert.Equal(t, 1, strings.Count(logs.String(), "too large to park"))
 }
+
+// signalling is an error that closes read when its text is read: the last
+// thing the policy does with a run's error.
+type signalling struct{ read chan struct{} }
+
+func (s signalling) Error() string { close(s.read); return "late" }

@@ -10,14 +10,13 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/retrypolicy/retrypolicy/queuekit"
 	"github.com/retrypolicy/retrypolicy/retry"
 )
 
 // giveUp marks hist dead, then moves m to the dead-letter subject.
 func (p *Policy) giveUp(ctx context.Context, m delivery, hist history) {
 	hist.dead, hist.due = true, 0
-	if !p.store(ctx, m, hist) {
+	if !p.save(ctx, m, hist) {
 		p.nak(ctx, m, StoreRetry)
 		return
 	}
@@ -27,10 +26,42 @@ func (p *Policy) giveUp(ctx context.Context, m delivery, hist history) {
 // deadLetter publishes m's copy to the dead-letter subject, then
 // terminates m and removes its history. A copy published twice (after a
 // crash before the Term) is dropped by the stream as a duplicate of the
-// first, by its message id. A copy too large for the server or the
-// dead-letter stream sheds the headers the policy adds (shed), so that it
-// is never refused for its size.
+// first, by its message id, which its work message's identity makes. A
+// copy too large for the server or the dead-letter stream sheds the
+// headers the policy adds (shed), so that it is never refused for its
+// size; a refusal for its size all the same (the stream's limit lowered
+// since it was read) reads the limit again and tries once more.
 func (p *Policy) deadLetter(ctx context.Context, m delivery, hist history) {
+	out, opts := p.deadCopy(m, hist)
+	ack, err := p.js.PublishMsg(ctx, out, opts...)
+	if errors.Is(err, jetstream.ErrStreamMessageExceedsMaximum) || errors.Is(err, nats.ErrMaxPayload) {
+		if p.readDeadLimit(ctx) == nil {
+			out, opts = p.deadCopy(m, hist)
+			ack, err = p.js.PublishMsg(ctx, out, opts...)
+		}
+	}
+	if err != nil {
+		p.logger.ErrorContext(ctx, "natsretry: cannot publish the message to the dead-letter subject; it is retried", p.ids(m, err)...)
+		p.nak(ctx, m, StoreRetry)
+		return
+	}
+	if !ack.Duplicate && p.hooks.DeadLettered != nil {
+		p.hook(ctx, "DeadLettered", func() { p.hooks.DeadLettered(ctx, m.msg.Subject(), hist.reason) })
+	}
+	if err := m.msg.TermWithReason(hist.reason.String()); err != nil {
+		p.logger.ErrorContext(ctx, "natsretry: cannot terminate the dead-lettered message", p.ids(m, err)...)
+		return // redelivered, it finds the mark and its copy already made
+	}
+	if m.rec != nil {
+		p.remove(ctx, m, m.key, m.rec.origin)
+		m.parkedIn.forget(m.key)
+		return
+	}
+	p.remove(ctx, m, m.key)
+}
+
+// deadCopy is m's dead letter, within the limit, and its publish options.
+func (p *Policy) deadCopy(m delivery, hist history) (*nats.Msg, []jetstream.PublishOpt) {
 	out := nats.NewMsg(p.deadLetterSubject)
 	out.Data = m.msg.Data()
 	for name, values := range m.msg.Headers() {
@@ -47,38 +78,28 @@ func (p *Policy) deadLetter(ctx context.Context, m delivery, hist history) {
 	out.Header.Set(HeaderSubject, m.msg.Subject())
 	out.Header.Set(HeaderStream, m.md.Stream)
 	out.Header.Set(HeaderSequence, strconv.FormatUint(m.md.Sequence.Stream, 10))
-	id := "retrypolicy." + m.key
-	var opts []jetstream.PublishOpt
-	if shed(out, id, p.deadLimit(ctx)) {
-		opts = append(opts, jetstream.WithMsgID(id))
+	id := "retrypolicy." + m.workKey()
+	if shed(out, id, p.deadLimit.Load()) {
+		return out, []jetstream.PublishOpt{jetstream.WithMsgID(id)}
 	}
-	ack, err := p.js.PublishMsg(ctx, out, opts...)
-	if err != nil {
-		p.logger.ErrorContext(ctx, "natsretry: cannot publish the message to the dead-letter subject; it is retried", p.ids(m, err)...)
-		p.nak(ctx, m, StoreRetry)
-		return
-	}
-	if !ack.Duplicate && p.hooks.DeadLettered != nil {
-		p.hook(ctx, "DeadLettered", func() { p.hooks.DeadLettered(ctx, m.msg.Subject(), hist.reason) })
-	}
-	if err := m.msg.TermWithReason(hist.reason.String()); err != nil {
-		p.logger.ErrorContext(ctx, "natsretry: cannot terminate the dead-lettered message", p.ids(m, err)...)
-		return // redelivered, it finds the mark and its copy already made
-	}
-	p.purge(ctx, m)
+	return out, nil
 }
 
-// deadLimit is the most bytes a dead-letter copy may take, headers and
+// readDeadLimit reads the most bytes a dead letter may take, headers and
 // payload: the smaller of the server's maximum payload and the dead-letter
-// stream's MaxMsgSize.
-func (p *Policy) deadLimit(ctx context.Context) int64 {
+// stream's MaxMsgSize. New reads it; a copy refused for its size reads it
+// again: no stream's information is read for each dead letter.
+func (p *Policy) readDeadLimit(ctx context.Context) error {
 	limit := p.js.Conn().MaxPayload()
-	if s, err := p.js.Stream(ctx, p.deadStream); err == nil {
-		if n := int64(s.CachedInfo().Config.MaxMsgSize); n > 0 {
-			limit = min(limit, n)
-		}
+	s, err := p.js.Stream(ctx, p.deadStream)
+	if err != nil {
+		return errors.New("natsretry: Config.DeadLetter: its stream: " + err.Error())
 	}
-	return limit
+	if n := int64(s.CachedInfo().Config.MaxMsgSize); n > 0 {
+		limit = min(limit, n)
+	}
+	p.deadLimit.Store(limit)
+	return nil
 }
 
 // shedOrder are the headers the policy adds to a dead-letter copy, in the
@@ -114,87 +135,4 @@ func wireSize(m *nats.Msg) int64 {
 		}
 	}
 	return n
-}
-
-// Replay publishes a dead-letter message back to the subject it was
-// given up on (HeaderSubject), with its payload and headers but the
-// dead-letter ones, so that it starts anew: no failure of its earlier
-// life counts. Read the message from the dead-letter stream
-// (Stream.GetMsg), replay it, then delete it there (Stream.DeleteMsg).
-//
-// The operator names stream, the stream the message came from: a
-// dead-letter stream takes what anyone may publish, so its headers are
-// not trusted to say where to publish. Replay returns an error, and
-// publishes nothing, for a message that is not a dead letter of this
-// package, whose HeaderStream is not stream, whose subject stream does not
-// capture (read from its configuration), or whose subject starts with $
-// (the system's and JetStream's API) or _INBOX. (replies); and the server
-// refuses the publication if the subject lands in another stream.
-func Replay(ctx context.Context, js jetstream.JetStream, dead *jetstream.RawStreamMsg, stream string) (*jetstream.PubAck, error) {
-	if dead == nil {
-		return nil, errors.New("natsretry: Replay: no message")
-	}
-	subject := dead.Header.Get(HeaderSubject)
-	if err := replayable(ctx, js, subject, dead.Header.Get(HeaderStream), stream); err != nil {
-		return nil, errors.New("natsretry: Replay: " + err.Error())
-	}
-	out := nats.NewMsg(subject)
-	out.Data = dead.Data
-	for name, values := range dead.Header {
-		if !strings.HasPrefix(name, "Retrypolicy-") && !strings.HasPrefix(name, "Nats-") {
-			out.Header[name] = slices.Clone(values)
-		}
-	}
-	return js.PublishMsg(ctx, out, jetstream.WithExpectStream(stream))
-}
-
-// replayable returns why a dead letter of subject, from the stream its
-// header names (from), may not be replayed into stream.
-func replayable(ctx context.Context, js jetstream.JetStream, subject, from, stream string) error {
-	switch {
-	case subject == "":
-		return errors.New("the message has no " + HeaderSubject + " header: not a dead letter")
-	case !publishable(subject):
-		return errors.New("its subject " + queuekit.Quote(subject) + " is not one a message is published to")
-	case strings.HasPrefix(subject, "$") || strings.HasPrefix(subject, "_INBOX."):
-		return errors.New("its subject " + queuekit.Quote(subject) + " is a system, API or reply subject")
-	case from != stream:
-		return errors.New("it came from stream " + queuekit.Quote(from) + " (" + HeaderStream + "), not " + queuekit.Quote(stream))
-	}
-	s, err := js.Stream(ctx, stream)
-	if err != nil {
-		return errors.New("stream " + queuekit.Quote(stream) + ": " + err.Error())
-	}
-	if !slices.ContainsFunc(s.CachedInfo().Config.Subjects, func(pattern string) bool { return subjectMatches(pattern, subject) }) {
-		return errors.New("stream " + queuekit.Quote(stream) + " does not capture its subject " + queuekit.Quote(subject))
-	}
-	return nil
-}
-
-// publishable reports whether subject is one a message is published to:
-// tokens that are not empty, without wildcards or white space.
-func publishable(subject string) bool {
-	for token := range strings.SplitSeq(subject, ".") {
-		if token == "" || token == "*" || token == ">" || strings.ContainsAny(token, " \t\r\n") {
-			return false
-		}
-	}
-	return true
-}
-
-// subjectMatches reports whether pattern, a subject with wildcards (* one
-// token, > one or more at the end), matches subject.
-func subjectMatches(pattern, subject string) bool {
-	p, s := strings.Split(pattern, "."), strings.Split(subject, ".")
-	for i, token := range p {
-		switch {
-		case token == ">":
-			return i == len(p)-1 && len(s) > i
-		case i >= len(s):
-			return false
-		case token != "*" && token != s[i]:
-			return false
-		}
-	}
-	return len(p) == len(s)
 }

@@ -11,12 +11,16 @@
 //
 // # Consuming
 //
-//	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "retrypolicy", Storage: jetstream.FileStorage, TTL: time.Hour})
+//	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "retrypolicy",
+//		Storage: jetstream.FileStorage, TTL: time.Hour, LimitMarkerTTL: time.Minute})
+//	_, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: "PARK", Subjects: []string{"park.>"},
+//		Storage: jetstream.FileStorage, Retention: jetstream.WorkQueuePolicy})
 //	policy, err := natsretry.New(ctx, js, natsretry.Config{
 //		Default:    retrypolicy.Default(),
 //		Subjects:   map[string]retrypolicy.Strategy{"orders.new": ordersStrategy},
 //		History:    kv,
 //		DeadLetter: "dead.orders", // a stream must capture it
+//		Park:       "park",        // a work-queue stream with no limits must capture park.>
 //	})
 //	cc, err := policy.Consume(ctx, consumer, func(ctx context.Context, m jetstream.Msg) error { … })
 //
@@ -42,8 +46,11 @@
 // strategy at most its MaxAttempts), in the binary encoding of
 // retrypolicy.History. It survives a consumer crash and a server restart
 // as the bucket does, and is removed, with every revision, when the
-// message is acked or dead-lettered. A first delivery reads nothing; a
-// message that succeeds at once costs no storage round trip.
+// message is acked or dead-lettered: a purge of its key, whose marker
+// expires after a minute (the bucket must have a LimitMarkerTTL; New
+// checks). No admin request ($JS.API.STREAM.>) is made per message. A
+// first delivery reads nothing; a message that succeeds at once costs no
+// storage round trip.
 //
 // The history's key holds the message's stream, consumer, stream sequence
 // and its own timestamp, so that a stream made again never meets an old
@@ -76,12 +83,22 @@
 // # Parking
 //
 // A message naked with a delay holds one of its consumer's MaxAckPending
-// slots until it is redelivered. With Config.Park, a message that is to
-// wait longer than Config.ParkAfter is moved to a parking stream instead
-// (work-queue retention, capturing Park.>): its state is kept in the
-// bucket under a random id, a copy carrying only that id is published, the
-// message is acked, and a consumer the policy makes there runs it when
-// due, as it was published.
+// slots until it is redelivered, so a policy parks by default: New
+// requires Config.Park unless Config.WaitInPlace is set. A message that is
+// to wait longer than Config.ParkAfter is moved to a parking stream (one
+// with work-queue retention and no limit that can drop a copy, capturing
+// Park.>; Wrap checks): its state is kept in the bucket as a parked record
+// under a random id, a copy carrying only that id is published, the
+// record is bound to the copy's stream sequence, and the message is
+// acked. A consumer the policy makes there runs the copy when due, as the
+// message was published. Only the copy whose sequence its record holds
+// claims it: any other runs as a message of its own.
+//
+// The parking is a part of its own, once per work consumer however often
+// Wrap is called: it runs on a context of its own (the one given to Wrap
+// is for setup), stops with the last consumption, makes its consumer again
+// when it is gone, and reports a copy that vanished (logged, Hooks.Lost,
+// its records removed).
 //
 // # What a handler cannot do
 //
@@ -102,7 +119,7 @@
 //
 // # Hooks
 //
-// Config.Hooks are told of each decision, each message dead-lettered and
-// each history started anew; package otelnats, a module of its own, makes
+// Config.Hooks are told of each decision, each message dead-lettered or
+// lost, and each history started anew; package otelnats, a module of its own, makes
 // OpenTelemetry metrics of them.
 package natsretry

@@ -69,7 +69,7 @@ func TestConsumerDiesMidRun(t *testing.T) {
 	started, release := make(chan struct{}), make(chan struct{})
 	first := newDecisions()
 	p1, err := natsretry.New(context.Background(), js1, natsretry.Config{Default: strategy, History: mustKV(t, js1),
-		DeadLetter: "dead.jobs", Hooks: first.hooks(), Logger: slog.New(slog.DiscardHandler)})
+		DeadLetter: "dead.jobs", Park: "park", Hooks: first.hooks(), Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	c1, err := js1.Consumer(context.Background(), "JOBS", "worker")
 	require.NoError(t, err)
@@ -386,8 +386,8 @@ func TestStoppingIsNoFailure(t *testing.T) {
 	strategy := retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 5, Window: time.Hour,
 		Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: ms}}
 	stopping := newDecisions()
-	ctx, stop := context.WithCancel(context.Background())
-	p, err := natsretry.New(ctx, e.js, natsretry.Config{Default: strategy, History: e.kv, DeadLetter: "dead.jobs",
+	ctx := context.Background()
+	p, err := natsretry.New(ctx, e.js, natsretry.Config{Default: strategy, History: e.kv, DeadLetter: "dead.jobs", Park: "park",
 		Hooks: stopping.hooks(), Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	started, ended := make(chan struct{}), make(chan struct{})
@@ -403,9 +403,8 @@ func TestStoppingIsNoFailure(t *testing.T) {
 	require.NoError(t, err)
 	e.publish(t, "jobs.a", "x", nil)
 	<-started
-	stop()
+	cc.Stop() // ends the handler's context
 	<-ended
-	cc.Stop()
 
 	_, ds := failOnceThenAck(t, e, strategy, 1)
 	assert.Equal(t, 1, ds[0].InWindow, "the interrupted run counted nothing")

@@ -101,7 +101,7 @@ func setup(t testing.TB, url string, replicas int, ackWait, ttl time.Duration) *
 		Storage: jetstream.FileStorage, Replicas: replicas, Retention: jetstream.WorkQueuePolicy})
 	require.NoError(t, err)
 	e.kv, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "retrypolicy",
-		Storage: jetstream.FileStorage, Replicas: replicas, TTL: ttl})
+		Storage: jetstream.FileStorage, Replicas: replicas, TTL: ttl, LimitMarkerTTL: time.Minute})
 	require.NoError(t, err)
 	e.consumer, err = js.CreateOrUpdateConsumer(ctx, "JOBS", jetstream.ConsumerConfig{Durable: "worker",
 		AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait, MaxDeliver: -1})
@@ -219,6 +219,9 @@ func (e *env) consume(t testing.TB, cfg natsretry.Config, h natsretry.Handler) *
 	if cfg.DeadLetter == "" {
 		cfg.DeadLetter = "dead.jobs"
 	}
+	if cfg.Park == "" && !cfg.WaitInPlace {
+		cfg.Park = "park" // as the README builds it
+	}
 	p, err := natsretry.New(ctx, e.js, cfg)
 	require.NoError(t, err)
 	// A pull request lost while a cluster elects the consumer's leader is
@@ -272,14 +275,17 @@ func (e *env) history(t testing.TB, seq uint64) jetstream.KeyValueEntry {
 	return nil
 }
 
-// histories is how many messages the history bucket's stream holds.
+// histories is how many records the history bucket holds: its live keys
+// (a removed record's marker is none).
 func (e *env) histories(t testing.TB) uint64 {
 	t.Helper()
-	s, err := e.js.Stream(context.Background(), "KV_retrypolicy")
+	keys, err := e.kv.ListKeys(context.Background())
 	require.NoError(t, err)
-	info, err := s.Info(context.Background())
-	require.NoError(t, err)
-	return info.State.Msgs
+	var n uint64
+	for range keys.Keys() {
+		n++
+	}
+	return n
 }
 
 // pending is how many messages the consumer has not had acked or

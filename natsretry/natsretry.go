@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -83,9 +85,13 @@ type Config struct {
 	Subjects map[string]retrypolicy.Strategy
 
 	// History is the key-value bucket that keeps each failing message's
-	// history between its deliveries; required. Give it the storage and
-	// replicas of the consumer's stream, so that it survives what the
-	// messages survive; one bucket serves any number of policies.
+	// history between its deliveries, and each parked message's record;
+	// required. Give it the storage and replicas of the consumer's stream,
+	// so that it survives what the messages survive, no TTL (a parked
+	// message may wait longer than any TTL), and a LimitMarkerTTL (a
+	// minute, say: New refuses a bucket without one), so that the marker a
+	// removed history leaves expires. One bucket serves any number of
+	// policies.
 	History jetstream.KeyValue
 
 	// DeadLetter is the subject a given-up message is published to;
@@ -111,15 +117,26 @@ type Config struct {
 	// Zero is DefaultDeferAfter; a negative one defers nothing.
 	DeferAfter time.Duration
 
-	// Park is the subject prefix of the parking stream: a message that is
-	// to wait longer than ParkAfter is moved there (a copy published to
-	// Park.<stream>.<consumer>, the message acked), so that it holds no
-	// slot of its consumer's MaxAckPending while it waits; the policy
-	// consumes it there, under a consumer of its own making, and runs it
-	// when due. The stream must capture that subject, must not be the work
-	// stream, and must have WorkQueuePolicy retention. Empty: no parking,
-	// and a message that waits holds its slot until it is redelivered.
+	// Park is the subject prefix of the parking stream; required unless
+	// WaitInPlace. A message that is to wait longer than ParkAfter is moved
+	// there (a copy published to Park.<stream>.<consumer>.<id>, the message
+	// acked), so that it holds no slot of its consumer's MaxAckPending
+	// while it waits; the policy consumes it there, under a consumer of its
+	// own making, and runs it when due. The stream must capture that
+	// subject, must not be the work stream, must have WorkQueuePolicy
+	// retention, and must have no limit that can drop a copy before it runs
+	// (MaxAge, MaxMsgs, MaxBytes, MaxMsgsPerSubject, DiscardNew): Wrap and
+	// Consume refuse another, naming the setting.
 	Park string
+
+	// WaitInPlace, with Park empty, makes every wait a NakWithDelay in its
+	// consumer: a waiting message then holds one of the consumer's
+	// MaxAckPending slots until it is redelivered, so that messages whose
+	// strategies (or headers) wait long can fill every slot and stop the
+	// consumer taking new ones. Set it only for a consumer whose waits are
+	// short, or whose MaxAckPending is far above the messages that can wait
+	// at once.
+	WaitInPlace bool
 
 	// ParkAfter is the longest wait a message makes in its consumer (a
 	// NakWithDelay) when Park is set; a longer one parks it. Zero is
@@ -168,6 +185,10 @@ type Hooks struct {
 	// Repaired is called for each history the policy could not read and
 	// started anew.
 	Repaired func(ctx context.Context, subject string)
+	// Lost is called for each parked message whose copy vanished from the
+	// parking stream before it ran (the stream purged): the message is
+	// lost, and its records are removed.
+	Lost func(ctx context.Context, subject string)
 }
 
 // Policy applies retrypolicy strategies to the messages of JetStream
@@ -177,9 +198,9 @@ type Policy struct {
 	js                jetstream.JetStream
 	policies          *queuekit.Policies
 	kv                jetstream.KeyValue
-	kvStream          jetstream.Stream
 	deadLetterSubject string
-	deadStream        string // the stream that captures deadLetterSubject
+	deadStream        string       // the stream that captures deadLetterSubject
+	deadLimit         atomic.Int64 // the most bytes a dead letter may take (readDeadLimit)
 	logger            *slog.Logger
 	now               func() time.Time
 	hooks             Hooks
@@ -188,6 +209,9 @@ type Policy struct {
 	maxHeaderDelay    time.Duration
 	parkPrefix        string
 	parkAfter         time.Duration
+
+	mu       sync.Mutex
+	parkings map[string]*parking // by work stream and consumer: one each, however often Wrap is called
 }
 
 // New returns a Policy for cfg on js. It returns an error naming the field
@@ -200,33 +224,26 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Policy, erro
 	if err != nil {
 		return nil, fmt.Errorf("natsretry: %w", err)
 	}
-	if cfg.History == nil {
-		return nil, errors.New("natsretry: Config.History: a key-value bucket is required")
-	}
-	if cfg.DeadLetter == "" {
-		return nil, errors.New("natsretry: Config.DeadLetter: a subject is required")
-	}
-	if cfg.MaxRun < 0 || cfg.MaxHeaderDelay < 0 || cfg.ParkAfter < 0 {
-		return nil, fmt.Errorf("natsretry: Config.MaxRun, Config.MaxHeaderDelay and Config.ParkAfter: must not be negative, got %v, %v and %v",
-			cfg.MaxRun, cfg.MaxHeaderDelay, cfg.ParkAfter)
-	}
-	if cfg.Park != "" && !publishable(cfg.Park) {
-		return nil, fmt.Errorf("natsretry: Config.Park: %s is not a subject prefix", queuekit.Quote(cfg.Park))
+	if err := checkConfig(cfg); err != nil {
+		return nil, err
 	}
 	deadStream, err := js.StreamNameBySubject(ctx, cfg.DeadLetter)
 	if err != nil {
 		return nil, fmt.Errorf("natsretry: Config.DeadLetter: no stream captures %s: %w", queuekit.Quote(cfg.DeadLetter), err)
 	}
-	kvStream, err := js.Stream(ctx, "KV_"+cfg.History.Bucket())
-	if err != nil {
-		return nil, fmt.Errorf("natsretry: Config.History: the bucket's stream: %w", err)
+	if err := checkBucket(ctx, cfg.History); err != nil {
+		return nil, err
 	}
 	p := &Policy{
-		js: js, policies: policies, kv: cfg.History, kvStream: kvStream, deadLetterSubject: cfg.DeadLetter, deadStream: deadStream,
+		js: js, policies: policies, kv: cfg.History, deadLetterSubject: cfg.DeadLetter, deadStream: deadStream,
 		logger: cmp.Or(cfg.Logger, slog.Default()), now: cfg.Now, hooks: cfg.Hooks,
 		deferAfter: cmp.Or(cfg.DeferAfter, DefaultDeferAfter), maxRun: cmp.Or(cfg.MaxRun, DefaultMaxRun),
 		maxHeaderDelay: cfg.MaxHeaderDelay,
 		parkPrefix:     cfg.Park, parkAfter: cmp.Or(cfg.ParkAfter, DefaultParkAfter),
+		parkings: map[string]*parking{},
+	}
+	if err := p.readDeadLimit(ctx); err != nil {
+		return nil, err
 	}
 	if p.now == nil {
 		p.now = time.Now
@@ -236,100 +253,46 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Policy, erro
 	return p, nil
 }
 
+// checkConfig returns why cfg's fields, read alone, make no policy.
+func checkConfig(cfg Config) error {
+	if cfg.History == nil {
+		return errors.New("natsretry: Config.History: a key-value bucket is required")
+	}
+	if cfg.DeadLetter == "" {
+		return errors.New("natsretry: Config.DeadLetter: a subject is required")
+	}
+	if cfg.MaxRun < 0 || cfg.MaxHeaderDelay < 0 || cfg.ParkAfter < 0 {
+		return fmt.Errorf("natsretry: Config.MaxRun, Config.MaxHeaderDelay and Config.ParkAfter: must not be negative, got %v, %v and %v",
+			cfg.MaxRun, cfg.MaxHeaderDelay, cfg.ParkAfter)
+	}
+	switch {
+	case cfg.Park == "" && !cfg.WaitInPlace:
+		return errors.New("natsretry: Config.Park: a parking stream's subject prefix is required, so that a waiting message holds no slot of its consumer; set Config.WaitInPlace to wait in the consumer instead")
+	case cfg.Park != "" && cfg.WaitInPlace:
+		return errors.New("natsretry: Config.Park and Config.WaitInPlace: choose one")
+	case cfg.Park != "" && !publishable(cfg.Park):
+		return fmt.Errorf("natsretry: Config.Park: %s is not a subject prefix", queuekit.Quote(cfg.Park))
+	}
+	return nil
+}
+
+// checkBucket returns why bucket cannot keep histories: it must let a
+// message carry a TTL of its own (LimitMarkerTTL set), so that the marker
+// a removed history leaves is dropped rather than kept for ever.
+func checkBucket(ctx context.Context, bucket jetstream.KeyValue) error {
+	st, err := bucket.Status(ctx)
+	if err != nil {
+		return fmt.Errorf("natsretry: Config.History: the bucket's status: %w", err)
+	}
+	if st.LimitMarkerTTL() <= 0 {
+		return fmt.Errorf("natsretry: Config.History: bucket %s has no LimitMarkerTTL: make it with one (a minute, say), so that a removed history's marker expires (JetStream 2.11 or later)", queuekit.Quote(bucket.Bucket()))
+	}
+	return nil
+}
+
 // Handler handles a message. It returns nil when the message is done, and
 // an error when the delivery failed; the policy then acks, retries or
 // dead-letters the message: a handler must not do so itself. ctx carries
-// the defer threshold (Config.DeferAfter) for the retry loops inside it.
+// the defer threshold (Config.DeferAfter) for the retry loops inside it,
+// and ends when the consumption stops or the run passes Config.MaxRun.
 type Handler func(ctx context.Context, msg jetstream.Msg) error
-
-// Wrap returns a message handler for consumer c that runs h under the
-// policy, for c.Consume or a loop over c.Messages. It refuses, with an
-// error naming the setting, a consumer whose AckPolicy is not explicit,
-// whose MaxDeliver is not -1 (unlimited) or whose BackOff is set (the
-// strategy decides every redelivery); whose stream captures
-// Config.DeadLetter (a message given up would come back to it); or whose
-// stream takes larger messages than the dead-letter stream does (a
-// message given up would not fit there). Handlers get ctx, or a context
-// derived from it: cancel it to stop them. A run that returns ctx's error
-// once ctx is done is no failure: the message is redelivered at once, and
-// counts nothing.
-func (p *Policy) Wrap(ctx context.Context, c jetstream.Consumer, h Handler) (jetstream.MessageHandler, error) {
-	info, err := c.Info(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("natsretry: the consumer's info: %w", err)
-	}
-	if err := check(info.Config); err != nil {
-		return nil, fmt.Errorf("natsretry: consumer %s: %w", queuekit.Quote(info.Name), err)
-	}
-	if err := p.checkStreams(ctx, info.Stream); err != nil {
-		return nil, fmt.Errorf("natsretry: consumer %s: %w", queuekit.Quote(info.Name), err)
-	}
-	var park *parking
-	if p.parkPrefix != "" {
-		if park, err = p.startParking(ctx, info, h); err != nil {
-			return nil, fmt.Errorf("natsretry: consumer %s: %w", queuekit.Quote(info.Name), err)
-		}
-	}
-	ackWait := info.Config.AckWait
-	return func(msg jetstream.Msg) { p.handle(ctx, msg, h, ackWait, park) }, nil
-}
-
-// checkStreams returns why the policy cannot run a consumer of the work
-// stream named: it captures the dead-letter subject, or takes messages
-// larger than the dead-letter stream does.
-func (p *Policy) checkStreams(ctx context.Context, work string) error {
-	ws, err := p.js.Stream(ctx, work)
-	if err != nil {
-		return fmt.Errorf("its stream %s: %w", queuekit.Quote(work), err)
-	}
-	wc := ws.CachedInfo().Config
-	for _, pattern := range wc.Subjects {
-		if subjectMatches(pattern, p.deadLetterSubject) {
-			return fmt.Errorf("its stream %s captures Config.DeadLetter %s (by %s): a message given up would come back to it; use a subject of another stream",
-				queuekit.Quote(work), queuekit.Quote(p.deadLetterSubject), queuekit.Quote(pattern))
-		}
-	}
-	ds, err := p.js.Stream(ctx, p.deadStream)
-	if err != nil {
-		return fmt.Errorf("the dead-letter stream %s: %w", queuekit.Quote(p.deadStream), err)
-	}
-	dead := ds.CachedInfo().Config.MaxMsgSize
-	if dead > 0 && (wc.MaxMsgSize <= 0 || dead < wc.MaxMsgSize) {
-		return fmt.Errorf("the dead-letter stream %s's MaxMsgSize is %d, below its stream %s's (%s): a message given up might not fit; raise it",
-			queuekit.Quote(p.deadStream), dead, queuekit.Quote(work), sizeText(wc.MaxMsgSize))
-	}
-	return nil
-}
-
-// sizeText says a stream's MaxMsgSize.
-func sizeText(n int32) string {
-	if n <= 0 {
-		return "unlimited"
-	}
-	return fmt.Sprint(n)
-}
-
-// Consume runs h on every message of consumer c under the policy, as
-// c.Consume does, after Wrap's checks.
-func (p *Policy) Consume(ctx context.Context, c jetstream.Consumer, h Handler, opts ...jetstream.PullConsumeOpt) (jetstream.ConsumeContext, error) {
-	handler, err := p.Wrap(ctx, c, h)
-	if err != nil {
-		return nil, err
-	}
-	return c.Consume(handler, opts...)
-}
-
-// check returns why the policy cannot run a consumer of config c.
-func check(c jetstream.ConsumerConfig) error {
-	switch {
-	case c.AckPolicy != jetstream.AckExplicitPolicy:
-		return fmt.Errorf("AckPolicy is %s: set it to AckExplicitPolicy, so that each delivery's end is the policy's", c.AckPolicy)
-	case c.MaxDeliver != -1:
-		return fmt.Errorf("MaxDeliver is %d: set it to -1 (unlimited), so that the strategy decides when a message gives up", c.MaxDeliver)
-	case len(c.BackOff) > 0:
-		return fmt.Errorf("BackOff is %v: leave it empty, so that the strategy decides every redelivery", c.BackOff)
-	case c.AckWait <= 0:
-		return fmt.Errorf("AckWait is %v: it must be positive", c.AckWait)
-	}
-	return nil
-}

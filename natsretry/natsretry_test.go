@@ -251,7 +251,7 @@ func TestOwnStrategy(t *testing.T) {
 func TestRefusesConsumersThatDecideThemselves(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	p, err := natsretry.New(ctx, e.js, natsretry.Config{History: e.kv, DeadLetter: "dead.jobs"})
+	p, err := natsretry.New(ctx, e.js, natsretry.Config{History: e.kv, DeadLetter: "dead.jobs", Park: "park"})
 	require.NoError(t, err)
 	for want, cfg := range map[string]jetstream.ConsumerConfig{
 		"MaxDeliver is 5":      {Durable: "a", AckPolicy: jetstream.AckExplicitPolicy, MaxDeliver: 5},
@@ -264,11 +264,11 @@ func TestRefusesConsumersThatDecideThemselves(t *testing.T) {
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), want)
 	}
-	_, err = natsretry.New(ctx, e.js, natsretry.Config{History: e.kv, DeadLetter: "nowhere"})
+	_, err = natsretry.New(ctx, e.js, natsretry.Config{History: e.kv, DeadLetter: "nowhere", Park: "park"})
 	assert.ErrorContains(t, err, "Config.DeadLetter: no stream captures")
-	_, err = natsretry.New(ctx, e.js, natsretry.Config{DeadLetter: "dead.jobs"})
+	_, err = natsretry.New(ctx, e.js, natsretry.Config{DeadLetter: "dead.jobs", Park: "park"})
 	assert.ErrorContains(t, err, "Config.History")
-	_, err = natsretry.New(ctx, e.js, natsretry.Config{History: e.kv, DeadLetter: "dead.jobs",
+	_, err = natsretry.New(ctx, e.js, natsretry.Config{History: e.kv, DeadLetter: "dead.jobs", Park: "park",
 		Subjects: map[string]retrypolicy.Strategy{"jobs.a": {Kind: retrypolicy.Bounded}}})
 	assert.ErrorContains(t, err, `Config.Subjects["jobs.a"]: retrypolicy: MaxAttempts: required`)
 }

@@ -15,32 +15,20 @@ import (
 // 2 since a history keeps the wait decided; 1 is read as a wait unknown.
 const recordVersion = 2
 
-// The flags of a history.
+// The states a history may be in besides waiting: one bit each.
 const (
-	// flagDead marks a history whose message is being moved to the
-	// dead-letter stream.
-	flagDead = 1 << iota
-	// flagMoved marks a work message's history whose message is being
-	// moved to the parking stream under parkedID.
-	flagMoved
-	// flagParked marks the history of a parked message: it holds the
-	// message's identity and strategy.
-	flagParked
-	flagsKnown = flagDead | flagMoved | flagParked
+	// stateDead marks a message the policy has given up: its copy to the
+	// dead-letter stream may be made already.
+	stateDead = 1 << iota
+	// stateMoved marks a work message being moved to the parking stream,
+	// its parked record under parkedID: a redelivery finishes the move.
+	stateMoved
+	statesKnown = stateDead | stateMoved
 )
 
-// identity is where a parked message came from: what its dead letter
-// says, and what seeds its jitter.
-type identity struct {
-	subject, stream string
-	seq             uint64
-	stamp           int64 // the message's timestamp, Unix nanoseconds
-	strategy        string
-	origin          string // its work message's history key
-}
-
-// history is what the policy keeps of a message between its deliveries,
-// under its key in the History bucket.
+// history is what the policy keeps of a message between its deliveries:
+// a work message's, under its key in the History bucket; a parked
+// message's, inside its parked record (parkedRecord).
 type history struct {
 	// seen is the last delivery whose end the policy saw (NumDelivered).
 	seen uint64
@@ -60,37 +48,28 @@ type history struct {
 	// ascending.
 	failures []int64
 	// parkedID is, for a work message being moved to the parking stream,
-	// the id its parked copy goes under.
+	// the id of its parked record and copy.
 	parkedID string
-	// parked is, for a parked message, where it came from; nil otherwise.
-	parked *identity
 }
 
-// appendHistory appends h as stored: a version byte, a flags byte, seen,
-// due and wait as varints, for a dead message its reason and error text,
-// then the failures in the root History's binary encoding (queuekit.Record).
+// appendHistory appends h as stored: a version byte, a byte of its
+// states, seen, due and wait as varints, for a moved message its parked
+// id, for a dead message its reason and error text, then the failures in
+// the root History's binary encoding (queuekit.Record).
 func appendHistory(b []byte, h history) []byte {
-	flags := byte(0)
+	states := byte(0)
 	if h.dead {
-		flags |= flagDead
+		states |= stateDead
 	}
 	if h.parkedID != "" {
-		flags |= flagMoved
+		states |= stateMoved
 	}
-	if h.parked != nil {
-		flags |= flagParked
-	}
-	b = append(b, recordVersion, flags)
+	b = append(b, recordVersion, states)
 	b = binary.AppendUvarint(b, h.seen)
 	b = binary.AppendVarint(b, h.due)
 	b = binary.AppendVarint(b, h.wait)
 	if h.parkedID != "" {
 		b = appendText(b, h.parkedID)
-	}
-	if id := h.parked; id != nil {
-		b = appendText(appendText(b, id.subject), id.stream)
-		b = binary.AppendVarint(binary.AppendUvarint(b, id.seq), id.stamp)
-		b = appendText(appendText(b, id.strategy), id.origin)
 	}
 	if h.dead {
 		b = append(b, byte(h.reason))
@@ -106,42 +85,54 @@ var errHistory = errors.New("not a history this package wrote")
 // readHistory reads a history as appendHistory writes it, its failures
 // into room[:0].
 func readHistory(b []byte, room []int64) (history, error) {
-	var h history
-	if len(b) < 2 || b[0] != recordVersion && b[0] != 1 || b[1]&^flagsKnown != 0 || b[0] == 1 && b[1]&^flagDead != 0 {
+	r := reader{b: b, ok: true}
+	h := r.history(room)
+	if r.err != nil {
+		return h, r.err
+	}
+	if !r.ok {
 		return h, errHistory
 	}
-	version, flags := b[0], b[1]
-	r := reader{b: b[2:], ok: true}
-	h.dead = flags&flagDead != 0
+	return h, nil
+}
+
+// history reads a history at r, its failures into room[:0], and the rest
+// of r with it.
+func (r *reader) history(room []int64) history {
+	var h history
+	version, states := r.byte(), r.byte()
+	if !r.ok || version != recordVersion && version != 1 || states&^statesKnown != 0 || version == 1 && states&^stateDead != 0 {
+		r.ok = false
+		return h
+	}
+	h.dead = states&stateDead != 0
 	h.seen, h.due = r.uvarint(), r.varint()
 	if version > 1 {
 		h.wait = r.varint()
 	}
-	if flags&flagMoved != 0 {
+	if states&stateMoved != 0 {
 		if h.parkedID = r.text(maxText); h.parkedID == "" {
 			r.ok = false
 		}
-	}
-	if flags&flagParked != 0 {
-		h.parked = &identity{subject: r.text(maxText), stream: r.text(maxText), seq: r.uvarint(), stamp: r.varint(),
-			strategy: r.text(maxText), origin: r.text(maxText)}
 	}
 	if h.dead {
 		h.reason = retry.Reason(r.byte())
 		h.lastError = r.text(MaxErrorText)
 	}
 	if !r.ok {
-		return h, errHistory
+		return h
 	}
 	if _, err := h.reason.MarshalText(); err != nil {
 		// A reason stored by a later version: never read as another.
-		return h, errors.New("its reason is unknown: " + strconv.Itoa(int(h.reason)))
+		r.err = errors.New("its reason is unknown: " + strconv.Itoa(int(h.reason)))
+		return h
 	}
 	var err error
 	if h.failures, err = queuekit.DecodeFailures(r.b, room); err != nil {
-		return h, err
+		r.err = err
 	}
-	return h, nil
+	r.b = nil
+	return h
 }
 
 // maxText is the longest text a history holds: a subject, a stream's
@@ -153,11 +144,12 @@ func appendText(b []byte, s string) []byte {
 	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
 }
 
-// reader reads a history's fields in turn; once one is not what
-// appendHistory writes, ok is false and every later read returns zero.
+// reader reads a record's fields in turn; once one is not what was
+// written, ok is false and every later read returns zero.
 type reader struct {
-	b  []byte
-	ok bool
+	b   []byte
+	ok  bool
+	err error // a record read whole but refused, saying why
 }
 
 func (r *reader) uvarint() uint64 { return number(r, binary.Uvarint) }

@@ -17,7 +17,6 @@ func TestHistoryRoundTrip(t *testing.T) {
 		{seen: 3, due: 1_790_000_000_123, wait: 1500, failures: []int64{1_790_000_000_000_000_000, 1_790_000_001_500_000_000}},
 		{seen: 1 << 40, dead: true, reason: retry.NotRetryable, lastError: "disk full", failures: []int64{-5, 7}},
 		{seen: 2, parkedID: "0123abcd", failures: []int64{9}},
-		{due: 5, wait: 3, parked: &identity{subject: "jobs.a", stream: "JOBS", seq: 7, stamp: -3, strategy: `{"strategy":"none"}`, origin: "JOBS.worker.7.9"}, dead: true, reason: retry.AttemptsExhausted},
 	} {
 		b := appendHistory(nil, h)
 		got, err := readHistory(b, nil)
@@ -114,4 +113,24 @@ func TestAStoredReasonIsStable(t *testing.T) {
 	b[5] = 42
 	_, err := readHistory(b, nil)
 	assert.EqualError(t, err, "its reason is unknown: 42")
+}
+
+// TestParkedRecordRoundTrip: a parked record reads back as written, and
+// neither reader takes the other's bytes: a parked record is not a
+// history, nor a history a parked record.
+func TestParkedRecordRoundTrip(t *testing.T) {
+	rec := parkedRecord{origin: "JOBS.worker.7.9", subject: "jobs.a", stream: "JOBS", seq: 7, stamp: -3, strategy: `{"strategy":"none"}`,
+		copySeq: 42, state: history{due: 5, wait: 3, dead: true, reason: retry.AttemptsExhausted, failures: []int64{1, 2}}}
+	b := appendParked(nil, rec)
+	got, err := readParked(b, nil)
+	require.NoError(t, err)
+	assert.Equal(t, rec, got)
+	_, err = readHistory(b, nil)
+	assert.Error(t, err, "a parked record is not a history")
+	_, err = readParked(appendHistory(nil, rec.state), nil)
+	assert.ErrorIs(t, err, errParked, "nor a history a parked record")
+	for n := range len(b) {
+		_, err := readParked(b[:n], nil)
+		assert.Error(t, err, "cut at %d of %d", n, len(b))
+	}
 }

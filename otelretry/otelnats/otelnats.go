@@ -4,7 +4,7 @@
 //
 //	in, err := otelretry.New()
 //	hooks, err := otelnats.Hooks(in, nil)
-//	policy, err := natsretry.New(ctx, js, natsretry.Config{History: kv, DeadLetter: "dead.orders", Hooks: hooks})
+//	policy, err := natsretry.New(ctx, js, natsretry.Config{History: kv, DeadLetter: "dead.orders", Park: "park", Hooks: hooks})
 //
 // Each decision on a failed delivery is a retrypolicy.decisions (by
 // action, and reason when fatal) and a retry with its wait, or a give-up

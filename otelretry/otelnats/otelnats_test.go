@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -48,7 +49,9 @@ func TestJetStreamMessages(t *testing.T) {
 	require.NoError(t, err)
 	_, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: "DEAD", Subjects: []string{"dead.>"}})
 	require.NoError(t, err)
-	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "retrypolicy"})
+	_, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: "PARK", Subjects: []string{"park.>"}, Retention: jetstream.WorkQueuePolicy})
+	require.NoError(t, err)
+	kv, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "retrypolicy", LimitMarkerTTL: time.Minute})
 	require.NoError(t, err)
 	consumer, err := js.CreateConsumer(ctx, "JOBS", jetstream.ConsumerConfig{Durable: "worker",
 		AckPolicy: jetstream.AckExplicitPolicy, MaxDeliver: -1, AckWait: 300 * time.Millisecond})
@@ -73,13 +76,17 @@ func TestJetStreamMessages(t *testing.T) {
 	require.NoError(t, err)
 	settled := make(chan string, 8)
 	hooks.DeadLettered = chain(hooks.DeadLettered, settled)
-	policy, err := natsretry.New(ctx, js, natsretry.Config{History: kv, DeadLetter: "dead.jobs", Hooks: hooks,
+	policy, err := natsretry.New(ctx, js, natsretry.Config{History: kv, DeadLetter: "dead.jobs", Park: "park", Hooks: hooks,
 		Default: retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped, Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: time.Millisecond}}})
 	require.NoError(t, err)
+	var mu sync.Mutex // a parked message runs on the parking consumer's goroutine
 	runs := map[string]int{}
 	cc, err := policy.Consume(ctx, consumer, func(_ context.Context, m jetstream.Msg) error {
+		mu.Lock()
 		runs[m.Subject()]++
-		if m.Subject() == "jobs.a.1" && runs[m.Subject()] == 1 {
+		n := runs[m.Subject()]
+		mu.Unlock()
+		if m.Subject() == "jobs.a.1" && n == 1 {
 			return errors.New("down")
 		}
 		if m.Subject() == "jobs.b.2" {

@@ -3,7 +3,9 @@
 //
 // It starts a JetStream server in the process (storing in a temporary
 // directory), or uses the one -url names; makes an ORDERS stream, a
-// dead-letter stream DEAD and a history bucket; publishes five orders;
+// dead-letter stream DEAD, a parking stream PARK (where an order waits
+// for its retry without holding a slot of the consumer) and a history
+// bucket; publishes five orders;
 // and consumes them under a bounded strategy while payments are down for
 // the first seconds. It prints what was acked, retried and dead-lettered,
 // and exits 0 once every order is settled, within a minute.
@@ -102,9 +104,18 @@ func declare(ctx context.Context, js jetstream.JetStream) (orders, error) {
 	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: "DEAD", Subjects: []string{"dead.>"}, Storage: jetstream.FileStorage}); err != nil {
 		return orders{}, err
 	}
+	// A parked order waits in PARK; work-queue retention drops it once
+	// acked. The stream has no age, count or size limit: a waiting order
+	// must not be dropped.
+	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: "PARK", Subjects: []string{"park.>"},
+		Storage: jetstream.FileStorage, Retention: jetstream.WorkQueuePolicy}); err != nil {
+		return orders{}, err
+	}
 	// The TTL removes a history that a delivery after an ack left behind:
-	// longer than any wait of the strategy, plus AckWait.
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "retrypolicy", Storage: jetstream.FileStorage, TTL: time.Hour})
+	// longer than any wait of the strategy, plus AckWait. LimitMarkerTTL
+	// lets the marker a removed history leaves expire.
+	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "retrypolicy", Storage: jetstream.FileStorage,
+		TTL: time.Hour, LimitMarkerTTL: time.Minute})
 	if err != nil {
 		return orders{}, err
 	}
@@ -173,6 +184,7 @@ func newPolicy(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValu
 			Backoff: retrypolicy.Backoff{Kind: retrypolicy.Exponential, BaseDelay: 500 * time.Millisecond, Multiplier: 2, MaxDelay: 5 * time.Second}},
 		History:    kv,
 		DeadLetter: "dead.orders",
+		Park:       "park",
 		Logger:     slog.New(slog.DiscardHandler),
 		Hooks: natsretry.Hooks{
 			Decided: func(_ context.Context, subject string, d retrypolicy.Decision, _ retry.Reason) {
