@@ -249,22 +249,11 @@ func (c *client) classify(actx, ctx context.Context, err error, trailer metadata
 	}
 }
 
-// pushback reads a pushback trailer's value: a non-negative integer of
-// milliseconds, saturating at the longest Duration (a wait beyond every
-// limit), and false for anything else (a negative or invalid value).
-func pushback(value string) (time.Duration, bool) {
-	const most = int64(1<<63-1) / int64(time.Millisecond)
-	ms, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64)
-	switch {
-	case errors.Is(err, strconv.ErrRange) && ms > 0:
-		return 1<<63 - 1, true // digits past int64's range
-	case err != nil || ms < 0:
-		return 0, false
-	case ms > most:
-		return 1<<63 - 1, true
-	}
-	return time.Duration(ms) * time.Millisecond, true
-}
+// pushback reads a pushback trailer's value as every layer reads a wait
+// in milliseconds (retry.ParseMillis): a decimal, saturating at the
+// longest Duration, and false for anything else (a sign, a space, a
+// letter: the server asks for no retry).
+func pushback(value string) (time.Duration, bool) { return retry.ParseMillis(value) }
 
 // marked reports whether err is a retried code whose trailer says it was
 // retried below.

@@ -151,7 +151,7 @@ func TestPushback(t *testing.T) {
 		assert.Equal(t, 2, h.Calls())
 		assert.Equal(t, []time.Duration{30 * time.Millisecond}, waits, "the pushback, not the strategy's millisecond")
 	})
-	for _, v := range [][]string{{"-1"}, {"soon"}, {"1", "2"}, {""}} {
+	for _, v := range [][]string{{"-1"}, {"soon"}, {"1", "2"}, {""}, {"99999999999999999999x"}, {"1x"}, {"+30"}, {" 30"}} {
 		t.Run("no retry for "+strings.Join(v, ","), func(t *testing.T) {
 			h := &health{answer: func(_ int, ctx context.Context) error {
 				md := metadata.MD{}

@@ -37,7 +37,7 @@ type step func(w http.ResponseWriter, r *http.Request)
 func status(code int, header ...string) step {
 	return func(w http.ResponseWriter, r *http.Request) {
 		for i := 0; i+1 < len(header); i += 2 {
-			w.Header().Set(header[i], header[i+1])
+			w.Header().Add(header[i], header[i+1]) // a name given twice is sent twice
 		}
 		w.WriteHeader(code)
 		fmt.Fprintf(w, "%d %s", code, r.Header.Get("X-Attempt"))

@@ -1,11 +1,11 @@
 package retryhttp
 
 import (
-	"math"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/retrypolicy/retrypolicy/retry"
 )
 
 // The headers by which servers of other stacks ask for a wait or say
@@ -28,44 +28,38 @@ const (
 
 // WaitAsked returns the wait a response's header asks for before the next
 // request, and false when it asks for none: Retry-After-Ms, then
-// X-Ms-Retry-After-Ms (milliseconds, a non-negative decimal number,
-// fractions rounded up to a whole millisecond), each when valid, then
-// Retry-After ([ParseRetryAfter]). Waits past the longest Duration
-// saturate.
+// X-Ms-Retry-After-Ms (milliseconds, [ParseRetryAfterMs]), each when it
+// has a valid value, then Retry-After ([ParseRetryAfter]). A header sent
+// more than once is read as its longest valid value. Waits past the
+// longest Duration saturate.
 func WaitAsked(h http.Header, now time.Time) (time.Duration, bool) {
 	for _, name := range [...]string{RetryAfterMsHeader, MSRetryAfterMsHeader} {
-		if d, ok := ParseRetryAfterMs(h.Get(name)); ok {
+		if d, ok := longest(h.Values(name), func(v string) (time.Duration, bool) { return ParseRetryAfterMs(v) }); ok {
 			return d, true
 		}
 	}
-	return ParseRetryAfter(h.Get("Retry-After"), now)
+	return longest(h.Values("Retry-After"), func(v string) (time.Duration, bool) { return ParseRetryAfter(v, now) })
 }
 
-// ParseRetryAfterMs reads a wait in milliseconds: a non-negative decimal
-// number such as "1500" or "20.5", with white space around it; a fraction
-// of a millisecond is rounded up to a whole one, and a wait past the
-// longest Duration saturates. It returns false for anything else.
-func ParseRetryAfterMs(value string) (time.Duration, bool) {
-	whole, frac, dotted := strings.Cut(strings.TrimSpace(value), ".")
-	if whole == "" || !digits(whole) || dotted && (frac == "" || !digits(frac)) {
-		return 0, false
+// longest returns the longest of values that parse reads as valid, and
+// false when none is.
+func longest(values []string, parse func(string) (time.Duration, bool)) (time.Duration, bool) {
+	var most time.Duration
+	var found bool
+	for _, v := range values {
+		if d, ok := parse(v); ok {
+			most, found = max(most, d), true
+		}
 	}
-	const most = uint64(math.MaxInt64 / int64(time.Millisecond))
-	ms, err := strconv.ParseUint(whole, 10, 64)
-	if err != nil || ms > most {
-		return math.MaxInt64, true // digits past uint64's range: saturate
-	}
-	if strings.Trim(frac, "0") != "" {
-		ms++ // rounded up to a whole millisecond
-	}
-	if ms > most {
-		return math.MaxInt64, true
-	}
-	return time.Duration(ms) * time.Millisecond, true
+	return most, found
 }
 
-// digits reports whether s is made of ASCII digits only.
-func digits(s string) bool { return strings.Trim(s, "0123456789") == "" }
+// ParseRetryAfterMs reads a wait in milliseconds as every layer of this
+// module reads one ([retry.ParseMillis]): a decimal number such as "1500"
+// or "20.5", with no sign, space or exponent; a fraction of a millisecond
+// is rounded up to a whole one, and a wait past the longest Duration
+// saturates. It returns false for anything else.
+func ParseRetryAfterMs(value string) (time.Duration, bool) { return retry.ParseMillis(value) }
 
 // serverSays is what a response's headers say of retrying it.
 type serverSays uint8
@@ -76,16 +70,22 @@ const (
 	saysYes                // X-Should-Retry: true
 )
 
-// says reads X-Should-Retry and X-Envoy-Overloaded: a refusal wins.
+// says reads X-Should-Retry and X-Envoy-Overloaded, every value of each:
+// a refusal wins if any value says it.
 func says(h http.Header) serverSays {
-	if h.Get(EnvoyOverloadedHeader) != "" {
-		return saysNo
+	for _, v := range h.Values(EnvoyOverloadedHeader) {
+		if v != "" {
+			return saysNo
+		}
 	}
-	switch v := strings.TrimSpace(h.Get(ShouldRetryHeader)); {
-	case strings.EqualFold(v, "false"):
-		return saysNo
-	case strings.EqualFold(v, "true"):
-		return saysYes
+	said := saysNothing
+	for _, v := range h.Values(ShouldRetryHeader) {
+		switch v = strings.TrimSpace(v); {
+		case strings.EqualFold(v, "false"):
+			return saysNo
+		case strings.EqualFold(v, "true"):
+			said = saysYes
+		}
 	}
-	return saysNothing
+	return said
 }

@@ -89,6 +89,14 @@ func TestServerSignals(t *testing.T) {
 			attempts: 2, took: time.Millisecond, status: 200},
 		{name: "X-Envoy-Overloaded", steps: []step{status(503, "x-envoy-overloaded", "true"), status(200)},
 			attempts: 1, took: 0, status: 503, gaveUp: "not_retryable"},
+		{name: "X-Envoy-Overloaded sent twice, the first empty: not retried", steps: []step{status(503, "X-Envoy-Overloaded", "", "X-Envoy-Overloaded", "1"), status(200)},
+			attempts: 1, took: 0, status: 503, gaveUp: "not_retryable"},
+		{name: "X-Should-Retry sent twice, true then false: not retried", steps: []step{status(503, "X-Should-Retry", "true", "X-Should-Retry", "false"), status(200)},
+			attempts: 1, took: 0, status: 503, gaveUp: "not_retryable"},
+		{name: "Retry-After-Ms sent thrice: the longest valid value", steps: []step{status(503, "Retry-After-Ms", "soon", "Retry-After-Ms", "200", "Retry-After-Ms", "50"), status(200)},
+			attempts: 2, took: 200 * time.Millisecond, status: 200},
+		{name: "Retry-After-Ms with a sign: ignored", steps: []step{status(503, "Retry-After-Ms", "+30"), status(200)},
+			attempts: 2, took: time.Millisecond, status: 200},
 		{name: "X-Envoy-Overloaded beside X-Should-Retry: true", steps: []step{status(503, "X-Envoy-Overloaded", "1", "X-Should-Retry", "true"), status(200)},
 			attempts: 1, took: 0, status: 503, gaveUp: "not_retryable"},
 		{name: "WithoutServerSignals: Retry-After alone", steps: []step{status(503, "Retry-After-Ms", "1500", "Retry-After", "3", "X-Should-Retry", "false"), status(200)},
@@ -166,7 +174,7 @@ func TestALongWaitInsideAJobIsDeferredWhateverTheThreshold(t *testing.T) {
 // it does not.
 func TestParseRetryAfterMs(t *testing.T) {
 	for in, want := range map[string]time.Duration{
-		"0": 0, "1500": 1500 * time.Millisecond, " 7 ": 7 * time.Millisecond, "0.0": 0, "0.1": time.Millisecond,
+		"0": 0, "1500": 1500 * time.Millisecond, "0.0": 0, "0.1": time.Millisecond,
 		"2.000": 2 * time.Millisecond, "2.5": 3 * time.Millisecond, "9223372036854": 9223372036854 * time.Millisecond,
 		"9223372036855": math.MaxInt64, "18446744073709551615.5": math.MaxInt64, "99999999999999999999999": math.MaxInt64,
 	} {
@@ -174,7 +182,7 @@ func TestParseRetryAfterMs(t *testing.T) {
 		assert.True(t, ok, "%q", in)
 		assert.Equal(t, want, got, "%q", in)
 	}
-	for _, in := range []string{"", " ", "-1", "+1", "1e3", "1.", ".5", "1.2.3", "0x10", "1 000", "١٢", "NaN", "inf"} {
+	for _, in := range []string{"", " ", " 7 ", "7 ", "-1", "+1", "+30", "99999999999999999999x", "1e3", "1.", ".5", "1.2.3", "0x10", "1 000", "١٢", "NaN", "inf"} {
 		_, ok := retryhttp.ParseRetryAfterMs(in)
 		assert.False(t, ok, "%q", in)
 	}
