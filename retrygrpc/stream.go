@@ -56,10 +56,12 @@ type retryStream struct {
 	streamer grpc.Streamer
 	opts     []grpc.CallOption
 
-	mu     sync.Mutex
-	req    any  // the request message, held for each attempt
-	hasReq bool // SendMsg was called
-	closed bool // CloseSend was called
+	recv sync.Mutex // one receiver at a time, held across the first message's loop
+
+	mu     sync.Mutex // the fields below, held briefly: never across a wait or a receive
+	req    any        // the request message, held for each attempt
+	hasReq bool       // SendMsg was called
+	closed bool       // CloseSend was called
 	cur    grpc.ClientStream
 	timer  attemptTimer // cur's, until its first message
 	sent   int
@@ -140,20 +142,23 @@ func (s *retryStream) Context() context.Context {
 }
 
 // RecvMsg receives the first message under the retry loop, then each
-// message from the attempt that delivered it.
+// message from the attempt that delivered it. The stream's other methods
+// (Context, Header, Trailer, SendMsg) are not held up by the loop's waits
+// or receives.
 func (s *retryStream) RecvMsg(m any) error {
+	s.recv.Lock()
+	defer s.recv.Unlock()
 	s.mu.Lock()
-	if !s.done {
-		defer s.mu.Unlock()
+	done, cur, err := s.done, s.cur, s.err
+	s.mu.Unlock()
+	if !done {
 		return s.first(m)
 	}
-	cur, err := s.cur, s.err
-	s.mu.Unlock()
 	if cur == nil {
 		return err
 	}
 	if err := cur.RecvMsg(m); err != nil {
-		s.timer.end() // the stream is over: its context too
+		s.endAttempt() // the stream is over: its context too
 		return err
 	}
 	return nil
@@ -163,38 +168,62 @@ func (s *retryStream) RecvMsg(m any) error {
 func (s *retryStream) first(m any) error {
 	var eof bool
 	_, err := s.loop.Do(s.ctx, func(actx context.Context) (struct{}, error) {
-		if s.cur == nil {
-			if err := s.open(actx); err != nil {
-				return struct{}{}, s.failed(actx, err, nil)
-			}
+		cur, err := s.current(actx)
+		if err != nil {
+			return struct{}{}, s.failed(actx, err, nil)
 		}
-		err := s.cur.RecvMsg(m)
+		err = cur.RecvMsg(m)
 		switch {
 		case err == nil:
+			s.mu.Lock()
 			s.timer.stop() // the stream goes on under the call's deadline
+			s.mu.Unlock()
 			return struct{}{}, nil
 		case errors.Is(err, io.EOF):
-			eof = true // the stream ended with no message: not a failure
+			eof = true     // the stream ended with no message: not a failure
+			s.endAttempt() // and its context ends with it
 			return struct{}{}, nil
 		}
-		cur := s.cur
+		s.mu.Lock()
 		s.cur = nil
+		s.mu.Unlock()
 		return struct{}{}, s.failed(actx, err, cur.Trailer())
 	})
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.done = true
-	if err != nil {
+	switch {
+	case err != nil:
 		s.err = given(err, s.sent)
-		return s.err
-	}
-	if eof {
+	case eof:
 		s.err = io.EOF
-		return io.EOF
 	}
-	return nil
+	return s.err
+}
+
+// current returns the attempt's stream, opening one under actx when none
+// is open.
+func (s *retryStream) current(actx context.Context) (grpc.ClientStream, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cur == nil {
+		if err := s.open(actx); err != nil {
+			return nil, err
+		}
+	}
+	return s.cur, nil
+}
+
+// endAttempt ends the current attempt's context.
+func (s *retryStream) endAttempt() {
+	s.mu.Lock()
+	t := s.timer
+	s.mu.Unlock()
+	t.end()
 }
 
 // open opens the next attempt's stream under actx, and sends it what the
-// caller has sent.
+// caller has sent; s.mu is held.
 func (s *retryStream) open(actx context.Context) error {
 	s.sent++
 	octx, t := s.c.attemptContext(actx, s.sent, true)
@@ -222,6 +251,9 @@ func (s *retryStream) open(actx context.Context) error {
 
 // failed returns what the loop is told of an attempt that failed with err.
 func (s *retryStream) failed(actx context.Context, err error, trailer metadata.MD) error {
-	fired := s.timer.end()
+	s.mu.Lock()
+	t := s.timer
+	s.mu.Unlock()
+	fired := t.end()
 	return s.c.classify(actx, s.ctx, err, trailer, fired)
 }

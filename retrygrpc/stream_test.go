@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"io"
+	"runtime"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -129,4 +132,73 @@ func TestAStreamCallsSecondRequestIsRefused(t *testing.T) {
 	assert.Equal(t, codes.Internal, status.Code(cs.SendMsg(2)))
 	assert.Nil(t, cs.Trailer())
 	assert.Equal(t, context.Background(), cs.Context())
+}
+
+// TestAStreamsOtherMethodsAreNotHeldByItsLoop: while the first message's
+// loop runs (here, as it decides a retry), the stream's Context returns at
+// once from another goroutine. Until the stream's lock was held briefly,
+// RecvMsg held it across the whole loop, waits and receives included, and
+// Context waited for the loop to end.
+func TestAStreamsOtherMethodsAreNotHeldByItsLoop(t *testing.T) {
+	h := &health{watch: func(n int, send func() error) error {
+		if n == 1 {
+			return status.Error(codes.Unavailable, "not yet")
+		}
+		return send()
+	}}
+	var stream atomic.Pointer[grpc.ServerStreamingClient[grpc_health_v1.HealthCheckResponse]]
+	returned := make(chan bool, 1)
+	observe := retry.WithObserver(func(retry.Event) {
+		got := make(chan struct{})
+		go func() {
+			(*stream.Load()).Context()
+			close(got)
+		}()
+		select {
+		case <-got:
+			returned <- true
+		case <-time.After(10 * time.Second): // a deadlock's bound, not a measure of speed
+			returned <- false
+		}
+	})
+	ss := watch(t, streamClient(t, h, retrygrpc.WithSafeMethods(watchMethod), observe))
+	stream.Store(&ss)
+	_, err := ss.Recv()
+	require.NoError(t, err)
+	assert.True(t, <-returned, "Context returned while the loop decided its retry")
+}
+
+// doneCtx is a context of a type the context package does not know, so
+// that each context made from it watches it with a goroutine of its own
+// until that context ends: a count of goroutines shows what is left alive.
+type doneCtx struct {
+	context.Context
+	done chan struct{}
+}
+
+func (c doneCtx) Done() <-chan struct{} { return c.done }
+
+// TestAnEmptyStreamEndsItsAttempt: a safe server stream that ends with no
+// message ends its attempt's context when Recv returns io.EOF: 100 such
+// streams leave no goroutine watching the caller's context. Until it did,
+// each stream's attempt lived until the caller's context ended (515 bytes
+// a call).
+func TestAnEmptyStreamEndsItsAttempt(t *testing.T) {
+	h := &health{watch: func(int, func() error) error { return nil }}
+	cc := streamClient(t, h, retrygrpc.WithSafeMethods(watchMethod))
+	caller := doneCtx{Context: context.Background(), done: make(chan struct{})}
+	defer close(caller.done)
+	client := grpc_health_v1.NewHealthClient(cc)
+	before := runtime.NumGoroutine()
+	for range 100 {
+		ss, err := client.Watch(caller, &grpc_health_v1.HealthCheckRequest{Service: "jobs"})
+		require.NoError(t, err)
+		_, err = ss.Recv()
+		require.ErrorIs(t, err, io.EOF)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > before+20 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	assert.LessOrEqual(t, runtime.NumGoroutine(), before+20, "goroutines left watching the caller's context after 100 empty streams")
 }
