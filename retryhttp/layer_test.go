@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -157,6 +158,39 @@ func TestAMarkedResponseIsReturnedAsReceived(t *testing.T) {
 		})
 		assert.Equal(t, 1, calls)
 		ge, _ := errors.AsType[*retry.GiveUpError](err)
+		assert.Equal(t, retry.RetriedBelow, ge.Reason)
+	})
+}
+
+// TestAMarkedResponseToARequestSentOnceReports: a POST without an
+// idempotency key is sent once, and a marked 503 in answer still reports
+// to the loop whose attempt sent it: that loop gives up RetriedBelow after
+// one attempt. Until every layer reported whatever it may resend, the loop
+// made 3 attempts, each retried below.
+func TestAMarkedResponseToARequestSentOnceReports(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var service atomic.Int32
+		marked := counted(&service, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set(retryhttp.RetriedBelowHeader, "1")
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}))
+		tr, err := retryhttp.NewTransport(served(marked), threeAttempts)
+		require.NoError(t, err)
+		calls := 0
+		_, err = retry.Do(context.Background(), threeAttempts, func(ctx context.Context) (int, error) {
+			calls++
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://svc.test/orders", strings.NewReader("order"))
+			resp, err := tr.RoundTrip(req)
+			if err != nil {
+				return 0, err
+			}
+			resp.Body.Close()
+			return 0, errors.New(resp.Status)
+		})
+		assert.Equal(t, 1, calls)
+		assert.Equal(t, int32(1), service.Load())
+		ge, _ := errors.AsType[*retry.GiveUpError](err)
+		require.NotNil(t, ge, "%v", err)
 		assert.Equal(t, retry.RetriedBelow, ge.Reason)
 	})
 }

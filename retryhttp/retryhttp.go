@@ -439,20 +439,17 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	if timer != nil {
 		timer.closeWith(resp)
 	}
-	retried, refused := c.retried(resp)
-	if !retried {
+	retried, refused := c.t.retried(resp)
+	if retried && !refused {
+		c.reportMarked(ctx, resp) // whether or not this request may be sent again
+	}
+	if !retried || !c.resend {
 		timer.stop()
-		return resp, nil
+		return resp, nil // an unsafe request is never retried
 	}
 	se := &StatusError{StatusCode: resp.StatusCode, resp: resp, timer: timer}
 	if refused {
 		return nil, retry.Permanent(se) // handed over as received
-	}
-	if resp.Header.Get(RetriedBelowHeader) != "" {
-		// Retried below, in the server: this attempt is not retried (Do
-		// gives up RetriedBelow), and the layer above hears of it.
-		retry.Report(ctx)
-		retry.Report(c.req.Context())
 	}
 	wait, ok := ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 	if c.t.signals {
@@ -464,17 +461,24 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	return nil, se
 }
 
-// retried reports whether resp is a failure the transport would retry,
-// and whether its server refused that retry (X-Should-Retry: false,
-// X-Envoy-Overloaded): X-Should-Retry: true makes a status of 400 or more
-// retried that the classifier would not retry. An unsafe request is never
-// retried.
-func (c *call) retried(resp *http.Response) (retried, refused bool) {
-	if !c.resend {
-		return false, false
+// reportMarked reports resp, a response the transport would retry, when
+// it is marked retried below, in the server: the attempt is not retried
+// (Do gives up RetriedBelow), and the layer above hears of it.
+func (c *call) reportMarked(ctx context.Context, resp *http.Response) {
+	if resp.Header.Get(RetriedBelowHeader) != "" {
+		retry.Report(ctx)
+		retry.Report(c.req.Context())
 	}
-	retried = c.t.transient(resp, nil)
-	if !c.t.signals {
+}
+
+// retried reports whether resp is a failure the transport would retry
+// were its request safe to send again, and whether its server refused
+// that retry (X-Should-Retry: false, X-Envoy-Overloaded): X-Should-Retry:
+// true makes a status of 400 or more retried that the classifier would
+// not retry.
+func (t *Transport) retried(resp *http.Response) (retried, refused bool) {
+	retried = t.transient(resp, nil)
+	if !t.signals {
 		return retried, false
 	}
 	switch says(resp.Header) {
