@@ -443,7 +443,7 @@ func (r *layersRun) newCall(layer, parent int32, parentGen uint32, parentAttempt
 	c := &r.calls[id]
 	*c = layerCall{layer: layer, parent: parent, parentGen: parentGen, parentAttempt: parentAttempt, gen: c.gen + 1, started: t}
 	if int(layer) < len(r.budgets) {
-		r.budgets[layer].deposit(t)
+		r.budgets[layer].start(t)
 	}
 	return id
 }
@@ -470,13 +470,18 @@ func (l Layer) budget() (budget, error) {
 	return budget{}, nil
 }
 
-// deposit counts a call at t.
-func (b budget) deposit(t time.Duration) {
-	switch {
-	case b.token != nil:
-		b.token.Deposit()
-	case b.window != nil:
+// start counts a call that begins at t: a windowed budget's count.
+func (b budget) start(t time.Duration) {
+	if b.window != nil {
 		b.window.Call(t)
+	}
+}
+
+// deposit tells the budget that a call ended well: a token budget's
+// deposit.
+func (b budget) deposit() {
+	if b.token != nil {
+		b.token.Deposit()
 	}
 }
 
@@ -606,8 +611,12 @@ func (r *layersRun) failed(id int32, t time.Duration, retryable bool) {
 	if r.l.onDecide != nil {
 		r.l.onDecide(uint64(id)<<32|uint64(c.gen), int(c.layer), at, t-c.started)
 	}
-	if d.Action == retrypolicy.Fatal || !r.budgets[c.layer].grant(t) {
+	if d.Action == retrypolicy.Fatal {
 		r.giveUp(id, t, retryable && c.attempt == 1) // a layer that retried says so
+		return
+	}
+	if !r.budgets[c.layer].grant(t) {
+		r.giveUp(id, t, false) // a budget's refusal speaks for the dependency: it reports, as a layer that retried
 		return
 	}
 	c.waiting = true
@@ -629,6 +638,9 @@ func (r *layersRun) giveUp(id int32, t time.Duration, retryable bool) {
 func (r *layersRun) end(id int32, t time.Duration, ok, retryable bool) {
 	c := &r.calls[id]
 	c.done = true
+	if ok && int(c.layer) < len(r.budgets) {
+		r.budgets[c.layer].deposit() // it ended well
+	}
 	if c.history.History != nil {
 		r.eng.forget(&c.history)
 		c.history.History = nil

@@ -15,29 +15,39 @@ import (
 	"pgregory.net/rapid"
 )
 
-// TestBudgetBoundsRetriesOverAnyPrefix pins the budget's promise: over any
-// prefix of a sequence of calls and retries, the retries it allows are at
-// most burst + ratio × calls, and it refuses a retry only when the tokens
-// left are short of one.
+// TestBudgetBoundsRetriesOverAnyPrefix pins the token budget's promise:
+// over any prefix of a sequence of calls starting, calls ending well or
+// badly, and retries, the retries it allows are at most burst + ratio ×
+// calls that ended well, and it refuses a retry only when the tokens left
+// are short of one. A call that starts or ends badly deposits nothing.
 func TestBudgetBoundsRetriesOverAnyPrefix(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		ratio := rapid.Float64Range(0, 2).Draw(t, "ratio")
 		burst := rapid.IntRange(1, 20).Draw(t, "burst")
 		b, err := NewBudget(ratio, burst)
 		require.NoError(t, err)
-		calls, retries := 0, 0
-		for i := range rapid.IntRange(1, 500).Draw(t, "steps") {
-			_ = i
-			if rapid.Bool().Draw(t, "call") {
-				b.deposit()
-				calls++
-				continue
+		well, retries := 0, 0
+		for range rapid.IntRange(1, 500).Draw(t, "steps") {
+			switch rapid.IntRange(0, 3).Draw(t, "step") {
+			case 0:
+				b.Start()
+			case 1:
+				b.Deposit() // a call that ended well
+				well++
+			case 2:
+				// a call that ended badly: nothing to tell
+			case 3:
+				left := b.Tokens()
+				granted := b.Withdraw()
+				if granted {
+					retries++
+				}
+				if granted != (left >= 1) {
+					t.Fatalf("Withdraw said %v with %v tokens left", granted, left)
+				}
 			}
-			if b.withdraw() {
-				retries++
-			}
-			if bound := float64(burst) + ratio*float64(calls); float64(retries) > bound+1e-9 {
-				t.Fatalf("%d retries after %d calls: more than %v", retries, calls, bound)
+			if bound := float64(burst) + ratio*float64(well); float64(retries) > bound+1e-9 {
+				t.Fatalf("%d retries after %d calls that ended well: more than %v", retries, well, bound)
 			}
 		}
 	})
@@ -60,8 +70,10 @@ func TestBudgetRefusesBadSettings(t *testing.T) {
 }
 
 // TestBudgetStopsARetryStorm: many calls sharing a budget against a
-// dependency that always fails make at most burst + ratio × calls retries
-// in all, and those denied one give up with BudgetExhausted.
+// dependency that always fails make at most burst retries in all (no call
+// ends well, so nothing refills it), and those denied one give up with
+// BudgetExhausted. Until only calls that ended well deposited, each
+// failing call added ratio, and retrying went on as long as calls came.
 func TestBudgetStopsARetryStorm(t *testing.T) {
 	const callers = 50
 	b, err := NewBudget(0.1, 5)
@@ -88,24 +100,62 @@ func TestBudgetStopsARetryStorm(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		retries := calls - callers
-		assert.LessOrEqual(t, float64(retries), 5+0.1*callers)
-		assert.Positive(t, exhausted)
+		assert.Equal(t, 5, calls-callers, "the burst, and nothing more")
+		assert.Equal(t, callers, exhausted, "every call ends at a retry refused, those granted one included")
 	})
 }
 
+// TestWhatEndsACallWell: a token budget gets a deposit from a call whose
+// last attempt succeeded, or failed with an error marked Permanent (an
+// answer); none from one given up on a transient failure, a failure
+// marked PermanentFailure (the dependency's), the caller's cancellation,
+// or a context error the operation returned.
+func TestWhatEndsACallWell(t *testing.T) {
+	once := retrypolicy.Strategy{Kind: retrypolicy.None}
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, c := range []struct {
+		name string
+		ctx  context.Context
+		err  error
+		well bool
+	}{
+		{"success", context.Background(), nil, true},
+		{"Permanent", context.Background(), Permanent(errors.New("404")), true},
+		{"a transient failure", context.Background(), errFlaky, false},
+		{"PermanentFailure", context.Background(), PermanentFailure(errors.New("503 to a POST")), false},
+		{"PermanentFailure over Permanent", context.Background(), PermanentFailure(Permanent(errors.New("shed"))), false},
+		{"the operation's context.Canceled", context.Background(), context.Canceled, false},
+		{"Permanent(context.DeadlineExceeded)", context.Background(), Permanent(context.DeadlineExceeded), false},
+		{"the caller's cancellation", canceled, nil, false},
+	} {
+		b, err := NewBudget(0.5, 1)
+		require.NoError(t, err)
+		require.True(t, b.Withdraw())
+		_, _ = Do(c.ctx, once, func(context.Context) (int, error) { return 0, c.err }, WithBudget(b))
+		want := 0.0
+		if c.well {
+			want = 0.5
+		}
+		assert.Equal(t, want, b.Tokens(), c.name)
+	}
+}
+
 // TestTokensSaysWhatIsLeft: a budget starts at its burst, a retry takes a
-// token, a call gives ratio back, and the burst is the most it holds.
+// token, a call that ended well gives ratio back, and the burst is the
+// most it holds.
 func TestTokensSaysWhatIsLeft(t *testing.T) {
 	b, err := NewBudget(0.25, 2)
 	require.NoError(t, err)
 	assert.Equal(t, 2.0, b.Tokens())
-	require.True(t, b.withdraw())
+	require.True(t, b.Withdraw())
 	assert.Equal(t, 1.0, b.Tokens())
-	b.deposit()
+	b.Start()
+	assert.Equal(t, 1.0, b.Tokens(), "a call's start deposits nothing")
+	b.Deposit()
 	assert.Equal(t, 1.25, b.Tokens())
 	for range 10 {
-		b.deposit()
+		b.Deposit()
 	}
 	assert.Equal(t, 2.0, b.Tokens(), "never more than the burst")
 }
@@ -121,8 +171,8 @@ func TestWindowBudgetSlotBoundaries(t *testing.T) {
 		at, err := NewWindowBudget(100, 10*time.Second, 0)
 		require.NoError(t, err)
 		assert.Zero(t, before.Tokens(), "no call yet: no retry")
-		before.Deposit()
-		at.Deposit()
+		before.Start()
+		at.Start()
 		assert.Equal(t, 1.0, before.Tokens(), "one call at 100%: one retry")
 
 		time.Sleep(10*time.Second - 1) // the last nanosecond of slot 9: slot 0 still counts
@@ -139,24 +189,32 @@ func TestWindowBudgetSlotBoundaries(t *testing.T) {
 
 // TestWindowBudgetFollowsTheLoad: at 20% over 10 s with at least 2
 // retries, a budget allows 2 retries with no load, 20 for 100 calls in the
-// window, and 2 again once those calls have aged out: a healthy hour is not
-// saved up for the next outage, as a token bucket's burst is.
+// window, paced at 2 a second (a tenth of the bound in each slot), and 2
+// again once those calls have aged out: a healthy hour is not saved up for
+// the next outage, as a token bucket's burst is.
 func TestWindowBudgetFollowsTheLoad(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b, err := NewWindowBudget(20, 10*time.Second, 2)
 		require.NoError(t, err)
-		assert.Equal(t, 2.0, b.Tokens())
+		assert.Equal(t, 1.0, b.Tokens(), "the minimum of 2, paced: 1 a slot")
 		for range 100 {
-			b.Deposit()
+			b.Start()
 		}
-		assert.Equal(t, 20.0, b.Tokens())
-		granted := 0
-		for b.Withdraw() {
-			granted++
+		assert.Equal(t, 2.0, b.Tokens(), "20 in the window, 2 a slot")
+		b.Deposit() // a windowed budget ignores deposits
+		assert.Equal(t, 2.0, b.Tokens())
+		var perSlot []int
+		for range 10 {
+			granted := 0
+			for b.Withdraw() {
+				granted++
+			}
+			perSlot = append(perSlot, granted)
+			time.Sleep(time.Second)
 		}
-		assert.Equal(t, 20, granted)
+		assert.Equal(t, []int{2, 2, 2, 2, 2, 2, 2, 2, 2, 2}, perSlot, "20 over the window, 2 a second")
 		time.Sleep(time.Hour)
-		assert.Equal(t, 2.0, b.Tokens(), "after an hour: the minimum, nothing saved up")
+		assert.Equal(t, 1.0, b.Tokens(), "after an hour: the minimum, paced, nothing saved up")
 	})
 }
 
@@ -174,7 +232,7 @@ func TestWindowBudgetUnderManyGoroutines(t *testing.T) {
 			wg.Go(func() {
 				for i := range 1000 {
 					if (i+g)%3 == 0 {
-						b.Deposit()
+						b.Start()
 						calls.Add(1)
 						continue
 					}
@@ -192,8 +250,8 @@ func TestWindowBudgetUnderManyGoroutines(t *testing.T) {
 }
 
 // TestWindowBudgetBoundsDo: a windowed budget shared by Do calls against a
-// dependency that is down: each call deposits, each retry asks for a grant,
-// and a refused one gives the call up BudgetExhausted.
+// dependency that is down: each call is counted at its start, each retry
+// asks for a grant, and a refused one gives the call up BudgetExhausted.
 func TestWindowBudgetBoundsDo(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b, err := NewWindowBudget(10, 10*time.Second, 3)
@@ -206,12 +264,13 @@ func TestWindowBudgetBoundsDo(t *testing.T) {
 				exhausted++
 			}
 		}
-		// 50 calls within the window: the first two take the minimum's 3
-		// retries (the first gives up attempts_exhausted), the 40th and the
-		// 50th one each as 10% of the calls reaches 4 and 5; every call but
-		// the first gives up at a retry refused.
-		assert.Equal(t, 50+5, calls)
-		assert.Equal(t, 49, exhausted)
+		// 50 calls within a millisecond or so, all in the first slot: the
+		// bound is the minimum of 3, then 4 and 5 as 10% of the calls
+		// reach them, but the pace is ceil(bound/10) = 1 a slot: the first
+		// call's first retry is the one granted, and every call gives up
+		// at a retry refused.
+		assert.Equal(t, 50+1, calls)
+		assert.Equal(t, 50, exhausted)
 	})
 }
 
@@ -227,19 +286,21 @@ func TestWindowBudgetRefusesBadSettings(t *testing.T) {
 // sink keeps the benchmarks' results alive.
 var sink atomic.Int64
 
-// BenchmarkBudget: a call (Deposit) and a grant (Withdraw) of a token
-// budget and of a windowed one, beside one time.Now, which the windowed
-// budget reads once a call or grant. Its target: a call or a grant at most
-// one time.Now plus 15 ns, with 0 allocations. Each budget is made never
-// to run dry within a run (a billion tokens, a minimum of a billion
-// retries), so that every grant is granted.
+// BenchmarkBudget: a call (a token budget's Deposit, a windowed budget's
+// Start) and a grant (Withdraw) of each, beside one time.Now, which the
+// windowed budget reads once a call or grant. Its target: a call or a
+// grant at most one time.Now plus 15 ns, with 0 allocations. Each budget
+// is made never to run dry within a run (a billion tokens, a minimum of a
+// billion retries), so that every grant is granted; the windowed one's
+// pace (a tenth of its bound a slot) is a hundred million.
 func BenchmarkBudget(b *testing.B) {
 	kinds := []struct {
 		name string
 		make func() (*Budget, error)
+		call func(*Budget)
 	}{
-		{"token", func() (*Budget, error) { return NewBudget(1000, 1e9) }},
-		{"window", func() (*Budget, error) { return NewWindowBudget(100, time.Hour, 1e9) }},
+		{"token", func() (*Budget, error) { return NewBudget(1000, 1e9) }, (*Budget).Deposit},
+		{"window", func() (*Budget, error) { return NewWindowBudget(100, time.Hour, 1e9) }, (*Budget).Start},
 	}
 	b.Run("part=time.Now", func(b *testing.B) {
 		b.ReportAllocs()
@@ -255,7 +316,7 @@ func BenchmarkBudget(b *testing.B) {
 			require.NoError(b, err)
 			b.ReportAllocs()
 			for b.Loop() {
-				budget.Deposit()
+				k.call(budget)
 			}
 		})
 		b.Run("part="+k.name+"-grant", func(b *testing.B) {

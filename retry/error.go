@@ -113,8 +113,12 @@ func (e *GiveUpError) Error() string {
 // Unwrap returns Err.
 func (e *GiveUpError) Unwrap() error { return e.Err }
 
-// permanentError marks an error that must not be retried.
-type permanentError struct{ err error }
+// permanentError marks an error that must not be retried; failure says
+// the call did not end well (PermanentFailure).
+type permanentError struct {
+	err     error
+	failure bool
+}
 
 func (e *permanentError) Error() string { return e.err.Error() }
 func (e *permanentError) Unwrap() error { return e.err }
@@ -127,7 +131,27 @@ func Permanent(err error) error {
 	case nil, *permanentError:
 		return err
 	}
-	return &permanentError{err}
+	return &permanentError{err: err}
+}
+
+// PermanentFailure marks err as final, as Permanent does, and as a
+// failure of the dependency rather than an answer: a transient failure
+// that is not retried because the work may not be sent again (an unsafe
+// request's 503, its network error), or a retry the dependency refused
+// (a server shedding load). A call that ends so did not end well, so a
+// token budget gets no deposit from it; one that ends Permanent did.
+// PermanentFailure(nil) is nil.
+func PermanentFailure(err error) error {
+	switch e := err.(type) {
+	case nil:
+		return nil
+	case *permanentError:
+		if e.failure {
+			return err
+		}
+		return &permanentError{err: e.err, failure: true}
+	}
+	return &permanentError{err: err, failure: true}
 }
 
 // afterError carries a server's request to wait.

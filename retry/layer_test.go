@@ -92,7 +92,7 @@ func TestABudgetRefusalBelowReports(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		empty, err := NewBudget(0.1, 1)
 		require.NoError(t, err)
-		require.True(t, empty.withdraw())
+		require.True(t, empty.Withdraw())
 		outer := 0
 		_, err = Do(context.Background(), three, func(ctx context.Context) (int, error) {
 			outer++

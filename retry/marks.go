@@ -27,6 +27,9 @@ type Marks struct {
 	// Below: a loop of this library in the chain gave up after retrying
 	// and reported so to the layer above it (the one-layer rule).
 	Below bool
+	// Failure: a Permanent mark in the chain says the dependency failed
+	// (PermanentFailure), so the call did not end well.
+	Failure bool
 	// Canceled and DeadlineExceeded: the chain holds context.Canceled,
 	// context.DeadlineExceeded (by == or an Is method, as errors.Is
 	// finds them): a context's end, which a queue tells from a failure.
@@ -92,6 +95,7 @@ func (m *Marks) read(e error) {
 			m.marked = e.err
 		}
 		m.Permanent = true
+		m.Failure = m.Failure || e.failure
 	case *afterError:
 		m.ask(e.wait)
 	case *GiveUpError:

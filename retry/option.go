@@ -41,6 +41,7 @@ type config struct {
 	policy     *retrypolicy.Policy // the strategy compiled, by New; nil: compiled at the first failure
 	calls      int                 // op's calls so far
 	quiet      bool                // the loop gave up on a wait asked beyond its limit
+	answered   bool                // the last failure was an answer, not transient: the call ended well
 }
 
 // loopOption returns an Option of the loop's own, named name.

@@ -125,7 +125,7 @@ type failure struct {
 func loop[T any](ctx context.Context, s *retrypolicy.Strategy, cfg *config, op func(context.Context) (T, error)) (T, error) {
 	var zero T
 	if cfg.budget != nil {
-		cfg.budget.deposit()
+		cfg.budget.Start()
 	}
 	var h *retrypolicy.History
 	var timer *time.Timer
@@ -154,6 +154,7 @@ func loop[T any](ctx context.Context, s *retrypolicy.Strategy, cfg *config, op f
 		below := attempt.end()
 		attempt.cancel() // what the attempt left waiting on its context ends
 		if opErr == nil {
+			cfg.endedWell()
 			return v, nil
 		}
 		failedAt := time.Now()
@@ -166,11 +167,21 @@ func loop[T any](ctx context.Context, s *retrypolicy.Strategy, cfg *config, op f
 		}
 		wait, giveUp := cfg.decide(ctx, h, failure{failures, opErr, uptime, failedAt, below})
 		if giveUp != nil {
+			if cfg.answered {
+				cfg.endedWell()
+			}
 			return zero, giveUp
 		}
 		if sleep(ctx, wait-time.Since(failedAt), &timer) != nil {
 			return zero, &GiveUpError{Reason: ContextDone, Failures: failures, Err: errors.Join(context.Cause(ctx), unwrapMarks(opErr))}
 		}
+	}
+}
+
+// endedWell deposits into the budget, if any: the call ended well.
+func (c *config) endedWell() {
+	if c.budget != nil {
+		c.budget.Deposit()
 	}
 }
 
@@ -196,12 +207,16 @@ func (c *config) decide(ctx context.Context, h *retrypolicy.History, f failure) 
 		return giveUp(ContextDone, errors.Join(context.Cause(ctx), unwrapMarks(f.err)))
 	}
 	m := ReadMarks(f.err)
+	// An answer that is not transient ends the call well; a dependency's
+	// failure (PermanentFailure) or a context's end does not.
+	c.answered = !m.Failure && !m.Canceled && !m.DeadlineExceeded
 	if m.marked != nil {
 		return giveUp(NotRetryable, m.marked)
 	}
 	if m.Permanent || m.Canceled || c.permanent != nil && c.permanent(f.err) {
 		return giveUp(NotRetryable, unwrapMarks(f.err))
 	}
+	c.answered = false
 	if f.below && !c.nested {
 		return giveUp(RetriedBelow, unwrapMarks(f.err))
 	}
@@ -247,7 +262,7 @@ func (c *config) wait(ctx context.Context, d retrypolicy.Decision, f failure, m 
 	if deadline, ok := ctx.Deadline(); ok && deadline.Sub(f.failedAt) <= wait {
 		return giveUp(PastDeadline, 0)
 	}
-	if c.budget != nil && !c.budget.withdraw() {
+	if c.budget != nil && !c.budget.Withdraw() {
 		return giveUp(BudgetExhausted, 0)
 	}
 	if c.observe != nil {

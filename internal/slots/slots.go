@@ -22,8 +22,10 @@ const N = 10
 const microPercent = 1_000_000
 
 // Window grants a retry while the retries granted in the trailing window
-// (the current slot and the N-1 before it) are fewer than
-// max(minRetries, floor(percent/100 × calls in the window)). Times are
+// (the current slot and the N-1 before it) are fewer than bound =
+// max(minRetries, floor(percent/100 × calls in the window)), and those
+// granted in the current slot fewer than ceil(bound/N), so that granted
+// retries do not come in one slot and age out together. Times are
 // offsets from the window's creation: slot k is [k·w, (k+1)·w), w the
 // interval over N. A Window is safe for concurrent use; each method is
 // O(1) (at most N slots aged) and allocates nothing.
@@ -65,7 +67,8 @@ func (w *Window) Call(at time.Duration) {
 func (w *Window) Grant(at time.Duration) bool {
 	w.mu.Lock()
 	i := w.age(at)
-	ok := w.sumR < w.bound()
+	bound := w.bound()
+	ok := w.sumR < bound && w.retries[i] < pace(bound)
 	if ok {
 		w.retries[i]++
 		w.sumR++
@@ -74,15 +77,20 @@ func (w *Window) Grant(at time.Duration) bool {
 	return ok
 }
 
-// Allowed returns the retries Grant would allow at offset at: the bound
-// less the retries in the window, at least 0.
+// Allowed returns the retries Grant would allow at offset at: the lesser
+// of the bound less the retries in the window and the pace less those in
+// the current slot, at least 0.
 func (w *Window) Allowed(at time.Duration) int64 {
 	w.mu.Lock()
-	w.age(at)
-	n := max(w.bound()-w.sumR, 0)
+	i := w.age(at)
+	bound := w.bound()
+	n := max(min(bound-w.sumR, pace(bound)-w.retries[i]), 0)
 	w.mu.Unlock()
 	return n
 }
+
+// pace is the most retries one slot grants: ceil(bound/N).
+func pace(bound int64) int64 { return bound/N + min(bound%N, 1) }
 
 // bound is max(least, floor(percent/100 × calls in the window)).
 func (w *Window) bound() int64 {

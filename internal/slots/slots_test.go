@@ -40,6 +40,20 @@ func (m *model) counts() (calls, retries int64) {
 	return calls, retries
 }
 
+// inSlot returns the retries granted in now's slot.
+func (m *model) inSlot() (retries int64) {
+	cur := int64(m.now / m.width)
+	for _, e := range m.events {
+		if e.retry && int64(e.at/m.width) == cur {
+			retries++
+		}
+	}
+	return retries
+}
+
+// pace is the most a slot grants: ceil(bound/10).
+func (m *model) pace() int64 { return (m.bound() + N - 1) / N }
+
 // bound is max(least, floor(percent/100 × calls)), in exact arithmetic.
 func (m *model) bound() int64 {
 	calls, _ := m.counts()
@@ -51,8 +65,10 @@ func (m *model) bound() int64 {
 // TestGrantsAreTheReferenceModels pins the windowed budget's rule: for any
 // sequence of calls, grant requests and advances of the clock, a retry is
 // granted exactly when the retries granted in the window (the current slot
-// and the 9 before it) are fewer than max(minRetries, floor(percent/100 ×
-// calls in the window)), and Allowed is that bound less those retries.
+// and the 9 before it) are fewer than bound = max(minRetries,
+// floor(percent/100 × calls in the window)) and those granted in the
+// current slot fewer than ceil(bound/10) (the pace); Allowed is the lesser
+// of what each leaves.
 func TestGrantsAreTheReferenceModels(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		percent := rapid.SampledFrom([]float64{0, 0.5, 10, 20, 33.333333, 50, 99.9, 100}).Draw(t, "percent")
@@ -70,16 +86,16 @@ func TestGrantsAreTheReferenceModels(t *testing.T) {
 				m.events = append(m.events, event{at: m.now})
 			case 1:
 				_, retries := m.counts()
-				want := retries < m.bound()
+				want := retries < m.bound() && m.inSlot() < m.pace()
 				if got := w.Grant(m.now); got != want {
-					t.Fatalf("at %v: granted %v, the model %v (retries %d, bound %d)", m.now, got, want, retries, m.bound())
+					t.Fatalf("at %v: granted %v, the model %v (retries %d, in the slot %d, bound %d)", m.now, got, want, retries, m.inSlot(), m.bound())
 				}
 				if want {
 					m.events = append(m.events, event{at: m.now, retry: true})
 				}
 			case 2:
 				_, retries := m.counts()
-				if got, want := w.Allowed(m.now), max(m.bound()-retries, 0); got != want {
+				if got, want := w.Allowed(m.now), max(min(m.bound()-retries, m.pace()-m.inSlot()), 0); got != want {
 					t.Fatalf("at %v: allows %d, the model %d", m.now, got, want)
 				}
 			case 3:
