@@ -92,7 +92,7 @@ func TestAChainBesideAPeers(t *testing.T) {
 				return &http.Client{Transport: tr}
 			}, retryhttp.Handler)
 		}
-		off, on := ours(retry.WithNestedRetries()), ours()
+		off, on := ours(retry.WithNestedRetries(), retry.WithoutBudget()), ours() // off: no default budget either
 		t.Logf("calls at the bottom for one request: go-retryablehttp %d, retryhttp without the rule %d, with it %d", peer, off, on)
 		assert.Equal(t, int64(625), peer)
 		assert.Equal(t, int64(81), off)

@@ -46,10 +46,29 @@ func newClient(s retrypolicy.Strategy, opts []retry.Option) (*client, error) {
 		c.safe[m] = true
 	}
 	c.named = slices.ContainsFunc(loopOpts, func(o retry.Option) bool { return o.Name() == "retry.WithStart" })
+	if !slices.ContainsFunc(loopOpts, namesBudget) {
+		b, err := DefaultBudget()
+		if err != nil {
+			return nil, errors.New("retrygrpc: " + err.Error())
+		}
+		loopOpts = append(loopOpts, retry.WithBudget(b))
+	}
 	if c.loop, err = retry.New[struct{}](s, loopOpts...); err != nil {
 		return nil, errors.New("retrygrpc: " + err.Error())
 	}
 	return c, nil
+}
+
+// DefaultBudget makes the budget a client interceptor shares among its
+// calls unless it is given one (retry.WithBudget) or told to take none
+// (retry.WithoutBudget): retry.NewBudget(0.1, 10), a token budget that
+// only calls that end well refill, so that retrying stops when most calls
+// fail. A call's own budget (CallOptions) replaces it for that call.
+func DefaultBudget() (*retry.Budget, error) { return retry.NewBudget(0.1, 10) }
+
+// namesBudget reports whether o says which budget the loop takes.
+func namesBudget(o retry.Option) bool {
+	return o.Name() == "retry.WithBudget" || o.Name() == "retry.WithoutBudget"
 }
 
 // UnaryClientInterceptor returns an interceptor that retries the safe
@@ -144,8 +163,10 @@ func (u *unaryCall) attempt(actx context.Context) (struct{}, error) {
 		return struct{}{}, nil
 	}
 	err = u.c.classify(actx, u.ctx, err, u.trailer, fired)
-	if u.once {
-		return struct{}{}, retry.Permanent(err) // reported above if marked; never sent again
+	if u.once && !retry.IsPermanent(err) {
+		// A failure that would be retried, sent once: reported above if
+		// marked, never sent again, and no good end for a budget.
+		return struct{}{}, retry.PermanentFailure(err)
 	}
 	return struct{}{}, err
 }
@@ -241,11 +262,11 @@ func (c *client) classify(actx, ctx context.Context, err error, trailer metadata
 	case 1:
 		wait, ok := pushback(asked[0])
 		if !ok {
-			return retry.Permanent(err) // the server asks for no retry
+			return retry.PermanentFailure(err) // the server refuses a retry: a failure all the same
 		}
 		return retry.After(err, wait)
 	default:
-		return retry.Permanent(err) // more than one: no retry, as gRPC's own retries read it
+		return retry.PermanentFailure(err) // more than one: no retry, as gRPC's own retries read it
 	}
 }
 

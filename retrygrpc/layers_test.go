@@ -27,7 +27,9 @@ func grpcLayer(t *testing.T, h *health, nested bool) *grpc.ClientConn {
 	opts := []retry.Option{safeCheck}
 	var sopts []retrygrpc.ServerOption
 	if nested {
-		opts = append(opts, retry.WithNestedRetries())
+		// The rule off, and the default budget too: nothing but the
+		// strategies bounds the storm.
+		opts = append(opts, retry.WithNestedRetries(), retry.WithoutBudget())
 		sopts = append(sopts, retrygrpc.WithoutMark())
 	}
 	unary := retrygrpc.UnaryServerInterceptor(sopts...)

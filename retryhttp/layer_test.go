@@ -95,7 +95,8 @@ func chainCalls(t *testing.T, lowest retrypolicy.Strategy, opts ...retry.Option)
 
 // TestAChainRetriesAtOneLayer: through four layers of 3 attempts with the
 // bottom down, the bottom sees 3 calls a request and each service 1; with
-// WithNestedRetries at every layer, 81 at the bottom (3^4). With the
+// WithNestedRetries and WithoutBudget at every layer, 81 at the bottom
+// (3^4); with WithNestedRetries alone, the default budgets stop it at 29. With the
 // lowest service's client making a single attempt, the layer above it
 // retries: 3 calls at the bottom, 3 at the lowest service.
 func TestAChainRetriesAtOneLayer(t *testing.T) {
@@ -104,8 +105,18 @@ func TestAChainRetriesAtOneLayer(t *testing.T) {
 		assert.Equal(t, [4]int32{1, 1, 1, 3}, calls)
 		assert.Equal(t, http.StatusServiceUnavailable, status)
 
-		calls, _ = chainCalls(t, threeAttempts, retry.WithNestedRetries())
+		// The rule off, and the budgets the transports take by default
+		// too: nothing but the strategies bounds the storm.
+		calls, _ = chainCalls(t, threeAttempts, retry.WithNestedRetries(), retry.WithoutBudget())
 		assert.Equal(t, [4]int32{3, 9, 27, 81}, calls)
+
+		// The rule off, the default budgets on: each transport's host
+		// budget (0.1, 10) grants its burst of 10 retries and then none,
+		// as no call ends well. The client: 1 + 2 retries = 3; the first
+		// service: 3 + 6 = 9; the second: 9 + 10 = 19; the third: 19 +
+		// 10 = 29 at the bottom.
+		calls, _ = chainCalls(t, threeAttempts, retry.WithNestedRetries())
+		assert.Equal(t, [4]int32{3, 9, 19, 29}, calls)
 
 		calls, _ = chainCalls(t, oneAttempt)
 		assert.Equal(t, [4]int32{1, 1, 3, 3}, calls)

@@ -241,10 +241,25 @@ func NewTransport(base http.RoundTripper, s retrypolicy.Strategy, opts ...retry.
 	if t.loop, err = retry.New[*http.Response](s, loopOpts...); err != nil {
 		return nil, errors.New("retryhttp: " + err.Error())
 	}
+	if c.hostBudget == nil && !slices.ContainsFunc(loopOpts, namesBudget) {
+		c.hostBudget = DefaultHostBudget
+	}
 	if c.hostBudget != nil {
 		t.hosts = &hostBudgets{newBudget: c.hostBudget, shared: t.loop}
 	}
 	return t, nil
+}
+
+// DefaultHostBudget makes the budget a transport gives each host unless it
+// is given a budget (retry.WithBudget, WithHostBudgets) or told to take
+// none (retry.WithoutBudget): retry.NewBudget(0.1, 10), a token budget
+// that only calls that end well refill, so that retrying a host stops
+// when most of its calls fail.
+func DefaultHostBudget() (*retry.Budget, error) { return retry.NewBudget(0.1, 10) }
+
+// namesBudget reports whether o says which budget the loop takes.
+func namesBudget(o retry.Option) bool {
+	return o.Name() == "retry.WithBudget" || o.Name() == "retry.WithoutBudget"
 }
 
 // check returns the error of the first option that is invalid, or that
@@ -257,7 +272,7 @@ func (c *config) check(loopOpts []retry.Option) error {
 		return nil
 	}
 	for _, o := range loopOpts {
-		if o.Name() == "retry.WithBudget" || o.Name() == "retry.WithoutBudget" {
+		if namesBudget(o) {
 			return errors.New("retryhttp: retryhttp.WithHostBudgets and " + o.Name() + ": choose one")
 		}
 	}
@@ -440,16 +455,19 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 		timer.closeWith(resp)
 	}
 	retried, refused := c.t.retried(resp)
-	if retried && !refused {
+	if !retried {
+		timer.stop()
+		return resp, nil // an answer: the call ended well
+	}
+	if !refused {
 		c.reportMarked(ctx, resp) // whether or not this request may be sent again
 	}
-	if !retried || !c.resend {
-		timer.stop()
-		return resp, nil // an unsafe request is never retried
-	}
 	se := &StatusError{StatusCode: resp.StatusCode, resp: resp, timer: timer}
-	if refused {
-		return nil, retry.Permanent(se) // handed over as received
+	if refused || !c.resend {
+		// Not retried (the server refused, or the request may not be
+		// sent again), yet a failure: handed over as received, the call
+		// ending badly for a budget.
+		return nil, retry.PermanentFailure(se)
 	}
 	wait, ok := ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 	if c.t.signals {
@@ -503,8 +521,11 @@ func (c *call) failed(ctx context.Context, resp *http.Response, err error, timer
 	if c.canceled() {
 		return err // the loop's context is done: it gives up as ContextDone
 	}
-	if !c.resend || !c.t.transient(nil, err) {
+	switch {
+	case !c.t.transient(nil, err):
 		return retry.Permanent(err)
+	case !c.resend:
+		return retry.PermanentFailure(err) // transient, but the request may not be sent again
 	}
 	return err
 }

@@ -5,7 +5,9 @@
 // retryhttp transport of 3 attempts 1 ms apart, each service behind
 // retryhttp.Handler. Requests arrive at the top at a steady rate; the
 // bottom is down for the first part of the run. For the rule on (the
-// default) and off (WithNestedRetries at every hop), it prints the calls
+// default) and off (WithNestedRetries at every hop, with WithoutBudget so
+// that no default budget bounds the storm either, as in the simulation,
+// which has none), it prints the calls
 // that reached the bottom a request and the requests that succeeded once
 // it came back, beside fleet.Layers' simulation of the same chain, rate,
 // outage and strategies (OnlyRetryable for the rule).
@@ -105,7 +107,7 @@ func runChain(net network, s settings, rule bool) (outcome, error) {
 	defer net.close()
 	var opts []retry.Option
 	if !rule {
-		opts = append(opts, retry.WithNestedRetries())
+		opts = append(opts, retry.WithNestedRetries(), retry.WithoutBudget())
 	}
 	start := time.Now()
 	var bottom atomic.Int64
@@ -182,11 +184,15 @@ func service(client *http.Client, next string) caller {
 }
 
 // simulate runs fleet.Layers with the same chain, rate, outage and
-// strategies; OnlyRetryable is the rule.
+// strategies; OnlyRetryable is the rule, and with it each layer has the
+// token budget a transport gives each host by default, (0.1, 10).
 func simulate(s settings, rule bool) (fleet.LayersResult, error) {
 	layers := make([]fleet.Layer, 4)
 	for i := range layers {
 		layers[i] = fleet.Layer{Name: fmt.Sprint("layer ", i+1), Strategy: hop, OnlyRetryable: rule}
+		if rule {
+			layers[i].BudgetRatio, layers[i].BudgetBurst = 0.1, 10
+		}
 	}
 	return fleet.Layers{Layers: layers, Rate: s.rate, Duration: s.duration, Down: s.down, Horizon: time.Minute}.Run(context.Background())
 }

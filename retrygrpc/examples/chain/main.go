@@ -7,7 +7,8 @@
 // health service (its code comes with gRPC). Calls arrive at the top at a
 // steady rate; the bottom answers Unavailable for the first part of the
 // run. For the rule on (the default) and off (WithNestedRetries at every
-// hop), it prints the calls each layer received a request and the requests
+// hop, with WithoutBudget so that no default budget bounds the storm
+// either, as in the simulation, which has none), it prints the calls each layer received a request and the requests
 // that succeeded, beside fleet.Layers' simulation of the same chain, rate,
 // outage and strategies (OnlyRetryable for the rule).
 //
@@ -144,7 +145,8 @@ func (c *chain) close() {
 
 // serve serves s on loopback behind the server interceptor, and returns
 // a client of it through a client interceptor of hop; without the rule,
-// the client takes retry.WithNestedRetries and the server WithoutMark.
+// the client takes retry.WithNestedRetries and retry.WithoutBudget, and
+// the server WithoutMark.
 func (c *chain) serve(s *service, rule bool) (grpc_health_v1.HealthClient, error) {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -153,7 +155,7 @@ func (c *chain) serve(s *service, rule bool) (grpc_health_v1.HealthClient, error
 	opts := []retry.Option{retrygrpc.WithSafeMethods(check)}
 	var marks []retrygrpc.ServerOption
 	if !rule {
-		opts = append(opts, retry.WithNestedRetries())
+		opts = append(opts, retry.WithNestedRetries(), retry.WithoutBudget())
 		marks = append(marks, retrygrpc.WithoutMark())
 	}
 	marking := retrygrpc.UnaryServerInterceptor(marks...)
