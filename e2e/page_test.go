@@ -157,6 +157,7 @@ func TestPageShowsErrorsInPlaceAndWhatAStrategyDoes(t *testing.T) {
 	wait("lint-b", "window-forgets")
 	wait("compare-canonical", `"multiplier":2.0`)
 	wait("layers-summary", "the calls multiply with the layers")
+	wait("collapse-summary", "none: recovered")
 	checkNarrowDetails(t, ctx)
 	screenshot(t, ctx, 420, "serve-page-narrow.png")
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 1500)); err != nil {

@@ -131,7 +131,7 @@ func TestSimulateLayersBudgets(t *testing.T) {
 	assert.Contains(t, e.Message, "budget-percent: must be between 0 and 100, got 101")
 	assert.Contains(t, e.Message, "(and 1 more)", "budget-interval too")
 	e = decodeError(t, send(t, h, post("/v1/simulate?budget-burst=5", three)), 400, "INVALID_PARAMETER")
-	assert.Contains(t, e.Message, "budget-burst: only the layers scenario takes it")
+	assert.Contains(t, e.Message, "budget-burst: only the layers and collapse scenarios take it")
 }
 
 // TestLintAndPlanTakeTheTick: /v1/lint and /v1/plan assume the

@@ -335,12 +335,15 @@ func (h *Handler) simulate(w http.ResponseWriter, r *http.Request, body []byte) 
 	}
 	strategies[0].Strategy = st
 	if o.Scenario == "contention" && wantsSVG(r) {
-		return &apiError{status: http.StatusNotAcceptable, code: "NOT_ACCEPTABLE", message: "only the outage and layers scenarios draw a picture"}
+		return &apiError{status: http.StatusNotAcceptable, code: "NOT_ACCEPTABLE", message: "only the outage, layers and collapse scenarios draw a picture"}
 	}
 	ctx, cancel := h.work(r)
 	defer cancel()
-	if o.Scenario == "layers" {
+	switch o.Scenario {
+	case "layers":
 		return h.layers(ctx, w, r, &o, st)
+	case "collapse":
+		return h.collapse(ctx, w, r, o.CollapseOf(&st))
 	}
 	if o.Scenario == "contention" {
 		res, err := o.Contention().Run(ctx, fleet.Contender{Name: "posted", Strategy: st})
@@ -394,6 +397,20 @@ func (h *Handler) replay(w http.ResponseWriter, r *http.Request, body []byte) *a
 		return writeSVG(w, report.ReplayChart(log, time.Duration(o.Tick), rr))
 	}
 	return writeJSON(w, jsonArray(len(rr.Results), func(i int) []byte { return report.ReplayJSON(rr.Names[i], rr.Results[i], i > 0) }))
+}
+
+// collapse runs the collapse's policies side by side, the posted strategy
+// the strategy policy's, within the request's budget and the server's
+// MaxRuns calls, and answers a JSON array of them, or their chart.
+func (h *Handler) collapse(ctx context.Context, w http.ResponseWriter, r *http.Request, c fleet.Collapse) *apiError {
+	results, err := c.Run(ctx)
+	if e := h.failed(ctx, err); e != nil {
+		return e
+	}
+	if wantsSVG(r) {
+		return writeSVG(w, report.CollapseChart(c, results))
+	}
+	return writeJSON(w, jsonArray(len(results), func(i int) []byte { return report.CollapseJSON(c, results[i]) }))
 }
 
 // layers runs the chain of four layers (a client, a gateway, a service, a database driver) with st at every layer, and

@@ -197,6 +197,9 @@ async function show(canonical, mine) {
   const layers = "v1/simulate?scenario=layers&duration=2m" + (layersBudgets[$("layers_budget").value] || "");
   const layersSVG = await post(layers, canonical, "image/svg+xml");
   const layersRes = await post(layers, canonical);
+  const collapse = "v1/simulate?scenario=collapse" + ($("collapse_deadlines").value ? "&check-deadlines=true" : "");
+  const collapseSVG = await post(collapse, canonical, "image/svg+xml");
+  const collapseRes = await post(collapse, canonical);
   if (mine !== generation) return;
   clearErrors(["uptime", "failures", "jobs", "outage", "tick"]);
   showJSON("compare-canonical", theirs || "");
@@ -210,6 +213,15 @@ async function show(canonical, mine) {
   if (lintB.ok) $("lint-b").innerHTML = lintHTML(JSON.parse(lintB.text));
   showFleet(simRes, simSVG, other);
   showLayers(layersRes, layersSVG, JSON.parse(canonical).strategy);
+  showCollapse(collapseRes, collapseSVG);
+}
+
+// showCollapse shows the collapse's chart, and how each policy fared.
+function showCollapse(res, svg) {
+  $("collapse-chart").innerHTML = svg.ok ? svg.text : "";
+  if (!res.ok) { $("collapse-summary").textContent = ""; return; }
+  $("collapse-summary").textContent = JSON.parse(res.text).map((p) => p.policy + ": " +
+    (p.recovered ? "recovered " + dur(p.recovery_secs) + " after the spike" : "never recovered") + ", " + p.amplification + " attempts a call").join("; ") + ".";
 }
 
 // layersBudgets are the query options of the budgets the layers view
@@ -288,7 +300,7 @@ function showFleet(simRes, simSVG, other) {
 
 let timer;
 function soon(f) { clearTimeout(timer); timer = setTimeout(f, 150); }
-for (const id of fields.concat(["uptime", "failures", "jobs", "outage", "tick", "compare", "layers_budget"])) {
+for (const id of fields.concat(["uptime", "failures", "jobs", "outage", "tick", "compare", "layers_budget", "collapse_deadlines"])) {
   $(id).addEventListener("input", () => { enable(); soon(fromFields); });
   $(id).addEventListener("change", () => { enable(); soon(fromFields); });
 }

@@ -185,6 +185,25 @@ func TestServeSimulate(t *testing.T) {
 	want = cliOut(t, "", "simulate", "--json", "--scenario", "contention", "--clients", "20", "--runs", "5", "testdata/cli/strategy-jitter.json")
 	assert.Equal(t, strings.Replace(want, `"strategy":"strategy-jitter"`, `"strategy":"posted"`, 1), bodyOf(t, r))
 
+	// The collapse: an array of the policies the command prints a line each.
+	r = call(t, "POST", "/v1/simulate?scenario=collapse&duration=90s&trigger-at=40s&seed=2", string(strategy), "")
+	require.Equal(t, 200, r.StatusCode)
+	want = cliOut(t, "", "simulate", "--json", "--scenario", "collapse", "--duration", "90s", "--trigger-at", "40s", "--seed", "2", "testdata/cli/strategy-jitter.json")
+	var fromServer, fromCLI []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(bodyOf(t, r)), &fromServer))
+	for _, line := range strings.Split(strings.TrimSpace(want), "\n") {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &m))
+		fromCLI = append(fromCLI, m)
+	}
+	assert.Equal(t, fromCLI, fromServer)
+	assert.Len(t, fromServer, 5)
+	r = call(t, "POST", "/v1/simulate?scenario=collapse&duration=90s&trigger-at=40s", "null", "image/svg+xml")
+	require.Equal(t, 200, r.StatusCode)
+	assert.Equal(t, 5, strings.Count(bodyOf(t, r), `class="load"`))
+	probs := apiErr(t, call(t, "POST", "/v1/simulate?scenario=collapse&workers=0", "null", ""), 400, "INVALID_PARAMETER")
+	assert.Equal(t, "workers", probs[0].Field)
+
 	r = call(t, "POST", "/v1/simulate?jobs=50", "null", "image/svg+xml")
 	require.Equal(t, 200, r.StatusCode)
 	assert.Equal(t, "image/svg+xml", r.Header.Get("Content-Type"))

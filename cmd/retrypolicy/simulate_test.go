@@ -99,3 +99,22 @@ func TestDocsLayersChartIsCurrent(t *testing.T) {
 	assert.Equal(t, 1, classes["capacity"])
 	docsPicture(t, "simulate-layers", data, elements)
 }
+
+// TestDocsCollapseChartIsCurrent: the collapse's picture in docs/ is what
+// simulate --scenario collapse --seed 1 --svg draws: a line of goodput a
+// policy, and the trigger shaded.
+func TestDocsCollapseChartIsCurrent(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "collapse.svg")
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 0, run([]string{"simulate", "--scenario", "collapse", "--seed", "1", "--svg", path}, nil, &stdout, &stderr), stderr.String())
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	elements := parseSVG(t, data)
+	classes := map[string]int{}
+	for _, el := range elements {
+		classes[el.attrs["class"]]++
+	}
+	assert.Equal(t, 5, classes["load"], "a line a policy")
+	assert.Equal(t, 1, classes["outage"], "the trigger")
+	docsPicture(t, "simulate-collapse", data, elements)
+}

@@ -67,7 +67,12 @@ type SimulateOptions struct {
 	BudgetRatio, BudgetPercent        float64
 	BudgetBurst, BudgetMinRetries     WholeNumber
 	BudgetInterval, BudgetMinInterval Duration
-	fs                                *flag.FlagSet // Define's, to tell the options set
+	// The collapse's server, trigger and clients (--workers, --service,
+	// --exponential-service, --queue, --check-deadlines, --timeout,
+	// --spike, --drop, --trigger-at, --trigger-for); --rate, --clients
+	// and --duration are its arrivals.
+	Collapse fleet.Collapse
+	fs       *flag.FlagSet // Define's, to tell the options set
 }
 
 // scenarioOptions names the scenarios that take each option that not all
@@ -76,22 +81,31 @@ var scenarioOptions = map[string]struct {
 	scenarios   []string
 	counterpart map[string]string
 }{
-	"jobs":         {[]string{"outage"}, map[string]string{"contention": "clients", "layers": "rate"}},
-	"clients":      {[]string{"contention"}, map[string]string{"outage": "jobs", "layers": "rate"}},
-	"rate":         {[]string{"layers"}, map[string]string{"outage": "jobs", "contention": "clients"}},
+	"jobs":         {[]string{"outage"}, map[string]string{"contention": "clients", "layers": "rate", "collapse": "rate"}},
+	"clients":      {[]string{"contention", "collapse"}, map[string]string{"outage": "jobs", "layers": "rate"}},
+	"rate":         {[]string{"layers", "collapse"}, map[string]string{"outage": "jobs", "contention": "clients"}},
 	"outage":       {[]string{"outage", "layers"}, nil},
 	"capacity":     {[]string{"outage", "layers"}, nil},
 	"fail-after":   {[]string{"outage"}, nil},
 	"spread":       {[]string{"outage"}, nil},
 	"tick":         {[]string{"outage"}, nil},
-	"max-runs":     {[]string{"outage", "layers"}, nil},
+	"max-runs":     {[]string{"outage", "layers", "collapse"}, nil},
 	"runs":         {[]string{"contention"}, nil},
-	"duration":     {[]string{"layers"}, nil},
+	"duration":     {[]string{"layers", "collapse"}, nil},
 	"outage-at":    {[]string{"layers"}, nil},
-	"budget-ratio": {[]string{"layers"}, nil}, "budget-burst": {[]string{"layers"}, nil},
-	"budget-percent": {[]string{"layers"}, nil}, "budget-interval": {[]string{"layers"}, nil},
-	"budget-min-retries": {[]string{"layers"}, nil}, "budget-min-interval": {[]string{"layers"}, nil},
+	"budget-ratio": {budgeted, nil}, "budget-burst": {budgeted, nil},
+	"budget-percent": {budgeted, nil}, "budget-interval": {budgeted, nil},
+	"budget-min-retries": {budgeted, nil}, "budget-min-interval": {budgeted, nil},
+	"workers": {collapseOnly, nil}, "service": {collapseOnly, nil}, "exponential-service": {collapseOnly, nil},
+	"queue": {collapseOnly, nil}, "check-deadlines": {collapseOnly, nil}, "timeout": {collapseOnly, nil},
+	"spike": {collapseOnly, nil}, "drop": {collapseOnly, nil}, "trigger-at": {collapseOnly, nil}, "trigger-for": {collapseOnly, nil},
 }
+
+// The scenarios that take the budgets' options, and the collapse's own.
+var budgeted, collapseOnly = []string{"layers", "collapse"}, []string{"collapse"}
+
+// Scenarios are simulate's scenarios.
+var Scenarios = []string{"outage", "contention", "layers", "collapse"}
 
 // seedStrategies are the default strategy and Amp's four example
 // strategies, as descriptors.
@@ -130,7 +144,7 @@ var CommandLimits = Limits{Jobs: 1_000_000, Clients: 100_000, Runs: 100_000, Max
 // Define defines the options as flags of fs, with their defaults.
 func (o *SimulateOptions) Define(fs *flag.FlagSet) {
 	o.fs = fs
-	fs.StringVar(&o.Scenario, "scenario", "outage", "`outage`, contention or layers")
+	fs.StringVar(&o.Scenario, "scenario", "outage", "`outage`, contention, layers or collapse")
 	o.Jobs, o.Clients, o.Runs, o.MaxRuns = 1000, 100, 100, fleet.DefaultMaxRuns
 	o.Down = Duration(30 * time.Minute)
 	fs.Var(&o.Jobs, "jobs", "outage: how many jobs, `N` from 1 to 1000000")
@@ -155,6 +169,23 @@ func (o *SimulateOptions) Define(fs *flag.FlagSet) {
 	fs.Var(&o.BudgetMinRetries, "budget-min-retries", "layers: the windowed budget's minimum, `N` retries every --budget-min-interval")
 	fs.Var(&o.BudgetMinInterval, "budget-min-interval", "layers: the interval of --budget-min-retries, a `DURATION` from 1ms")
 	fs.Uint64Var(&o.Seed, "seed", 0, "the seed the jitter, the spread and the latencies are drawn from, `S`")
+	o.defineCollapse(fs)
+}
+
+// defineCollapse defines the collapse's own options, with its defaults.
+func (o *SimulateOptions) defineCollapse(fs *flag.FlagSet) {
+	d := fleet.DefaultCollapse()
+	o.Collapse = d
+	fs.IntVar(&o.Collapse.Workers, "workers", d.Workers, "collapse: the server's workers, `N` from 1 to 10000")
+	fs.DurationVar(&o.Collapse.Service, "service", d.Service, "collapse: a call's service time, a `DURATION` up to 1m")
+	fs.BoolVar(&o.Collapse.ExponentialService, "exponential-service", false, "collapse: service times exponential about --service (else fixed)")
+	fs.IntVar(&o.Collapse.Queue, "queue", d.Queue, "collapse: the most calls queued at the server, `N` from 0 to 1000000; a call beyond is refused")
+	fs.BoolVar(&o.Collapse.CheckDeadlines, "check-deadlines", false, "collapse: the server drops a queued call its client gave up on, or would before its service ends")
+	fs.DurationVar(&o.Collapse.Timeout, "timeout", d.Timeout, "collapse: each attempt's timeout, a `DURATION` up to 1h")
+	fs.Float64Var(&o.Collapse.Spike, "spike", d.Spike, "collapse: the trigger, the arrivals times `F` (1 to 100)")
+	fs.Float64Var(&o.Collapse.Drop, "drop", 0, "collapse: the trigger, the fraction `F` of the workers lost (0 to 1), in place of --spike")
+	fs.DurationVar(&o.Collapse.TriggerAt, "trigger-at", d.TriggerAt, "collapse: when the trigger starts, a `DURATION`")
+	fs.DurationVar(&o.Collapse.TriggerFor, "trigger-for", d.TriggerFor, "collapse: how long the trigger lasts, a `DURATION`")
 }
 
 // budgets returns which kinds of budget the options set: a token one when
@@ -234,8 +265,8 @@ func (o *SimulateOptions) checkBudgets() []Option {
 // Check returns the options out of range, or beyond the limits.
 func (o *SimulateOptions) Check(limits Limits) []Option {
 	errs := o.TickOption.Check()
-	if o.Scenario != "outage" && o.Scenario != "contention" && o.Scenario != "layers" {
-		errs = append(errs, Option{"scenario", "must be outage, contention or layers, got " + echo.Quote(o.Scenario)})
+	if !slices.Contains(Scenarios, o.Scenario) {
+		errs = append(errs, Option{"scenario", "must be outage, contention, layers or collapse, got " + echo.Quote(o.Scenario)})
 	}
 	for _, c := range []struct {
 		name        string
@@ -267,6 +298,9 @@ func (o *SimulateOptions) Check(limits Limits) []Option {
 		errs = append(errs, Option{"outage-at", "must be at most 24h, got " + time.Duration(o.DownAt).String()})
 	}
 	errs = append(errs, o.checkBudgets()...)
+	if o.Scenario == "collapse" {
+		errs = append(errs, o.checkCollapse()...)
+	}
 	return append(errs, o.otherScenario()...)
 }
 
@@ -279,7 +313,7 @@ func (o *SimulateOptions) otherScenario() []Option {
 	}
 	o.fs.Visit(func(f *flag.Flag) {
 		opt, ok := scenarioOptions[f.Name]
-		if !ok || slices.Contains(opt.scenarios, o.Scenario) || (o.Scenario != "outage" && o.Scenario != "contention" && o.Scenario != "layers") {
+		if !ok || slices.Contains(opt.scenarios, o.Scenario) || !slices.Contains(Scenarios, o.Scenario) {
 			return
 		}
 		rule := "only the " + strings.Join(opt.scenarios, " and ") + " scenario"
@@ -319,6 +353,55 @@ func (o *SimulateOptions) Layers() fleet.Layers {
 		})
 	}
 	return l
+}
+
+// collapseFlags are the flags of the collapse's settings, by the name
+// fleet.Collapse's errors give them.
+var collapseFlags = map[string]string{"Workers": "workers", "Service": "service", "Queue": "queue", "Rate": "rate",
+	"Clients": "clients", "Timeout": "timeout", "Duration": "duration", "TriggerAt": "trigger-at", "Spike": "spike",
+	"Drop": "drop", "MaxCalls": "max-runs"}
+
+// checkCollapse returns the collapse's option out of range, if any, named
+// as a flag (the budgets' are checkBudgets').
+func (o *SimulateOptions) checkCollapse() []Option {
+	err := o.CollapseOf(nil).Validate()
+	if err == nil {
+		return nil
+	}
+	field, rule, _ := strings.Cut(err.Error(), " ")
+	if name, ok := collapseFlags[field]; ok {
+		return []Option{{name, rule}}
+	}
+	return nil // a budget's, or the strategy's: said by their own checks
+}
+
+// CollapseOf is the collapse the options describe under strategy, or its
+// default strategy when strategy is nil: its own options, and --rate,
+// --clients and --duration when given (80, 10 and 5m unless), --seed, and
+// the budgets' options for its token and windowed policies.
+func (o *SimulateOptions) CollapseOf(strategy *retrypolicy.Strategy) fleet.Collapse {
+	c := o.Collapse
+	if strategy != nil {
+		c.Strategy = *strategy
+	}
+	c.Seed, c.MaxCalls = o.Seed, int(o.MaxRuns)
+	c.BudgetRatio, c.BudgetBurst = o.BudgetRatio, int(o.BudgetBurst)
+	c.BudgetPercent, c.BudgetInterval, c.BudgetMinRetries = o.BudgetPercent, time.Duration(o.BudgetInterval), o.WindowMinRetries()
+	if o.fs != nil {
+		o.fs.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "rate":
+				c.Rate = float64(o.Rate)
+			case "clients":
+				c.Clients = int(o.Clients)
+			case "duration":
+				c.Duration = time.Duration(o.Span)
+			case "drop":
+				c.Spike = 0 // the drop is the trigger
+			}
+		})
+	}
+	return c
 }
 
 // Contention is the contention the options describe.

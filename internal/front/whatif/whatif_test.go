@@ -94,7 +94,7 @@ func TestSimulateOptionsDefaultsAndRanges(t *testing.T) {
 	require.NoError(t, parse(t, o.Define, "-scenario", "contention", "-jobs", "5"))
 	assert.Equal(t, []Option{{"jobs", "only the outage scenario takes it; in the contention scenario, clients plays its part"}}, o.Check(CommandLimits))
 	require.NoError(t, parse(t, o.Define, "-scenario", "storm"))
-	assert.Equal(t, []Option{{"scenario", `must be outage, contention or layers, got "storm"`}}, o.Check(CommandLimits))
+	assert.Equal(t, []Option{{"scenario", `must be outage, contention, layers or collapse, got "storm"`}}, o.Check(CommandLimits))
 	require.NoError(t, parse(t, o.Define, "-jobs", "2000000", "-outage", "0"))
 	assert.Equal(t, []Option{{"jobs", "must be between 1 and 1000000, got 2000000"}, {"outage", "must be more than 0"}}, o.Check(CommandLimits))
 }
@@ -139,4 +139,42 @@ func TestReplayOptions(t *testing.T) {
 	assert.Empty(t, o.Check(int(o.MaxRuns)))
 	require.NoError(t, parse(t, o.Define, "-max-runs", "0", "-tick", "25h"))
 	assert.Equal(t, []Option{{"tick", "must be from 0 to 24h, got 25h0m0s"}, {"max-runs", "must be between 1 and 100, got 0"}}, o.Check(100))
+}
+
+// TestCollapseOptions: the collapse takes its own options, and --rate,
+// --clients, --duration and the budgets' when given; its defaults
+// otherwise (80 calls a second over 10 clients for 5m, not the layers' or
+// the contention's); an option out of range is named as its flag.
+func TestCollapseOptions(t *testing.T) {
+	parse := func(args ...string) (*SimulateOptions, []Option) {
+		var o SimulateOptions
+		fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
+		o.Define(fs)
+		require.NoError(t, fs.Parse(append([]string{"--scenario", "collapse"}, args...)))
+		return &o, o.Check(CommandLimits)
+	}
+	o, errs := parse()
+	assert.Empty(t, errs)
+	c := o.CollapseOf(nil)
+	assert.Equal(t, 80.0, c.Rate)
+	assert.Equal(t, 10, c.Clients)
+	assert.Equal(t, 5*time.Minute, c.Duration)
+	assert.Equal(t, 100, c.BudgetMinRetries, "10 a second over 10 s")
+	assert.Equal(t, 4, c.Strategy.MaxAttempts)
+
+	o, errs = parse("--rate", "50", "--clients", "3", "--duration", "2m", "--drop", "0.5", "--workers", "4", "--check-deadlines")
+	assert.Empty(t, errs)
+	c = o.CollapseOf(nil)
+	assert.Equal(t, 50.0, c.Rate)
+	assert.Equal(t, 3, c.Clients)
+	assert.Equal(t, 2*time.Minute, c.Duration)
+	assert.Equal(t, 0.0, c.Spike, "the drop is the trigger")
+	assert.Equal(t, 0.5, c.Drop)
+	assert.Equal(t, 4, c.Workers)
+	assert.True(t, c.CheckDeadlines)
+
+	_, errs = parse("--workers", "0")
+	assert.Equal(t, []Option{{"workers", "must be between 1 and 10000, got 0"}}, errs)
+	_, errs = parse("--jobs", "5")
+	assert.Equal(t, []Option{{"jobs", "only the outage scenario takes it; in the collapse scenario, rate plays its part"}}, errs)
 }
