@@ -113,3 +113,16 @@ func TestACapacityDropCollapsesToo(t *testing.T) {
 	assert.False(t, rs[1].Recovered, "strategy")
 	assert.True(t, rs[2].Recovered, "token")
 }
+
+// BenchmarkCollapse: the collapse what-if at its defaults, its five
+// policies on five minutes of 80 calls a second (about 24,000 calls, 3.9
+// attempts each under the strategy alone).
+func BenchmarkCollapse(b *testing.B) {
+	c := DefaultCollapse()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.Run(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
