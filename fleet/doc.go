@@ -3,7 +3,11 @@
 // [Outage] runs a fleet of jobs through a provider's outage, [Contention]
 // clients contending for one row (the model of AWS's "Exponential Backoff
 // And Jitter"), and [Layers] requests down a chain of layers that each
-// retry, through an outage of the bottom. [Replay] runs a strategy on a
+// retry, through an outage of the bottom. [Collapse] runs a server near its
+// capacity through a spike under five policies (one attempt, the strategy
+// alone, a token budget, a windowed budget, the transports' default), to
+// show a collapse that outlives its trigger, and the budgets that prevent
+// it. [Replay] runs a strategy on a
 // recorded [Log] of attempts instead ([ReadLog] reads one): what it would
 // have done with the same jobs through the same outages.
 //
@@ -29,7 +33,7 @@
 // (a run, a message, an arrival, an attempt, a hop, a timeout), against a
 // budget derived from the run's own
 // option (an Outage's MaxRuns runs, a Contention's MaxMessages messages,
-// EventsPerCall times a Layers run's MaxCalls); it holds at most
+// EventsPerCall times a Layers run's MaxCalls, 16 times a Collapse's); it holds at most
 // MaxPendingEvents events waiting at once (a timeout whose attempt has
 // ended leaves with it) and MaxHeldFailures failures in all the run's
 // Histories, MaxJobFailures in one; and it looks at the context every few

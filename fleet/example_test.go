@@ -54,3 +54,23 @@ func ExampleReplay() {
 	// none: 1 attempts, 0 completed, 1 FATAL (1 completed in reality)
 	// unless_stopped: 4 attempts, 1 completed, 0 FATAL (0 completed in reality)
 }
+
+// ExampleCollapse: a server at 0.8 of its capacity, a spike of three times
+// the load for 10 s; one attempt and the budgets that only successes
+// refill recover, the strategy alone and the windowed budget do not.
+func ExampleCollapse() {
+	results, err := fleet.DefaultCollapse().Run(context.Background())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, r := range results {
+		fmt.Printf("%-8s recovered %-5v %.2f attempts a call\n", r.Policy, r.Recovered, r.Amplification)
+	}
+	// Output:
+	// none     recovered true  1.00 attempts a call
+	// strategy recovered false 3.92 attempts a call
+	// token    recovered true  1.02 attempts a call
+	// windowed recovered false 2.14 attempts a call
+	// default  recovered true  1.02 attempts a call
+}
