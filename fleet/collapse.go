@@ -124,6 +124,9 @@ type CollapseResult struct {
 	Truncated Bound
 }
 
+// collapseErr begins the error of a setting out of range, which names it.
+const collapseErr = "fleet: Collapse: "
+
 // check returns the first setting out of range, and the settings with
 // their defaults filled in.
 func (c Collapse) check() (Collapse, error) {
@@ -133,39 +136,74 @@ func (c Collapse) check() (Collapse, error) {
 	c.BudgetInterval = cmp.Or(c.BudgetInterval, 10*time.Second)
 	c.BudgetMinRetries = cmp.Or(c.BudgetMinRetries, 100)
 	c.MaxCalls = cmp.Or(c.MaxCalls, DefaultMaxCollapseCalls)
+	for _, check := range []func() string{c.checkServer, c.checkClients, c.checkTrigger, c.checkBudgets} {
+		if why := check(); why != "" {
+			return c, errors.New(collapseErr + why)
+		}
+	}
+	if err := c.Strategy.Validate(); err != nil {
+		return c, fmt.Errorf("fleet: Collapse: %w", err)
+	}
+	return c, nil
+}
+
+// checkServer says which of the server's settings is out of range, if any.
+func (c Collapse) checkServer() string {
 	switch {
 	case c.Workers < 1 || c.Workers > 10_000:
-		return c, fmt.Errorf("Workers must be between 1 and 10000, got %d", c.Workers)
+		return fmt.Sprintf("Workers must be between 1 and 10000, got %d", c.Workers)
 	case c.Service <= 0 || c.Service > time.Minute:
-		return c, fmt.Errorf("Service must be between 1ns and 1m, got %v", c.Service)
+		return fmt.Sprintf("Service must be between 1ns and 1m, got %v", c.Service)
 	case c.Queue < 0 || c.Queue > 1_000_000:
-		return c, fmt.Errorf("Queue must be between 0 and 1000000, got %d", c.Queue)
-	case !(c.Rate > 0 && c.Rate <= 100_000):
-		return c, fmt.Errorf("Rate must be above 0 and at most 100000, got %v", c.Rate)
-	case c.Clients < 1 || c.Clients > 10_000:
-		return c, fmt.Errorf("Clients must be between 1 and 10000, got %d", c.Clients)
-	case c.Timeout <= 0 || c.Timeout > time.Hour:
-		return c, fmt.Errorf("Timeout must be between 1ns and 1h, got %v", c.Timeout)
-	case c.Duration < time.Second || c.Duration > 24*time.Hour:
-		return c, fmt.Errorf("Duration must be between 1s and 24h, got %v", c.Duration)
-	case c.TriggerAt < 0 || c.TriggerFor < 0 || c.TriggerAt+c.TriggerFor > c.Duration:
-		return c, fmt.Errorf("TriggerAt must not be negative, nor TriggerFor, and the trigger must end within Duration (%v), got %v for %v", c.Duration, c.TriggerAt, c.TriggerFor)
-	case (c.Spike != 0) == (c.Drop != 0):
-		return c, errors.New("Spike must be set, or Drop: one trigger, not both or neither")
-	case c.Spike != 0 && !(c.Spike >= 1 && c.Spike <= 100):
-		return c, fmt.Errorf("Spike must be between 1 and 100, got %v", c.Spike)
-	case c.Drop != 0 && !(c.Drop > 0 && c.Drop <= 1):
-		return c, fmt.Errorf("Drop must be above 0 and at most 1, got %v", c.Drop)
-	case c.MaxCalls < 1 || c.MaxCalls > 100_000_000:
-		return c, fmt.Errorf("MaxCalls must be between 1 and 100000000, got %d", c.MaxCalls)
+		return fmt.Sprintf("Queue must be between 0 and 1000000, got %d", c.Queue)
 	}
+	return ""
+}
+
+// checkClients says which of the clients' settings is out of range, if
+// any.
+func (c Collapse) checkClients() string {
+	switch {
+	case !(c.Rate > 0 && c.Rate <= 100_000):
+		return fmt.Sprintf("Rate must be above 0 and at most 100000, got %v", c.Rate)
+	case c.Clients < 1 || c.Clients > 10_000:
+		return fmt.Sprintf("Clients must be between 1 and 10000, got %d", c.Clients)
+	case c.Timeout <= 0 || c.Timeout > time.Hour:
+		return fmt.Sprintf("Timeout must be between 1ns and 1h, got %v", c.Timeout)
+	case c.MaxCalls < 1 || c.MaxCalls > 100_000_000:
+		return fmt.Sprintf("MaxCalls must be between 1 and 100000000, got %d", c.MaxCalls)
+	}
+	return ""
+}
+
+// checkTrigger says which of the run's and the trigger's settings is out
+// of range, if any.
+func (c Collapse) checkTrigger() string {
+	switch {
+	case c.Duration < time.Second || c.Duration > 24*time.Hour:
+		return fmt.Sprintf("Duration must be between 1s and 24h, got %v", c.Duration)
+	case c.TriggerAt < 0 || c.TriggerFor < 0 || c.TriggerAt+c.TriggerFor > c.Duration:
+		return fmt.Sprintf("TriggerAt must not be negative, nor TriggerFor, and the trigger must end within Duration (%v), got %v for %v", c.Duration, c.TriggerAt, c.TriggerFor)
+	case (c.Spike != 0) == (c.Drop != 0):
+		return "Spike must be set, or Drop: one trigger, not both or neither"
+	case c.Spike != 0 && !(c.Spike >= 1 && c.Spike <= 100):
+		return fmt.Sprintf("Spike must be between 1 and 100, got %v", c.Spike)
+	case c.Drop != 0 && !(c.Drop > 0 && c.Drop <= 1):
+		return fmt.Sprintf("Drop must be above 0 and at most 1, got %v", c.Drop)
+	}
+	return ""
+}
+
+// checkBudgets says which of the budgets' settings is out of range, if
+// any.
+func (c Collapse) checkBudgets() string {
 	if p := budgetrange.Token(c.BudgetRatio, c.BudgetBurst); len(p) > 0 {
-		return c, errors.New("BudgetRatio and BudgetBurst: " + p[0].Arg + " " + p[0].Rule)
+		return "BudgetRatio and BudgetBurst: " + p[0].Arg + " " + p[0].Rule
 	}
 	if p := budgetrange.Window(c.BudgetPercent, c.BudgetInterval, c.BudgetMinRetries); len(p) > 0 {
-		return c, errors.New("BudgetPercent, BudgetInterval and BudgetMinRetries: " + p[0].Arg + " " + p[0].Rule)
+		return "BudgetPercent, BudgetInterval and BudgetMinRetries: " + p[0].Arg + " " + p[0].Rule
 	}
-	return c, c.Strategy.Validate()
+	return ""
 }
 
 // Validate returns an error naming the first setting out of range, as Run
@@ -181,7 +219,7 @@ func (c Collapse) Validate() error {
 func (c Collapse) Run(ctx context.Context) ([]CollapseResult, error) {
 	c, err := c.check()
 	if err != nil {
-		return nil, fmt.Errorf("fleet: Collapse: %w", err)
+		return nil, err
 	}
 	policy, err := retrypolicy.Compile(c.Strategy)
 	if err != nil {

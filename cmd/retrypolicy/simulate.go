@@ -79,7 +79,7 @@ func runSimulate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var o whatif.SimulateOptions
 	o.Define(fs)
 	asJSON := fs.Bool("json", false, "print one JSON object a strategy, a line each (for the outage, with its runs and its jobs FATAL in each minute)")
-	svgPath := fs.String("svg", "", "outage and layers: also draw the load over time to the SVG file `FILE`")
+	svgPath := fs.String("svg", "", "outage, layers and collapse: also draw the load (collapse: the goodput) over time to the SVG file `FILE`")
 	logPath := fs.String("log", "", "outage, one strategy: also write the run's attempts to `FILE` as an attempt log (JSON Lines,\nas retrypolicy replay reads), t = 0 at 2026-01-01T00:00:00Z, jobs job-1 … job-N with their jitter seeds")
 	positional, stop := parseArgs(fs, args, stdout, stderr, 64)
 	if stop >= 0 {
@@ -108,21 +108,18 @@ func runSimulate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if *logPath != "" {
 		return out.writeLog(*logPath, o.Outage(), strategies[0])
 	}
+	return out.scenario(&o, strategies)
+}
+
+// scenario runs the scenario the options name under strategies.
+func (out output) scenario(o *whatif.SimulateOptions, strategies []whatif.Named) int {
 	switch o.Scenario {
 	case "contention":
 		return out.contention(o.Contention(), contenders(strategies))
 	case "layers":
-		return out.layers(o.Layers(), chains(&o, strategies))
+		return out.layers(o.Layers(), chains(o, strategies))
 	case "collapse":
-		if len(strategies) > 1 {
-			fmt.Fprintln(stderr, "retrypolicy: simulate: the collapse scenario takes one strategy (the strategy policy's), got", len(strategies))
-			return exitInvalid
-		}
-		var given *retrypolicy.Strategy
-		if len(strategies) == 1 {
-			given = &strategies[0].Strategy
-		}
-		return out.collapse(o.CollapseOf(given))
+		return out.collapse(o, strategies)
 	}
 	if len(strategies) == 0 {
 		strategies = whatif.DocumentedStrategies()
@@ -228,8 +225,18 @@ func (out output) layers(l fleet.Layers, chains []fleet.Chain) int {
 		func() []byte { return report.LayersChart(l, chains, results) })
 }
 
-// collapse runs the collapse scenario's policies side by side.
-func (out output) collapse(c fleet.Collapse) int {
+// collapse runs the collapse scenario's policies side by side, under the
+// strategy given, if one is.
+func (out output) collapse(o *whatif.SimulateOptions, strategies []whatif.Named) int {
+	if len(strategies) > 1 {
+		fmt.Fprintln(out.stderr, "retrypolicy: simulate: the collapse scenario takes one strategy (the strategy policy's), got", len(strategies))
+		return exitInvalid
+	}
+	var given *retrypolicy.Strategy
+	if len(strategies) == 1 {
+		given = &strategies[0].Strategy
+	}
+	c := o.CollapseOf(given)
 	results, err := c.Run(context.Background()) // bounded by c.MaxCalls
 	if err != nil {
 		return out.refused(err)

@@ -368,7 +368,7 @@ func (o *SimulateOptions) checkCollapse() []Option {
 	if err == nil {
 		return nil
 	}
-	field, rule, _ := strings.Cut(err.Error(), " ")
+	field, rule, _ := strings.Cut(strings.TrimPrefix(err.Error(), "fleet: Collapse: "), " ")
 	if name, ok := collapseFlags[field]; ok {
 		return []Option{{name, rule}}
 	}
