@@ -1,8 +1,9 @@
-// Command collapse shows, on real servers on loopback, the failure a
-// retry budget exists for: a server near its capacity, pushed over by a
-// short spike, whose clients' retries keep its queue full after the spike
-// has gone; and the default budget of a retryhttp transport, which stops
-// retrying when most calls fail, letting it recover.
+// Command collapse shows a retry collapse on loopback, and the default budget that prevents it.
+//
+// A server near its capacity is pushed over by a short spike; with no
+// budget, its clients' retries keep its queue full after the spike has
+// gone. The default budget of a retryhttp transport stops retrying when
+// most calls fail, and the server recovers.
 //
 // The server has 4 workers of 10 ms (400 requests a second) and a queue
 // of 200 (a full queue's wait, 0.5 s, is past the clients' 250 ms attempt
