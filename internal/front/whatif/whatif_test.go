@@ -178,3 +178,31 @@ func TestCollapseOptions(t *testing.T) {
 	_, errs = parse("--jobs", "5")
 	assert.Equal(t, []Option{{"jobs", "only the outage scenario takes it; in the collapse scenario, rate plays its part"}}, errs)
 }
+
+// TestTheWindowedBudgetDoesNotBurst pins the pace of the windowed budget
+// in the run docs/what-if.md shows (the gateway's numbers: 20% over 10 s,
+// at least 10 retries a second): every layer retrying through a minute's
+// outage at 2 min, its retries in any second of the outage are at most
+// 1.5x their mean over the outage. Unpaced, the retries granted in a
+// window's first second aged out together, and the window granted them
+// again all at once (7.7x the bottom's capacity at the peak).
+func TestTheWindowedBudgetDoesNotBurst(t *testing.T) {
+	var o SimulateOptions
+	require.NoError(t, parse(t, o.Define, "-scenario", "layers", "-duration", "5m", "-outage-at", "2m", "-outage", "1m",
+		"-budget-percent", "20", "-budget-interval", "10s", "-budget-min-retries", "10", "-budget-min-interval", "1s"))
+	chains := o.Budgeted(fleet.DocumentedChains()[:1])
+	require.Len(t, chains, 1)
+	l := o.Layers()
+	l.Layers = chains[0].Layers
+	r, err := l.Run(context.Background())
+	require.NoError(t, err)
+	outage := r.Retries[120:180]
+	total, most := 0, 0
+	for _, n := range outage {
+		total += n
+		most = max(most, n)
+	}
+	require.Positive(t, total, "retries during the outage")
+	mean := float64(total) / float64(len(outage))
+	assert.LessOrEqual(t, float64(most), 1.5*mean, "the most retries in a second of the outage, beside the mean %.1f", mean)
+}
