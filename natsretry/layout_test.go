@@ -4,7 +4,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -20,13 +20,20 @@ import (
 // Subject and Headers, called as a jetstream.Msg's) are not followed.
 func TestADeliveryNeverCallsBackIntoAFileThatCalledIt(t *testing.T) {
 	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, ".", func(fi os.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+	names, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
 	funcs := map[string]*ast.FuncDecl{}
 	file := map[string]string{}
-	for name, f := range pkgs["natsretry"].Files {
+	for _, name := range names {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
 		for _, d := range f.Decls {
 			fd, ok := d.(*ast.FuncDecl)
 			if !ok || receiver(fd) == "parkedMsg" {
