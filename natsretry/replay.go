@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/retrypolicy/retrypolicy/queuekit"
@@ -34,19 +33,27 @@ func Replay(ctx context.Context, js jetstream.JetStream, dead *jetstream.RawStre
 	if err := replayable(ctx, js, subject, dead.Header.Get(HeaderStream), stream); err != nil {
 		return nil, errors.New("natsretry: Replay: " + err.Error())
 	}
-	out := nats.NewMsg(subject)
-	out.Data = dead.Data
-	for name, values := range dead.Header {
-		if !strings.HasPrefix(name, "Retrypolicy-") && !strings.HasPrefix(name, "Nats-") {
-			out.Header[name] = slices.Clone(values)
-		}
-	}
-	return js.PublishMsg(ctx, out, jetstream.WithExpectStream(stream))
+	return js.PublishMsg(ctx, replayCopy(subject, dead.Header, dead.Data), jetstream.WithExpectStream(stream))
 }
 
 // replayable returns why a dead letter of subject, from the stream its
 // header names (from), may not be replayed into stream.
 func replayable(ctx context.Context, js jetstream.JetStream, subject, from, stream string) error {
+	// What the headers alone refuse, refused before the stream is read.
+	if err := replayableInto(subject, from, stream, []string{">"}); err != nil {
+		return err
+	}
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		return errors.New("stream " + queuekit.Quote(stream) + ": " + err.Error())
+	}
+	return replayableInto(subject, from, stream, s.CachedInfo().Config.Subjects)
+}
+
+// replayableInto returns why a dead letter of subject, from the stream its
+// header names (from), may not be replayed into stream, which captures
+// subjects.
+func replayableInto(subject, from, stream string, subjects []string) error {
 	switch {
 	case subject == "":
 		return errors.New("the message has no " + HeaderSubject + " header: not a dead letter")
@@ -56,12 +63,7 @@ func replayable(ctx context.Context, js jetstream.JetStream, subject, from, stre
 		return errors.New("its subject " + queuekit.Quote(subject) + " is a system, API or reply subject")
 	case from != stream:
 		return errors.New("it came from stream " + queuekit.Quote(from) + " (" + HeaderStream + "), not " + queuekit.Quote(stream))
-	}
-	s, err := js.Stream(ctx, stream)
-	if err != nil {
-		return errors.New("stream " + queuekit.Quote(stream) + ": " + err.Error())
-	}
-	if !slices.ContainsFunc(s.CachedInfo().Config.Subjects, func(pattern string) bool { return subjectMatches(pattern, subject) }) {
+	case !slices.ContainsFunc(subjects, func(pattern string) bool { return subjectMatches(pattern, subject) }):
 		return errors.New("stream " + queuekit.Quote(stream) + " does not capture its subject " + queuekit.Quote(subject))
 	}
 	return nil

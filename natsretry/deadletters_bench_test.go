@@ -1,0 +1,92 @@
+package natsretry_test
+
+import (
+	"context"
+	"flag"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/retrypolicy/retrypolicy/natsretry"
+)
+
+// deadLetters is how many dead letters BenchmarkListDeadLetters lists:
+// few by default, so that CI's run of every benchmark stays short;
+// BENCHMARKS.md's figure is of -deadletters 1000000.
+var deadLetters = flag.Int("deadletters", 10_000, "dead letters BenchmarkListDeadLetters lists")
+
+// BenchmarkListDeadLetters lists a stream of small dead letters (the
+// policy's headers, a 16-byte payload) and counts them by reason, and
+// reports the most live heap above what it held before, measured after a
+// collection 20 times during the listing: the lister's pages, and the
+// embedded server's own state for reading the stream (it runs in the same
+// process). Garbage is not counted: how much of it the collector lets
+// build up depends on the whole process's heap, not on the lister.
+func BenchmarkListDeadLetters(b *testing.B) {
+	e := newEnv(b)
+	ctx := context.Background()
+	n := *deadLetters
+	// In memory: the whole stream is in the heap before the listing
+	// begins, so that what grows is the reading, not the file store's
+	// cache of the blocks it read.
+	_, err := e.js.CreateStream(ctx, jetstream.StreamConfig{Name: "DEADMEM", Subjects: []string{"deadmem"}, Storage: jetstream.MemoryStorage})
+	require.NoError(b, err)
+	reasons := [...]string{"not_retryable", "attempts_exhausted", "retry_after_too_long"}
+	for i := range n {
+		m := nats.NewMsg("deadmem")
+		m.Data = []byte("payload-" + strconv.Itoa(100_000_000+i))
+		m.Header.Set(natsretry.HeaderReason, reasons[i%3])
+		m.Header.Set(natsretry.HeaderSubject, "jobs.a."+strconv.Itoa(i))
+		m.Header.Set(natsretry.HeaderStream, "JOBS")
+		m.Header.Set(natsretry.HeaderSequence, strconv.Itoa(i+1))
+		m.Header.Set(natsretry.HeaderFailures, "3")
+		m.Header.Set(natsretry.HeaderError, "down")
+		_, err := e.js.PublishMsgAsync(m)
+		require.NoError(b, err)
+		if i%10_000 == 9_999 {
+			select {
+			case <-e.js.PublishAsyncComplete():
+			case <-time.After(within):
+				b.Fatal("publishes not acknowledged")
+			}
+		}
+	}
+	<-e.js.PublishAsyncComplete()
+	d, err := natsretry.OpenDeadLetters(ctx, e.js, "DEADMEM", 0)
+	require.NoError(b, err)
+	var peak uint64
+	// live is the heap's live bytes above before, after a collection.
+	live := func(before uint64) uint64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return max(ms.HeapAlloc, before) - before
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		before := live(0)
+		listed := 0
+		for _, err := range d.List(ctx, natsretry.Filter{}) {
+			require.NoError(b, err)
+			if listed++; listed%(n/20) == 0 {
+				peak = max(peak, live(before))
+			}
+		}
+		counted := 0
+		counts, err := d.Count(ctx, natsretry.Filter{})
+		require.NoError(b, err)
+		for _, c := range counts {
+			counted += c
+		}
+		require.Equal(b, n, listed)
+		require.Equal(b, n, counted)
+	}
+	b.ReportMetric(float64(peak)/(1<<20), "peak-MB")
+	b.ReportMetric(float64(n), "dead-letters")
+}

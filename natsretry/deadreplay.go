@@ -1,0 +1,340 @@
+package natsretry
+
+import (
+	"context"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/retrypolicy/retrypolicy/queuekit"
+)
+
+// MaxReplayRate is the most dead letters a second a replay sends.
+const MaxReplayRate = 100_000
+
+// ReplayOptions say how DeadLetters.Replay sends dead letters back.
+type ReplayOptions struct {
+	// Stream is the stream the dead letters came from, and go back to: the
+	// operator names it, since a dead letter's own headers are not trusted
+	// to say where to publish. Required.
+	Stream string
+	// Rate is how many dead letters a second are sent, in (0,
+	// MaxReplayRate]: the n-th (from 0) is sent n/Rate seconds after the
+	// first, plus its jitter. Required.
+	Rate float64
+	// Jitter, when positive, delays each send by a random part of it, so
+	// that replays started together do not send together.
+	Jitter time.Duration
+	// Limit, when positive, is the most dead letters sent; the rest are
+	// left for another replay.
+	Limit int
+	// DryRun sends and removes nothing: each dead letter that would be
+	// sent is reported as ReplayWould (at once, not paced).
+	DryRun bool
+	// Each, when set, is told what became of each dead letter the filter
+	// selects, in order.
+	Each func(ReplayResult)
+	// Progress, when set, is told how the replay goes at most once a
+	// second, and once at its end.
+	Progress func(ReplayProgress)
+}
+
+// check returns why o cannot replay.
+func (o ReplayOptions) check() error {
+	switch {
+	case o.Stream == "":
+		return errors.New("natsretry: ReplayOptions.Stream: the stream the dead letters came from is required")
+	case math.IsNaN(o.Rate) || o.Rate <= 0 || o.Rate > MaxReplayRate:
+		return errors.New("natsretry: ReplayOptions.Rate: must be above 0 and at most " + strconv.Itoa(MaxReplayRate) + " a second, got " + strconv.FormatFloat(o.Rate, 'g', -1, 64))
+	case o.Jitter < 0 || o.Jitter > time.Hour:
+		return errors.New("natsretry: ReplayOptions.Jitter: must be between 0 and an hour, got " + o.Jitter.String())
+	case o.Limit < 0:
+		return errors.New("natsretry: ReplayOptions.Limit: must not be negative, got " + strconv.Itoa(o.Limit))
+	}
+	return nil
+}
+
+// ReplayOutcome is what became of a dead letter in a replay.
+type ReplayOutcome string
+
+// A dead letter's outcomes in a replay.
+const (
+	// ReplayReplayed: published to its stream, and removed.
+	ReplayReplayed ReplayOutcome = "replayed"
+	// ReplayDuplicate: its stream had it already (a replay interrupted
+	// between the publish and the removal): not sent twice; removed.
+	ReplayDuplicate ReplayOutcome = "duplicate"
+	// ReplayRefused: not a dead letter that may go to the stream named
+	// (its subject is not one the stream captures, it came from another,
+	// or it is no dead letter of this package): left in place.
+	ReplayRefused ReplayOutcome = "refused"
+	// ReplayFailed: its publish or its removal failed: left in place, to
+	// be replayed again (a removal failed after a publish is a duplicate
+	// then).
+	ReplayFailed ReplayOutcome = "failed"
+	// ReplayWould: a dry run's, a dead letter that would be sent.
+	ReplayWould ReplayOutcome = "would replay"
+)
+
+// ReplayResult is what became of one dead letter.
+type ReplayResult struct {
+	DeadLetter DeadLetter
+	Outcome    ReplayOutcome
+	// Sequence is its sequence in the stream it went back to (replayed or
+	// duplicate).
+	Sequence uint64
+	// Err says why it was refused or failed.
+	Err error
+}
+
+// ReplayProgress is how a replay goes.
+type ReplayProgress struct {
+	// Replayed counts the dead letters sent (duplicates included),
+	// Refused and Failed those left in place.
+	Replayed, Refused, Failed int
+	// Left counts the dead letters of the stream not yet looked at.
+	Left uint64
+	// Rate is Replayed a second since the first send.
+	Rate float64
+	// Elapsed is the time since the replay began.
+	Elapsed time.Duration
+}
+
+// ReplayReport is what a replay did.
+type ReplayReport struct {
+	// Matched counts the dead letters the filter selected and the replay
+	// looked at (up to Limit sent); the rest count their outcomes.
+	Matched, Replayed, Duplicates, Refused, Failed, Would int
+	// Elapsed is how long it took.
+	Elapsed time.Duration
+	// DuplicateWindow is the stream's: a replay interrupted sends nothing
+	// twice when run again within it.
+	DuplicateWindow time.Duration
+}
+
+// Replay sends the dead letters f selects back to the stream they came
+// from (o.Stream), at o.Rate a second, each as Replay sends one: to the
+// subject it was given up on, with its payload and its own headers, so
+// that it starts anew. Each is removed from the dead-letter stream only
+// after the stream acknowledged it. Each is published with a message id
+// made of the dead letter's own identity (the dead-letter stream and its
+// sequence there), so that a replay interrupted between a publish and its
+// removal, run again within the stream's duplicate window
+// (ReplayReport.DuplicateWindow; 2 minutes by default), sends nothing
+// twice and loses nothing. A dead letter refused (Replay's rules) or whose
+// publish fails is left in place and reported; the replay goes on. It
+// returns when every selected dead letter was looked at, Limit were sent,
+// or ctx ends (its error then).
+func (d *DeadLetters) Replay(ctx context.Context, f Filter, o ReplayOptions) (ReplayReport, error) {
+	if err := o.check(); err != nil {
+		return ReplayReport{}, err
+	}
+	if err := f.Check(); err != nil {
+		return ReplayReport{}, err
+	}
+	s, err := d.js.Stream(ctx, o.Stream)
+	if err != nil {
+		return ReplayReport{}, errors.New("natsretry: Replay: stream " + queuekit.Quote(o.Stream) + ": " + err.Error())
+	}
+	cfg := s.CachedInfo().Config
+	r := replay{d: d, o: o, subjects: cfg.Subjects, deadName: d.stream.CachedInfo().Config.Name,
+		pace: pacer{rate: o.Rate, jitter: o.Jitter, clock: d.clock}}
+	r.report.DuplicateWindow = cfg.Duplicates
+	if r.report.DuplicateWindow == 0 {
+		r.report.DuplicateWindow = 2 * time.Minute // the server's default
+	}
+	r.began = d.clock.now()
+	err = r.run(ctx, f)
+	r.report.Elapsed = d.clock.now().Sub(r.began)
+	r.progress(0, true)
+	return r.report, err
+}
+
+// replay is one run of Replay.
+type replay struct {
+	d        *DeadLetters
+	o        ReplayOptions
+	subjects []string // the stream's
+	deadName string
+	pace     pacer
+	report   ReplayReport
+	began    time.Time
+	told     time.Time // the last progress
+}
+
+// run replays the dead letters f selects.
+func (r *replay) run(ctx context.Context, f Filter) error {
+	for dl, err := range r.d.read(ctx, f, false) {
+		if err != nil {
+			return err
+		}
+		if !f.Match(dl.DeadLetter) {
+			continue
+		}
+		if r.o.Limit > 0 && r.report.Replayed+r.report.Duplicates+r.report.Would >= r.o.Limit {
+			return nil
+		}
+		r.report.Matched++
+		res, err := r.one(ctx, dl.DeadLetter)
+		if err != nil {
+			return err
+		}
+		r.count(res)
+		r.progress(dl.left, false)
+	}
+	return nil
+}
+
+// one replays dl: refused, paced then sent, or (a dry run) reported.
+func (r *replay) one(ctx context.Context, dl DeadLetter) (ReplayResult, error) {
+	res := ReplayResult{DeadLetter: dl}
+	if err := replayableInto(dl.Subject, dl.Stream, r.o.Stream, r.subjects); err != nil {
+		res.Outcome, res.Err = ReplayRefused, errors.New("natsretry: Replay: "+err.Error())
+		return res, nil
+	}
+	if r.o.DryRun {
+		res.Outcome = ReplayWould
+		return res, nil
+	}
+	if err := r.pace.wait(ctx); err != nil {
+		return res, err
+	}
+	id := "retrypolicy.replay." + r.deadName + "." + strconv.FormatUint(dl.Sequence, 10)
+	ack, err := r.d.js.PublishMsg(ctx, replayCopy(dl.Subject, dl.Header, dl.Data), jetstream.WithExpectStream(r.o.Stream), jetstream.WithMsgID(id))
+	if err != nil {
+		if ctx.Err() != nil {
+			return res, ctx.Err()
+		}
+		res.Outcome, res.Err = ReplayFailed, errors.New("natsretry: Replay: publish: "+err.Error())
+		return res, nil
+	}
+	res.Sequence, res.Outcome = ack.Sequence, ReplayReplayed
+	if ack.Duplicate {
+		res.Outcome = ReplayDuplicate
+	}
+	if r.d.afterPublish != nil {
+		r.d.afterPublish()
+	}
+	if err := r.d.stream.DeleteMsg(ctx, dl.Sequence); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+		if ctx.Err() != nil {
+			return res, ctx.Err()
+		}
+		res.Outcome, res.Err = ReplayFailed, errors.New("natsretry: Replay: sent, but not removed (a replay again sends it as a duplicate): "+err.Error())
+	}
+	return res, nil
+}
+
+// count adds res to the report, and tells Each.
+func (r *replay) count(res ReplayResult) {
+	switch res.Outcome {
+	case ReplayReplayed:
+		r.report.Replayed++
+	case ReplayDuplicate:
+		r.report.Duplicates++
+	case ReplayRefused:
+		r.report.Refused++
+	case ReplayFailed:
+		r.report.Failed++
+	case ReplayWould:
+		r.report.Would++
+	}
+	if r.o.Each != nil {
+		r.o.Each(res)
+	}
+}
+
+// progress tells Progress how the replay goes, at most once a second
+// unless final.
+func (r *replay) progress(left uint64, final bool) {
+	if r.o.Progress == nil {
+		return
+	}
+	now := r.d.clock.now()
+	if !final && now.Sub(r.told) < time.Second {
+		return
+	}
+	r.told = now
+	p := ReplayProgress{Replayed: r.report.Replayed + r.report.Duplicates, Refused: r.report.Refused, Failed: r.report.Failed,
+		Left: left, Elapsed: now.Sub(r.began)}
+	if since := r.pace.since(now); since > 0 {
+		p.Rate = float64(p.Replayed) / since.Seconds()
+	}
+	r.o.Progress(p)
+}
+
+// replayCopy is the message a dead letter of subject, with header and
+// data, is sent back as: its own headers, not the dead-letter ones nor
+// JetStream's.
+func replayCopy(subject string, header nats.Header, data []byte) *nats.Msg {
+	out := nats.NewMsg(subject)
+	out.Data = data
+	for name, values := range header {
+		if !strings.HasPrefix(name, "Retrypolicy-") && !strings.HasPrefix(name, "Nats-") {
+			out.Header[name] = slices.Clone(values)
+		}
+	}
+	return out
+}
+
+// pacingClock is the time a replay is paced by: the machine's, or a test's.
+type pacingClock struct {
+	now   func() time.Time
+	sleep func(ctx context.Context, d time.Duration) error
+}
+
+// realClock is the machine's clock.
+func realClock() pacingClock {
+	return pacingClock{now: time.Now, sleep: func(ctx context.Context, d time.Duration) error {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}}
+}
+
+// pacer spaces sends rate a second apart, each delayed by a random part
+// of jitter: the n-th (from 0) at n/rate after the first, plus its jitter.
+// A send late for its time goes at once; the next keep their times.
+type pacer struct {
+	rate   float64
+	jitter time.Duration
+	clock  pacingClock
+	first  time.Time
+	n      int
+}
+
+// wait waits until the next send's time.
+func (p *pacer) wait(ctx context.Context) error {
+	now := p.clock.now()
+	if p.n == 0 {
+		p.first = now
+	}
+	at := p.first.Add(time.Duration(float64(p.n) / p.rate * float64(time.Second)))
+	if p.jitter > 0 {
+		at = at.Add(rand.N(p.jitter))
+	}
+	p.n++
+	if wait := at.Sub(now); wait > 0 {
+		return p.clock.sleep(ctx, wait)
+	}
+	return ctx.Err()
+}
+
+// since is the time from the first send to now, 0 before it.
+func (p *pacer) since(now time.Time) time.Duration {
+	if p.n == 0 {
+		return 0
+	}
+	return now.Sub(p.first)
+}
