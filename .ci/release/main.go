@@ -17,8 +17,8 @@
 //   - checks that the module graph of a program that imports only
 //     otelretry holds no River, no PostgreSQL driver, no SQLite and no
 //     NATS;
-//   - installs the command and retrypolicy-vet with go install at the
-//     version, and runs them.
+//   - installs the command, retrypolicy-vet and retrypolicy-deadletter
+//     with go install at the version, and runs them.
 //
 // Run it from the repository's root: go run -C .ci/release . [-version v0.1.0]
 package main
@@ -44,7 +44,7 @@ const root = "github.com/retrypolicy/retrypolicy"
 // workspace's other modules, never released. Every module of go.work is
 // one or the other: a new module must be placed.
 var (
-	released = []string{".", "riverretry", "natsretry", "retrygrpc", "otelretry", "otelretry/otelriver", "otelretry/otelnats", "vet"}
+	released = []string{".", "riverretry", "natsretry", "retrygrpc", "otelretry", "otelretry/otelriver", "otelretry/otelnats", "vet", "deadletter"}
 	devOnly  = []string{"bench", "e2e", "examples/breaker"}
 )
 
@@ -115,6 +115,14 @@ func installCommand(work string, env []string, version string) error {
 		return fmt.Errorf("the installed retrypolicy-vet -V=full: %v\n%s", err, out)
 	}
 	fmt.Printf("vet: go install %s/vet/cmd/retrypolicy-vet@%s, and it runs\n", root, version)
+	if _, err := goIn(work, env, "install", root+"/deadletter/cmd/retrypolicy-deadletter@"+version); err != nil {
+		return err
+	}
+	out, err = exec.Command(filepath.Join(bin, "retrypolicy-deadletter"), "--help").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "usage: retrypolicy-deadletter") {
+		return fmt.Errorf("the installed retrypolicy-deadletter --help: %v\n%s", err, out)
+	}
+	fmt.Printf("deadletter: go install %s/deadletter/cmd/retrypolicy-deadletter@%s, and it runs\n", root, version)
 	return nil
 }
 

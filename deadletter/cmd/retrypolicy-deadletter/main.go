@@ -1,0 +1,78 @@
+// Command retrypolicy-deadletter finds, shows, replays and purges the jobs a retry policy gave up.
+//
+// It reads a JetStream dead-letter stream that natsretry writes, and sends
+// its messages back at a rate:
+//
+//	retrypolicy-deadletter count  --dead DEAD [filters]
+//	retrypolicy-deadletter list   --dead DEAD [filters] [--json]
+//	retrypolicy-deadletter show   --dead DEAD SEQUENCE [--json]
+//	retrypolicy-deadletter replay --dead DEAD --stream JOBS --rate N [--jitter D] [--limit N] [--dry-run] [filters]
+//	retrypolicy-deadletter purge  --dead DEAD (filters | --all)
+//
+// Filters: --reason NAME[,NAME…], --subject PATTERN, --from-stream NAME,
+// --since TIME, --until TIME (RFC 3339, or a duration ago: 2h), --error
+// TEXT. The server is --nats URL (default $NATS_URL, else
+// nats://127.0.0.1:4222), with --creds FILE.
+//
+// Exit status: 0 on success, 2 for invalid arguments, 1 when the server
+// fails or a replay leaves a dead letter refused or failed.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+)
+
+const (
+	exitOK      = 0
+	exitFailed  = 1
+	exitInvalid = 2
+)
+
+const usage = `usage: retrypolicy-deadletter <command> --dead STREAM [options]
+
+commands:
+  count    how many dead letters, by reason
+  list     the dead letters, oldest first (--json: a line each)
+  show SEQ one dead letter in full: its headers and payload
+  replay   send dead letters back to the stream they came from, at a rate
+  purge    remove dead letters (a filter, or --all)
+
+Run 'retrypolicy-deadletter <command> --help' for a command's options.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run is the command, with its arguments and streams as parameters; it
+// returns the exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stderr, usage)
+		if len(args) == 0 {
+			return exitInvalid
+		}
+		return exitOK
+	}
+	c, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "retrypolicy-deadletter: unknown command %q\n\n%s", args[0], usage)
+		return exitInvalid
+	}
+	return c(ctx, args[0], args[1:], stdout, stderr)
+}
+
+// commands are the commands, by name.
+var commands = map[string]func(ctx context.Context, name string, args []string, stdout, stderr io.Writer) int{
+	"count":  runCount,
+	"list":   runList,
+	"show":   runShow,
+	"replay": runReplay,
+	"purge":  runPurge,
+}
