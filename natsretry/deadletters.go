@@ -52,7 +52,7 @@ func OpenDeadLetters(ctx context.Context, js jetstream.JetStream, stream string,
 	if err != nil {
 		return nil, errors.New("natsretry: OpenDeadLetters: stream " + queuekit.Quote(stream) + ": " + err.Error())
 	}
-	return &DeadLetters{js: js, stream: s, page: page, clock: realClock()}, nil
+	return &DeadLetters{js: js, stream: s, page: page}, nil
 }
 
 // DeadLetter is one message of a dead-letter stream, as the policy that

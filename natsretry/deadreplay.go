@@ -3,8 +3,6 @@ package natsretry
 import (
 	"context"
 	"errors"
-	"math"
-	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,9 +14,6 @@ import (
 	"github.com/retrypolicy/retrypolicy/queuekit"
 )
 
-// MaxReplayRate is the most dead letters a second a replay sends.
-const MaxReplayRate = 100_000
-
 // ReplayOptions say how DeadLetters.Replay sends dead letters back.
 type ReplayOptions struct {
 	// Stream is the stream the dead letters came from, and go back to: the
@@ -26,8 +21,8 @@ type ReplayOptions struct {
 	// to say where to publish. Required.
 	Stream string
 	// Rate is how many dead letters a second are sent, in (0,
-	// MaxReplayRate]: the n-th (from 0) is sent n/Rate seconds after the
-	// first, plus its jitter. Required.
+	// queuekit.MaxReplayRate]: the n-th (from 0) is sent n/Rate seconds
+	// after the first, plus its jitter (queuekit.Pacing). Required.
 	Rate float64
 	// Jitter, when positive, delays each send by a random part of it, so
 	// that replays started together do not send together.
@@ -51,14 +46,10 @@ func (o ReplayOptions) check() error {
 	switch {
 	case o.Stream == "":
 		return errors.New("natsretry: ReplayOptions.Stream: the stream the dead letters came from is required")
-	case math.IsNaN(o.Rate) || o.Rate <= 0 || o.Rate > MaxReplayRate:
-		return errors.New("natsretry: ReplayOptions.Rate: must be above 0 and at most " + strconv.Itoa(MaxReplayRate) + " a second, got " + strconv.FormatFloat(o.Rate, 'g', -1, 64))
-	case o.Jitter < 0 || o.Jitter > time.Hour:
-		return errors.New("natsretry: ReplayOptions.Jitter: must be between 0 and an hour, got " + o.Jitter.String())
 	case o.Limit < 0:
 		return errors.New("natsretry: ReplayOptions.Limit: must not be negative, got " + strconv.Itoa(o.Limit))
 	}
-	return nil
+	return (&queuekit.Pacing{Rate: o.Rate, Jitter: o.Jitter}).Check("natsretry: ReplayOptions.")
 }
 
 // ReplayOutcome is what became of a dead letter in a replay.
@@ -145,14 +136,14 @@ func (d *DeadLetters) Replay(ctx context.Context, f Filter, o ReplayOptions) (Re
 	}
 	cfg := s.CachedInfo().Config
 	r := replay{d: d, o: o, subjects: cfg.Subjects, deadName: d.stream.CachedInfo().Config.Name,
-		pace: pacer{rate: o.Rate, jitter: o.Jitter, clock: d.clock}}
+		pace: queuekit.Pacing{Rate: o.Rate, Jitter: o.Jitter, Now: d.clock.now, Sleep: d.clock.sleep}}
 	r.report.DuplicateWindow = cfg.Duplicates
 	if r.report.DuplicateWindow == 0 {
 		r.report.DuplicateWindow = 2 * time.Minute // the server's default
 	}
-	r.began = d.clock.now()
+	r.began = r.pace.Clock()
 	err = r.run(ctx, f)
-	r.report.Elapsed = d.clock.now().Sub(r.began)
+	r.report.Elapsed = r.pace.Clock().Sub(r.began)
 	r.progress(0, true)
 	return r.report, err
 }
@@ -163,7 +154,7 @@ type replay struct {
 	o        ReplayOptions
 	subjects []string // the stream's
 	deadName string
-	pace     pacer
+	pace     queuekit.Pacing
 	report   ReplayReport
 	began    time.Time
 	told     time.Time // the last progress
@@ -203,7 +194,7 @@ func (r *replay) one(ctx context.Context, dl DeadLetter) (ReplayResult, error) {
 		res.Outcome = ReplayWould
 		return res, nil
 	}
-	if err := r.pace.wait(ctx); err != nil {
+	if err := r.pace.Wait(ctx); err != nil {
 		return res, err
 	}
 	id := "retrypolicy.replay." + r.deadName + "." + strconv.FormatUint(dl.Sequence, 10)
@@ -256,14 +247,14 @@ func (r *replay) progress(left uint64, final bool) {
 	if r.o.Progress == nil {
 		return
 	}
-	now := r.d.clock.now()
+	now := r.pace.Clock()
 	if !final && now.Sub(r.told) < time.Second {
 		return
 	}
 	r.told = now
 	p := ReplayProgress{Replayed: r.report.Replayed + r.report.Duplicates, Refused: r.report.Refused, Failed: r.report.Failed,
 		Left: left, Elapsed: now.Sub(r.began)}
-	if since := r.pace.since(now); since > 0 {
+	if since := r.pace.Since(now); since > 0 {
 		p.Rate = float64(p.Replayed) / since.Seconds()
 	}
 	r.o.Progress(p)
@@ -283,58 +274,9 @@ func replayCopy(subject string, header nats.Header, data []byte) *nats.Msg {
 	return out
 }
 
-// pacingClock is the time a replay is paced by: the machine's, or a test's.
+// pacingClock is the clock a replay is paced by: nil functions are the
+// machine's (queuekit.Pacing); a test's moves forward as it sleeps.
 type pacingClock struct {
 	now   func() time.Time
 	sleep func(ctx context.Context, d time.Duration) error
-}
-
-// realClock is the machine's clock.
-func realClock() pacingClock {
-	return pacingClock{now: time.Now, sleep: func(ctx context.Context, d time.Duration) error {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-t.C:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}}
-}
-
-// pacer spaces sends rate a second apart, each delayed by a random part
-// of jitter: the n-th (from 0) at n/rate after the first, plus its jitter.
-// A send late for its time goes at once; the next keep their times.
-type pacer struct {
-	rate   float64
-	jitter time.Duration
-	clock  pacingClock
-	first  time.Time
-	n      int
-}
-
-// wait waits until the next send's time.
-func (p *pacer) wait(ctx context.Context) error {
-	now := p.clock.now()
-	if p.n == 0 {
-		p.first = now
-	}
-	at := p.first.Add(time.Duration(float64(p.n) / p.rate * float64(time.Second)))
-	if p.jitter > 0 {
-		at = at.Add(rand.N(p.jitter))
-	}
-	p.n++
-	if wait := at.Sub(now); wait > 0 {
-		return p.clock.sleep(ctx, wait)
-	}
-	return ctx.Err()
-}
-
-// since is the time from the first send to now, 0 before it.
-func (p *pacer) since(now time.Time) time.Duration {
-	if p.n == 0 {
-		return 0
-	}
-	return now.Sub(p.first)
 }
