@@ -23,11 +23,6 @@ func deadOutcomes(i int) []outcome {
 	return [...][]outcome{{permanent, succeed}, {retryAfter, succeed}, {fail, succeed}}[i%3]
 }
 
-// deadReasonOf is the reason the policy gives dead job i up for.
-func deadReasonOf(i int) string {
-	return [...]string{"not_retryable", "retry_after_too_long", "attempts_exhausted"}[i%3]
-}
-
 // giveUp inserts n jobs, "dead-<i>", each failing as deadOutcomes(i) says
 // (under the default strategy, or one of one attempt of its own), and waits until the policy gave every
 // one up; from then on every run succeeds. It returns their ids, by i.

@@ -12,48 +12,49 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-
-	"github.com/retrypolicy/retrypolicy/natsretry"
 )
 
 // prefix opens every error the command prints.
 const prefix = "retrypolicy-deadletter: "
 
 // start parses a command's arguments (at most most after the flags) and
-// opens the dead-letter stream; on failure it returns the exit status.
-func start(ctx context.Context, o *options, args []string, most int, stderr io.Writer) (d *natsretry.DeadLetters, f natsretry.Filter, done func(), status int) {
+// opens the dead letters; on failure it returns the exit status.
+func start(ctx context.Context, o *options, args []string, most int, stderr io.Writer) (s source, status int) {
 	if err := o.parse(args, most); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return nil, f, nil, exitOK
+			return nil, exitOK
 		}
-		fmt.Fprintln(stderr, prefix+o.fs.Name()[len("retrypolicy-deadletter "):]+": "+err.Error())
-		return nil, f, nil, exitInvalid
+		fmt.Fprintln(stderr, prefix+strings.TrimPrefix(o.fs.Name(), "retrypolicy-deadletter ")+": "+err.Error())
+		return nil, exitInvalid
 	}
-	f, err := o.filter()
+	s, err := o.open(ctx)
 	if err != nil {
-		fmt.Fprintln(stderr, prefix+err.Error())
-		return nil, f, nil, exitInvalid
+		return nil, fail(stderr, err)
 	}
-	d, _, done, err = o.open(ctx)
-	if err != nil {
-		fmt.Fprintln(stderr, prefix+err.Error())
-		return nil, f, nil, exitFailed
+	return s, -1
+}
+
+// fail prints err and returns its exit status: 2 for invalid arguments,
+// else 1.
+func fail(stderr io.Writer, err error) int {
+	fmt.Fprintln(stderr, prefix+err.Error())
+	if errors.As(err, new(invalid)) {
+		return exitInvalid
 	}
-	return d, f, done, -1
+	return exitFailed
 }
 
 // runCount prints how many dead letters the filters select, by reason.
 func runCount(ctx context.Context, name string, args []string, stdout, stderr io.Writer) int {
 	o := newOptions(name, stderr)
-	d, f, done, status := start(ctx, o, args, 0, stderr)
+	s, status := start(ctx, o, args, 0, stderr)
 	if status >= 0 {
 		return status
 	}
-	defer done()
-	counts, err := d.Count(ctx, f)
+	defer s.close()
+	counts, err := s.count(ctx)
 	if err != nil {
-		fmt.Fprintln(stderr, prefix+err.Error())
-		return exitFailed
+		return fail(stderr, err)
 	}
 	reasons := make([]string, 0, len(counts))
 	total := 0
@@ -63,11 +64,10 @@ func runCount(ctx context.Context, name string, args []string, stdout, stderr io
 	}
 	slices.Sort(reasons)
 	if o.json {
-		out := struct {
+		return printJSON(stdout, stderr, struct {
 			Total    int            `json:"total"`
 			ByReason map[string]int `json:"by_reason"`
-		}{total, counts}
-		return printJSON(stdout, stderr, out)
+		}{total, counts})
 	}
 	width := len(strconv.Itoa(total))
 	for _, r := range reasons {
@@ -88,30 +88,29 @@ func shown(reason string) string {
 // runList prints the dead letters the filters select, oldest first.
 func runList(ctx context.Context, name string, args []string, stdout, stderr io.Writer) int {
 	o := newOptions(name, stderr)
-	d, f, done, status := start(ctx, o, args, 0, stderr)
+	s, status := start(ctx, o, args, 0, stderr)
 	if status >= 0 {
 		return status
 	}
-	defer done()
+	defer s.close()
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	if !o.json {
-		fmt.Fprintln(w, "SEQUENCE\tGIVEN UP\tREASON\tSUBJECT\tFAILURES\tERROR")
+		fmt.Fprintln(w, "ID\tGIVEN UP\tREASON\tFROM\tFAILURES\tERROR")
 	}
 	n := 0
-	for dl, err := range d.List(ctx, f) {
+	for r, err := range s.list(ctx) {
 		if err != nil {
 			w.Flush()
-			fmt.Fprintln(stderr, prefix+err.Error())
-			return exitFailed
+			return fail(stderr, err)
 		}
 		n++
 		if o.json {
-			if s := printJSON(stdout, stderr, summaryOf(dl)); s != exitOK {
-				return s
+			if status := printJSON(stdout, stderr, r); status != exitOK {
+				return status
 			}
 			continue
 		}
-		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%d\t%s\n", dl.Sequence, dl.Time.UTC().Format(time.RFC3339), shown(dl.Reason), dl.Subject, dl.Failures, oneLine(dl.Error, 60))
+		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%d\t%s\n", r.ID, r.GivenUp.Format(time.RFC3339), shown(r.Reason), from(r), r.Failures, oneLine(r.Error, 60))
 		if n%1000 == 0 {
 			w.Flush() // a long listing prints as it goes
 		}
@@ -123,6 +122,14 @@ func runList(ctx context.Context, name string, args []string, stdout, stderr io.
 	return exitOK
 }
 
+// from is where a dead letter came from: its subject, or its job's kind.
+func from(r row) string {
+	if r.Kind != "" {
+		return r.Kind
+	}
+	return r.Subject
+}
+
 // oneLine is s on one line, cut to at most n runes.
 func oneLine(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
@@ -132,64 +139,43 @@ func oneLine(s string, n int) string {
 	return s
 }
 
-// summary is a dead letter as list --json prints it.
-type summary struct {
-	Sequence       uint64    `json:"sequence"`
-	Time           time.Time `json:"time"`
-	Reason         string    `json:"reason"`
-	Subject        string    `json:"subject"`
-	Stream         string    `json:"stream"`
-	OriginSequence uint64    `json:"origin_sequence"`
-	Failures       int       `json:"failures"`
-	Error          string    `json:"error"`
-	WaitAskedSecs  float64   `json:"wait_asked_secs,omitempty"`
-}
-
-func summaryOf(dl natsretry.DeadLetter) summary {
-	return summary{Sequence: dl.Sequence, Time: dl.Time.UTC(), Reason: dl.Reason, Subject: dl.Subject, Stream: dl.Stream,
-		OriginSequence: dl.OriginSequence, Failures: dl.Failures, Error: dl.Error, WaitAskedSecs: dl.WaitAsked.Seconds()}
-}
-
 // runShow prints one dead letter in full.
 func runShow(ctx context.Context, name string, args []string, stdout, stderr io.Writer) int {
 	o := newOptions(name, stderr)
-	d, _, done, status := start(ctx, o, args, 1, stderr)
+	s, status := start(ctx, o, args, 1, stderr)
 	if status >= 0 {
 		return status
 	}
-	defer done()
-	seq, err := strconv.ParseUint(o.fs.Arg(0), 10, 64)
-	if err != nil || seq == 0 {
-		fmt.Fprintf(stderr, "%sshow: SEQUENCE: %q is not a dead letter's sequence (a whole number from 1)\n", prefix, o.fs.Arg(0))
+	defer s.close()
+	id, err := strconv.ParseUint(o.fs.Arg(0), 10, 64)
+	if err != nil || id == 0 {
+		fmt.Fprintf(stderr, "%sshow: ID: %q is not a dead letter's id (its sequence, or its job's id)\n", prefix, o.fs.Arg(0))
 		return exitInvalid
 	}
-	dl, err := d.Get(ctx, seq)
+	f, err := s.show(ctx, id)
 	if err != nil {
-		fmt.Fprintln(stderr, prefix+err.Error())
-		return exitFailed
+		return fail(stderr, err)
 	}
 	if o.json {
-		return printJSON(stdout, stderr, struct {
-			summary
-			Header map[string][]string `json:"header"`
-			Data   []byte              `json:"data"`
-		}{summaryOf(dl), dl.Header, dl.Data})
+		return printJSON(stdout, stderr, f)
 	}
-	s := summaryOf(dl)
-	fmt.Fprintf(stdout, "sequence  %d\ngiven up  %s\nreason    %s\nsubject   %s\nstream    %s (sequence %d)\nfailures  %d\nerror     %s\n",
-		s.Sequence, s.Time.Format(time.RFC3339Nano), shown(s.Reason), s.Subject, s.Stream, s.OriginSequence, s.Failures, s.Error)
-	names := make([]string, 0, len(dl.Header))
-	for h := range dl.Header {
+	fmt.Fprintf(stdout, "id        %d\ngiven up  %s\nreason    %s\nfrom      %s\nfailures  %d\nerror     %s\n",
+		f.ID, f.GivenUp.Format(time.RFC3339Nano), shown(f.Reason), from(f.row), f.Failures, f.Error)
+	if f.Stream != "" {
+		fmt.Fprintf(stdout, "stream    %s\n", f.Stream)
+	}
+	names := make([]string, 0, len(f.Header))
+	for h := range f.Header {
 		names = append(names, h)
 	}
 	slices.Sort(names)
 	fmt.Fprintln(stdout, "headers")
 	for _, h := range names {
-		for _, v := range dl.Header[h] {
+		for _, v := range f.Header[h] {
 			fmt.Fprintf(stdout, "  %s: %s\n", h, v)
 		}
 	}
-	fmt.Fprintf(stdout, "payload (%d bytes)\n%s\n", len(dl.Data), dl.Data)
+	fmt.Fprintf(stdout, "payload (%d bytes)\n%s\n", len(f.Payload), f.Payload)
 	return exitOK
 }
 
@@ -200,8 +186,7 @@ func printJSON(stdout, stderr io.Writer, v any) int {
 		_, err = stdout.Write(append(b, '\n'))
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, prefix+err.Error())
-		return exitFailed
+		return fail(stderr, err)
 	}
 	return exitOK
 }

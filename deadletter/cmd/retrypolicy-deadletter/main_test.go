@@ -141,16 +141,16 @@ func TestAfterAnOutage(t *testing.T) {
 	require.Equal(t, exitOK, status)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	require.Len(t, lines, 12)
-	var first summary
+	var first row
 	require.NoError(t, json.Unmarshal([]byte(lines[0]), &first))
 	assert.Equal(t, "jobs.charge.0", first.Subject)
 	assert.Equal(t, "JOBS", first.Stream)
 	assert.Equal(t, "payments: 503 Service Unavailable", first.Error)
 	assert.Equal(t, 1, first.Failures)
 
-	status, out, _ = o.cmd(t, "show", fmt.Sprint(first.Sequence))
+	status, out, _ = o.cmd(t, "show", fmt.Sprint(first.ID))
 	require.Equal(t, exitOK, status)
-	assert.Contains(t, out, "reason    attempts_exhausted\nsubject   jobs.charge.0\n")
+	assert.Contains(t, out, "reason    attempts_exhausted\nfrom      jobs.charge.0\nfailures  1\n")
 	assert.Contains(t, out, "payload (8 bytes)\ncharge-0\n")
 
 	status, out, errs := o.cmd(t, "replay", "--stream", "JOBS", "--rate", "100000", "--reason", "attempts_exhausted")
@@ -161,7 +161,7 @@ func TestAfterAnOutage(t *testing.T) {
 
 	status, _, errs = o.cmd(t, "purge")
 	assert.Equal(t, exitInvalid, status)
-	assert.Equal(t, "retrypolicy-deadletter: purge: no filter: give one (--reason, --subject, --from-stream, --since, --until, --error), or --all to purge every dead letter\n", errs)
+	assert.Equal(t, "retrypolicy-deadletter: purge: no filter: give one (--reason, --since, --until, --error, and --subject, --from-stream or --kind), or --all to purge every dead letter\n", errs)
 	status, out, _ = o.cmd(t, "purge", "--reason", "not_retryable")
 	require.Equal(t, exitOK, status)
 	assert.Equal(t, "purged 4 dead letters\n", out)
@@ -199,7 +199,7 @@ func TestADryRunAndAForgedDeadLetter(t *testing.T) {
 	o := newOutage(t)
 	status, out, _ := o.cmd(t, "replay", "--stream", "JOBS", "--rate", "1", "--dry-run", "--subject", "jobs.charge.*", "--limit", "2")
 	require.Equal(t, exitOK, status)
-	assert.Equal(t, "would replay 1 to jobs.charge.0\nwould replay 2 to jobs.charge.1\nwould replay 2 of 2 selected; refused 0\n", out)
+	assert.Equal(t, "would replay 1 (jobs.charge.0)\nwould replay 2 (jobs.charge.1)\nwould replay 2 of 2 selected; refused 0\n", out)
 	forged := nats.NewMsg("dead.jobs")
 	forged.Header.Set(natsretry.HeaderSubject, "$JS.API.STREAM.DELETE.JOBS")
 	forged.Header.Set(natsretry.HeaderStream, "JOBS")
@@ -218,12 +218,17 @@ func TestBadArgumentsNameTheirFlag(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"count", "--nats", "nats://127.0.0.1:1"}, "retrypolicy-deadletter: count: --dead: the dead-letter stream is required\n"},
+		{[]string{"count", "--nats", "nats://127.0.0.1:1"}, "retrypolicy-deadletter: count: --dead, --sqlite or --database-url: name the dead letters: a JetStream dead-letter stream (--dead), or River's database (--sqlite FILE, --database-url postgres://…)\n"},
+		{[]string{"count", "--dead", "D", "--sqlite", "f.db"}, "retrypolicy-deadletter: count: --dead and --sqlite: choose one\n"},
+		{[]string{"list", "--sqlite", "f.db", "--subject", "jobs.>"}, "retrypolicy-deadletter: list: --subject: applies to JetStream's dead letters (--dead); River's jobs take --kind\n"},
+		{[]string{"list", "--dead", "D", "--kind", "email"}, "retrypolicy-deadletter: list: --kind: applies to River's jobs (--sqlite, --database-url); JetStream's dead letters take --subject\n"},
 		{[]string{"list", "--dead", "D", "--reason", "tired"}, `retrypolicy-deadletter: --reason: "tired" is not a reason; one of strategy_none, attempts_exhausted, not_retryable, context_done, past_deadline, budget_exhausted, retried_below, deferred, retry_after_too_long` + "\n"},
 		{[]string{"list", "--dead", "D", "--since", "yesterday"}, `retrypolicy-deadletter: --since: "yesterday" is neither an RFC 3339 time nor a duration ago (2h)` + "\n"},
 		{[]string{"list", "--dead", "D", "--subject", "jobs..x"}, `retrypolicy-deadletter: --subject: "jobs..x" is not a subject pattern` + "\n"},
+		{[]string{"list", "--sqlite", "f.db", "--kind", "a,,b"}, "retrypolicy-deadletter: --kind: a kind is not empty\n"},
 		{[]string{"purge", "--dead", "D", "--all", "--reason", "not_retryable"}, "retrypolicy-deadletter: --all: selects every dead letter, so it takes no other criterion\n"},
-		{[]string{"list", "--dead", "D", "--page", "0"}, "retrypolicy-deadletter: list: --page: must be between 1 and 65536, got 0\n"},
+		{[]string{"purge", "--dead", "D"}, "retrypolicy-deadletter: purge: no filter: give one (--reason, --since, --until, --error, and --subject, --from-stream or --kind), or --all to purge every dead letter\n"},
+		{[]string{"list", "--dead", "D", "--page", "0"}, "retrypolicy-deadletter: list: --page: must be between 1 and 10000, got 0\n"},
 		{[]string{"show", "--dead", "D", "1", "2"}, "retrypolicy-deadletter: show: unexpected argument \"2\"\n"},
 		{[]string{"nap"}, "retrypolicy-deadletter: unknown command \"nap\"\n\n" + usage},
 	} {

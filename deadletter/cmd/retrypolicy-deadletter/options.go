@@ -11,29 +11,26 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/retrypolicy/retrypolicy/natsretry"
 	"github.com/retrypolicy/retrypolicy/retry"
 )
 
-// options are what every command takes: the server, the dead-letter
-// stream, the filters and the output's form.
+// options are what every command takes: where the dead letters are, the
+// filters and the output's form.
 type options struct {
-	fs      *flag.FlagSet
-	url     string
-	creds   string
-	dead    string
-	page    int
-	json    bool
-	all     bool
-	reasons string
-	subject string
-	from    string
-	since   string
-	until   string
-	errText string
-	now     func() time.Time
+	fs *flag.FlagSet
+	// JetStream's: the server and the dead-letter stream.
+	url, creds, dead string
+	// River's: its database.
+	sqlite, databaseURL string
+	page                int
+	json, all           bool
+	reasons             string
+	subject, from       string // JetStream's
+	kind                string // River's
+	since, until        string
+	errText             string
+	now                 func() time.Time
 	// needFilter: the command refuses to run without a filter or --all.
 	needFilter bool
 }
@@ -47,19 +44,25 @@ func newOptions(name string, stderr io.Writer) *options {
 	if url == "" {
 		url = nats.DefaultURL
 	}
-	o.fs.StringVar(&o.url, "nats", url, "the NATS server's URL (default $NATS_URL)")
-	o.fs.StringVar(&o.creds, "creds", "", "a NATS credentials file")
-	o.fs.StringVar(&o.dead, "dead", "", "the dead-letter stream (required)")
-	o.fs.IntVar(&o.page, "page", natsretry.DefaultPage, "dead letters read from the server at a time")
+	o.fs.StringVar(&o.dead, "dead", "", "JetStream: the dead-letter stream")
+	o.fs.StringVar(&o.url, "nats", url, "JetStream: the NATS server's URL (default $NATS_URL)")
+	o.fs.StringVar(&o.creds, "creds", "", "JetStream: a NATS credentials file")
+	o.fs.StringVar(&o.sqlite, "sqlite", "", "River: its SQLite database file")
+	o.fs.StringVar(&o.databaseURL, "database-url", "", "River: its PostgreSQL database (postgres://…)")
+	o.fs.IntVar(&o.page, "page", 256, "dead letters read at a time")
 	o.fs.BoolVar(&o.json, "json", false, "JSON output, a line each")
-	o.fs.StringVar(&o.reasons, "reason", "", "only dead letters given up for these reasons (NAME[,NAME…])")
-	o.fs.StringVar(&o.subject, "subject", "", "only dead letters from subjects this pattern matches (* a token, > the rest)")
-	o.fs.StringVar(&o.from, "from-stream", "", "only dead letters from this stream")
-	o.fs.StringVar(&o.since, "since", "", "only dead letters given up at or after this time (RFC 3339, or a duration ago: 2h)")
-	o.fs.StringVar(&o.until, "until", "", "only dead letters given up before this time (RFC 3339, or a duration ago)")
-	o.fs.StringVar(&o.errText, "error", "", "only dead letters whose last error contains this text")
+	o.fs.StringVar(&o.reasons, "reason", "", "only those given up for these reasons (NAME[,NAME…])")
+	o.fs.StringVar(&o.subject, "subject", "", "JetStream: only those from subjects this pattern matches (* a token, > the rest)")
+	o.fs.StringVar(&o.from, "from-stream", "", "JetStream: only those from this stream")
+	o.fs.StringVar(&o.kind, "kind", "", "River: only jobs of these kinds (KIND[,KIND…])")
+	o.fs.StringVar(&o.since, "since", "", "only those given up at or after this time (RFC 3339, or a duration ago: 2h)")
+	o.fs.StringVar(&o.until, "until", "", "only those given up before this time (RFC 3339, or a duration ago)")
+	o.fs.StringVar(&o.errText, "error", "", "only those whose last error contains this text")
 	return o
 }
+
+// river reports whether the dead letters are River's jobs.
+func (o *options) river() bool { return o.sqlite != "" || o.databaseURL != "" }
 
 // parse parses args and checks the options; most is how many arguments
 // may follow the flags.
@@ -70,45 +73,74 @@ func (o *options) parse(args []string, most int) error {
 	switch {
 	case o.fs.NArg() > most:
 		return fmt.Errorf("unexpected argument %q", o.fs.Arg(most))
-	case o.dead == "":
-		return errors.New("--dead: the dead-letter stream is required")
-	case o.page < 1 || o.page > 1<<16:
-		return fmt.Errorf("--page: must be between 1 and 65536, got %d", o.page)
-	case o.needFilter && !o.all && o.reasons+o.subject+o.from+o.since+o.until+o.errText == "":
-		return errors.New("no filter: give one (--reason, --subject, --from-stream, --since, --until, --error), or --all to purge every dead letter")
+	case o.page < 1 || o.page > 10_000:
+		return fmt.Errorf("--page: must be between 1 and 10000, got %d", o.page)
+	case o.needFilter && !o.all && o.reasons+o.subject+o.from+o.kind+o.since+o.until+o.errText == "":
+		return errors.New("no filter: give one (--reason, --since, --until, --error, and --subject, --from-stream or --kind), or --all to purge every dead letter")
+	}
+	return o.checkEngine()
+}
+
+// checkEngine returns why the options do not name one place of dead
+// letters, or name a filter of another's.
+func (o *options) checkEngine() error {
+	var named []string
+	for _, f := range []struct{ name, value string }{{"--dead", o.dead}, {"--sqlite", o.sqlite}, {"--database-url", o.databaseURL}} {
+		if f.value != "" {
+			named = append(named, f.name)
+		}
+	}
+	switch {
+	case len(named) == 0:
+		return errors.New("--dead, --sqlite or --database-url: name the dead letters: a JetStream dead-letter stream (--dead), or River's database (--sqlite FILE, --database-url postgres://…)")
+	case len(named) > 1:
+		return errors.New(strings.Join(named, " and ") + ": choose one")
+	case o.river() && o.subject != "":
+		return errors.New("--subject: applies to JetStream's dead letters (--dead); River's jobs take --kind")
+	case o.river() && o.from != "":
+		return errors.New("--from-stream: applies to JetStream's dead letters (--dead)")
+	case !o.river() && o.kind != "":
+		return errors.New("--kind: applies to River's jobs (--sqlite, --database-url); JetStream's dead letters take --subject")
 	}
 	return nil
 }
 
-// filter is the filter the options give.
-func (o *options) filter() (natsretry.Filter, error) {
-	f := natsretry.Filter{Subject: o.subject, Stream: o.from, Error: o.errText, All: o.all}
+// common is the filter every engine takes, read from the options.
+type common struct {
+	reasons      []retry.Reason
+	since, until time.Time
+	errText      string
+	all          bool
+}
+
+// common reads the filter every engine takes.
+func (o *options) common() (common, error) {
+	c := common{errText: o.errText, all: o.all}
 	if o.reasons != "" {
 		for name := range strings.SplitSeq(o.reasons, ",") {
 			var r retry.Reason
-			if err := r.UnmarshalText([]byte(strings.TrimSpace(name))); err != nil || name == "" {
-				return f, fmt.Errorf("--reason: %q is not a reason; one of %s", name, reasonNames())
+			if err := r.UnmarshalText([]byte(strings.TrimSpace(name))); err != nil || strings.TrimSpace(name) == "" {
+				return c, fmt.Errorf("--reason: %q is not a reason; one of %s", name, reasonNames())
 			}
-			f.Reasons = append(f.Reasons, r)
+			c.reasons = append(c.reasons, r)
 		}
 	}
 	var err error
-	if f.Since, err = o.instant("since", o.since); err != nil {
-		return f, err
+	if c.since, err = o.instant("since", o.since); err != nil {
+		return c, err
 	}
-	if f.Until, err = o.instant("until", o.until); err != nil {
-		return f, err
+	if c.until, err = o.instant("until", o.until); err != nil {
+		return c, err
 	}
-	if err := f.Check(); err != nil {
-		return f, errors.New(flagOf(err.Error()))
-	}
-	return f, nil
+	return c, nil
 }
 
 // flagOf names a Filter's field in an error as its flag.
 func flagOf(msg string) string {
-	return strings.NewReplacer("natsretry: ", "", "Filter.Reasons", "--reason", "Filter.Subject", "--subject",
-		"Filter.Since", "--since", "Filter.Until", "--until", "Filter.All", "--all").Replace(msg)
+	return strings.NewReplacer("natsretry: ", "", "riverretry: ", "", "Filter.Reasons", "--reason", "Filter.Subject", "--subject",
+		"Filter.Kinds", "--kind", "Filter.Since", "--since", "Filter.Until", "--until", "Filter.All", "--all",
+		"ReplayOptions.Rate", "--rate", "ReplayOptions.Jitter", "--jitter", "ReplayOptions.Limit", "--limit",
+		"ReplayOptions.Stream", "--stream").Replace(msg)
 }
 
 // instant reads a time flag's value: RFC 3339, or a duration before now.
@@ -137,24 +169,15 @@ func reasonNames() string {
 	}
 }
 
-// open connects to the server and opens the dead-letter stream; close
-// ends the connection.
-func (o *options) open(ctx context.Context) (d *natsretry.DeadLetters, js jetstream.JetStream, close func(), err error) {
-	var opts []nats.Option
-	if o.creds != "" {
-		opts = append(opts, nats.UserCredentials(o.creds))
-	}
-	nc, err := nats.Connect(o.url, append(opts, nats.Name("retrypolicy-deadletter"))...)
+// open opens the source of dead letters the options name, with their
+// filter.
+func (o *options) open(ctx context.Context) (source, error) {
+	c, err := o.common()
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("--nats %s: %w", o.url, err)
+		return nil, invalid{err}
 	}
-	js, err = jetstream.New(nc)
-	if err == nil {
-		d, err = natsretry.OpenDeadLetters(ctx, js, o.dead, o.page)
+	if o.river() {
+		return openRiver(ctx, o, c)
 	}
-	if err != nil {
-		nc.Close()
-		return nil, nil, nil, err
-	}
-	return d, js, nc.Close, nil
+	return openNATS(ctx, o, c)
 }
