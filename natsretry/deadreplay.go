@@ -92,7 +92,7 @@ type ReplayProgress struct {
 	Replayed, Refused, Failed int
 	// Left counts the dead letters of the stream not yet looked at.
 	Left uint64
-	// Rate is Replayed a second since the first send.
+	// Rate is the sends a second so far (queuekit.Pacing.SentRate).
 	Rate float64
 	// Elapsed is the time since the replay began.
 	Elapsed time.Duration
@@ -144,7 +144,7 @@ func (d *DeadLetters) Replay(ctx context.Context, f Filter, o ReplayOptions) (Re
 	r.began = r.pace.Clock()
 	err = r.run(ctx, f)
 	r.report.Elapsed = r.pace.Clock().Sub(r.began)
-	r.progress(0, true)
+	r.progress(r.left, true)
 	return r.report, err
 }
 
@@ -158,6 +158,7 @@ type replay struct {
 	report   ReplayReport
 	began    time.Time
 	told     time.Time // the last progress
+	left     uint64    // dead letters not yet looked at, after the last
 }
 
 // run replays the dead letters f selects.
@@ -178,7 +179,8 @@ func (r *replay) run(ctx context.Context, f Filter) error {
 			return err
 		}
 		r.count(res)
-		r.progress(dl.left, false)
+		r.left = dl.left
+		r.progress(r.left, false)
 	}
 	return nil
 }
@@ -254,9 +256,7 @@ func (r *replay) progress(left uint64, final bool) {
 	r.told = now
 	p := ReplayProgress{Replayed: r.report.Replayed + r.report.Duplicates, Refused: r.report.Refused, Failed: r.report.Failed,
 		Left: left, Elapsed: now.Sub(r.began)}
-	if since := r.pace.Since(now); since > 0 {
-		p.Rate = float64(p.Replayed) / since.Seconds()
-	}
+	p.Rate = r.pace.SentRate(now)
 	r.o.Progress(p)
 }
 

@@ -79,12 +79,14 @@ func (p *Pacing) Wait(ctx context.Context) error {
 	}
 }
 
-// Since is the time from the first send to now, 0 before it.
-func (p *Pacing) Since(now time.Time) time.Duration {
-	if p.n == 0 {
+// SentRate is the sends a second so far, at now: the sends after the first
+// over the time since it, 0 before the second.
+func (p *Pacing) SentRate(now time.Time) float64 {
+	since := now.Sub(p.first)
+	if p.n < 2 || since <= 0 {
 		return 0
 	}
-	return now.Sub(p.first)
+	return float64(p.n-1) / since.Seconds()
 }
 
 // Clock is p's clock's time now.

@@ -25,10 +25,12 @@ func TestPacingSpacesSends(t *testing.T) {
 	start := time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC)
 	c := &fakeClock{now: start}
 	p := c.pacing(200, 0)
+	assert.Zero(t, p.SentRate(c.now), "before a send")
 	for range 1000 {
 		require.NoError(t, p.Wait(context.Background()))
 	}
 	assert.Equal(t, 4995*time.Millisecond, c.now.Sub(start))
+	assert.InDelta(t, 200, p.SentRate(c.now), 1e-9, "999 sends after the first in 4.995 s")
 
 	c.now = start
 	p = c.pacing(200, 20*time.Millisecond)

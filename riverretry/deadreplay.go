@@ -79,8 +79,8 @@ type ReplayResult struct {
 type ReplayProgress struct {
 	// Replayed counts the jobs replayed, Failed those left as they were.
 	Replayed, Failed int
-	// Rate is Replayed a second since the first, and Elapsed the time
-	// since the replay began.
+	// Rate is the sends a second so far (queuekit.Pacing.SentRate), and
+	// Elapsed the time since the replay began.
 	Rate    float64
 	Elapsed time.Duration
 }
@@ -244,8 +244,6 @@ func (r *jobReplay[TTx]) progress(final bool) {
 	}
 	r.told = now
 	p := ReplayProgress{Replayed: r.report.Replayed, Failed: r.report.Failed, Elapsed: now.Sub(r.began)}
-	if since := r.pace.Since(now); since > 0 {
-		p.Rate = float64(p.Replayed) / since.Seconds()
-	}
+	p.Rate = r.pace.SentRate(now)
 	r.o.Progress(p)
 }

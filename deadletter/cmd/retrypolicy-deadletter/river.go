@@ -74,7 +74,9 @@ func riverRow(dj riverretry.DeadJob) row {
 		Error: dj.Error, WaitAskedSecs: dj.WaitAsked.Seconds()}
 }
 
-func (s *riverSource[TTx]) count(ctx context.Context) (map[string]int, error) { return s.d.Count(ctx, s.f) }
+func (s *riverSource[TTx]) count(ctx context.Context) (map[string]int, error) {
+	return s.d.Count(ctx, s.f)
+}
 
 func (s *riverSource[TTx]) list(ctx context.Context) iter.Seq2[row, error] {
 	return func(yield func(row, error) bool) {

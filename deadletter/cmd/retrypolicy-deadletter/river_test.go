@@ -63,7 +63,9 @@ func (w *chargeWorker) Work(_ context.Context, job *river.Job[chargeArgs]) error
 	return nil
 }
 
-type emailWorker struct{ river.WorkerDefaults[emailArgs] }
+type emailWorker struct {
+	river.WorkerDefaults[emailArgs]
+}
 
 func (emailWorker) Work(context.Context, *river.Job[emailArgs]) error {
 	return retry.Permanent(errors.New("smtp: 550 no such mailbox"))
