@@ -159,6 +159,8 @@ type replay struct {
 	began    time.Time
 	told     time.Time // the last progress
 	left     uint64    // dead letters not yet looked at, after the last
+	last     ReplayProgress
+	said     bool // a progress was told
 }
 
 // run replays the dead letters f selects.
@@ -256,7 +258,11 @@ func (r *replay) progress(left uint64, final bool) {
 	r.told = now
 	p := ReplayProgress{Replayed: r.report.Replayed + r.report.Duplicates, Refused: r.report.Refused, Failed: r.report.Failed,
 		Left: left, Elapsed: now.Sub(r.began)}
+	if final && r.said && p.Replayed == r.last.Replayed && p.Refused == r.last.Refused && p.Failed == r.last.Failed && p.Left == r.last.Left {
+		return // the last line said it all
+	}
 	p.Rate = r.pace.SentRate(now)
+	r.last, r.said = p, true
 	r.o.Progress(p)
 }
 

@@ -124,6 +124,8 @@ type jobReplay[TTx any] struct {
 	report ReplayReport
 	began  time.Time
 	told   time.Time
+	last   ReplayProgress // the last told
+	said   bool           // a progress was told
 }
 
 // run replays the dead jobs f selects.
@@ -244,6 +246,10 @@ func (r *jobReplay[TTx]) progress(final bool) {
 	}
 	r.told = now
 	p := ReplayProgress{Replayed: r.report.Replayed, Failed: r.report.Failed, Elapsed: now.Sub(r.began)}
+	if final && r.said && p.Replayed == r.last.Replayed && p.Failed == r.last.Failed {
+		return // the last line said it all
+	}
 	p.Rate = r.pace.SentRate(now)
+	r.last, r.said = p, true
 	r.o.Progress(p)
 }
