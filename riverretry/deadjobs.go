@@ -59,7 +59,8 @@ type DeadJob struct {
 	Job *rivertype.JobRow
 	// Reason is why the policy gave it up, a retry.Reason's name.
 	Reason string
-	// Error is the last error River recorded for it.
+	// Error is the last error River recorded for it: its run's, without
+	// the prefixes River's cancellation and the policy's FatalError add.
 	Error string
 	// GivenUp is when it was cancelled.
 	GivenUp time.Time
@@ -85,7 +86,7 @@ func deadJobOf(job *rivertype.JobRow) (DeadJob, bool) {
 	}
 	d := DeadJob{Job: job, Reason: m.Record.GaveUp}
 	if n := len(job.Errors); n > 0 {
-		d.Error = job.Errors[n-1].Error
+		d.Error = runError(job.Errors[n-1].Error)
 	}
 	if job.FinalizedAt != nil {
 		d.GivenUp = *job.FinalizedAt
@@ -94,6 +95,18 @@ func deadJobOf(job *rivertype.JobRow) (DeadJob, bool) {
 		d.WaitAsked = time.Duration(m.Record.Wait * float64(time.Second))
 	}
 	return d, true
+}
+
+// runError is a run's error from the text River recorded for a job the
+// policy gave up: "JobCancelError: riverretry: giving up (…): " cut.
+func runError(recorded string) string {
+	text := strings.TrimPrefix(recorded, "JobCancelError: ")
+	if rest, ok := strings.CutPrefix(text, "riverretry: giving up ("); ok {
+		if _, cause, ok := strings.Cut(rest, "): "); ok {
+			return cause
+		}
+	}
+	return recorded
 }
 
 // Filter selects dead jobs: those that match every criterion given. The

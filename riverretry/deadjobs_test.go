@@ -137,7 +137,7 @@ func TestDeadJobsAreCountedAndListedByReasonAndError(t *testing.T) {
 	dj, err := d.Get(ctx, ids[2])
 	require.NoError(t, err)
 	assert.Equal(t, "attempts_exhausted", dj.Reason)
-	assert.Contains(t, dj.Error, "dead-2: attempt 1 failed")
+	assert.Equal(t, "dead-2: attempt 1 failed", dj.Error)
 }
 
 // TestAPacedReplayOfJobs: 300 dead jobs replayed at 200 a second take
@@ -276,4 +276,17 @@ func TestBadDeadJobFiltersAreRefused(t *testing.T) {
 	}
 	_, err := NewDeadJobs[riverdriver.ExecutorTx](nil, 0)
 	assert.EqualError(t, err, "riverretry: NewDeadJobs: no client")
+}
+
+// TestADeadJobsErrorIsItsRuns: the text River records for a job the
+// policy cancels, its prefixes cut; any other text as it is.
+func TestADeadJobsErrorIsItsRuns(t *testing.T) {
+	for recorded, want := range map[string]string{
+		"JobCancelError: riverretry: giving up (not_retryable, 1 failure(s) in the window): smtp: 550 (a): b": "smtp: 550 (a): b",
+		"riverretry: giving up (attempts_exhausted, 3 failure(s) in the window): down":                        "down",
+		"JobCancelError: the worker cancels":                                                                  "JobCancelError: the worker cancels",
+		"riverretry: giving up (no end":                                                                       "riverretry: giving up (no end",
+	} {
+		assert.Equal(t, want, runError(recorded), recorded)
+	}
 }

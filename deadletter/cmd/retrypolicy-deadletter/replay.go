@@ -33,6 +33,9 @@ func runReplay(ctx context.Context, name string, args []string, stdout, stderr i
 	}
 	r.each = func(res replayed) { printResult(stdout, stderr, o.json, res) }
 	r.progress = func(p replayProgress) {
+		if r.dryRun {
+			return // not paced: it ends at once
+		}
 		left := ""
 		if p.left >= 0 {
 			left = fmt.Sprintf(", %d left to look at", p.left)

@@ -157,7 +157,7 @@ func TestRiversJobsAfterAnOutage(t *testing.T) {
 		assert.Equal(t, "charge", r.Kind)
 		assert.Equal(t, "retry_after_too_long", r.Reason)
 		assert.Equal(t, 7200.0, r.WaitAskedSecs)
-		assert.Contains(t, r.Error, "payments: 429 too many requests")
+		assert.Equal(t, "payments: 429 too many requests", r.Error)
 	}
 
 	status, out, errs = o.cmd(t, "replay", "--kind", "charge", "--rate", "100000", "--reset-attempts")
