@@ -260,13 +260,10 @@ func (e *env) deadMessages(t testing.TB, want int) []*jetstream.RawStreamMsg {
 // timestamp.
 func (e *env) history(t testing.TB, seq uint64) jetstream.KeyValueEntry {
 	t.Helper()
-	ctx := context.Background()
-	keys, err := e.kv.ListKeys(ctx)
-	require.NoError(t, err)
 	prefix := fmt.Sprintf("JOBS.worker.%d.", seq)
-	for k := range keys.Keys() {
+	for _, k := range e.keys(t) {
 		if strings.HasPrefix(k, prefix) {
-			entry, err := e.kv.Get(ctx, k)
+			entry, err := e.kv.Get(context.Background(), k)
 			require.NoError(t, err)
 			return entry
 		}
@@ -277,15 +274,30 @@ func (e *env) history(t testing.TB, seq uint64) jetstream.KeyValueEntry {
 
 // histories is how many records the history bucket holds: its live keys
 // (a removed record's marker is none).
-func (e *env) histories(t testing.TB) uint64 {
+func (e *env) histories(t testing.TB) uint64 { return uint64(len(e.keys(t))) }
+
+// keys lists the history bucket's live keys. A listing is bounded by a
+// few seconds and made again when it does not end: over a bucket whose
+// delete markers expire while it reads, the client's listing can wait for
+// ever for the end of its first pass.
+func (e *env) keys(t testing.TB) []string {
 	t.Helper()
-	keys, err := e.kv.ListKeys(context.Background())
-	require.NoError(t, err)
-	var n uint64
-	for range keys.Keys() {
-		n++
+	deadline := time.Now().Add(within)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		lister, err := e.kv.ListKeys(ctx)
+		require.NoError(t, err)
+		var keys []string
+		for k := range lister.Keys() {
+			keys = append(keys, k)
+		}
+		ended := ctx.Err() == nil
+		cancel()
+		if ended {
+			return keys
+		}
+		require.True(t, time.Now().Before(deadline), "the bucket's keys not listed within %v", within)
 	}
-	return n
 }
 
 // pending is how many messages the consumer has not had acked or
