@@ -49,11 +49,3 @@ require (
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
 )
-
-// For development in a checkout of the repository; a user's build ignores
-// these lines.
-replace github.com/retrypolicy/retrypolicy => ../
-
-replace github.com/retrypolicy/retrypolicy/natsretry => ../natsretry
-
-replace github.com/retrypolicy/retrypolicy/riverretry => ../riverretry
