@@ -52,13 +52,24 @@ func (d *DeadLetters) read(ctx context.Context, f Filter, headersOnly bool) iter
 				_ = d.js.DeleteConsumer(context.WithoutCancel(ctx), ci.Stream, ci.Name)
 			}
 		}()
-		d.pull(ctx, c, msgs, last, headersOnly, yield)
+		pulling{c: c, msgs: msgs, last: last, headersOnly: headersOnly}.pull(ctx, yield)
 	}
+}
+
+// pulling is a read of the dead-letter stream under way: its consumer,
+// the messages it pulls, the last sequence the read takes, and whether
+// it leaves the payloads on the server.
+type pulling struct {
+	c           jetstream.Consumer
+	msgs        jetstream.MessagesContext
+	last        uint64
+	headersOnly bool
 }
 
 // pull yields the messages of msgs until the one at last, one with none
 // pending after it, or none left when the consumer asks the server.
-func (d *DeadLetters) pull(ctx context.Context, c jetstream.Consumer, msgs jetstream.MessagesContext, last uint64, headersOnly bool, yield func(read, error) bool) {
+func (p pulling) pull(ctx context.Context, yield func(read, error) bool) {
+	c, msgs, last, headersOnly := p.c, p.msgs, p.last, p.headersOnly
 	for {
 		if err := ctx.Err(); err != nil {
 			yield(read{}, err)
