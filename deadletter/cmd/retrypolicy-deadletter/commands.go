@@ -45,13 +45,7 @@ func fail(stderr io.Writer, err error) int {
 }
 
 // runCount prints how many dead letters the filters select, by reason.
-func runCount(ctx context.Context, name string, args []string, stdout, stderr io.Writer) int {
-	o := newOptions(name, stderr)
-	s, status := start(ctx, o, args, 0, stderr)
-	if status >= 0 {
-		return status
-	}
-	defer s.close()
+func runCount(ctx context.Context, o *options, s source, stdout, stderr io.Writer) int {
 	counts, err := s.count(ctx)
 	if err != nil {
 		return fail(stderr, err)
@@ -86,13 +80,7 @@ func shown(reason string) string {
 }
 
 // runList prints the dead letters the filters select, oldest first.
-func runList(ctx context.Context, name string, args []string, stdout, stderr io.Writer) int {
-	o := newOptions(name, stderr)
-	s, status := start(ctx, o, args, 0, stderr)
-	if status >= 0 {
-		return status
-	}
-	defer s.close()
+func runList(ctx context.Context, o *options, s source, stdout, stderr io.Writer) int {
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	if !o.json {
 		fmt.Fprintln(w, "ID\tGIVEN UP\tREASON\tFROM\tFAILURES\tERROR")
@@ -140,13 +128,7 @@ func oneLine(s string, n int) string {
 }
 
 // runShow prints one dead letter in full.
-func runShow(ctx context.Context, name string, args []string, stdout, stderr io.Writer) int {
-	o := newOptions(name, stderr)
-	s, status := start(ctx, o, args, 1, stderr)
-	if status >= 0 {
-		return status
-	}
-	defer s.close()
+func runShow(ctx context.Context, o *options, s source, stdout, stderr io.Writer) int {
 	id, err := strconv.ParseUint(o.fs.Arg(0), 10, 64)
 	if err != nil || id == 0 {
 		fmt.Fprintf(stderr, "%sshow: ID: %q is not a dead letter's id (its sequence, or its job's id)\n", prefix, o.fs.Arg(0))

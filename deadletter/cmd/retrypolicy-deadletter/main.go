@@ -65,14 +65,31 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "retrypolicy-deadletter: unknown command %q\n\n%s", args[0], usage)
 		return exitInvalid
 	}
-	return c(ctx, args[0], args[1:], stdout, stderr)
+	o := newOptions(args[0], stderr)
+	if c.define != nil {
+		c.define(o)
+	}
+	s, status := start(ctx, o, args[1:], c.most, stderr)
+	if status >= 0 {
+		return status
+	}
+	defer s.close()
+	return c.run(ctx, o, s, stdout, stderr)
+}
+
+// command is one of the commands: how many arguments it takes after its
+// flags, its own flags, and what it does with the dead letters.
+type command struct {
+	most   int
+	define func(o *options)
+	run    func(ctx context.Context, o *options, s source, stdout, stderr io.Writer) int
 }
 
 // commands are the commands, by name.
-var commands = map[string]func(ctx context.Context, name string, args []string, stdout, stderr io.Writer) int{
-	"count":  runCount,
-	"list":   runList,
-	"show":   runShow,
-	"replay": runReplay,
-	"purge":  runPurge,
+var commands = map[string]command{
+	"count":  {run: runCount},
+	"list":   {run: runList},
+	"show":   {most: 1, run: runShow},
+	"replay": {define: defineReplay, run: runReplay},
+	"purge":  {define: definePurge, run: runPurge},
 }

@@ -33,6 +33,8 @@ type options struct {
 	now                 func() time.Time
 	// needFilter: the command refuses to run without a filter or --all.
 	needFilter bool
+	// replay is replay's own options.
+	replay replayArgs
 }
 
 // newOptions defines the flags every command takes on a flag set named

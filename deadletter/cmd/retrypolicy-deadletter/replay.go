@@ -10,21 +10,20 @@ import (
 	"github.com/retrypolicy/retrypolicy/queuekit"
 )
 
-// runReplay sends the dead letters the filters select back, at a rate.
-func runReplay(ctx context.Context, name string, args []string, stdout, stderr io.Writer) int {
-	o := newOptions(name, stderr)
-	var r replayArgs
+// defineReplay defines replay's own flags.
+func defineReplay(o *options) {
+	r := &o.replay
 	o.fs.StringVar(&r.stream, "stream", "", "JetStream: the stream the dead letters came from, and go back to (required)")
 	o.fs.BoolVar(&r.resetAttempts, "reset-attempts", false, "River: start each job anew, its earlier failures forgotten")
 	o.fs.Float64Var(&r.rate, "rate", 0, "dead letters sent a second (required)")
 	o.fs.DurationVar(&r.jitter, "jitter", 0, "delay each send by a random part of this")
 	o.fs.IntVar(&r.limit, "limit", 0, "send at most this many (0: every one selected)")
 	o.fs.BoolVar(&r.dryRun, "dry-run", false, "say what would be sent; change nothing")
-	s, status := start(ctx, o, args, 0, stderr)
-	if status >= 0 {
-		return status
-	}
-	defer s.close()
+}
+
+// runReplay sends the dead letters the filters select back, at a rate.
+func runReplay(ctx context.Context, o *options, s source, stdout, stderr io.Writer) int {
+	r := o.replay
 	if err := (&queuekit.Pacing{Rate: r.rate, Jitter: r.jitter}).Check("ReplayOptions."); err != nil {
 		return fail(stderr, invalid{errors.New("replay: " + flagOf(err.Error()))})
 	}
@@ -76,16 +75,15 @@ func printResult(stdout, stderr io.Writer, asJSON bool, r replayed) {
 	}
 }
 
-// runPurge removes the dead letters the filters select, or all with --all.
-func runPurge(ctx context.Context, name string, args []string, stdout, stderr io.Writer) int {
-	o := newOptions(name, stderr)
+// definePurge defines purge's own flag, and makes it refuse to run
+// without a filter.
+func definePurge(o *options) {
 	o.fs.BoolVar(&o.all, "all", false, "purge every dead letter (a purge with no filter asks for it)")
 	o.needFilter = true
-	s, status := start(ctx, o, args, 0, stderr)
-	if status >= 0 {
-		return status
-	}
-	defer s.close()
+}
+
+// runPurge removes the dead letters the filters select, or all with --all.
+func runPurge(ctx context.Context, o *options, s source, stdout, stderr io.Writer) int {
 	n, err := s.purge(ctx)
 	if err != nil {
 		return fail(stderr, err)
