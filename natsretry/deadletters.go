@@ -83,19 +83,6 @@ type DeadLetter struct {
 	Data   []byte
 }
 
-// deadLetterOf reads a dead letter from a message of the dead-letter
-// stream at seq, stored at stamp.
-func deadLetterOf(seq uint64, stamp time.Time, h nats.Header, data []byte) DeadLetter {
-	d := DeadLetter{Sequence: seq, Time: stamp, Header: h, Data: data,
-		Reason: h.Get(HeaderReason), Subject: h.Get(HeaderSubject), Stream: h.Get(HeaderStream), Error: h.Get(HeaderError)}
-	d.OriginSequence, _ = strconv.ParseUint(h.Get(HeaderSequence), 10, 64)
-	d.Failures, _ = strconv.Atoi(h.Get(HeaderFailures))
-	if secs, err := strconv.ParseFloat(h.Get(HeaderWaitAsked), 64); err == nil && secs >= 0 && secs < 1e10 {
-		d.WaitAsked = time.Duration(secs * float64(time.Second))
-	}
-	return d
-}
-
 // Filter selects dead letters: those that match every criterion given. The
 // zero Filter selects none for Purge, which asks for All to purge every
 // dead letter, and every one for the others.
