@@ -262,6 +262,16 @@ func TestErrorVocabulary(t *testing.T) {
 	})
 }
 
+// slowPolling makes River fetch every 5 s of the bubble's clock rather
+// than every 100 ms: a test that waits out a server's 600 s then costs 120
+// polls, not 6,000 (two minutes of the machine's time under -race). What
+// the tests read is the job's scheduled time, which the polling does not
+// change.
+func slowPolling(cfg *river.Config) {
+	cfg.FetchPollInterval = 5 * time.Second
+	cfg.FetchCooldown = time.Second
+}
+
 // TestALongRetryAfterIsDeferredToTheJob: a job whose HTTP call gets
 // Retry-After: 600 from a retryhttp transport returns from its worker at
 // once, its run holding no worker for the wait, and is scheduled 600 s
@@ -269,7 +279,7 @@ func TestErrorVocabulary(t *testing.T) {
 // alone would have waited a second; the strategy still counts the failure.
 func TestALongRetryAfterIsDeferredToTheJob(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newSQLiteHarness(t, nil)
+		h := newSQLiteHarness(t, slowPolling)
 		const fixed = `{"strategy":"unless_stopped","backoff":{"kind":"fixed","base_delay_secs":1}}`
 		res, err := h.client.Insert(context.Background(), testArgs{Case: "busy service", Outcomes: []outcome{httpRetryAfter, succeed}, After: 600 * time.Second},
 			&river.InsertOpts{Metadata: []byte(`{"retry_strategy":` + fixed + `}`)})
@@ -299,7 +309,7 @@ func TestALongRetryAfterIsDeferredToTheJob(t *testing.T) {
 // after its strategy's own second.
 func TestA429BeyondTheTransportsCapIsDeferredInFull(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newSQLiteHarness(t, nil)
+		h := newSQLiteHarness(t, slowPolling)
 		briskCalls.Store(0)
 		const fixed = `{"strategy":"unless_stopped","backoff":{"kind":"fixed","base_delay_secs":1}}`
 		res, err := h.client.Insert(context.Background(), testArgs{Case: "rate limited", Outcomes: []outcome{httpRetryAfterBrisk, succeed}, After: 600 * time.Second},
@@ -343,7 +353,7 @@ func TestAServersWaitIsNeverCutInAJob(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				h := newSQLiteHarnessWith(t, nil, Config{WaitLimit: c.limit})
+				h := newSQLiteHarnessWith(t, slowPolling, Config{WaitLimit: c.limit})
 				briskCalls.Store(0)
 				res, err := h.client.Insert(context.Background(), testArgs{Case: "rate limited", Outcomes: []outcome{httpRetryAfterBrisk, succeed}, After: c.asked},
 					&river.InsertOpts{Metadata: []byte(`{"retry_strategy":` + capped + `}`)})
