@@ -38,7 +38,10 @@ func run(ctx context.Context, out io.Writer) error {
 	strategy := retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 5,
 		Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: 10 * time.Millisecond}}
 	calls := 0
-	report, err := retry.Do(ctx, strategy, func(context.Context) (string, error) {
+	report, err := retry.Do(ctx, strategy, func(ctx context.Context) (string, error) {
+		if err := ctx.Err(); err != nil { // the caller gave up: no render
+			return "", err
+		}
 		calls++
 		if calls < 3 {
 			return "", errors.New("renderer busy")

@@ -81,7 +81,10 @@ func run(ctx context.Context, out io.Writer) error {
 func workload(ctx context.Context, in *otelretry.Instruments, budget *retry.Budget) error {
 	for range 5 {
 		calls := 0
-		if _, err := retry.Do(ctx, strategy, func(context.Context) (int, error) {
+		if _, err := retry.Do(ctx, strategy, func(ctx context.Context) (int, error) {
+			if err := ctx.Err(); err != nil { // the caller gave up: no render
+				return 0, err
+			}
 			if calls++; calls <= 2 {
 				return 0, errors.New("renderer busy")
 			}
@@ -90,7 +93,12 @@ func workload(ctx context.Context, in *otelretry.Instruments, budget *retry.Budg
 			return err
 		}
 	}
-	_, err := retry.Do(ctx, strategy, func(context.Context) (int, error) { return 0, errors.New("renderer down") }, in.Options("retry", "render")...)
+	_, err := retry.Do(ctx, strategy, func(ctx context.Context) (int, error) {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		return 0, errors.New("renderer down")
+	}, in.Options("retry", "render")...)
 	var gu *retry.GiveUpError
 	if !errors.As(err, &gu) {
 		return fmt.Errorf("the failing operation did not give up: %v", err)
