@@ -78,7 +78,12 @@ func (p pulling) pull(ctx context.Context, yield func(read, error) bool) {
 		}
 		m, err := msgs.Next(jetstream.NextMaxWait(idleRead))
 		if errors.Is(err, nats.ErrTimeout) {
-			if info, err := c.Info(ctx); err == nil && info.NumPending == 0 {
+			info, err := c.Info(ctx)
+			switch {
+			case err != nil: // the server does not answer: no waiting on it for ever
+				yield(read{}, errors.New("natsretry: reading dead letters: "+err.Error()))
+				return
+			case info.NumPending == 0:
 				return // nothing left: the rest deleted since it began
 			}
 			continue
