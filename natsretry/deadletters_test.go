@@ -369,3 +369,37 @@ func TestBadFiltersAndOptionsAreRefused(t *testing.T) {
 	_, err = natsretry.OpenDeadLetters(context.Background(), e.js, "DEAD", -1)
 	assert.EqualError(t, err, "natsretry: OpenDeadLetters: page must be between 0 and 65536, got -1")
 }
+
+// TestAListingEndsWhenTheServerGoesAway: a listing whose server shuts
+// down part way through ends with an error, rather than waiting for the
+// rest for ever.
+func TestAListingEndsWhenTheServerGoesAway(t *testing.T) {
+	s := startServer(t, t.TempDir(), -1)
+	e := setup(t, s.ClientURL(), 1, time.Second, 0)
+	for i := range 100 {
+		e.publish(t, "dead.jobs", "x", nats.Header{natsretry.HeaderReason: []string{"not_retryable"}, natsretry.HeaderSubject: []string{fmt.Sprintf("jobs.%d", i)}})
+	}
+	d, err := natsretry.OpenDeadLetters(context.Background(), e.js, "DEAD", 10)
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() {
+		n := 0
+		for _, err := range d.List(context.Background(), natsretry.Filter{}) {
+			if err != nil {
+				done <- err
+				return
+			}
+			if n++; n == 5 {
+				s.Shutdown()
+			}
+		}
+		done <- nil
+	}()
+	select {
+	case err := <-done:
+		require.Error(t, err, "the listing ended without the rest and without an error")
+		assert.Contains(t, err.Error(), "natsretry: reading dead letters")
+	case <-time.After(within):
+		t.Fatalf("the listing did not end within %v of its server going away", within)
+	}
+}

@@ -15,6 +15,10 @@ import (
 // message before it asks the server whether any is left.
 const idleRead = 2 * time.Second
 
+// askServer bounds that question: a server that does not answer within it
+// ends the read with an error.
+const askServer = 5 * time.Second
+
 // read yields the dead letters of the stream, oldest first, from f.Since
 // when given, as the stream held them when it began: it stops after the
 // message that was last then, or once none is left (deleted since). It
@@ -32,7 +36,7 @@ func (d *DeadLetters) read(ctx context.Context, f Filter, headersOnly bool) iter
 		if info.State.Msgs == 0 {
 			return
 		}
-		cfg := jetstream.OrderedConsumerConfig{HeadersOnly: headersOnly, InactiveThreshold: time.Minute}
+		cfg := jetstream.OrderedConsumerConfig{HeadersOnly: headersOnly, InactiveThreshold: time.Minute, MaxResetAttempts: 3}
 		if !f.Since.IsZero() {
 			since := f.Since
 			cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &since
@@ -78,7 +82,9 @@ func (p pulling) pull(ctx context.Context, yield func(read, error) bool) {
 		}
 		m, err := msgs.Next(jetstream.NextMaxWait(idleRead))
 		if errors.Is(err, nats.ErrTimeout) {
-			info, err := c.Info(ctx)
+			ictx, cancel := context.WithTimeout(ctx, askServer)
+			info, err := c.Info(ictx)
+			cancel()
 			switch {
 			case err != nil: // the server does not answer: no waiting on it for ever
 				yield(read{}, errors.New("natsretry: reading dead letters: "+err.Error()))

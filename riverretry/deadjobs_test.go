@@ -115,7 +115,7 @@ func ranOnceMore[TTx any](t *testing.T, h *harness[TTx], ids []int64, reset bool
 // reason, by kind, or by a substring of the last error gives exactly the
 // ones the test gave up so.
 func TestDeadJobsAreCountedAndListedByReasonAndError(t *testing.T) {
-	const n = 300
+	const n = 150
 	h := newSQLiteHarness(t, nil)
 	ids := giveUp(t, h, n)
 	d, _ := deadJobs(t, h)
@@ -155,18 +155,18 @@ func TestDeadJobsAreCountedAndListedByReasonAndError(t *testing.T) {
 	assert.Equal(t, "dead-2: attempt 1 failed", dj.Error)
 }
 
-// TestAPacedReplayOfJobs: 80 dead jobs replayed at 40 a second take
-// 1.975 s of the replay's clock (within 10%), and each runs once more and
+// TestAPacedReplayOfJobs: 40 dead jobs replayed at 20 a second take
+// 1.95 s of the replay's clock (within 10%), and each runs once more and
 // succeeds; with ResetAttempts each is a job of its own, started anew.
 func TestAPacedReplayOfJobs(t *testing.T) {
 	for _, reset := range []bool{false, true} {
 		t.Run(fmt.Sprintf("reset=%v", reset), func(t *testing.T) {
-			const n = 80
+			const n = 40
 			h := newSQLiteHarness(t, nil)
 			giveUp(t, h, n)
 			d, elapsed := deadJobs(t, h)
 			var again []int64
-			report, err := d.Replay(context.Background(), Filter{}, ReplayOptions{Rate: 40, ResetAttempts: reset,
+			report, err := d.Replay(context.Background(), Filter{}, ReplayOptions{Rate: 20, ResetAttempts: reset,
 				Each: func(r ReplayResult) {
 					again = append(again, r.ID)
 					if reset {
@@ -177,7 +177,7 @@ func TestAPacedReplayOfJobs(t *testing.T) {
 				}})
 			require.NoError(t, err)
 			assert.Equal(t, n, report.Replayed)
-			assert.InDelta(t, 1.975, elapsed().Seconds(), 0.2, "within 10%% of 1.975 s on the replay's clock")
+			assert.InDelta(t, 1.95, elapsed().Seconds(), 0.195, "within 10%% of 1.95 s on the replay's clock")
 			ranOnceMore(t, h, again, reset)
 			counts, err := d.Count(context.Background(), Filter{})
 			require.NoError(t, err)
