@@ -51,8 +51,13 @@ func (p *Pacing) now() time.Time {
 	return time.Now()
 }
 
-// Wait waits until the next send is due, or ctx ends (its error then).
+// Wait waits until the next send is due, or ctx ends (its error then). A
+// Pacing whose Rate or Jitter is out of range (Check) waits for nothing
+// and returns Check's error.
 func (p *Pacing) Wait(ctx context.Context) error {
+	if err := p.Check("queuekit: Pacing."); err != nil {
+		return err
+	}
 	now := p.now()
 	if p.n == 0 {
 		p.first = now

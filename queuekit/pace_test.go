@@ -66,6 +66,8 @@ func TestPacingChecksItsFields(t *testing.T) {
 		assert.EqualError(t, c.p.Check("x: "), c.want)
 	}
 	assert.NoError(t, (&Pacing{Rate: 0.5, Jitter: time.Second}).Check("x: "))
+	// Built without Check, a Pacing out of range waits for nothing.
+	assert.EqualError(t, (&Pacing{}).Wait(context.Background()), "queuekit: Pacing.Rate: must be above 0 and at most 100000 a second, got 0")
 }
 
 // TestPacingEndsWithItsContext: a wait under an ended context returns its
