@@ -21,7 +21,7 @@
 //
 //	body, err := retry.Do(ctx, retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 5},
 //		func(ctx context.Context) ([]byte, error) { return fetch(ctx, url) },
-//		retry.WithBudget(budget)) // retry.NewBudget(0.1, 10), shared by the workers
+//		retry.WithBudget(budget)) // retry.DefaultBudget(), shared by the workers
 //
 // # Strategies
 //

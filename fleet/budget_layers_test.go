@@ -67,5 +67,5 @@ func TestLayersWindowBudget(t *testing.T) {
 	chain[1].BudgetBurst = 0
 	chain[1].BudgetPercent = 200
 	_, err = Layers{Layers: chain}.Run(context.Background())
-	assert.ErrorContains(t, err, "layer 2 (gateway): BudgetPercent, BudgetInterval, BudgetMinRetries: percent must be between 0 and 100, got 200")
+	assert.ErrorContains(t, err, "layer 2 (gateway): BudgetPercent, BudgetInterval and BudgetMinRetries: percent must be between 0 and 100, got 200")
 }

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/retrypolicy/retrypolicy"
-	"github.com/retrypolicy/retrypolicy/internal/budgetrange"
+	"github.com/retrypolicy/retrypolicy/retry"
 )
 
 // Collapse is a what-if of the failure budgets exist for: a server near
@@ -54,13 +54,10 @@ type Collapse struct {
 	TriggerFor time.Duration
 
 	Strategy retrypolicy.Strategy
-	// The token policy's budget, a client (0.1, 10 unless set).
-	BudgetRatio float64
-	BudgetBurst int
-	// The windowed policy's budget, a client (20, 10 s, 100 unless set).
-	BudgetPercent    float64
-	BudgetInterval   time.Duration
-	BudgetMinRetries int
+	// BudgetSettings are the token policy's budget, a client
+	// (retry.DefaultBudget's settings unless set), and the windowed
+	// policy's, a client (20, 10 s, 100 unless set).
+	BudgetSettings
 
 	Duration time.Duration
 	Seed     uint64
@@ -80,8 +77,8 @@ const collapseEventsPerCall = 16
 // attempt (none), the strategy with no budget (strategy), under a token
 // budget a client (token), under a windowed budget a client (windowed),
 // and what a retryhttp transport given only the strategy does (default:
-// a token budget of (0.1, 10) a host, today the same as token at its
-// defaults, shown apart so that a change of the default shows here).
+// retry.DefaultBudget a host, today the same as token at its defaults,
+// shown apart so that a change of the default shows here).
 var CollapsePolicies = []string{"none", "strategy", "token", "windowed", "default"}
 
 // DefaultCollapse is the collapse what-if's defaults: a server in the
@@ -130,8 +127,8 @@ const collapseErr = "fleet: Collapse: "
 // check returns the first setting out of range, and the settings with
 // their defaults filled in.
 func (c Collapse) check() (Collapse, error) {
-	c.BudgetRatio = cmp.Or(c.BudgetRatio, 0.1)
-	c.BudgetBurst = cmp.Or(c.BudgetBurst, 10)
+	c.BudgetRatio = cmp.Or(c.BudgetRatio, retry.DefaultBudgetRatio)
+	c.BudgetBurst = cmp.Or(c.BudgetBurst, retry.DefaultBudgetBurst)
 	c.BudgetPercent = cmp.Or(c.BudgetPercent, 20)
 	c.BudgetInterval = cmp.Or(c.BudgetInterval, 10*time.Second)
 	c.BudgetMinRetries = cmp.Or(c.BudgetMinRetries, 100)
@@ -197,11 +194,11 @@ func (c Collapse) checkTrigger() string {
 // checkBudgets says which of the budgets' settings is out of range, if
 // any.
 func (c Collapse) checkBudgets() string {
-	if p := budgetrange.Token(c.BudgetRatio, c.BudgetBurst); len(p) > 0 {
-		return "BudgetRatio and BudgetBurst: " + p[0].Arg + " " + p[0].Rule
+	if _, err := c.tokenBudget(); err != nil {
+		return err.Error()
 	}
-	if p := budgetrange.Window(c.BudgetPercent, c.BudgetInterval, c.BudgetMinRetries); len(p) > 0 {
-		return "BudgetPercent, BudgetInterval and BudgetMinRetries: " + p[0].Arg + " " + p[0].Rule
+	if _, err := c.windowBudget(); err != nil {
+		return err.Error()
 	}
 	return ""
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/retrypolicy/retrypolicy"
-	"github.com/retrypolicy/retrypolicy/internal/slots"
 	"github.com/retrypolicy/retrypolicy/retry"
 )
 
@@ -57,7 +56,7 @@ type collapseRun struct {
 
 	calls   []collapseCall
 	free    []int32
-	budgets []budget
+	budgets []*retry.Budget // a client's, nil for none
 	busy    int
 	waiting []queued // the server's FIFO queue: waiting[head:]
 	head    int
@@ -93,19 +92,19 @@ func (c Collapse) runPolicy(ctx context.Context, name string, policy *retrypolic
 
 // makeBudgets gives each client the policy's budget, or none.
 func (r *collapseRun) makeBudgets() error {
-	r.budgets = make([]budget, r.c.Clients)
+	r.budgets = make([]*retry.Budget, r.c.Clients)
 	for i := range r.budgets {
 		var err error
 		switch r.name {
 		case "token":
-			r.budgets[i].token, err = retry.NewBudget(r.c.BudgetRatio, r.c.BudgetBurst)
+			r.budgets[i], err = r.c.tokenBudget()
 		case "default":
-			r.budgets[i].token, err = retry.NewBudget(0.1, 10) // retryhttp's DefaultHostBudget
+			r.budgets[i] = retry.DefaultBudget() // a retryhttp transport's, a host
 		case "windowed":
-			r.budgets[i].window, err = slots.New("fleet: Collapse", r.c.BudgetPercent, r.c.BudgetInterval, r.c.BudgetMinRetries)
+			r.budgets[i], err = r.c.windowBudget()
 		}
 		if err != nil {
-			return err
+			return fmt.Errorf("fleet: Collapse: %w", err)
 		}
 	}
 	return nil
@@ -172,7 +171,7 @@ func (r *collapseRun) arrive(t time.Duration) {
 	client := int32(r.nextID % r.c.Clients)
 	r.nextID++
 	r.calls[id] = collapseCall{seq: r.nextID - 1, client: client, gen: r.calls[id].gen}
-	r.budgets[client].start(t)
+	budgetStart(r.budgets[client], t)
 	r.send(id, t)
 }
 
@@ -250,7 +249,7 @@ func (r *collapseRun) startNext(t time.Duration) {
 func (r *collapseRun) succeeded(id int32, t time.Duration) {
 	c := &r.calls[id]
 	r.r.Goodput[int(t/time.Second)]++
-	r.budgets[c.client].deposit()
+	budgetDeposit(r.budgets[c.client])
 	r.end(id)
 }
 
@@ -266,7 +265,7 @@ func (r *collapseRun) failed(id int32, t time.Duration) {
 		c.history.History = retrypolicy.NewHistory(r.policy)
 	}
 	d, ok := r.eng.decide(&c.history, simStart.Add(t), t-c.started, jobSeed(r.c.Seed, c.seq))
-	if !ok || d.Action == retrypolicy.Fatal || !r.budgets[c.client].grant(t) {
+	if !ok || d.Action == retrypolicy.Fatal || !budgetGrant(r.budgets[c.client], t) {
 		r.end(id)
 		return
 	}

@@ -430,7 +430,7 @@ func drawLayers(t *rapid.T) Layers {
 	layers := make([]Layer, n)
 	for i := range layers {
 		layers[i] = Layer{Name: "l", Strategy: drawStrategy(t, "s"),
-			BudgetRatio: rapid.SampledFrom(extremeFloats).Draw(t, "budget_ratio"), BudgetBurst: rapid.SampledFrom(extremeInts).Draw(t, "budget_burst"),
+			BudgetSettings:  BudgetSettings{BudgetRatio: rapid.SampledFrom(extremeFloats).Draw(t, "budget_ratio"), BudgetBurst: rapid.SampledFrom(extremeInts).Draw(t, "budget_burst")},
 			OnlyRetryable:   rapid.Bool().Draw(t, "only_retryable"),
 			BreakerFailures: rapid.SampledFrom(extremeInts).Draw(t, "breaker_failures"), BreakerOpen: rapid.SampledFrom(extremeDurations).Draw(t, "breaker_open"),
 			Latency: rapid.SampledFrom(extremeDurations).Draw(t, "latency"), Timeout: rapid.SampledFrom(extremeDurations).Draw(t, "timeout")}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/retrypolicy/retrypolicy"
 	"github.com/retrypolicy/retrypolicy/internal/say"
-	"github.com/retrypolicy/retrypolicy/internal/slots"
 	"github.com/retrypolicy/retrypolicy/retry"
 )
 
@@ -44,18 +43,12 @@ type Layer struct {
 	// Strategy decides the layer's retries, in milliseconds if it likes;
 	// a strategy of kind None makes one attempt a call.
 	Strategy retrypolicy.Strategy
-	// BudgetRatio and BudgetBurst, when BudgetBurst is not zero, give the
-	// layer's calls one token retry.Budget to share (NewBudget's
-	// arguments): a retry it refuses gives the call up.
-	BudgetRatio float64
-	BudgetBurst int
-	// BudgetPercent, BudgetInterval and BudgetMinRetries, when
-	// BudgetInterval is not zero, give the layer's calls one windowed
-	// budget to share instead (retry.NewWindowBudget's arguments), counted
-	// on the simulation's clock from t = 0.
-	BudgetPercent    float64
-	BudgetInterval   time.Duration
-	BudgetMinRetries int
+	// BudgetSettings give the layer's calls one retry.Budget to share: a
+	// token one when BudgetBurst is not zero, a windowed one when
+	// BudgetInterval is not zero (counted on the simulation's clock from
+	// t = 0), none when both are zero. A retry it refuses gives the call
+	// up.
+	BudgetSettings
 	// OnlyRetryable makes the layer retry only the failures the layer
 	// below reports as retryable: the bottom's are; a layer that retried
 	// and gave up reports its failure as not retryable, and one that made
@@ -206,7 +199,7 @@ type layersRun struct {
 	l         *Layers
 	chain     []Layer
 	policies  []*retrypolicy.Policy
-	budgets   []budget
+	budgets   []*retry.Budget // a layer's, nil for none
 	breakers  []breaker
 	calls     []layerCall
 	free      []int32
@@ -443,57 +436,23 @@ func (r *layersRun) newCall(layer, parent int32, parentGen uint32, parentAttempt
 	c := &r.calls[id]
 	*c = layerCall{layer: layer, parent: parent, parentGen: parentGen, parentAttempt: parentAttempt, gen: c.gen + 1, started: t}
 	if int(layer) < len(r.budgets) {
-		r.budgets[layer].start(t)
+		budgetStart(r.budgets[layer], t)
 	}
 	return id
 }
 
-// budget is a layer's retry budget on the simulation's clock: a token
-// budget, a windowed one, or none.
-type budget struct {
-	token  *retry.Budget
-	window *slots.Window
-}
-
-// budget returns the layer's budget, or the error of its arguments.
-func (l Layer) budget() (budget, error) {
+// budget returns the layer's budget, nil for none, or the error of its
+// settings.
+func (l Layer) budget() (*retry.Budget, error) {
 	switch {
 	case l.BudgetInterval != 0 && l.BudgetBurst != 0:
-		return budget{}, errors.New("a token budget (BudgetBurst) and a windowed one (BudgetInterval): choose one")
+		return nil, errors.New("a token budget (BudgetBurst) and a windowed one (BudgetInterval): choose one")
 	case l.BudgetInterval != 0:
-		w, err := slots.New("BudgetPercent, BudgetInterval, BudgetMinRetries", l.BudgetPercent, l.BudgetInterval, l.BudgetMinRetries)
-		return budget{window: w}, err
+		return l.windowBudget()
 	case l.BudgetBurst != 0:
-		b, err := retry.NewBudget(l.BudgetRatio, l.BudgetBurst)
-		return budget{token: b}, err
+		return l.tokenBudget()
 	}
-	return budget{}, nil
-}
-
-// start counts a call that begins at t: a windowed budget's count.
-func (b budget) start(t time.Duration) {
-	if b.window != nil {
-		b.window.Call(t)
-	}
-}
-
-// deposit tells the budget that a call ended well: a token budget's
-// deposit.
-func (b budget) deposit() {
-	if b.token != nil {
-		b.token.Deposit()
-	}
-}
-
-// grant reports whether a retry at t is allowed, and counts it.
-func (b budget) grant(t time.Duration) bool {
-	switch {
-	case b.token != nil:
-		return b.token.Withdraw()
-	case b.window != nil:
-		return b.window.Grant(t)
-	}
-	return true
+	return nil, nil
 }
 
 // attempt starts the next attempt of call id at t: through the breaker,
@@ -615,7 +574,7 @@ func (r *layersRun) failed(id int32, t time.Duration, retryable bool) {
 		r.giveUp(id, t, retryable && c.attempt == 1) // a layer that retried says so
 		return
 	}
-	if !r.budgets[c.layer].grant(t) {
+	if !budgetGrant(r.budgets[c.layer], t) {
 		r.giveUp(id, t, false) // a budget's refusal speaks for the dependency: it reports, as a layer that retried
 		return
 	}
@@ -639,7 +598,7 @@ func (r *layersRun) end(id int32, t time.Duration, ok, retryable bool) {
 	c := &r.calls[id]
 	c.done = true
 	if ok && int(c.layer) < len(r.budgets) {
-		r.budgets[c.layer].deposit() // it ended well
+		budgetDeposit(r.budgets[c.layer]) // it ended well
 	}
 	if c.history.History != nil {
 		r.eng.forget(&c.history)
@@ -746,7 +705,7 @@ func DocumentedChains() []Chain {
 	}
 	budget := DefaultLayers(3)
 	for i := range budget {
-		budget[i].BudgetRatio, budget[i].BudgetBurst = 0.1, 10
+		budget[i].BudgetRatio, budget[i].BudgetBurst = retry.DefaultBudgetRatio, retry.DefaultBudgetBurst
 	}
 	breaker := slices.Clone(client)
 	breaker[0].BreakerFailures, breaker[0].BreakerOpen = 5, 10*time.Second

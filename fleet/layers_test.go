@@ -195,7 +195,7 @@ func TestLayersRecoveryAndBounds(t *testing.T) {
 	assert.True(t, r.Truncated)
 
 	for _, bad := range []Layers{{Rate: -1}, {FailRate: 1}, {Duration: 25 * time.Hour}, {Layers: []Layer{}},
-		{Layers: []Layer{{Strategy: retrypolicy.Strategy{Kind: retrypolicy.Bounded}}}}, {Layers: []Layer{{BudgetBurst: -1}}}} {
+		{Layers: []Layer{{Strategy: retrypolicy.Strategy{Kind: retrypolicy.Bounded}}}}, {Layers: []Layer{{BudgetSettings: BudgetSettings{BudgetBurst: -1}}}}} {
 		_, err := bad.Run(context.Background())
 		assert.Error(t, err, "%+v", bad)
 	}

@@ -32,7 +32,10 @@ import (
 //
 // A loop of one's own tells a budget of either kind three things: Start
 // when a call begins, Withdraw before each retry, Deposit when a call
-// ended well.
+// ended well. A loop that keeps its own clock (a simulation's, a test's)
+// passes its time instead, as StartAt, WithdrawAt and TokensAt; the forms
+// without a time pass time.Now(). A windowed budget reads no clock when
+// it is given a time.
 //
 // A Budget is safe for concurrent use by multiple goroutines.
 type Budget struct {
@@ -40,12 +43,26 @@ type Budget struct {
 	ratio  int64        // micro-tokens a call deposits
 	burst  int64        // micro-tokens the bucket holds at most
 
-	win     *slots.Window // a windowed budget's counts, nil for a token one
-	created time.Time     // its slots' origin, on the monotonic clock
+	win *slots.Window // a windowed budget's counts, nil for a token one
 }
 
 // microToken is a token's unit in the bucket: ratios are kept to 1e-6.
 const microToken = 1_000_000
+
+// DefaultBudgetRatio and DefaultBudgetBurst are DefaultBudget's: a retry
+// for every ten calls that ended well, and 10 retries beyond that.
+const (
+	DefaultBudgetRatio = 0.1
+	DefaultBudgetBurst = 10
+)
+
+// DefaultBudget returns a new token budget of DefaultBudgetRatio and
+// DefaultBudgetBurst, NewBudget(0.1, 10): the budget a retryhttp
+// transport gives each host and a retrygrpc client interceptor shares
+// among its calls unless told otherwise, and the one the what-ifs call
+// default. Over a healthy stretch it allows a tenth more attempts than
+// calls; while nothing goes well it grants 10 retries, then none.
+func DefaultBudget() *Budget { return newTokenBudget(DefaultBudgetRatio, DefaultBudgetBurst) }
 
 // NewBudget returns a full budget that allows ratio retries per call (0.1:
 // a retry for every ten calls) and burst retries beyond that. ratio must
@@ -54,9 +71,14 @@ func NewBudget(ratio float64, burst int) (*Budget, error) {
 	if p := budgetrange.Token(ratio, burst); len(p) > 0 {
 		return nil, errors.New("retrypolicy: NewBudget: " + p[0].Arg + " " + p[0].Rule)
 	}
+	return newTokenBudget(ratio, burst), nil
+}
+
+// newTokenBudget returns a full token budget of settings in range.
+func newTokenBudget(ratio float64, burst int) *Budget {
 	b := &Budget{ratio: int64(math.Floor(ratio * microToken)), burst: int64(burst) * microToken}
 	b.tokens.Store(b.burst)
-	return b, nil
+	return b
 }
 
 // NewWindowBudget returns a budget that grants a retry while the retries
@@ -64,9 +86,11 @@ func NewBudget(ratio float64, burst int) (*Budget, error) {
 // max(minRetries, floor(percent/100 × calls in the interval)), and those
 // granted in the current tenth of it fewer than ceil(bound/10): a call is
 // counted when a loop starts (Start), a retry when the budget grants one.
-// The interval is kept as 10 slots of interval/10 from the budget's
-// creation, on the monotonic clock (time.Now); a slot older than the 9
-// before the current one counts nothing. percent must be in [0, 100]
+// The interval is kept as 10 slots of interval/10 from the first time the
+// budget is given (by StartAt, WithdrawAt or TokensAt, or time.Now by the
+// forms without a time); a slot older than the 9 before the current one
+// counts nothing, and a time earlier than the latest given counts as the
+// latest. percent must be in [0, 100]
 // (kept to a millionth of a percent), interval in [1ms, 1h], minRetries
 // in [0, 1e9].
 //
@@ -79,14 +103,22 @@ func NewWindowBudget(percent float64, interval time.Duration, minRetries int) (*
 	if err != nil {
 		return nil, err
 	}
-	return &Budget{win: w, created: time.Now()}, nil
+	return &Budget{win: w}, nil
 }
 
-// Start records that a call begins: a windowed budget counts it; a token
-// budget ignores it. Each loop of this package calls it once per call.
+// Start records that a call begins now: StartAt(time.Now()). Each loop of
+// this package calls it once per call.
 func (b *Budget) Start() {
 	if b.win != nil {
-		b.win.Call(time.Since(b.created))
+		b.win.Call(time.Now())
+	}
+}
+
+// StartAt records that a call begins at t: a windowed budget counts it; a
+// token budget ignores it.
+func (b *Budget) StartAt(t time.Time) {
+	if b.win != nil {
+		b.win.Call(t)
 	}
 }
 
@@ -106,13 +138,28 @@ func (b *Budget) Deposit() {
 	}
 }
 
-// Withdraw takes a retry's token, and reports false, taking nothing, when
-// the budget has no whole token left (a windowed budget: when it grants
-// no retry now, and otherwise counts the one it grants).
+// Withdraw takes a retry's token now: WithdrawAt(time.Now()), though a
+// token budget reads no clock.
 func (b *Budget) Withdraw() bool {
 	if b.win != nil {
-		return b.win.Grant(time.Since(b.created))
+		return b.win.Grant(time.Now())
 	}
+	return b.withdrawToken()
+}
+
+// WithdrawAt takes a retry's token at t, and reports false, taking
+// nothing, when the budget has no whole token left (a windowed budget:
+// when it grants no retry at t, and otherwise counts the one it grants).
+// A token budget ignores t.
+func (b *Budget) WithdrawAt(t time.Time) bool {
+	if b.win != nil {
+		return b.win.Grant(t)
+	}
+	return b.withdrawToken()
+}
+
+// withdrawToken takes a token budget's token, if it holds a whole one.
+func (b *Budget) withdrawToken() bool {
 	for {
 		old := b.tokens.Load()
 		if old < microToken {
@@ -124,14 +171,24 @@ func (b *Budget) Withdraw() bool {
 	}
 }
 
-// Tokens returns the retries the budget allows now: a token budget's whole
-// tokens and a fraction, at most its burst; a windowed budget's lesser of
-// its bound less the retries it granted in the window and its pace
-// (ceil(bound/10)) less those granted in the current slot, at least 0. A
-// metrics exporter reads it as the budget's state.
+// Tokens returns the retries the budget allows now: TokensAt(time.Now()),
+// though a token budget reads no clock. A metrics exporter reads it as the
+// budget's state.
 func (b *Budget) Tokens() float64 {
 	if b.win != nil {
-		return float64(b.win.Allowed(time.Since(b.created)))
+		return float64(b.win.Allowed(time.Now()))
+	}
+	return float64(b.tokens.Load()) / microToken
+}
+
+// TokensAt returns the retries the budget allows at t: a token budget's
+// whole tokens and a fraction, at most its burst (t ignored); a windowed
+// budget's lesser of its bound less the retries it granted in the window
+// and its pace (ceil(bound/10)) less those granted in the current slot,
+// at least 0.
+func (b *Budget) TokensAt(t time.Time) float64 {
+	if b.win != nil {
+		return float64(b.win.Allowed(t))
 	}
 	return float64(b.tokens.Load()) / microToken
 }

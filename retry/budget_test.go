@@ -187,6 +187,45 @@ func TestWindowBudgetSlotBoundaries(t *testing.T) {
 	})
 }
 
+// TestWindowBudgetTakesItsClock drives a windowed budget with times of
+// its caller's, far from the machine's clock and with no monotonic
+// reading: its slots count from the first time given (not its creation),
+// a time earlier than the latest counts as the latest, and a call ages out
+// when the slot 10 after its own begins. Outside synctest a budget that
+// read the clock would see none of these times.
+func TestWindowBudgetTakesItsClock(t *testing.T) {
+	b, err := NewWindowBudget(100, 10*time.Second, 0)
+	require.NoError(t, err)
+	t0 := time.Date(2001, 2, 3, 4, 5, 6, 500_000_000, time.UTC) // the origin: mid-second
+	assert.Zero(t, b.TokensAt(t0), "no call yet")
+	b.StartAt(t0)
+	b.StartAt(t0.Add(-time.Hour)) // before the latest: counted at the latest
+	assert.Equal(t, 1.0, b.TokensAt(t0), "two calls at 100%: a bound of 2, paced at 1 a slot")
+	assert.True(t, b.WithdrawAt(t0.Add(999*time.Millisecond)), "still slot 0 from the origin")
+	assert.False(t, b.WithdrawAt(t0.Add(999*time.Millisecond)), "the pace: 1 a slot")
+	assert.True(t, b.WithdrawAt(t0.Add(time.Second)), "slot 1 begins a second after the origin")
+	assert.False(t, b.WithdrawAt(t0), "an earlier time counts in slot 1, which has granted its one")
+	assert.Zero(t, b.TokensAt(t0.Add(5*time.Second)), "the bound of 2 granted")
+	assert.Zero(t, b.TokensAt(t0.Add(10*time.Second)), "slot 10: slot 0's calls aged out, and with them the bound")
+}
+
+// TestDefaultBudgetIsTheDocumentedOne: DefaultBudget is a full token
+// budget of 10 that a call that ended well refills by a tenth, each call
+// a new one.
+func TestDefaultBudgetIsTheDocumentedOne(t *testing.T) {
+	b := DefaultBudget()
+	assert.Equal(t, 10.0, b.Tokens(), "full, at its burst")
+	for range 10 {
+		require.True(t, b.Withdraw())
+	}
+	assert.False(t, b.Withdraw(), "its burst spent")
+	for range 10 {
+		b.Deposit()
+	}
+	assert.InDelta(t, 1.0, b.Tokens(), 1e-9, "ten calls that ended well: one retry")
+	assert.Equal(t, 10.0, DefaultBudget().Tokens(), "a new budget each call")
+}
+
 // TestWindowBudgetFollowsTheLoad: at 20% over 10 s with at least 2
 // retries, a budget allows 2 retries with no load, 20 for 100 calls in the
 // window, paced at 2 a second (a tenth of the bound in each slot), and 2

@@ -77,6 +77,43 @@ func ExampleDo() {
 	// report ready <nil>
 }
 
+// The default budget, one a dependency, shared by the calls to it: while
+// nothing goes well it grants its burst of 10 retries, then none.
+func ExampleDefaultBudget() {
+	budget := retry.DefaultBudget()
+	granted := 0
+	for budget.Withdraw() {
+		granted++
+	}
+	fmt.Println(granted, "retries, then", budget.Tokens())
+	// Output: 10 retries, then 0
+}
+
+// A simulation (or a scheduler with a clock of its own) gives a windowed
+// budget its times: the budget counts its slots from the first, and reads
+// no clock.
+func ExampleBudget_WithdrawAt() {
+	budget, err := retry.NewWindowBudget(20, 10*time.Second, 0)
+	if err != nil {
+		panic(err)
+	}
+	start := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 100 { // 100 calls in the first second: 20 retries over 10 s, 2 a second
+		budget.StartAt(start.Add(time.Duration(i) * 10 * time.Millisecond))
+	}
+	for s := range 3 {
+		at, granted := start.Add(time.Duration(s)*time.Second), 0
+		for budget.WithdrawAt(at) {
+			granted++
+		}
+		fmt.Printf("second %d: granted %d\n", s, granted)
+	}
+	// Output:
+	// second 0: granted 2
+	// second 1: granted 2
+	// second 2: granted 2
+}
+
 // A budget of one retry per ten calls, and two beyond that: a dependency
 // that is down sees a bounded extra load, not a storm.
 func ExampleNewBudget() {

@@ -47,24 +47,16 @@ func newClient(s retrypolicy.Strategy, opts []retry.Option) (*client, error) {
 	}
 	c.named = slices.ContainsFunc(loopOpts, func(o retry.Option) bool { return o.Name() == "retry.WithStart" })
 	if !slices.ContainsFunc(loopOpts, namesBudget) {
-		b, err := DefaultBudget()
-		if err != nil {
-			return nil, errors.New("retrygrpc: " + err.Error())
-		}
-		loopOpts = append(loopOpts, retry.WithBudget(b))
+		// Shared by the calls unless given one or told to take none: a
+		// budget that only calls that end well refill, so that retrying
+		// stops when most calls fail.
+		loopOpts = append(loopOpts, retry.WithBudget(retry.DefaultBudget()))
 	}
 	if c.loop, err = retry.New[struct{}](s, loopOpts...); err != nil {
 		return nil, errors.New("retrygrpc: " + err.Error())
 	}
 	return c, nil
 }
-
-// DefaultBudget makes the budget a client interceptor shares among its
-// calls unless it is given one (retry.WithBudget) or told to take none
-// (retry.WithoutBudget): retry.NewBudget(0.1, 10), a token budget that
-// only calls that end well refill, so that retrying stops when most calls
-// fail. A call's own budget (CallOptions) replaces it for that call.
-func DefaultBudget() (*retry.Budget, error) { return retry.NewBudget(0.1, 10) }
 
 // namesBudget reports whether o says which budget the loop takes.
 func namesBudget(o retry.Option) bool {

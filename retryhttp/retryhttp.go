@@ -242,20 +242,16 @@ func NewTransport(base http.RoundTripper, s retrypolicy.Strategy, opts ...retry.
 		return nil, errors.New("retryhttp: " + err.Error())
 	}
 	if c.hostBudget == nil && !slices.ContainsFunc(loopOpts, namesBudget) {
-		c.hostBudget = DefaultHostBudget
+		// Each host's budget unless given one or told to take none: one
+		// that only calls that end well refill, so that retrying a host
+		// stops when most of its calls fail.
+		c.hostBudget = func() (*retry.Budget, error) { return retry.DefaultBudget(), nil }
 	}
 	if c.hostBudget != nil {
 		t.hosts = &hostBudgets{newBudget: c.hostBudget, shared: t.loop}
 	}
 	return t, nil
 }
-
-// DefaultHostBudget makes the budget a transport gives each host unless it
-// is given a budget (retry.WithBudget, WithHostBudgets) or told to take
-// none (retry.WithoutBudget): retry.NewBudget(0.1, 10), a token budget
-// that only calls that end well refill, so that retrying a host stops
-// when most of its calls fail.
-func DefaultHostBudget() (*retry.Budget, error) { return retry.NewBudget(0.1, 10) }
 
 // namesBudget reports whether o says which budget the loop takes.
 func namesBudget(o retry.Option) bool {

@@ -66,9 +66,9 @@ unless --check-deadlines. A trigger, --spike times the load (3) or --drop of the
 from --trigger-at (1m) for --trigger-for (10s), over --duration (5m). The same arrivals run
 under five policies: none (one attempt), strategy (the strategy given, else bounded 4
 attempts with exponential jitter from 1s, no budget), token (a token budget a client,
---budget-ratio and --budget-burst, 0.1 and 10), windowed (a windowed budget a client, the
-windowed budget's options, 20%, 10s, 10 a second) and default (what a retryhttp transport
-does given only the strategy). Prints, for each, whether goodput recovered (its 5s mean back
+--budget-ratio and --budget-burst, by default the library's default budget), windowed (a
+windowed budget a client, the windowed budget's options, 20%, 10s, 10 a second) and default
+(what a retryhttp transport does given only the strategy). Prints, for each, whether goodput recovered (its 5s mean back
 above 90% of the 30s before the trigger for 10s), how long after the trigger it took, and the
 attempts over arrivals from the trigger on. At these defaults, over seeds 1-10, none, token
 and default recover every time and strategy never does. --svg draws goodput over time.`

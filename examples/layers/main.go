@@ -185,13 +185,13 @@ func service(client *http.Client, next string) caller {
 
 // simulate runs fleet.Layers with the same chain, rate, outage and
 // strategies; OnlyRetryable is the rule, and with it each layer has the
-// token budget a transport gives each host by default, (0.1, 10).
+// token budget a transport gives each host by default, retry.DefaultBudget's.
 func simulate(s settings, rule bool) (fleet.LayersResult, error) {
 	layers := make([]fleet.Layer, 4)
 	for i := range layers {
 		layers[i] = fleet.Layer{Name: fmt.Sprint("layer ", i+1), Strategy: hop, OnlyRetryable: rule}
 		if rule {
-			layers[i].BudgetRatio, layers[i].BudgetBurst = 0.1, 10
+			layers[i].BudgetRatio, layers[i].BudgetBurst = retry.DefaultBudgetRatio, retry.DefaultBudgetBurst
 		}
 	}
 	return fleet.Layers{Layers: layers, Rate: s.rate, Duration: s.duration, Down: s.down, Horizon: time.Minute}.Run(context.Background())

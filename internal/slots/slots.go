@@ -1,18 +1,18 @@
 // Package slots keeps a windowed retry budget's counts.
 //
 // It counts calls and granted retries over a trailing window of ten slots,
-// the rule kept once for retry's Budget (on the monotonic clock) and for
-// the fleet's simulations (on theirs).
+// the rule kept once for retry's Budget, on whatever clock its caller
+// keeps: the monotonic one, or a simulation's.
 package slots
 
 import (
 	"errors"
-
-	"github.com/retrypolicy/retrypolicy/internal/budgetrange"
 	"math"
 	"math/bits"
 	"sync"
 	"time"
+
+	"github.com/retrypolicy/retrypolicy/internal/budgetrange"
 )
 
 // N is the number of slots a window holds.
@@ -25,9 +25,11 @@ const microPercent = 1_000_000
 // (the current slot and the N-1 before it) are fewer than bound =
 // max(minRetries, floor(percent/100 × calls in the window)), and those
 // granted in the current slot fewer than ceil(bound/N), so that granted
-// retries do not come in one slot and age out together. Times are
-// offsets from the window's creation: slot k is [k·w, (k+1)·w), w the
-// interval over N. A Window is safe for concurrent use; each method is
+// retries do not come in one slot and age out together. Slots count from
+// the first time the window is given (its origin): slot k is
+// [origin + k·w, origin + (k+1)·w), w the interval over N; a time earlier
+// than the latest given counts as the latest. A Window reads no clock: its
+// caller passes the time. It is safe for concurrent use; each method is
 // O(1) (at most N slots aged) and allocates nothing.
 type Window struct {
 	width   time.Duration // a slot's
@@ -35,7 +37,9 @@ type Window struct {
 	least   int64         // minRetries
 
 	mu      sync.Mutex
-	slot    int64 // the current slot's index
+	origin  time.Time // the first time given
+	begun   bool      // origin is set
+	slot    int64     // the current slot's index
 	calls   [N]int64
 	retries [N]int64
 	sumC    int64 // calls in the window
@@ -53,8 +57,8 @@ func New(fn string, percent float64, interval time.Duration, minRetries int) (*W
 	return &Window{width: interval / N, percent: uint64(math.Floor(percent * microPercent)), least: int64(minRetries)}, nil
 }
 
-// Call counts a call at offset at.
-func (w *Window) Call(at time.Duration) {
+// Call counts a call at t.
+func (w *Window) Call(at time.Time) {
 	w.mu.Lock()
 	i := w.age(at)
 	w.calls[i]++
@@ -62,9 +66,9 @@ func (w *Window) Call(at time.Duration) {
 	w.mu.Unlock()
 }
 
-// Grant reports whether a retry is allowed at offset at, and counts it
-// when it is.
-func (w *Window) Grant(at time.Duration) bool {
+// Grant reports whether a retry is allowed at t, and counts it when it
+// is.
+func (w *Window) Grant(at time.Time) bool {
 	w.mu.Lock()
 	i := w.age(at)
 	bound := w.bound()
@@ -77,10 +81,10 @@ func (w *Window) Grant(at time.Duration) bool {
 	return ok
 }
 
-// Allowed returns the retries Grant would allow at offset at: the lesser
-// of the bound less the retries in the window and the pace less those in
-// the current slot, at least 0.
-func (w *Window) Allowed(at time.Duration) int64 {
+// Allowed returns the retries Grant would allow at t: the lesser of the
+// bound less the retries in the window and the pace less those in the
+// current slot, at least 0.
+func (w *Window) Allowed(at time.Time) int64 {
 	w.mu.Lock()
 	i := w.age(at)
 	bound := w.bound()
@@ -99,12 +103,15 @@ func (w *Window) bound() int64 {
 	return max(w.least, int64(min(q, math.MaxInt64)))
 }
 
-// age moves the window to the slot of offset at, emptying the slots that
-// left it, and returns that slot's index in the ring. An offset before
-// the current slot (a clock behind another caller's) counts in the current
-// slot. w.mu is held.
-func (w *Window) age(at time.Duration) int {
-	slot := int64(max(at, 0) / w.width)
+// age moves the window to the slot of t, emptying the slots that left it,
+// and returns that slot's index in the ring; the first time given is the
+// origin. A time before the current slot (a clock behind another
+// caller's) counts in the current slot. w.mu is held.
+func (w *Window) age(t time.Time) int {
+	if !w.begun {
+		w.origin, w.begun = t, true
+	}
+	slot := int64(max(t.Sub(w.origin), 0) / w.width)
 	if slot > w.slot {
 		for k := max(w.slot+1, slot-N+1); k <= slot; k++ {
 			i := k % N

@@ -13,6 +13,7 @@ import (
 	"github.com/retrypolicy/retrypolicy/internal/budgetrange"
 	"github.com/retrypolicy/retrypolicy/internal/echo"
 	"github.com/retrypolicy/retrypolicy/internal/say"
+	"github.com/retrypolicy/retrypolicy/retry"
 )
 
 // Named is a strategy and what the output calls it.
@@ -160,7 +161,7 @@ func (o *SimulateOptions) Define(fs *flag.FlagSet) {
 	fs.Var(&o.Rate, "rate", "layers: how many requests a second arrive at the top, `R` from 1 to 100000")
 	fs.Var(&o.Span, "duration", "layers: how long requests arrive, a `DURATION` up to 24h (the outage and capacity: 30s and 150 unless given)")
 	fs.Var(&o.DownAt, "outage-at", "layers: how long the bottom serves before its outage, a `DURATION` up to 24h (0: down from t = 0)")
-	o.BudgetRatio, o.BudgetBurst = 0.1, 10
+	o.BudgetRatio, o.BudgetBurst = retry.DefaultBudgetRatio, retry.DefaultBudgetBurst
 	o.BudgetPercent, o.BudgetInterval, o.BudgetMinRetries, o.BudgetMinInterval = 20, Duration(10*time.Second), 10, Duration(time.Second)
 	fs.Float64Var(&o.BudgetRatio, "budget-ratio", o.BudgetRatio, "layers: a token budget for each layer, `R` retries a call (0 to 1000), with --budget-burst")
 	fs.Var(&o.BudgetBurst, "budget-burst", "layers: a token budget for each layer, at most `N` tokens held (1 to 1e9)")
