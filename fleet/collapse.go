@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"time"
 
 	"github.com/retrypolicy/retrypolicy"
@@ -31,8 +32,11 @@ import (
 // Calls arrive open-loop (Poisson, seeded) at Rate a second, spread over
 // Clients, each with a budget of its own; each call is a loop under
 // Strategy whose attempts time out after Timeout. The trigger multiplies
-// the arrivals by Spike from TriggerAt for TriggerFor, or, with Drop set,
-// takes that fraction of the workers away for the span.
+// the arrivals by Spike from TriggerAt for TriggerFor; or, with Drop set,
+// takes that fraction of the workers away for the span; or, with
+// FailShare set, fails that share of the attempts served in the span,
+// transiently, after their service time (a dependency failing whatever
+// its load, where a budget costs successful calls and saves nothing).
 //
 // Memory is a function of the queue, the calls in flight and the seconds
 // shown; every run is bounded by the one event engine (MaxCalls calls,
@@ -48,8 +52,13 @@ type Collapse struct {
 	Clients int
 	Timeout time.Duration
 
-	Spike      float64 // the arrivals' factor during the trigger; 0 with Drop
-	Drop       float64 // the fraction of the workers lost during the trigger
+	// The trigger, one of three: the arrivals' factor during it (1 to
+	// 100), the fraction of the workers lost (above 0, at most 1), or the
+	// share of attempts served that fail (above 0, below 1); the other
+	// two zero.
+	Spike      float64
+	Drop       float64
+	FailShare  float64
 	TriggerAt  time.Duration
 	TriggerFor time.Duration
 
@@ -73,13 +82,43 @@ const DefaultMaxCollapseCalls = 2_000_000
 // makes a handful of attempts under any strategy a budget leaves.
 const collapseEventsPerCall = 16
 
-// CollapsePolicies are the policies a Collapse compares, in order: one
-// attempt (none), the strategy with no budget (strategy), under a token
-// budget a client (token), under a windowed budget a client (windowed),
-// and what a retryhttp transport given only the strategy does (default:
-// retry.DefaultBudget a host, today the same as token at its defaults,
-// shown apart so that a change of the default shows here).
-var CollapsePolicies = []string{"none", "strategy", "token", "windowed", "default"}
+// CollapsePolicy is one of the policies a Collapse compares.
+type CollapsePolicy uint8
+
+// The policies a Collapse compares, in the order it runs them.
+const (
+	// CollapseNone makes one attempt a call.
+	CollapseNone CollapsePolicy = iota
+	// CollapseStrategy runs the strategy with no budget.
+	CollapseStrategy
+	// CollapseToken runs it under a token budget a client.
+	CollapseToken
+	// CollapseWindowed runs it under a windowed budget a client.
+	CollapseWindowed
+	// CollapseDefault does what a retryhttp transport given only the
+	// strategy does: retry.DefaultBudget a host (a client here), today
+	// the same as CollapseToken at its defaults, shown apart so that a
+	// change of the default shows here.
+	CollapseDefault
+)
+
+// collapsePolicyNames are the policies' names, by CollapsePolicy.
+var collapsePolicyNames = [...]string{"none", "strategy", "token", "windowed", "default"}
+
+// String returns the policy's name: none, strategy, token, windowed or
+// default.
+func (p CollapsePolicy) String() string {
+	if int(p) < len(collapsePolicyNames) {
+		return collapsePolicyNames[p]
+	}
+	return "CollapsePolicy(" + strconv.Itoa(int(p)) + ")"
+}
+
+// CollapsePolicies returns the policies a Collapse compares, in the order
+// it runs them: none, strategy, token, windowed, default.
+func CollapsePolicies() []CollapsePolicy {
+	return []CollapsePolicy{CollapseNone, CollapseStrategy, CollapseToken, CollapseWindowed, CollapseDefault}
+}
 
 // DefaultCollapse is the collapse what-if's defaults: a server in the
 // vulnerable regime (load 0.8 of its capacity, an attempt timeout shorter
@@ -101,8 +140,13 @@ func DefaultCollapse() Collapse {
 // CollapseResult is one policy's run: what it did each second, and how it
 // fared.
 type CollapseResult struct {
-	// Policy is its name, one of CollapsePolicies.
-	Policy string
+	// Policy is the policy it ran.
+	Policy CollapsePolicy
+	// Judged reports that the run was judged, recovered and settled or
+	// not: it was not cut short (Truncated), and its goodput over the 30 s
+	// before the trigger was at least half its arrivals (else it
+	// collapsed with no trigger). An unjudged run has neither verdict.
+	Judged bool
 	// Recovered: after the trigger ended, goodput's mean over the second
 	// and the 4 before it reached 90% of its mean over the 30 s before the
 	// trigger, and stayed there 10 consecutive seconds, before the run
@@ -110,15 +154,28 @@ type CollapseResult struct {
 	// seconds (-1 when it did not recover).
 	Recovered    bool
 	RecoverySecs int
+	// Settled: after the trigger ended, attempts over the second and the 4
+	// before it stayed within 1.1 times the arrivals over the same seconds
+	// for 10 consecutive seconds, before the run ended: the policy no
+	// longer retried hard. SettledSecs is from the trigger's end to the
+	// first of those seconds (-1 when it did not settle).
+	Settled     bool
+	SettledSecs int
 	// Amplification is attempts over arrivals from the trigger's start
-	// until the recovery, or the run's end.
+	// until the recovery, or the run's end, to two decimals.
 	Amplification float64
+	// TriggerArrivals are the calls that arrived during the trigger, and
+	// TriggerSucceeded those of them that succeeded, then or later.
+	TriggerArrivals, TriggerSucceeded int
 	// Per second: calls that arrived, attempts sent, calls that succeeded
 	// (at their success), the queue's length at the second's end, retries
 	// decided, and attempts served after their client had given up.
 	Arrivals, Attempts, Goodput, Queue, Retries, Wasted []int
-	// Truncated names the bound that cut the run short ("" for none).
-	Truncated Bound
+	// Truncated reports that the run stopped at a bound (MaxCalls, the
+	// calls in flight): its counts are then lower bounds, and it is not
+	// judged. TruncatedBy names the bound.
+	Truncated   bool
+	TruncatedBy Bound
 }
 
 // collapseErr begins the error of a setting out of range, which names it.
@@ -181,14 +238,35 @@ func (c Collapse) checkTrigger() string {
 		return fmt.Sprintf("Duration must be between 1s and 24h, got %v", c.Duration)
 	case c.TriggerAt < 0 || c.TriggerFor < 0 || c.TriggerAt+c.TriggerFor > c.Duration:
 		return fmt.Sprintf("TriggerAt must not be negative, nor TriggerFor, and the trigger must end within Duration (%v), got %v for %v", c.Duration, c.TriggerAt, c.TriggerFor)
-	case (c.Spike != 0) == (c.Drop != 0):
-		return "Spike must be set, or Drop: one trigger, not both or neither"
+	case !c.oneTrigger():
+		return "Spike must be set, or Drop, or FailShare: one trigger, not two or none"
+	}
+	return c.checkTriggerKind()
+}
+
+// checkTriggerKind says which of the trigger's settings is out of range,
+// if any.
+func (c Collapse) checkTriggerKind() string {
+	switch {
 	case c.Spike != 0 && !(c.Spike >= 1 && c.Spike <= 100):
 		return fmt.Sprintf("Spike must be between 1 and 100, got %v", c.Spike)
 	case c.Drop != 0 && !(c.Drop > 0 && c.Drop <= 1):
 		return fmt.Sprintf("Drop must be above 0 and at most 1, got %v", c.Drop)
+	case c.FailShare != 0 && !(c.FailShare > 0 && c.FailShare < 1):
+		return fmt.Sprintf("FailShare must be above 0 and below 1, got %v", c.FailShare)
 	}
 	return ""
+}
+
+// oneTrigger reports whether exactly one of the triggers is set.
+func (c Collapse) oneTrigger() bool {
+	n := 0
+	for _, v := range []float64{c.Spike, c.Drop, c.FailShare} {
+		if v != 0 {
+			n++
+		}
+	}
+	return n == 1
 }
 
 // checkBudgets says which of the budgets' settings is out of range, if
@@ -222,9 +300,9 @@ func (c Collapse) Run(ctx context.Context) ([]CollapseResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fleet: Collapse: %w", err)
 	}
-	out := make([]CollapseResult, 0, len(CollapsePolicies))
-	for _, name := range CollapsePolicies {
-		r, err := c.runPolicy(ctx, name, policy)
+	out := make([]CollapseResult, 0, len(collapsePolicyNames))
+	for _, p := range CollapsePolicies() {
+		r, err := c.runPolicy(ctx, p, policy)
 		if err != nil {
 			return nil, err
 		}
@@ -233,48 +311,70 @@ func (c Collapse) Run(ctx context.Context) ([]CollapseResult, error) {
 	return out, nil
 }
 
-// recovery computes r's Recovered, RecoverySecs and Amplification.
-func (c Collapse) recovery(r *CollapseResult) {
+// judge computes r's verdicts (Judged, Recovered, Settled and their
+// seconds) and its Amplification.
+func (c Collapse) judge(r *CollapseResult) {
 	at, end := int(c.TriggerAt/time.Second), int((c.TriggerAt+c.TriggerFor)/time.Second)
-	secs := len(r.Goodput)
-	baseline := 0.0
+	secs := min(len(r.Goodput), len(r.Arrivals), len(r.Attempts))
 	from := max(at-30, 0)
-	for s := from; s < at; s++ {
-		baseline += float64(r.Goodput[s])
-	}
+	goodput, arrived := sum(r.Goodput[from:at]), sum(r.Arrivals[from:at])
+	baseline := 0.0
 	if at > from {
-		baseline /= float64(at - from)
+		baseline = float64(goodput) / float64(at-from)
 	}
-	mean := func(s int) float64 { // over s and the 4 seconds before it
-		sum, n := 0, 0
-		for k := max(s-4, 0); k <= s; k++ {
-			sum, n = sum+r.Goodput[k], n+1
+	r.RecoverySecs, r.SettledSecs = -1, -1
+	r.Recovered, r.Settled = false, false
+	r.Judged = !r.Truncated && 2*goodput >= arrived
+	if r.Judged {
+		if s, ok := holds10(end, secs, func(s int) bool { return float64(trailing(r.Goodput, s))/float64(window(s)) >= 0.9*baseline }); ok {
+			r.Recovered, r.RecoverySecs = true, s-end
 		}
-		return float64(sum) / float64(n)
-	}
-	r.RecoverySecs = -1
-	run := 0
-	for s := end; s < secs; s++ {
-		if mean(s) < 0.9*baseline {
-			run = 0
-			continue
-		}
-		if run++; run == 10 {
-			r.Recovered, r.RecoverySecs = true, s-9-end
-			break
+		if s, ok := holds10(end, secs, func(s int) bool { return float64(trailing(r.Attempts, s)) <= 1.1*float64(trailing(r.Arrivals, s)) }); ok {
+			r.Settled, r.SettledSecs = true, s-end
 		}
 	}
 	until := secs
 	if r.Recovered {
 		until = end + r.RecoverySecs
 	}
-	arrivals, attempts := 0, 0
-	for s := at; s < until && s < secs; s++ {
-		arrivals, attempts = arrivals+r.Arrivals[s], attempts+r.Attempts[s]
-	}
+	arrivals, attempts := sum(r.Arrivals[min(at, until):until]), sum(r.Attempts[min(at, until):until])
+	r.Amplification = 0
 	if arrivals > 0 {
 		r.Amplification = math.Round(float64(attempts)/float64(arrivals)*100) / 100
 	}
+}
+
+// holds10 returns the first second from from on, before to, that begins
+// 10 consecutive seconds at which ok holds.
+func holds10(from, to int, ok func(s int) bool) (int, bool) {
+	run := 0
+	for s := from; s < to; s++ {
+		if !ok(s) {
+			run = 0
+			continue
+		}
+		if run++; run == 10 {
+			return s - 9, true
+		}
+	}
+	return -1, false
+}
+
+// trailing returns the sum of counts over second s and the 4 before it
+// (those of them from 0 on).
+func trailing(counts []int, s int) int { return sum(counts[max(s-4, 0) : s+1]) }
+
+// window returns how many seconds trailing sums at s: 5, fewer at the
+// run's start.
+func window(s int) int { return min(s+1, 5) }
+
+// sum returns the sum of counts.
+func sum(counts []int) int {
+	n := 0
+	for _, c := range counts {
+		n += c
+	}
+	return n
 }
 
 // newCollapseRNG returns the run's random numbers for one use: the same

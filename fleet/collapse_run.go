@@ -33,6 +33,7 @@ type collapseCall struct {
 	client  int32
 	gen     uint32
 	live    bool // its current attempt awaits an answer
+	trigger bool // it arrived during the trigger
 	history history
 	started time.Duration // its current attempt's start
 }
@@ -47,12 +48,13 @@ type queued struct {
 // collapseRun is one policy's run.
 type collapseRun struct {
 	c        Collapse
-	name     string
+	kind     CollapsePolicy
 	policy   *retrypolicy.Policy
 	eng      *engine[collapseEvent]
 	arrivals *rand.Rand
 	service  *rand.Rand
-	timeouts int // the engine's FIFO queue of timeouts
+	failures *rand.Rand // FailShare's draws
+	timeouts int        // the engine's FIFO queue of timeouts
 
 	calls   []collapseCall
 	free    []int32
@@ -64,15 +66,15 @@ type collapseRun struct {
 	r       CollapseResult
 }
 
-// runPolicy runs the policy named name.
-func (c Collapse) runPolicy(ctx context.Context, name string, policy *retrypolicy.Policy) (CollapseResult, error) {
+// runPolicy runs policy kind, the strategy compiled as policy.
+func (c Collapse) runPolicy(ctx context.Context, kind CollapsePolicy, policy *retrypolicy.Policy) (CollapseResult, error) {
 	secs := int((c.Duration + time.Second - 1) / time.Second)
-	r := &collapseRun{c: c, name: name, policy: policy,
+	r := &collapseRun{c: c, kind: kind, policy: policy,
 		eng:      newEngine[collapseEvent](collapseEventsPerCall*c.MaxCalls, BoundMaxCalls),
-		arrivals: newCollapseRNG(c.Seed, 0x617272), service: newCollapseRNG(c.Seed, 0x736572)}
+		arrivals: newCollapseRNG(c.Seed, 0x617272), service: newCollapseRNG(c.Seed, 0x736572), failures: newCollapseRNG(c.Seed, 0x666169)}
 	r.eng.fifoTies = true
 	r.timeouts = r.eng.newQueue()
-	r.r = CollapseResult{Policy: name, Arrivals: make([]int, secs), Attempts: make([]int, secs), Goodput: make([]int, secs),
+	r.r = CollapseResult{Policy: kind, Arrivals: make([]int, secs), Attempts: make([]int, secs), Goodput: make([]int, secs),
 		Queue: make([]int, secs), Retries: make([]int, secs), Wasted: make([]int, secs)}
 	if err := r.makeBudgets(); err != nil {
 		return CollapseResult{}, err
@@ -85,8 +87,8 @@ func (c Collapse) runPolicy(ctx context.Context, name string, policy *retrypolic
 	if err != nil {
 		return CollapseResult{}, fmt.Errorf("fleet: Collapse: %w", err)
 	}
-	r.r.Truncated = stop
-	c.recovery(&r.r)
+	r.r.TruncatedBy, r.r.Truncated = stop, stop != ""
+	c.judge(&r.r)
 	return r.r, nil
 }
 
@@ -95,12 +97,12 @@ func (r *collapseRun) makeBudgets() error {
 	r.budgets = make([]*retry.Budget, r.c.Clients)
 	for i := range r.budgets {
 		var err error
-		switch r.name {
-		case "token":
+		switch r.kind {
+		case CollapseToken:
 			r.budgets[i], err = r.c.tokenBudget()
-		case "default":
+		case CollapseDefault:
 			r.budgets[i] = retry.DefaultBudget() // a retryhttp transport's, a host
-		case "windowed":
+		case CollapseWindowed:
 			r.budgets[i], err = r.c.windowBudget()
 		}
 		if err != nil {
@@ -161,6 +163,10 @@ func (r *collapseRun) arrive(t time.Duration) {
 		return
 	}
 	r.r.Arrivals[int(t/time.Second)]++
+	trigger := r.triggered(t)
+	if trigger {
+		r.r.TriggerArrivals++
+	}
 	var id int32
 	if n := len(r.free); n > 0 {
 		id, r.free = r.free[n-1], r.free[:n-1]
@@ -170,7 +176,7 @@ func (r *collapseRun) arrive(t time.Duration) {
 	}
 	client := int32(r.nextID % r.c.Clients)
 	r.nextID++
-	r.calls[id] = collapseCall{seq: r.nextID - 1, client: client, gen: r.calls[id].gen}
+	r.calls[id] = collapseCall{seq: r.nextID - 1, client: client, gen: r.calls[id].gen, trigger: trigger}
 	budgetStart(r.budgets[client], t)
 	r.send(id, t)
 }
@@ -214,12 +220,17 @@ func (r *collapseRun) serve(q queued, t time.Duration) {
 }
 
 // served ends a service at t: its answer goes to its call if the call
-// still waits for that attempt (else it was wasted), and the worker takes
-// the next call queued.
+// still waits for that attempt (else it was wasted), a failure if the
+// random failures draw it, and the worker takes the next call queued.
 func (r *collapseRun) served(e collapseEvent, t time.Duration) {
 	r.busy--
 	if c := &r.calls[e.call]; c.gen == e.gen && c.live {
-		r.succeeded(e.call, t)
+		if r.c.FailShare > 0 && r.triggered(t) && r.failures.Float64() < r.c.FailShare {
+			c.live = false
+			r.failed(e.call, t) // failed transiently, after its service
+		} else {
+			r.succeeded(e.call, t)
+		}
 	} else {
 		r.r.Wasted[int(t/time.Second)]++
 	}
@@ -249,6 +260,9 @@ func (r *collapseRun) startNext(t time.Duration) {
 func (r *collapseRun) succeeded(id int32, t time.Duration) {
 	c := &r.calls[id]
 	r.r.Goodput[int(t/time.Second)]++
+	if c.trigger {
+		r.r.TriggerSucceeded++
+	}
 	budgetDeposit(r.budgets[c.client])
 	r.end(id)
 }
@@ -257,7 +271,7 @@ func (r *collapseRun) succeeded(id int32, t time.Duration) {
 // due time, or the call given up.
 func (r *collapseRun) failed(id int32, t time.Duration) {
 	c := &r.calls[id]
-	if r.name == "none" {
+	if r.kind == CollapseNone {
 		r.end(id)
 		return
 	}

@@ -221,7 +221,10 @@ function showCollapse(res, svg) {
   $("collapse-chart").innerHTML = svg.ok ? svg.text : "";
   if (!res.ok) { $("collapse-summary").textContent = ""; return; }
   $("collapse-summary").textContent = JSON.parse(res.text).map((p) => p.policy + ": " +
-    (p.recovered ? "recovered " + dur(p.recovery_secs) + " after the spike" : "never recovered") + ", " + p.amplification + " attempts a call").join("; ") + ".";
+    (!p.judged ? "not judged (" + (p.truncated ? "cut short" : "collapsed before the trigger") + ")" :
+      (p.recovered ? "recovered " + dur(p.recovery_secs) + " after the trigger" : "never recovered") + ", " +
+      (p.settled ? "settled " + dur(p.settled_secs) + " after" : "never settled")) +
+    ", " + p.amplification + " attempts a call").join("; ") + ".";
 }
 
 // layersBudgets are the query options of the budgets the layers view

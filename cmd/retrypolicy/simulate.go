@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/retrypolicy/retrypolicy"
 	"github.com/retrypolicy/retrypolicy/attemptlog"
@@ -232,50 +231,62 @@ func (out output) collapse(o *whatif.SimulateOptions, strategies []whatif.Named)
 		fmt.Fprintln(out.stderr, "retrypolicy: simulate: the collapse scenario takes one strategy (the strategy policy's), got", len(strategies))
 		return exitInvalid
 	}
+	t := collapseTable{strategy: "the scenario's default"}
 	var given *retrypolicy.Strategy
 	if len(strategies) == 1 {
-		given = &strategies[0].Strategy
+		given, t.strategy = &strategies[0].Strategy, strategies[0].Name
 	}
-	c := o.CollapseOf(given)
-	results, err := c.Run(context.Background()) // bounded by c.MaxCalls
+	t.c = o.CollapseOf(given)
+	var err error
+	t.results, err = t.c.Run(context.Background()) // bounded by c.MaxCalls
 	if err != nil {
 		return out.refused(err)
 	}
-	return out.emit(len(results), func(i int) []byte { return report.CollapseJSON(c, results[i]) },
-		func(w io.Writer) { writeCollapse(w, c, results) },
-		func() []byte { return report.CollapseChart(c, results) })
+	return out.emit(len(t.results), func(i int) []byte { return report.CollapseJSON(t.c, t.results[i]) },
+		t.write, func() []byte { return report.CollapseChart(t.c, t.results) })
 }
 
-// writeCollapse prints the collapse scenario's table.
-func writeCollapse(w io.Writer, c fleet.Collapse, results []fleet.CollapseResult) {
-	trigger := fmt.Sprintf("%gx the load", c.Spike)
-	if c.Drop > 0 {
-		trigger = fmt.Sprintf("%g%% of the workers lost", c.Drop*100)
-	}
+// collapseTable is the collapse scenario's run, to be printed: its
+// settings, the name of its strategy, and each policy's result.
+type collapseTable struct {
+	c        fleet.Collapse
+	strategy string
+	results  []fleet.CollapseResult
+}
+
+// write prints the collapse scenario's table, and a line for each policy
+// cut short or not judged.
+func (t collapseTable) write(w io.Writer) {
+	c := t.c
 	deadlines := "serves abandoned calls"
 	if c.CheckDeadlines {
 		deadlines = "drops calls past their deadline"
 	}
-	fmt.Fprintf(w, "collapse: %g calls a second over %d clients to %d workers of %s, a queue of %d (it %s), attempts timing out after %s; %s for %s from t = %s\n\n",
-		c.Rate, c.Clients, c.Workers, say.Duration(c.Service), c.Queue, deadlines, say.Duration(c.Timeout), trigger, say.Duration(c.TriggerFor), say.Duration(c.TriggerAt))
+	descriptor, _ := c.Strategy.MarshalJSON() // a strategy Run validated
+	fmt.Fprintf(w, "collapse: %g calls a second over %d clients to %d workers of %s, a queue of %d (it %s), attempts timing out after %s; %s for %s from t = %s\n",
+		c.Rate, c.Clients, c.Workers, say.Duration(c.Service), c.Queue, deadlines, say.Duration(c.Timeout), report.CollapseTrigger(c), say.Duration(c.TriggerFor), say.Duration(c.TriggerAt))
+	fmt.Fprintf(w, "strategy (%s): %s\n\n", t.strategy, descriptor)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "policy\trecovered\tafter the trigger\tattempts a call\twasted\t")
-	for _, r := range results {
-		recovered, after := "no", "never"
-		if r.Recovered {
-			recovered, after = "yes", say.Duration(time.Duration(r.RecoverySecs)*time.Second)
-		}
+	fmt.Fprintln(tw, "policy\trecovered after\tsettled after\tattempts a call\twasted\ttrigger's calls that succeeded\t")
+	for _, r := range t.results {
+		recovered, settled := report.CollapseVerdict(r)
 		wasted := 0
 		for _, n := range r.Wasted {
 			wasted += n
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\t%d\t\n", r.Policy, recovered, after, r.Amplification, wasted)
+		succeeded := "-"
+		if r.TriggerArrivals > 0 {
+			succeeded = fmt.Sprintf("%.0f%%", 100*float64(r.TriggerSucceeded)/float64(r.TriggerArrivals))
+		}
+		amplification := "-" // no call arrived from the trigger on
+		if r.Amplification > 0 {
+			amplification = fmt.Sprintf("%.2f", r.Amplification)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t\n", r.Policy, recovered, settled, amplification, wasted, succeeded)
 	}
 	tw.Flush()
-	for _, r := range results {
-		if r.Truncated != "" {
-			fmt.Fprint(w, report.Truncated(r.Policy, r.Truncated, "its counts are lower bounds"))
-		}
+	for _, r := range t.results {
+		fmt.Fprint(w, report.CollapseNotJudged(r))
 	}
 }
 

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/retrypolicy/retrypolicy"
 	"github.com/retrypolicy/retrypolicy/internal/front/whatif"
@@ -116,5 +118,46 @@ func TestDocsCollapseChartIsCurrent(t *testing.T) {
 	}
 	assert.Equal(t, 5, classes["load"], "a line a policy")
 	assert.Equal(t, 1, classes["outage"], "the trigger")
+	// none's, token's and default's lines lie on each other: the legend
+	// says so of the two drawn under the third.
+	assert.Equal(t, 2, strings.Count(string(data), "its line is under default&#39;s"))
 	docsPicture(t, "simulate-collapse", data, elements)
+}
+
+// TestCollapseSaysWhatItJudged: a collapse run cut short before its
+// trigger (--max-runs 1000) judges no policy, in the table (no "yes", no
+// time after the trigger) and in --json (every verdict null), and exits
+// 0 as a truncated run of the other scenarios does; with
+// --check-deadlines, the strategy's goodput is back at once, but its row
+// shows that its load settled only 20 s and more after the trigger, while
+// it still sent 1.7 attempts a call.
+func TestCollapseSaysWhatItJudged(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 0, run([]string{"simulate", "--scenario", "collapse", "--max-runs", "1000"}, nil, &stdout, &stderr), stderr.String())
+	assert.NotContains(t, stdout.String(), "yes")
+	assert.Equal(t, 5, strings.Count(stdout.String(), "not judged     not judged"), stdout.String())
+	assert.Equal(t, 5, strings.Count(stdout.String(), "truncated at --max-runs calls"))
+
+	stdout.Reset()
+	require.Equal(t, 0, run([]string{"simulate", "--scenario", "collapse", "--max-runs", "1000", "--json"}, nil, &stdout, &stderr), stderr.String())
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	require.Len(t, lines, 5)
+	for _, l := range lines {
+		assert.Contains(t, l, `"judged":false,"recovered":null,"recovery_secs":null,"settled":null,"settled_secs":null`)
+	}
+
+	stdout.Reset()
+	require.Equal(t, 0, run([]string{"simulate", "--scenario", "collapse", "--seed", "1", "--check-deadlines"}, nil, &stdout, &stderr), stderr.String())
+	var row []string
+	for _, l := range strings.Split(stdout.String(), "\n") {
+		if f := strings.Fields(l); len(f) > 0 && f[0] == "strategy" {
+			row = f
+		}
+	}
+	require.Len(t, row, 6, stdout.String())
+	assert.Equal(t, "0s", row[1], "its goodput recovered at once")
+	settled, err := time.ParseDuration(row[2])
+	require.NoError(t, err, "settled after: %q", row[2])
+	assert.GreaterOrEqual(t, settled, 20*time.Second, "not while it still retries hard")
+	assert.Equal(t, "1.72", row[3])
 }

@@ -98,7 +98,7 @@ func LayersChart(l fleet.Layers, chains []fleet.Chain, results []fleet.LayersRes
 		} else if r.Metastable {
 			note = "never back within capacity"
 		}
-		c.legend(&b, i, label, note)
+		c.legend(&b, i, key{label, []string{note}})
 	}
 	b.WriteString("</svg>\n")
 	return b.Bytes()

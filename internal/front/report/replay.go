@@ -123,7 +123,7 @@ func ReplayChart(log *fleet.Log, tick time.Duration, rr whatif.Replayed) []byte 
 		if j := sameLoad(loads, i); j >= 0 {
 			note = "its line is under " + rr.Names[j] + "'s"
 		}
-		c.legend(&b, i, label, note)
+		c.legend(&b, i, key{label, []string{note}})
 	}
 	b.WriteString("</svg>\n")
 	return b.Bytes()

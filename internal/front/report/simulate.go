@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -125,7 +126,7 @@ func LoadChart(o fleet.Outage, strategies []whatif.Named, results []fleet.Outage
 		if j := sameLoad(loads, i); j >= 0 {
 			note = "its line is under " + strategies[j].Name + "'s"
 		}
-		c.legend(&b, i, label, note)
+		c.legend(&b, i, key{label, []string{note}})
 	}
 	b.WriteString("</svg>\n")
 	return b.Bytes()
@@ -144,7 +145,8 @@ type loadChart struct {
 	per          int
 	plotW, plotH float64
 	decades      float64
-	xLabel       string // what the time axis counts from
+	xLabel       string  // what the time axis counts from
+	keyGap       float64 // the legend's keys' spacing, 0 for 32 pixels
 }
 
 func newLoadChart(units int, unit time.Duration, peak int) *loadChart {
@@ -239,14 +241,26 @@ func (c *loadChart) line(b *bytes.Buffer, i int, load, fatalAt []int) {
 	}
 }
 
-// legend writes the i-th strategy's key, with a note under it if any.
-func (c *loadChart) legend(b *bytes.Buffer, i int, label, note string) {
+// key is a line's entry in the legend: its label, and the notes under it
+// (an empty one is left out).
+type key struct {
+	label string
+	notes []string
+}
+
+// legend writes the i-th line's key. Keys are keyGap apart (32 pixels
+// unless set: a label and a note).
+func (c *loadChart) legend(b *bytes.Buffer, i int, k key) {
 	color, dash := chartColors[i%len(chartColors)], chartDashes[i%len(chartDashes)]
-	ly := chartTop + 32*float64(i) + 10
+	ly := chartTop + cmp.Or(c.keyGap, 32)*float64(i) + 10
 	fmt.Fprintf(b, `<line x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f" stroke="%s" stroke-width="3"%s/><text x="%.0f" y="%.0f">%s</text>`+"\n",
-		chartWidth-chartRight+10, ly, chartWidth-chartRight+34, ly, color, dashAttr(dash), chartWidth-chartRight+40, ly+4, esc(label))
-	if note != "" {
-		fmt.Fprintf(b, `<text x="%.0f" y="%.0f" font-size="11" fill="#555">%s</text>`+"\n", chartWidth-chartRight+40, ly+18, esc(note))
+		chartWidth-chartRight+10, ly, chartWidth-chartRight+34, ly, color, dashAttr(dash), chartWidth-chartRight+40, ly+4, esc(k.label))
+	for _, note := range k.notes {
+		if note == "" {
+			continue
+		}
+		ly += 14
+		fmt.Fprintf(b, `<text x="%.0f" y="%.0f" font-size="11" fill="#555">%s</text>`+"\n", chartWidth-chartRight+40, ly+4, esc(note))
 	}
 }
 

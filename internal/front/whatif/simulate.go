@@ -70,8 +70,8 @@ type SimulateOptions struct {
 	BudgetInterval, BudgetMinInterval Duration
 	// The collapse's server, trigger and clients (--workers, --service,
 	// --exponential-service, --queue, --check-deadlines, --timeout,
-	// --spike, --drop, --trigger-at, --trigger-for); --rate, --clients
-	// and --duration are its arrivals.
+	// --spike, --drop, --fail-share, --trigger-at, --trigger-for); --rate,
+	// --clients and --duration are its arrivals.
 	Collapse fleet.Collapse
 	fs       *flag.FlagSet // Define's, to tell the options set
 }
@@ -99,7 +99,8 @@ var scenarioOptions = map[string]struct {
 	"budget-min-retries": {budgeted, nil}, "budget-min-interval": {budgeted, nil},
 	"workers": {collapseOnly, nil}, "service": {collapseOnly, nil}, "exponential-service": {collapseOnly, nil},
 	"queue": {collapseOnly, nil}, "check-deadlines": {collapseOnly, nil}, "timeout": {collapseOnly, nil},
-	"spike": {collapseOnly, nil}, "drop": {collapseOnly, nil}, "trigger-at": {collapseOnly, nil}, "trigger-for": {collapseOnly, nil},
+	"spike": {collapseOnly, nil}, "drop": {collapseOnly, nil}, "fail-share": {collapseOnly, nil},
+	"trigger-at": {collapseOnly, nil}, "trigger-for": {collapseOnly, nil},
 }
 
 // The scenarios that take the budgets' options, and the collapse's own.
@@ -185,6 +186,7 @@ func (o *SimulateOptions) defineCollapse(fs *flag.FlagSet) {
 	fs.DurationVar(&o.Collapse.Timeout, "timeout", d.Timeout, "collapse: each attempt's timeout, a `DURATION` up to 1h")
 	fs.Float64Var(&o.Collapse.Spike, "spike", d.Spike, "collapse: the trigger, the arrivals times `F` (1 to 100)")
 	fs.Float64Var(&o.Collapse.Drop, "drop", 0, "collapse: the trigger, the fraction `F` of the workers lost (0 to 1), in place of --spike")
+	fs.Float64Var(&o.Collapse.FailShare, "fail-share", 0, "collapse: the trigger, the share `F` of the attempts served that fail, transiently, after their service (above 0, below 1), in place of --spike")
 	fs.DurationVar(&o.Collapse.TriggerAt, "trigger-at", d.TriggerAt, "collapse: when the trigger starts, a `DURATION`")
 	fs.DurationVar(&o.Collapse.TriggerFor, "trigger-for", d.TriggerFor, "collapse: how long the trigger lasts, a `DURATION`")
 }
@@ -360,7 +362,7 @@ func (o *SimulateOptions) Layers() fleet.Layers {
 // fleet.Collapse's errors give them.
 var collapseFlags = map[string]string{"Workers": "workers", "Service": "service", "Queue": "queue", "Rate": "rate",
 	"Clients": "clients", "Timeout": "timeout", "Duration": "duration", "TriggerAt": "trigger-at", "Spike": "spike",
-	"Drop": "drop", "MaxCalls": "max-runs"}
+	"Drop": "drop", "FailShare": "fail-share", "MaxCalls": "max-runs"}
 
 // checkCollapse returns the collapse's option out of range, if any, named
 // as a flag (the budgets' are checkBudgets').
@@ -397,8 +399,8 @@ func (o *SimulateOptions) CollapseOf(strategy *retrypolicy.Strategy) fleet.Colla
 				c.Clients = int(o.Clients)
 			case "duration":
 				c.Duration = time.Duration(o.Span)
-			case "drop":
-				c.Spike = 0 // the drop is the trigger
+			case "drop", "fail-share":
+				c.Spike = 0 // the drop, or the failures, are the trigger
 			}
 		})
 	}
