@@ -110,7 +110,7 @@ func NewWindowBudget(percent float64, interval time.Duration, minRetries int) (*
 // this package calls it once per call.
 func (b *Budget) Start() {
 	if b.win != nil {
-		b.win.Call(time.Now())
+		b.win.CallNow()
 	}
 }
 
@@ -142,7 +142,7 @@ func (b *Budget) Deposit() {
 // token budget reads no clock.
 func (b *Budget) Withdraw() bool {
 	if b.win != nil {
-		return b.win.Grant(time.Now())
+		return b.win.GrantNow()
 	}
 	return b.withdrawToken()
 }
@@ -176,7 +176,7 @@ func (b *Budget) withdrawToken() bool {
 // budget's state.
 func (b *Budget) Tokens() float64 {
 	if b.win != nil {
-		return float64(b.win.Allowed(time.Now()))
+		return float64(b.win.AllowedNow())
 	}
 	return float64(b.tokens.Load()) / microToken
 }

@@ -43,9 +43,9 @@ succeeded (completion_ms), means over --runs runs. Without a strategy: the blog'
 exponential and full_jitter (5 ms × 2^n, at most 2 s), and this library's
 exponential_with_jitter.
 
-layers: --rate requests a second for --duration go down a chain of four layers (a client, a
-gateway, a service, a database driver) to a bottom that is down for --outage and then serves
-at most --capacity calls a second; every layer is a retry loop of its own. Prints, for each
+layers: --rate requests a second (100) for --duration (5m) go down a chain of four layers (a
+client, a gateway, a service, a database driver) to a bottom that is down for --outage (30s)
+and then serves at most --capacity calls a second (150); every layer is a retry loop of its own. Prints, for each
 chain, the requests, the calls the bottom saw and their amplification, the peak load over
 capacity, the p99 latency and the recovery. Without a strategy: the four ways
 of the general retry rules (every layer retrying, the client alone, a budget, a
@@ -61,15 +61,19 @@ or --exponential-service), with a FIFO queue of at most --queue calls (500; a ca
 refused at once). --rate calls a second (80: 0.8 of its capacity) arrive, Poisson, over
 --clients clients (10), each call a retry loop whose attempts time out after --timeout (1s,
 shorter than a full queue's wait); an attempt abandoned stays queued and is served anyway,
-unless --check-deadlines. A trigger, --spike times the load (3) or --drop of the workers lost,
-from --trigger-at (1m) for --trigger-for (10s), over --duration (5m). The same arrivals run
-under five policies: none (one attempt), strategy (the strategy given, else bounded 4
-attempts with exponential jitter from 1s, no budget), token (a token budget a client,
---budget-ratio and --budget-burst, by default the library's default budget), windowed (a
-windowed budget a client, the windowed budget's options, 20%, 10s, 10 a second) and default
-(what a retryhttp transport does given only the strategy). Prints, for each, whether goodput recovered (its 5s mean back
-above 90% of the 30s before the trigger for 10s), how long after the trigger it took, and the
-attempts over arrivals from the trigger on. At these defaults, over seeds 1-10, none, token
+unless --check-deadlines. One trigger, from --trigger-at (1m) for --trigger-for (10s):
+--spike times the load (3), --drop of the workers lost, or --fail-share of the attempts
+served failing whatever the load; over --duration (5m). The same arrivals run under five
+policies: none (one attempt), strategy (the strategy given, else bounded 4 attempts with
+exponential jitter from 1s, no budget), token (a token budget a client, --budget-ratio and
+--budget-burst, by default the library's default budget), windowed (a windowed budget a
+client, the windowed budget's options, 20%, 10s, 10 a second) and default (what a retryhttp
+transport does given only the strategy). Prints the strategy, and for each policy how long
+after the trigger's end goodput recovered (its 5s mean back above 90% of the 30s before the
+trigger for 10s) and its load settled (attempts within 1.1x arrivals, on the same 5s mean,
+for 10s), or "not judged" for a run cut short (--max-runs) or collapsed before its trigger;
+the attempts over arrivals from the trigger on, the attempts served in vain (wasted), and the
+share of the trigger's calls that succeeded. At these defaults, over seeds 1-10, none, token
 and default recover every time and strategy never does. --svg draws goodput over time.`
 )
 

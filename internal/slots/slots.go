@@ -28,9 +28,10 @@ const microPercent = 1_000_000
 // retries do not come in one slot and age out together. Slots count from
 // the first time the window is given (its origin): slot k is
 // [origin + k·w, origin + (k+1)·w), w the interval over N; a time earlier
-// than the latest given counts as the latest. A Window reads no clock: its
-// caller passes the time. It is safe for concurrent use; each method is
-// O(1) (at most N slots aged) and allocates nothing.
+// than the latest given counts as the latest. A Window given a time reads
+// no clock; the Now forms read the monotonic one (time.Since, cheaper than
+// time.Now). It is safe for concurrent use; each method is O(1) (at most N
+// slots aged) and allocates nothing.
 type Window struct {
 	width   time.Duration // a slot's
 	percent uint64        // in millionths of a percent
@@ -60,24 +61,50 @@ func New(fn string, percent float64, interval time.Duration, minRetries int) (*W
 // Call counts a call at t.
 func (w *Window) Call(at time.Time) {
 	w.mu.Lock()
-	i := w.age(at)
+	w.call(w.age(w.since(at)))
+	w.mu.Unlock()
+}
+
+// CallNow counts a call now.
+func (w *Window) CallNow() {
+	w.mu.Lock()
+	w.call(w.age(w.sinceNow()))
+	w.mu.Unlock()
+}
+
+// call counts a call in slot i. w.mu is held.
+func (w *Window) call(i int) {
 	w.calls[i]++
 	w.sumC++
-	w.mu.Unlock()
 }
 
 // Grant reports whether a retry is allowed at t, and counts it when it
 // is.
 func (w *Window) Grant(at time.Time) bool {
 	w.mu.Lock()
-	i := w.age(at)
+	ok := w.grant(w.age(w.since(at)))
+	w.mu.Unlock()
+	return ok
+}
+
+// GrantNow reports whether a retry is allowed now, and counts it when it
+// is.
+func (w *Window) GrantNow() bool {
+	w.mu.Lock()
+	ok := w.grant(w.age(w.sinceNow()))
+	w.mu.Unlock()
+	return ok
+}
+
+// grant reports whether a retry is allowed in slot i, and counts it when
+// it is. w.mu is held.
+func (w *Window) grant(i int) bool {
 	bound := w.bound()
 	ok := w.sumR < bound && w.retries[i] < pace(bound)
 	if ok {
 		w.retries[i]++
 		w.sumR++
 	}
-	w.mu.Unlock()
 	return ok
 }
 
@@ -86,11 +113,42 @@ func (w *Window) Grant(at time.Time) bool {
 // current slot, at least 0.
 func (w *Window) Allowed(at time.Time) int64 {
 	w.mu.Lock()
-	i := w.age(at)
-	bound := w.bound()
-	n := max(min(bound-w.sumR, pace(bound)-w.retries[i]), 0)
+	n := w.allowed(w.age(w.since(at)))
 	w.mu.Unlock()
 	return n
+}
+
+// AllowedNow returns the retries Grant would allow now.
+func (w *Window) AllowedNow() int64 {
+	w.mu.Lock()
+	n := w.allowed(w.age(w.sinceNow()))
+	w.mu.Unlock()
+	return n
+}
+
+// allowed returns the retries slot i allows. w.mu is held.
+func (w *Window) allowed(i int) int64 {
+	bound := w.bound()
+	return max(min(bound-w.sumR, pace(bound)-w.retries[i]), 0)
+}
+
+// since returns t's offset from the origin, t the origin when it is the
+// first time given. w.mu is held.
+func (w *Window) since(t time.Time) time.Duration {
+	if !w.begun {
+		w.origin, w.begun = t, true
+	}
+	return t.Sub(w.origin)
+}
+
+// sinceNow returns now's offset from the origin, now the origin when no
+// time was given before. w.mu is held.
+func (w *Window) sinceNow() time.Duration {
+	if !w.begun {
+		w.origin, w.begun = time.Now(), true
+		return 0
+	}
+	return time.Since(w.origin)
 }
 
 // pace is the most retries one slot grants: ceil(bound/N).
@@ -103,15 +161,12 @@ func (w *Window) bound() int64 {
 	return max(w.least, int64(min(q, math.MaxInt64)))
 }
 
-// age moves the window to the slot of t, emptying the slots that left it,
-// and returns that slot's index in the ring; the first time given is the
-// origin. A time before the current slot (a clock behind another
-// caller's) counts in the current slot. w.mu is held.
-func (w *Window) age(t time.Time) int {
-	if !w.begun {
-		w.origin, w.begun = t, true
-	}
-	slot := int64(max(t.Sub(w.origin), 0) / w.width)
+// age moves the window to the slot of offset at from the origin, emptying
+// the slots that left it, and returns that slot's index in the ring. An
+// offset before the current slot (a clock behind another caller's) counts
+// in the current slot. w.mu is held.
+func (w *Window) age(at time.Duration) int {
+	slot := int64(max(at, 0) / w.width)
 	if slot > w.slot {
 		for k := max(w.slot+1, slot-N+1); k <= slot; k++ {
 			i := k % N

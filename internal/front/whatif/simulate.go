@@ -150,28 +150,32 @@ func (o *SimulateOptions) Define(fs *flag.FlagSet) {
 	o.Jobs, o.Clients, o.Runs, o.MaxRuns = 1000, 100, 100, fleet.DefaultMaxRuns
 	o.Down = Duration(30 * time.Minute)
 	fs.Var(&o.Jobs, "jobs", "outage: how many jobs, `N` from 1 to 1000000")
-	fs.Var(&o.Clients, "clients", "contention: how many clients, `N` from 1 to 100000")
-	fs.Var(&o.Down, "outage", "outage: how long the provider is down, a `DURATION` (30m) up to 30 days")
+	fs.Var(&o.Clients, "clients", "how many clients, `N` from 1 to 100000: contention, contending (default 100); collapse, the calls spread\nover them, each with its budgets (default 10)")
+	fs.Var(&o.Down, "outage", "how long the dependency is down, a `DURATION` up to 30 days: outage, the provider (default 30m);\nlayers, the bottom (default 30s)")
 	fs.Var(&o.FailAfter, "fail-after", "outage: how long a run lasts before it fails while the provider is down, a `DURATION`")
 	fs.Var(&o.Spread, "spread", "outage: the jobs' first runs spread over this `DURATION` (0: all at t = 0)")
-	fs.Var(&o.Capacity, "capacity", "outage: the most runs a second the provider serves once up, `C` (0: no limit)")
+	fs.Var(&o.Capacity, "capacity", "the most a second the dependency serves once up, `C` (0: no limit): outage, runs the provider\nserves (default 0); layers, calls the bottom serves (default 150)")
 	o.TickOption.Define(fs, "outage: ")
-	fs.Var(&o.MaxRuns, "max-runs", "outage and layers: the most runs (layers: calls) followed in all, `N`; the simulation stops there and says it was truncated")
+	fs.Var(&o.MaxRuns, "max-runs", "outage, layers and collapse: the most runs (layers and collapse: calls) followed in all, `N`; the\nsimulation stops there and says it was truncated")
 	fs.Var(&o.Runs, "runs", "contention: how many runs to average, `R` from 1 to 100000")
 	o.Rate, o.Span = 100, Duration(5*time.Minute)
-	fs.Var(&o.Rate, "rate", "layers: how many requests a second arrive at the top, `R` from 1 to 100000")
-	fs.Var(&o.Span, "duration", "layers: how long requests arrive, a `DURATION` up to 24h (the outage and capacity: 30s and 150 unless given)")
+	fs.Var(&o.Rate, "rate", "how many calls a second arrive, `R` from 1 to 100000: layers, requests at the top (default 100);\ncollapse, calls at the server (default 80)")
+	fs.Var(&o.Span, "duration", "layers: how long requests arrive; collapse: how long the run lasts; a `DURATION` up to 24h")
 	fs.Var(&o.DownAt, "outage-at", "layers: how long the bottom serves before its outage, a `DURATION` up to 24h (0: down from t = 0)")
 	o.BudgetRatio, o.BudgetBurst = retry.DefaultBudgetRatio, retry.DefaultBudgetBurst
 	o.BudgetPercent, o.BudgetInterval, o.BudgetMinRetries, o.BudgetMinInterval = 20, Duration(10*time.Second), 10, Duration(time.Second)
-	fs.Float64Var(&o.BudgetRatio, "budget-ratio", o.BudgetRatio, "layers: a token budget for each layer, `R` retries a call (0 to 1000), with --budget-burst")
-	fs.Var(&o.BudgetBurst, "budget-burst", "layers: a token budget for each layer, at most `N` tokens held (1 to 1e9)")
-	fs.Float64Var(&o.BudgetPercent, "budget-percent", o.BudgetPercent, "layers: a windowed budget for each layer, `P` percent of the calls in its interval as retries (0 to 100)")
-	fs.Var(&o.BudgetInterval, "budget-interval", "layers: the windowed budget's interval, a `DURATION` from 1ms to 1h")
-	fs.Var(&o.BudgetMinRetries, "budget-min-retries", "layers: the windowed budget's minimum, `N` retries every --budget-min-interval")
-	fs.Var(&o.BudgetMinInterval, "budget-min-interval", "layers: the interval of --budget-min-retries, a `DURATION` from 1ms")
+	fs.Float64Var(&o.BudgetRatio, "budget-ratio", o.BudgetRatio, "layers (a token budget for each layer, when given) and collapse (the token policy's, a client):\n`R` retries a call that ended well (0 to 1000)")
+	fs.Var(&o.BudgetBurst, "budget-burst", "layers and collapse: the token budget's burst, at most `N` tokens held (1 to 1e9)")
+	fs.Float64Var(&o.BudgetPercent, "budget-percent", o.BudgetPercent, "layers (a windowed budget for each layer, when given) and collapse (the windowed policy's, a\nclient): `P` percent of the calls in its interval as retries (0 to 100)")
+	fs.Var(&o.BudgetInterval, "budget-interval", "layers and collapse: the windowed budget's interval, a `DURATION` from 1ms to 1h")
+	fs.Var(&o.BudgetMinRetries, "budget-min-retries", "layers and collapse: the windowed budget's minimum, `N` retries every --budget-min-interval")
+	fs.Var(&o.BudgetMinInterval, "budget-min-interval", "layers and collapse: the interval of --budget-min-retries, a `DURATION` from 1ms")
 	fs.Uint64Var(&o.Seed, "seed", 0, "the seed the jitter, the spread and the latencies are drawn from, `S`")
 	o.defineCollapse(fs)
+	// Their defaults are the scenario's, each stated in its usage.
+	for name, zero := range map[string]string{"rate": "0", "clients": "0", "outage": "0s", "capacity": "0"} {
+		fs.Lookup(name).DefValue = zero
+	}
 }
 
 // defineCollapse defines the collapse's own options, with its defaults.

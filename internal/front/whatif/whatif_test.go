@@ -3,7 +3,10 @@ package whatif
 import (
 	"context"
 	"flag"
+	"fmt"
 	"io"
+	"regexp"
+	"strconv"
 	"testing"
 	"time"
 
@@ -205,4 +208,70 @@ func TestTheWindowedBudgetDoesNotBurst(t *testing.T) {
 	require.Positive(t, total, "retries during the outage")
 	mean := float64(total) / float64(len(outage))
 	assert.LessOrEqual(t, float64(most), 1.5*mean, "the most retries in a second of the outage, beside the mean %.1f", mean)
+}
+
+// TestHelpStatesEachScenariosDefaults: every default the flags' help
+// states, for each scenario that takes the flag, is what that scenario
+// runs when the flag is not given: a default written "SCENARIO … (default
+// X)" in the usage is that scenario's, the flag's own (printed after its
+// usage) every other's that takes it. A flag whose default a scenario
+// runs but no help states fails, as a stated default it does not run.
+func TestHelpStatesEachScenariosDefaults(t *testing.T) {
+	var o SimulateOptions
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	o.Define(fs)
+	require.NoError(t, fs.Parse(nil))
+	c := o.CollapseOf(nil)
+	runs := map[string]map[string]any{ // flag, scenario: what it runs
+		"jobs":            {"outage": o.Outage().Jobs},
+		"outage":          {"outage": o.Outage().Down, "layers": o.Layers().Down},
+		"capacity":        {"outage": o.Outage().Capacity, "layers": o.Layers().Capacity},
+		"tick":            {"outage": o.Outage().Tick},
+		"max-runs":        {"outage": o.Outage().MaxRuns, "layers": o.Layers().MaxCalls, "collapse": c.MaxCalls},
+		"clients":         {"contention": o.Contention().Clients, "collapse": c.Clients},
+		"runs":            {"contention": o.Contention().Runs},
+		"rate":            {"layers": o.Layers().Rate, "collapse": c.Rate},
+		"duration":        {"layers": o.Layers().Duration, "collapse": c.Duration},
+		"budget-ratio":    {"collapse": c.BudgetRatio},
+		"budget-burst":    {"collapse": c.BudgetBurst},
+		"budget-percent":  {"collapse": c.BudgetPercent},
+		"budget-interval": {"collapse": c.BudgetInterval},
+		"workers":         {"collapse": c.Workers}, "service": {"collapse": c.Service}, "queue": {"collapse": c.Queue},
+		"timeout": {"collapse": c.Timeout}, "spike": {"collapse": c.Spike},
+		"trigger-at": {"collapse": c.TriggerAt}, "trigger-for": {"collapse": c.TriggerFor},
+	}
+	stated := regexp.MustCompile(`\b(outage|contention|layers|collapse)\b[^;()]*\(default ([^)]+)\)`)
+	for name, scenarios := range runs {
+		f := fs.Lookup(name)
+		require.NotNil(t, f, name)
+		for scenario, ran := range scenarios {
+			says := ""
+			for _, m := range stated.FindAllStringSubmatch(f.Usage, -1) {
+				if m[1] == scenario {
+					says = m[2]
+				}
+			}
+			if says == "" {
+				says = f.DefValue // the flag's own, printed after its usage
+			}
+			assert.Equal(t, fmt.Sprint(ran), normalize(t, says, ran), "--%s in the %s scenario", name, scenario)
+		}
+	}
+}
+
+// normalize reads a default as the help states it into ran's type, and
+// writes it as fmt.Sprint does ran: "30m" as 30m0s.
+func normalize(t *testing.T, says string, ran any) string {
+	t.Helper()
+	switch ran.(type) {
+	case time.Duration:
+		d, err := time.ParseDuration(says)
+		require.NoError(t, err, says)
+		return fmt.Sprint(d)
+	case float64:
+		f, err := strconv.ParseFloat(says, 64)
+		require.NoError(t, err, says)
+		return fmt.Sprint(f)
+	}
+	return says
 }
