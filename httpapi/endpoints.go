@@ -339,20 +339,31 @@ func (h *Handler) simulate(w http.ResponseWriter, r *http.Request, body []byte) 
 	}
 	ctx, cancel := h.work(r)
 	defer cancel()
+	run := simRun{h: h, w: w, r: r, o: &o, strategies: strategies}
 	switch o.Scenario {
 	case "layers":
-		return h.layers(ctx, w, r, &o, st)
+		return run.layers(ctx)
 	case "collapse":
-		return h.collapse(ctx, w, r, o.CollapseOf(&st))
-	}
-	if o.Scenario == "contention" {
+		return run.collapse(ctx)
+	case "contention":
 		res, err := o.Contention().Run(ctx, fleet.Contender{Name: "posted", Strategy: st})
 		if e := h.failed(ctx, err); e != nil {
 			return e
 		}
 		return writeJSON(w, report.ContentionJSON(res))
 	}
-	return h.outage(ctx, w, r, o.Outage(), strategies)
+	return run.outage(ctx)
+}
+
+// simRun is a /v1/simulate request being answered: the response, the
+// request, its options, and the strategies, the posted one first, then
+// the one compared with it, if any.
+type simRun struct {
+	h          *Handler
+	w          http.ResponseWriter
+	r          *http.Request
+	o          *whatif.SimulateOptions
+	strategies []whatif.Named
 }
 
 // replay replays the attempt log in the body under the strategy of the
@@ -400,41 +411,44 @@ func (h *Handler) replay(w http.ResponseWriter, r *http.Request, body []byte) *a
 }
 
 // collapse runs the collapse's policies side by side, the posted strategy
-// the strategy policy's, within the request's budget and the server's
-// MaxRuns calls, and answers a JSON array of them, or their chart.
-func (h *Handler) collapse(ctx context.Context, w http.ResponseWriter, r *http.Request, c fleet.Collapse) *apiError {
+// the strategy policy's, within the request's budget (ctx) and the
+// server's MaxRuns calls, and answers a JSON array of them, or their
+// chart.
+func (s simRun) collapse(ctx context.Context) *apiError {
+	c := s.o.CollapseOf(&s.strategies[0].Strategy)
 	results, err := c.Run(ctx)
-	if e := h.failed(ctx, err); e != nil {
+	if e := s.h.failed(ctx, err); e != nil {
 		return e
 	}
-	if wantsSVG(r) {
-		return writeSVG(w, report.CollapseChart(c, results))
+	if wantsSVG(s.r) {
+		return writeSVG(s.w, report.CollapseChart(c, results))
 	}
-	return writeJSON(w, jsonArray(len(results), func(i int) []byte { return report.CollapseJSON(c, results[i]) }))
+	return writeJSON(s.w, jsonArray(len(results), func(i int) []byte { return report.CollapseJSON(c, results[i]) }))
 }
 
-// layers runs the chain of four layers (a client, a gateway, a service, a database driver) with st at every layer, and
-// with st at the client alone (each with the budgets the options give,
-// side by side), within the request's budget, and answers a JSON array of
-// them, or their chart.
-func (h *Handler) layers(ctx context.Context, w http.ResponseWriter, r *http.Request, o *whatif.SimulateOptions, st retrypolicy.Strategy) *apiError {
-	none := retrypolicy.Strategy{Kind: retrypolicy.None}
-	l := o.Layers()
-	chains := o.Budgeted([]fleet.Chain{whatif.ChainOf("every layer", []retrypolicy.Strategy{st, st, st, st}), whatif.ChainOf("client only", []retrypolicy.Strategy{st, none, none, none})})
+// layers runs the chain of four layers (a client, a gateway, a service, a
+// database driver) with the posted strategy at every layer, and at the
+// client alone (each with the budgets the options give, side by side),
+// within the request's budget (ctx), and answers a JSON array of them, or
+// their chart.
+func (s simRun) layers(ctx context.Context) *apiError {
+	st, none := s.strategies[0].Strategy, retrypolicy.Strategy{Kind: retrypolicy.None}
+	l := s.o.Layers()
+	chains := s.o.Budgeted([]fleet.Chain{whatif.ChainOf("every layer", []retrypolicy.Strategy{st, st, st, st}), whatif.ChainOf("client only", []retrypolicy.Strategy{st, none, none, none})})
 	results := make([]fleet.LayersResult, len(chains))
-	l.MaxCalls = h.o.MaxRuns
+	l.MaxCalls = s.h.o.MaxRuns
 	for i, c := range chains {
 		l.Layers = c.Layers
 		res, err := l.Run(ctx)
-		if e := h.failed(ctx, err); e != nil {
+		if e := s.h.failed(ctx, err); e != nil {
 			return e
 		}
 		results[i] = res
 	}
-	if wantsSVG(r) {
-		return writeSVG(w, report.LayersChart(l, chains, results))
+	if wantsSVG(s.r) {
+		return writeSVG(s.w, report.LayersChart(l, chains, results))
 	}
-	return writeJSON(w, jsonArray(len(results), func(i int) []byte { return report.LayersJSON(chains[i].Name, results[i]) }))
+	return writeJSON(s.w, jsonArray(len(results), func(i int) []byte { return report.LayersJSON(chains[i].Name, results[i]) }))
 }
 
 // jsonArray joins n JSON values, item(0) to item(n-1), into an array.
@@ -466,25 +480,27 @@ func compared(name, scenario string) ([]whatif.Named, []whatif.Option) {
 }
 
 // outage runs the outage under each strategy, within the request's
-// budget, and answers the chart of all, or the JSON: one object for the
-// posted strategy alone, or an array when another is compared with it.
-func (h *Handler) outage(ctx context.Context, w http.ResponseWriter, r *http.Request, out fleet.Outage, strategies []whatif.Named) *apiError {
+// budget (ctx), and answers the chart of all, or the JSON: one object for
+// the posted strategy alone, or an array when another is compared with
+// it.
+func (s simRun) outage(ctx context.Context) *apiError {
+	out, strategies := s.o.Outage(), s.strategies
 	results := make([]fleet.OutageResult, len(strategies))
 	for i, n := range strategies {
 		res, err := out.Run(ctx, n.Strategy)
-		if e := h.failed(ctx, err); e != nil {
+		if e := s.h.failed(ctx, err); e != nil {
 			return e
 		}
 		results[i] = res
 	}
-	if wantsSVG(r) {
+	if wantsSVG(s.r) {
 		strategies[0].Name = "this strategy"
-		return writeSVG(w, report.LoadChart(out, strategies, results))
+		return writeSVG(s.w, report.LoadChart(out, strategies, results))
 	}
 	if len(results) == 1 {
-		return writeJSON(w, report.OutageJSON("posted", results[0]))
+		return writeJSON(s.w, report.OutageJSON("posted", results[0]))
 	}
-	return writeJSON(w, jsonArray(len(results), func(i int) []byte { return report.OutageJSON(strategies[i].Name, results[i]) }))
+	return writeJSON(s.w, jsonArray(len(results), func(i int) []byte { return report.OutageJSON(strategies[i].Name, results[i]) }))
 }
 
 // failed answers the error of work done under ctx: ctx done before the

@@ -99,9 +99,9 @@ func newTokenBudget(ratio float64, burst int) *Budget {
 // NewWindowBudget(20, 10*time.Second, 100). It does not stop retrying when
 // most calls fail: a token budget ([NewBudget]) does.
 func NewWindowBudget(percent float64, interval time.Duration, minRetries int) (*Budget, error) {
-	w, err := slots.New("retrypolicy: NewWindowBudget", percent, interval, minRetries)
+	w, err := slots.New(percent, interval, minRetries)
 	if err != nil {
-		return nil, err
+		return nil, errors.New("retrypolicy: NewWindowBudget: " + err.Error())
 	}
 	return &Budget{win: w}, nil
 }

@@ -156,9 +156,9 @@ func (out output) writeLog(path string, o fleet.Outage, s whatif.Named) int {
 		return exitIO
 	}
 	strategies, results := []whatif.Named{s}, []fleet.OutageResult{r}
-	return out.emit(1, func(int) []byte { return report.OutageJSON(s.Name, r) },
+	return out.emit(printout{1, func(int) []byte { return report.OutageJSON(s.Name, r) },
 		func(w io.Writer) { writeOutage(w, o, strategies, results) },
-		func() []byte { return report.LoadChart(o, strategies, results) })
+		func() []byte { return report.LoadChart(o, strategies, results) }})
 }
 
 // output is where simulate writes, and how: a JSON line a run, or a table;
@@ -169,18 +169,27 @@ type output struct {
 	stdout, stderr io.Writer
 }
 
-// emit writes n runs' results: line(i) for each with --json, else the
-// table; then chart's picture, when there is one and --svg asks for it.
-func (out output) emit(n int, line func(i int) []byte, table func(w io.Writer), chart func() []byte) int {
+// printout is how a scenario's n runs print: line(i) is run i's JSON,
+// table writes their table, chart draws their picture (nil for none).
+type printout struct {
+	n     int
+	line  func(i int) []byte
+	table func(w io.Writer)
+	chart func() []byte
+}
+
+// emit writes p's runs: a JSON line each with --json, else the table;
+// then the picture, when there is one and --svg asks for it.
+func (out output) emit(p printout) int {
 	if out.asJSON {
-		for i := range n {
-			fmt.Fprintf(out.stdout, "%s\n", line(i))
+		for i := range p.n {
+			fmt.Fprintf(out.stdout, "%s\n", p.line(i))
 		}
 	} else {
-		table(out.stdout)
+		p.table(out.stdout)
 	}
-	if chart != nil && out.svgPath != "" {
-		if err := os.WriteFile(out.svgPath, chart(), 0o644); err != nil {
+	if p.chart != nil && out.svgPath != "" {
+		if err := os.WriteFile(out.svgPath, p.chart(), 0o644); err != nil {
 			fmt.Fprintln(out.stderr, "retrypolicy:", err)
 			return exitIO
 		}
@@ -223,9 +232,9 @@ func (out output) layers(l fleet.Layers, chains []fleet.Chain) int {
 		}
 		results[i] = r
 	}
-	return out.emit(len(results), func(i int) []byte { return report.LayersJSON(chains[i].Name, results[i]) },
+	return out.emit(printout{len(results), func(i int) []byte { return report.LayersJSON(chains[i].Name, results[i]) },
 		func(w io.Writer) { writeLayers(w, l, chains, results) },
-		func() []byte { return report.LayersChart(l, chains, results) })
+		func() []byte { return report.LayersChart(l, chains, results) }})
 }
 
 // collapse runs the collapse scenario's policies side by side, under the
@@ -246,8 +255,8 @@ func (out output) collapse(o *whatif.SimulateOptions, strategies []whatif.Named)
 	if err != nil {
 		return out.refused(err)
 	}
-	return out.emit(len(t.results), func(i int) []byte { return report.CollapseJSON(t.c, t.results[i]) },
-		t.write, func() []byte { return report.CollapseChart(t.c, t.results) })
+	return out.emit(printout{len(t.results), func(i int) []byte { return report.CollapseJSON(t.c, t.results[i]) },
+		t.write, func() []byte { return report.CollapseChart(t.c, t.results) }})
 }
 
 // collapseTable is the collapse scenario's run, to be printed: its
@@ -395,9 +404,9 @@ func (out output) outage(o fleet.Outage, strategies []whatif.Named) int {
 		}
 		results[i] = r
 	}
-	return out.emit(len(results), func(i int) []byte { return report.OutageJSON(strategies[i].Name, results[i]) },
+	return out.emit(printout{len(results), func(i int) []byte { return report.OutageJSON(strategies[i].Name, results[i]) },
 		func(w io.Writer) { writeOutage(w, o, strategies, results) },
-		func() []byte { return report.LoadChart(o, strategies, results) })
+		func() []byte { return report.LoadChart(o, strategies, results) }})
 }
 
 // writeOutage prints the outage scenario's table.
@@ -431,8 +440,8 @@ func (out output) contention(c fleet.Contention, contenders []fleet.Contender) i
 		}
 		results[i] = r
 	}
-	return out.emit(len(results), func(i int) []byte { return report.ContentionJSON(results[i]) },
-		func(w io.Writer) { writeContention(w, c, results) }, nil)
+	return out.emit(printout{len(results), func(i int) []byte { return report.ContentionJSON(results[i]) },
+		func(w io.Writer) { writeContention(w, c, results) }, nil})
 }
 
 // writeContention prints the contention scenario's table.

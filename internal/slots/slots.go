@@ -50,10 +50,10 @@ type Window struct {
 // New returns a window of interval (1 ms to 1 h, N slots of interval/N)
 // that grants percent (0 to 100, kept to a millionth of a percent) of its
 // calls as retries, and at least minRetries (0 to 1e9). An argument out of
-// range is an error naming it, prefixed with fn.
-func New(fn string, percent float64, interval time.Duration, minRetries int) (*Window, error) {
+// range is an error naming it and its range.
+func New(percent float64, interval time.Duration, minRetries int) (*Window, error) {
 	if p := budgetrange.Window(percent, interval, minRetries); len(p) > 0 {
-		return nil, errors.New(fn + ": " + p[0].Arg + " " + p[0].Rule)
+		return nil, errors.New(p[0].Arg + " " + p[0].Rule)
 	}
 	return &Window{width: interval / N, percent: uint64(math.Floor(percent * microPercent)), least: int64(minRetries)}, nil
 }

@@ -88,7 +88,7 @@ func TestGrantsAreTheReferenceModels(t *testing.T) {
 		percent := rapid.SampledFrom([]float64{0, 0.5, 10, 20, 33.333333, 50, 99.9, 100}).Draw(t, "percent")
 		interval := time.Duration(rapid.Int64Range(int64(time.Millisecond), int64(time.Hour)).Draw(t, "interval"))
 		least := rapid.IntRange(0, 5).Draw(t, "minRetries")
-		w, err := New("test", percent, interval, least)
+		w, err := New(percent, interval, least)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -136,18 +136,18 @@ func TestNewNamesTheArgument(t *testing.T) {
 		minRetries int
 		want       string
 	}{
-		{-1, time.Second, 0, "f: percent must be between 0 and 100, got -1"},
-		{100.5, time.Second, 0, "f: percent must be between 0 and 100, got 100.5"},
-		{nan(), time.Second, 0, "f: percent must be between 0 and 100, got NaN"},
-		{20, time.Millisecond - 1, 0, "f: interval must be between 1ms and 1h, got 999.999µs"},
-		{20, time.Hour + 1, 0, "f: interval must be between 1ms and 1h, got 1h0m0.000000001s"},
-		{20, time.Second, -1, "f: minRetries must be between 0 and 1000000000, got -1"},
-		{20, time.Second, 1e9 + 1, "f: minRetries must be between 0 and 1000000000, got 1000000001"},
+		{-1, time.Second, 0, "percent must be between 0 and 100, got -1"},
+		{100.5, time.Second, 0, "percent must be between 0 and 100, got 100.5"},
+		{nan(), time.Second, 0, "percent must be between 0 and 100, got NaN"},
+		{20, time.Millisecond - 1, 0, "interval must be between 1ms and 1h, got 999.999µs"},
+		{20, time.Hour + 1, 0, "interval must be between 1ms and 1h, got 1h0m0.000000001s"},
+		{20, time.Second, -1, "minRetries must be between 0 and 1000000000, got -1"},
+		{20, time.Second, 1e9 + 1, "minRetries must be between 0 and 1000000000, got 1000000001"},
 	} {
-		_, err := New("f", c.percent, c.interval, c.minRetries)
+		_, err := New(c.percent, c.interval, c.minRetries)
 		assert.EqualError(t, err, c.want)
 	}
-	_, err := New("f", 100, time.Hour, 1e9)
+	_, err := New(100, time.Hour, 1e9)
 	assert.NoError(t, err)
 }
 

@@ -1,7 +1,6 @@
 package report
 
 import (
-	"bytes"
 	"fmt"
 	"math"
 	"strconv"
@@ -144,21 +143,19 @@ func CollapseChart(c fleet.Collapse, results []fleet.CollapseResult) []byte {
 	}
 	ch := newLoadChart(secs, time.Second, peak)
 	ch.xLabel, ch.keyGap = "time since the run began", 46
-	var b bytes.Buffer
-	ch.start(&b, fmt.Sprintf("%s calls a second to %d workers of %s: goodput a second (log scale), %s for %s",
+	ch.start(fmt.Sprintf("%s calls a second to %d workers of %s: goodput a second (log scale), %s for %s",
 		number(c.Rate), c.Workers, say.Duration(c.Service), CollapseTrigger(c), say.Duration(c.TriggerFor)), 0, "")
-	ch.shade(&b, c.TriggerAt.Seconds(), (c.TriggerAt + c.TriggerFor).Seconds(), "trigger")
+	ch.shade(c.TriggerAt.Seconds(), (c.TriggerAt + c.TriggerFor).Seconds(), "trigger")
 	for i, r := range results {
-		ch.line(&b, i, r.Goodput, nil)
+		ch.line(i, r.Goodput, nil)
 		note := collapseNote(r)
 		under := ""
 		if j := ch.under(results, i); j >= 0 {
 			under = "its line is under " + results[j].Policy.String() + "'s"
 		}
-		ch.legend(&b, i, key{fmt.Sprintf("%s (%.2fx)", r.Policy, r.Amplification), []string{note, under}})
+		ch.legend(i, key{fmt.Sprintf("%s (%.2fx)", r.Policy, r.Amplification), []string{note, under}})
 	}
-	b.WriteString("</svg>\n")
-	return b.Bytes()
+	return ch.end()
 }
 
 // collapseNote says in a legend's few words how r fared: "recovered 32s,

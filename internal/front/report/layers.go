@@ -1,7 +1,6 @@
 package report
 
 import (
-	"bytes"
 	"fmt"
 	"math"
 	"time"
@@ -83,23 +82,21 @@ func LayersChart(l fleet.Layers, chains []fleet.Chain, results []fleet.LayersRes
 		}
 	}
 	c := newLoadChart(secs, time.Second, peak)
-	var b bytes.Buffer
-	c.start(&b, fmt.Sprintf("%s requests a second through %d layers: calls a second at the bottom (log scale), a %s outage", number(l.Rate), len(chains[0].Layers), say.Duration(l.Down)), l.Down, "bottom down")
+	c.start(fmt.Sprintf("%s requests a second through %d layers: calls a second at the bottom (log scale), a %s outage", number(l.Rate), len(chains[0].Layers), say.Duration(l.Down)), l.Down, "bottom down")
 	if l.Capacity > 0 {
 		y := c.y(l.Capacity)
-		fmt.Fprintf(&b, `<line class="capacity" x1="%.0f" y1="%.1f" x2="%.0f" y2="%.1f" stroke="#d62728" stroke-width="1.5" stroke-dasharray="6 4"/><text x="%.0f" y="%.1f" fill="#a02020" text-anchor="end">capacity %d/s</text>`+"\n",
+		fmt.Fprintf(&c.b, `<line class="capacity" x1="%.0f" y1="%.1f" x2="%.0f" y2="%.1f" stroke="#d62728" stroke-width="1.5" stroke-dasharray="6 4"/><text x="%.0f" y="%.1f" fill="#a02020" text-anchor="end">capacity %d/s</text>`+"\n",
 			chartLeft, y, chartLeft+c.plotW, y, chartLeft+c.plotW-4, y-6, l.Capacity)
 	}
 	for i, r := range results {
-		c.line(&b, i, r.Load, nil)
+		c.line(i, r.Load, nil)
 		label, note := chains[i].Name+fmt.Sprintf(" (%.2fx)", r.Amplification), ""
 		if j := sameLoad(loads, i); j >= 0 {
 			note = "its line is under " + chains[j].Name + "'s"
 		} else if r.Metastable {
 			note = "never back within capacity"
 		}
-		c.legend(&b, i, key{label, []string{note}})
+		c.legend(i, key{label, []string{note}})
 	}
-	b.WriteString("</svg>\n")
-	return b.Bytes()
+	return c.end()
 }

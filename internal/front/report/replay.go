@@ -105,17 +105,16 @@ func ReplayChart(log *fleet.Log, tick time.Duration, rr whatif.Replayed) []byte 
 	}
 	c := newLoadChart(units, width, peak)
 	c.xLabel = "time since the log's first attempt, " + from.Format(time.RFC3339)
-	var b bytes.Buffer
-	c.start(&b, "attempts a minute (log scale), as recorded and replayed; "+TickText(tick), 0, "")
+	c.start("attempts a minute (log scale), as recorded and replayed; "+TickText(tick), 0, "")
 	for i, s := range mergeStretches(log.Down(), from, width, float64(c.per)) {
 		label := ""
 		if i == 0 {
 			label = "down"
 		}
-		c.shade(&b, s[0], s[1], label)
+		c.shade(s[0], s[1], label)
 	}
 	for i, r := range rr.Results {
-		c.line(&b, i, loads[i], nil)
+		c.line(i, loads[i], nil)
 		label, note := rr.Names[i], ""
 		if r.Fatal > 0 && i > 0 {
 			label += fmt.Sprintf(" (%d FATAL)", r.Fatal)
@@ -123,10 +122,9 @@ func ReplayChart(log *fleet.Log, tick time.Duration, rr whatif.Replayed) []byte 
 		if j := sameLoad(loads, i); j >= 0 {
 			note = "its line is under " + rr.Names[j] + "'s"
 		}
-		c.legend(&b, i, key{label, []string{note}})
+		c.legend(i, key{label, []string{note}})
 	}
-	b.WriteString("</svg>\n")
-	return b.Bytes()
+	return c.end()
 }
 
 // alignLoads returns the results' loads in buckets of one width, the

@@ -115,10 +115,9 @@ func LoadChart(o fleet.Outage, strategies []whatif.Named, results []fleet.Outage
 		minutes, peak, loads[i] = max(minutes, len(r.Load)), max(peak, r.Peak), r.Load
 	}
 	c := newLoadChart(minutes, time.Minute, peak)
-	var b bytes.Buffer
-	c.start(&b, fmt.Sprintf("%d jobs through a %s outage: runs a minute (log scale); %s", o.Jobs, say.Duration(o.Down), TickText(o.Tick)), o.Down, "provider down")
+	c.start(fmt.Sprintf("%d jobs through a %s outage: runs a minute (log scale); %s", o.Jobs, say.Duration(o.Down), TickText(o.Tick)), o.Down, "provider down")
 	for i, r := range results {
-		c.line(&b, i, r.Load, r.FatalAt)
+		c.line(i, r.Load, r.FatalAt)
 		label, note := strategies[i].Name, ""
 		if r.Fatal > 0 {
 			label += fmt.Sprintf(" (%d FATAL)", r.Fatal)
@@ -126,10 +125,9 @@ func LoadChart(o fleet.Outage, strategies []whatif.Named, results []fleet.Outage
 		if j := sameLoad(loads, i); j >= 0 {
 			note = "its line is under " + strategies[j].Name + "'s"
 		}
-		c.legend(&b, i, key{label, []string{note}})
+		c.legend(i, key{label, []string{note}})
 	}
-	b.WriteString("</svg>\n")
-	return b.Bytes()
+	return c.end()
 }
 
 // MaxChartPoints is the most points a load chart draws for a line,
@@ -145,8 +143,15 @@ type loadChart struct {
 	per          int
 	plotW, plotH float64
 	decades      float64
-	xLabel       string  // what the time axis counts from
-	keyGap       float64 // the legend's keys' spacing, 0 for 32 pixels
+	xLabel       string       // what the time axis counts from
+	keyGap       float64      // the legend's keys' spacing, 0 for 32 pixels
+	b            bytes.Buffer // the picture drawn so far
+}
+
+// end closes the picture and returns it.
+func (c *loadChart) end() []byte {
+	c.b.WriteString("</svg>\n")
+	return c.b.Bytes()
 }
 
 func newLoadChart(units int, unit time.Duration, peak int) *loadChart {
@@ -167,24 +172,26 @@ func (c *loadChart) bucket(counts []int, p int) (most, sum int) {
 
 // start writes the picture's head: its title, the outage shaded, and the
 // axes.
-func (c *loadChart) start(b *bytes.Buffer, title string, down time.Duration, downLabel string) {
+func (c *loadChart) start(title string, down time.Duration, downLabel string) {
+	b := &c.b
 	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="sans-serif" font-size="12">`+"\n",
 		chartWidth, chartHeight, chartWidth, chartHeight)
 	b.WriteString(`<rect width="100%" height="100%" fill="white"/>` + "\n")
 	fmt.Fprintf(b, `<text x="10" y="22" font-size="15" font-weight="bold">%s</text>`+"\n", esc(title))
 	if downLabel != "" {
-		c.shade(b, 0, float64(down)/float64(c.unit), downLabel)
+		c.shade(0, float64(down)/float64(c.unit), downLabel)
 	}
 	if c.per > 1 {
 		fmt.Fprintf(b, `<text class="bucket" x="%.0f" y="%.0f" text-anchor="end" font-size="11" fill="#555">each point: the busiest %s of %s</text>`+"\n",
 			chartLeft+c.plotW, chartTop-6, say.Duration(c.unit), say.Duration(time.Duration(c.per)*c.unit))
 	}
-	c.axes(b)
+	c.axes()
 }
 
 // shade shades the units from from to to, where the dependency is down,
 // with label at its start.
-func (c *loadChart) shade(b *bytes.Buffer, from, to float64, label string) {
+func (c *loadChart) shade(from, to float64, label string) {
+	b := &c.b
 	from, to = max(from, 0), min(to, float64(c.units))
 	fmt.Fprintf(b, `<rect class="outage" x="%.1f" y="%.0f" width="%.1f" height="%.0f" fill="#d62728" fill-opacity=".12"/>`+"\n",
 		c.x(from), chartTop, max(c.x(to)-c.x(from), 1), c.plotH)
@@ -207,7 +214,8 @@ func (c *loadChart) y(n int) float64 {
 }
 
 // axes draws the decades (0 at the floor), and the time on round ticks.
-func (c *loadChart) axes(b *bytes.Buffer) {
+func (c *loadChart) axes() {
+	b := &c.b
 	fmt.Fprintf(b, `<text x="%.0f" y="%.1f" text-anchor="end">0</text>`+"\n", chartLeft-6, c.y(0)+4)
 	for d := 0.0; d <= c.decades; d++ {
 		n := int(math.Pow(10, d))
@@ -223,7 +231,8 @@ func (c *loadChart) axes(b *bytes.Buffer) {
 
 // line draws the i-th series: its count in each unit, and the units in
 // which jobs went FATAL, if any.
-func (c *loadChart) line(b *bytes.Buffer, i int, load, fatalAt []int) {
+func (c *loadChart) line(i int, load, fatalAt []int) {
+	b := &c.b
 	color, dash := chartColors[i%len(chartColors)], chartDashes[i%len(chartDashes)]
 	n := (c.units + c.per - 1) / c.per
 	points := make([]string, 0, n)
@@ -250,7 +259,8 @@ type key struct {
 
 // legend writes the i-th line's key. Keys are keyGap apart (32 pixels
 // unless set: a label and a note).
-func (c *loadChart) legend(b *bytes.Buffer, i int, k key) {
+func (c *loadChart) legend(i int, k key) {
+	b := &c.b
 	color, dash := chartColors[i%len(chartColors)], chartDashes[i%len(chartDashes)]
 	ly := chartTop + cmp.Or(c.keyGap, 32)*float64(i) + 10
 	fmt.Fprintf(b, `<line x1="%.0f" y1="%.0f" x2="%.0f" y2="%.0f" stroke="%s" stroke-width="3"%s/><text x="%.0f" y="%.0f">%s</text>`+"\n",
