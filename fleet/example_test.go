@@ -57,7 +57,9 @@ func ExampleReplay() {
 
 // ExampleCollapse: a server at 0.8 of its capacity, a spike of three times
 // the load for 10 s; one attempt and the budgets that only successes
-// refill recover, the strategy alone and the windowed budget do not.
+// refill recover (goodput back) and settle (attempts back within 1.1x the
+// arrivals) 32 s and 0 s after it; the strategy alone and the windowed
+// budget do neither.
 func ExampleCollapse() {
 	results, err := fleet.DefaultCollapse().Run(context.Background())
 	if err != nil {
@@ -65,12 +67,36 @@ func ExampleCollapse() {
 		return
 	}
 	for _, r := range results {
-		fmt.Printf("%-8s recovered %-5v %.2f attempts a call\n", r.Policy, r.Recovered, r.Amplification)
+		fmt.Printf("%-8s recovered %-5v settled %-5v %.2f attempts a call\n", r.Policy, r.Recovered, r.Settled, r.Amplification)
 	}
 	// Output:
-	// none     recovered true  1.00 attempts a call
-	// strategy recovered false 3.92 attempts a call
-	// token    recovered true  1.02 attempts a call
-	// windowed recovered false 2.14 attempts a call
-	// default  recovered true  1.02 attempts a call
+	// none     recovered true  settled true  1.00 attempts a call
+	// strategy recovered false settled false 3.92 attempts a call
+	// token    recovered true  settled true  1.02 attempts a call
+	// windowed recovered false settled false 2.14 attempts a call
+	// default  recovered true  settled true  1.02 attempts a call
+}
+
+// ExampleCollapse_randomFailures: 90% of the attempts failing for 20 s, at
+// a quarter of the default load, so that the server is never overloaded:
+// the default budget saves few more of the span's calls than one attempt
+// does, the strategy alone most; where failures do not come with load, a
+// budget costs successful calls.
+func ExampleCollapse_randomFailures() {
+	c := fleet.DefaultCollapse()
+	c.Rate, c.Spike, c.FailShare, c.TriggerFor = 20, 0, 0.9, 20*time.Second
+	results, err := c.Run(context.Background())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, r := range results {
+		fmt.Printf("%-8s %3.0f%% of the span's calls succeeded\n", r.Policy, 100*float64(r.TriggerSucceeded)/float64(r.TriggerArrivals))
+	}
+	// Output:
+	// none      10% of the span's calls succeeded
+	// strategy  60% of the span's calls succeeded
+	// token     11% of the span's calls succeeded
+	// windowed  60% of the span's calls succeeded
+	// default   11% of the span's calls succeeded
 }
