@@ -90,9 +90,8 @@ func newTokenBudget(ratio float64, burst int) *Budget {
 // budget is given (by StartAt, WithdrawAt or TokensAt, or time.Now by the
 // forms without a time); a slot older than the 9 before the current one
 // counts nothing, and a time earlier than the latest given counts as the
-// latest. percent must be in [0, 100]
-// (kept to a millionth of a percent), interval in [1ms, 1h], minRetries
-// in [0, 1e9].
+// latest. percent must be in [0, 100] (kept to a millionth of a percent),
+// interval in [1ms, 1h], minRetries in [0, 1e9].
 //
 // The Gateway API's defaults, 20 percent over 10 s with a minimum of 100
 // retries in the 10 s (paced: at most 10 in any second), are
