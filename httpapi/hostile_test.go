@@ -370,3 +370,32 @@ func TestMistypedParameterIsSuggested(t *testing.T) {
 		assert.Contains(t, e.Errors[0].Message, "did you mean jobs?", q)
 	}
 }
+
+// TestACollapseCutShortIsNotJudged: a collapse run that the server's
+// MaxRuns cuts before its trigger answers every policy unjudged, its
+// verdicts null, never recovered, and says so in its picture.
+func TestACollapseCutShortIsNotJudged(t *testing.T) {
+	h := New(Options{MaxRuns: 1000})
+	a := send(t, h, post("/v1/simulate?scenario=collapse", "null"))
+	require.Equal(t, 200, a.status, a.body)
+	var policies []struct {
+		Policy    string `json:"policy"`
+		Judged    bool   `json:"judged"`
+		Recovered *bool  `json:"recovered"`
+		Settled   *bool  `json:"settled"`
+		Truncated bool   `json:"truncated"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(a.body), &policies))
+	require.Len(t, policies, 5)
+	for _, p := range policies {
+		assert.False(t, p.Judged, p.Policy)
+		assert.Nil(t, p.Recovered, p.Policy)
+		assert.Nil(t, p.Settled, p.Policy)
+		assert.True(t, p.Truncated, p.Policy)
+	}
+	req := post("/v1/simulate?scenario=collapse", "null")
+	req.Header.Set("Accept", "image/svg+xml")
+	svg := send(t, h, req)
+	require.Equal(t, 200, svg.status, svg.body)
+	assert.Equal(t, 5, strings.Count(svg.body, "not judged: cut short"))
+}
