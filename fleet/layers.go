@@ -417,14 +417,14 @@ func (r *layersRun) arrival(t time.Duration) time.Duration {
 // request starts a request at the top at t.
 func (r *layersRun) request(t time.Duration) {
 	r.r.Requests++
-	id := r.newCall(0, -1, 0, 0, t)
+	id := r.newCall(layerCall{layer: 0, parent: -1, started: t})
 	r.calls[id].arrived = t
 	r.attempt(id, t)
 }
 
-// newCall makes a call into layer, by the parent's attempt, whose first
-// attempt starts at t; the caller starts it.
-func (r *layersRun) newCall(layer, parent int32, parentGen uint32, parentAttempt int32, t time.Duration) int32 {
+// newCall makes a call of call's layer, by its parent's attempt, whose
+// first attempt starts at call.started; the caller starts it.
+func (r *layersRun) newCall(call layerCall) int32 {
 	r.followed++
 	var id int32
 	if n := len(r.free); n > 0 {
@@ -433,10 +433,10 @@ func (r *layersRun) newCall(layer, parent int32, parentGen uint32, parentAttempt
 		r.calls = append(r.calls, layerCall{})
 		id = int32(len(r.calls) - 1)
 	}
-	c := &r.calls[id]
-	*c = layerCall{layer: layer, parent: parent, parentGen: parentGen, parentAttempt: parentAttempt, gen: c.gen + 1, started: t}
-	if int(layer) < len(r.budgets) {
-		budgetStart(r.budgets[layer], t)
+	call.gen = r.calls[id].gen + 1
+	r.calls[id] = call
+	if int(call.layer) < len(r.budgets) {
+		budgetStart(r.budgets[call.layer], call.started)
 	}
 	return id
 }
@@ -473,7 +473,7 @@ func (r *layersRun) attempt(id int32, t time.Duration) {
 	if int(layer) == len(r.chain)-1 {
 		r.eng.queue(r.hopQ[layer], at, layerEvent{call: id, gen: c.gen, attempt: c.attempt, kind: reachBottom})
 	} else {
-		child := r.newCall(layer+1, id, c.gen, c.attempt, at)
+		child := r.newCall(layerCall{layer: layer + 1, parent: id, parentGen: c.gen, parentAttempt: c.attempt, started: at})
 		r.eng.queue(r.hopQ[layer], at, layerEvent{call: child, gen: r.calls[child].gen, attempt: 1})
 	}
 	c = &r.calls[id] // newCall may have moved the slice
