@@ -157,7 +157,7 @@ func (out output) writeLog(path string, o fleet.Outage, s whatif.Named) int {
 	}
 	strategies, results := []whatif.Named{s}, []fleet.OutageResult{r}
 	return out.emit(printout{1, func(int) []byte { return report.OutageJSON(s.Name, r) },
-		func(w io.Writer) { writeOutage(w, o, strategies, results) },
+		outageTable{o, strategies, results}.write,
 		func() []byte { return report.LoadChart(o, strategies, results) }})
 }
 
@@ -233,7 +233,7 @@ func (out output) layers(l fleet.Layers, chains []fleet.Chain) int {
 		results[i] = r
 	}
 	return out.emit(printout{len(results), func(i int) []byte { return report.LayersJSON(chains[i].Name, results[i]) },
-		func(w io.Writer) { writeLayers(w, l, chains, results) },
+		layersTable{l, chains, results}.write,
 		func() []byte { return report.LayersChart(l, chains, results) }})
 }
 
@@ -303,8 +303,17 @@ func (t collapseTable) write(w io.Writer) {
 	}
 }
 
-// writeLayers prints the layers scenario's table.
-func writeLayers(w io.Writer, l fleet.Layers, chains []fleet.Chain, results []fleet.LayersResult) {
+// layersTable is the layers scenario's run, to be printed: its settings,
+// its chains and each one's result.
+type layersTable struct {
+	l       fleet.Layers
+	chains  []fleet.Chain
+	results []fleet.LayersResult
+}
+
+// write prints the layers scenario's table.
+func (t layersTable) write(w io.Writer) {
+	l, chains, results := t.l, t.chains, t.results
 	from := "0"
 	if l.DownAt > 0 {
 		from = say.Duration(l.DownAt)
@@ -324,7 +333,7 @@ func writeLayers(w io.Writer, l fleet.Layers, chains []fleet.Chain, results []fl
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.2f\t%.1fx\t%s\t%s\t\n", chains[i].Name, r.Requests, r.Succeeded, r.BottomCalls, r.Amplification, r.PeakLoad, p99, recovery)
 	}
 	tw.Flush()
-	writeRetries(w, l, chains, results)
+	t.retries(w)
 	for i, r := range results {
 		if r.Truncated {
 			fmt.Fprint(w, report.Truncated(chains[i].Name, r.TruncatedBy, "its counts are lower bounds"))
@@ -332,9 +341,10 @@ func writeLayers(w io.Writer, l fleet.Layers, chains []fleet.Chain, results []fl
 	}
 }
 
-// writeRetries prints the retries a second the chains' layers made at the
+// retries prints the retries a second the chains' layers made at the
 // outage's start, at its height and after it.
-func writeRetries(w io.Writer, l fleet.Layers, chains []fleet.Chain, results []fleet.LayersResult) {
+func (t layersTable) retries(w io.Writer) {
+	l, chains, results := t.l, t.chains, t.results
 	fmt.Fprintln(w, "\nretries a second, all layers:")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "chain\tbefore the outage\tits first 5s\tits height\tthe 10s after\t")
@@ -405,12 +415,21 @@ func (out output) outage(o fleet.Outage, strategies []whatif.Named) int {
 		results[i] = r
 	}
 	return out.emit(printout{len(results), func(i int) []byte { return report.OutageJSON(strategies[i].Name, results[i]) },
-		func(w io.Writer) { writeOutage(w, o, strategies, results) },
+		outageTable{o, strategies, results}.write,
 		func() []byte { return report.LoadChart(o, strategies, results) }})
 }
 
-// writeOutage prints the outage scenario's table.
-func writeOutage(w io.Writer, o fleet.Outage, strategies []whatif.Named, results []fleet.OutageResult) {
+// outageTable is the outage scenario's run, to be printed: its settings,
+// its strategies and each one's result.
+type outageTable struct {
+	o          fleet.Outage
+	strategies []whatif.Named
+	results    []fleet.OutageResult
+}
+
+// write prints the outage scenario's table.
+func (t outageTable) write(w io.Writer) {
+	o, strategies, results := t.o, t.strategies, t.results
 	fmt.Fprintf(w, "outage: %d jobs; the provider is down for %s from t = 0; runs fail after %s; first runs %s; %s\n\n",
 		o.Jobs, say.Duration(o.Down), say.Duration(o.FailAfter), report.SpreadText(o.Spread), report.TickText(o.Tick))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
