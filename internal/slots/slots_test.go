@@ -22,24 +22,28 @@ type model struct {
 	percent uint64 // millionths of a percent, as New keeps it
 	least   int64
 	events  []event
-	now     time.Duration
+	clock   time.Duration // the test's clock, which only moves on
+	latest  time.Duration // the latest time the window was given
 	origin  time.Duration // the first time the window was given
 	begun   bool
 }
 
-// use notes that the window is given now: the first time is its origin.
-func (m *model) use() {
+// give notes that the window is given at: the first time is its origin,
+// and a time earlier than the latest counts as the latest.
+func (m *model) give(at time.Duration) {
 	if !m.begun {
-		m.origin, m.begun = m.now, true
+		m.origin, m.latest, m.begun = at, at, true
 	}
+	m.latest = max(m.latest, at)
 }
 
 // slot returns the slot of at, counted from the origin.
 func (m *model) slot(at time.Duration) int64 { return int64((at - m.origin) / m.width) }
 
-// counts returns the calls and retries whose slot is within N of now's.
+// counts returns the calls and retries whose slot is within N of the
+// latest time's.
 func (m *model) counts() (calls, retries int64) {
-	cur := m.slot(m.now)
+	cur := m.slot(m.latest)
 	for _, e := range m.events {
 		if m.slot(e.at) > cur-N {
 			if e.retry {
@@ -52,9 +56,9 @@ func (m *model) counts() (calls, retries int64) {
 	return calls, retries
 }
 
-// inSlot returns the retries granted in now's slot.
+// inSlot returns the retries granted in the latest time's slot.
 func (m *model) inSlot() (retries int64) {
-	cur := m.slot(m.now)
+	cur := m.slot(m.latest)
 	for _, e := range m.events {
 		if e.retry && m.slot(e.at) == cur {
 			retries++
@@ -81,7 +85,9 @@ func (m *model) bound() int64 {
 // floor(percent/100 × calls in the window)) and those granted in the
 // current slot fewer than ceil(bound/10) (the pace); Allowed is the lesser
 // of what each leaves. Slots count from the first time the window is
-// given, which need not be the first of the clock's times.
+// given, which need not be the first of the clock's times, and a time
+// earlier than the latest given (a caller whose clock is behind) counts as
+// the latest.
 func TestGrantsAreTheReferenceModels(t *testing.T) {
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) // no monotonic reading: the window uses the times given
 	rapid.Check(t, func(t *rapid.T) {
@@ -95,33 +101,37 @@ func TestGrantsAreTheReferenceModels(t *testing.T) {
 		m := &model{width: w.width, percent: w.percent, least: int64(least)}
 		for range rapid.IntRange(1, 300).Draw(t, "steps") {
 			op := rapid.IntRange(0, 3).Draw(t, "op")
-			if op < 3 {
-				m.use()
+			at := m.clock
+			if op < 3 && rapid.IntRange(0, 4).Draw(t, "late") == 0 { // behind, now and then
+				at -= time.Duration(rapid.Int64Range(1, int64(2*interval)).Draw(t, "behind"))
 			}
-			now := base.Add(m.now)
+			if op < 3 {
+				m.give(at)
+			}
+			now := base.Add(at)
 			switch op {
 			case 0:
 				w.Call(now)
-				m.events = append(m.events, event{at: m.now})
+				m.events = append(m.events, event{at: m.latest})
 			case 1:
 				_, retries := m.counts()
 				want := retries < m.bound() && m.inSlot() < m.pace()
 				if got := w.Grant(now); got != want {
-					t.Fatalf("at %v: granted %v, the model %v (retries %d, in the slot %d, bound %d)", m.now, got, want, retries, m.inSlot(), m.bound())
+					t.Fatalf("at %v (latest %v): granted %v, the model %v (retries %d, in the slot %d, bound %d)", at, m.latest, got, want, retries, m.inSlot(), m.bound())
 				}
 				if want {
-					m.events = append(m.events, event{at: m.now, retry: true})
+					m.events = append(m.events, event{at: m.latest, retry: true})
 				}
 			case 2:
 				_, retries := m.counts()
 				if got, want := w.Allowed(now), max(min(m.bound()-retries, m.pace()-m.inSlot()), 0); got != want {
-					t.Fatalf("at %v: allows %d, the model %d", m.now, got, want)
+					t.Fatalf("at %v (latest %v): allows %d, the model %d", at, m.latest, got, want)
 				}
 			case 3:
 				// Advance by up to two windows, often within a slot or to a
 				// slot's edge.
 				step := rapid.OneOf(rapid.Int64Range(0, int64(2*interval)), rapid.SampledFrom([]int64{1, int64(m.width) - 1, int64(m.width)})).Draw(t, "advance")
-				m.now += time.Duration(step)
+				m.clock += time.Duration(step)
 			}
 		}
 	})
