@@ -376,6 +376,9 @@ func (o *SimulateOptions) checkCollapse() []Option {
 		return nil
 	}
 	field, rule, _ := strings.Cut(strings.TrimPrefix(err.Error(), "fleet: Collapse: "), " ")
+	if strings.HasPrefix(rule, "must be set, or Drop, or FailShare") { // the one-trigger rule, in the flags' words
+		return []Option{{"spike", "one trigger, --spike, --drop or --fail-share, not two or none"}}
+	}
 	if name, ok := collapseFlags[field]; ok {
 		return []Option{{name, rule}}
 	}

@@ -180,6 +180,16 @@ func TestCollapseOptions(t *testing.T) {
 	assert.Equal(t, []Option{{"workers", "must be between 1 and 10000, got 0"}}, errs)
 	_, errs = parse("--jobs", "5")
 	assert.Equal(t, []Option{{"jobs", "only the outage scenario takes it; in the collapse scenario, rate plays its part"}}, errs)
+
+	o, errs = parse("--fail-share", "0.9")
+	assert.Empty(t, errs)
+	c = o.CollapseOf(nil)
+	assert.Equal(t, 0.0, c.Spike, "the random failures are the trigger")
+	assert.Equal(t, 0.9, c.FailShare)
+	_, errs = parse("--fail-share", "1")
+	assert.Equal(t, []Option{{"fail-share", "must be above 0 and below 1, got 1"}}, errs)
+	_, errs = parse("--fail-share", "0.5", "--drop", "0.5")
+	assert.Equal(t, []Option{{"spike", "one trigger, --spike, --drop or --fail-share, not two or none"}}, errs)
 }
 
 // TestTheWindowedBudgetDoesNotBurst pins the pace of the windowed budget
