@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/retrypolicy/retrypolicy/internal/slots"
 	"github.com/retrypolicy/retrypolicy/internal/splitmix"
 )
 
@@ -42,22 +43,12 @@ import (
 // A Throttle is safe for concurrent use by multiple goroutines; each
 // method takes one lock, is O(1) and allocates nothing.
 type Throttle struct {
-	k     float64
-	width time.Duration // a slot's
+	k float64
 
-	mu       sync.Mutex
-	origin   time.Time // the first time given
-	started  bool
-	slot     int64 // the current slot's index
-	requests [throttleSlots]int64
-	accepts  [throttleSlots]int64
-	sumReq   int64
-	sumAcc   int64
-	state    uint64 // the random source's
+	mu    sync.Mutex
+	ring  slots.Ring // requests (A) and accepts (B)
+	state uint64     // the random source's
 }
-
-// throttleSlots is the number of slots a throttle's window holds.
-const throttleSlots = 10
 
 // throttleFloor is the fewest requests in the window for which a throttle
 // rejects anything.
@@ -75,7 +66,7 @@ func NewThrottle(k float64, window time.Duration) (*Throttle, error) {
 	case window < 100*time.Millisecond || window > 10*time.Minute:
 		return nil, errors.New("retrypolicy: NewThrottle: window must be between 100ms and 10m, got " + window.String())
 	}
-	return &Throttle{k: k, width: window / throttleSlots, state: rand.Uint64()}, nil
+	return &Throttle{k: k, ring: slots.NewRing(window / slots.N), state: rand.Uint64()}, nil
 }
 
 // Seed sets the throttle's source of random draws, so that a run of
@@ -87,17 +78,27 @@ func (t *Throttle) Seed(seed uint64) {
 }
 
 // Allow decides on a call's first attempt now; see AllowAt.
-func (t *Throttle) Allow() bool { return t.AllowAt(time.Now()) }
+func (t *Throttle) Allow() bool {
+	t.mu.Lock()
+	ok := t.allow(t.ring.Now())
+	t.mu.Unlock()
+	return ok
+}
 
 // AllowAt decides on a call's first attempt at now: false rejects the
 // call, which must not be sent. Either way the call counts as a request.
 func (t *Throttle) AllowAt(now time.Time) bool {
 	t.mu.Lock()
-	i := t.age(now)
-	ok := t.sumReq < throttleFloor || !t.draw(float64(t.sumReq)-t.k*float64(t.sumAcc), float64(t.sumReq+1))
-	t.requests[i]++
-	t.sumReq++
+	ok := t.allow(t.ring.At(now))
 	t.mu.Unlock()
+	return ok
+}
+
+// allow decides on a call in slot i and counts it. t.mu is held.
+func (t *Throttle) allow(i int) bool {
+	r := t.ring.SumA
+	ok := r < throttleFloor || !t.draw(float64(r)-t.k*float64(t.ring.SumB), float64(r+1))
+	t.ring.AddA(i, 1)
 	return ok
 }
 
@@ -109,9 +110,7 @@ func (t *Throttle) Sent() { t.SentAt(time.Now()) }
 // request.
 func (t *Throttle) SentAt(now time.Time) {
 	t.mu.Lock()
-	i := t.age(now)
-	t.requests[i]++
-	t.sumReq++
+	t.ring.AddA(t.ring.At(now), 1)
 	t.mu.Unlock()
 }
 
@@ -122,9 +121,7 @@ func (t *Throttle) Accept() { t.AcceptAt(time.Now()) }
 // that is not transient) at now, when its answer arrived: an accept.
 func (t *Throttle) AcceptAt(now time.Time) {
 	t.mu.Lock()
-	i := t.age(now)
-	t.accepts[i]++
-	t.sumAcc++
+	t.ring.AddB(t.ring.At(now), 1)
 	t.mu.Unlock()
 }
 
@@ -138,7 +135,7 @@ func (t *Throttle) Rejection() float64 { return t.RejectionAt(time.Now()) }
 // reads it as the throttle's state.
 func (t *Throttle) RejectionAt(now time.Time) float64 {
 	t.mu.Lock()
-	t.age(now)
+	t.ring.At(now)
 	p := t.rejection()
 	t.mu.Unlock()
 	return p
@@ -155,28 +152,9 @@ func (t *Throttle) draw(excess, total float64) bool {
 // rejection is the probability of a rejection on the window's counts.
 // t.mu is held.
 func (t *Throttle) rejection() float64 {
-	if t.sumReq < throttleFloor {
+	if t.ring.SumA < throttleFloor {
 		return 0
 	}
-	r := float64(t.sumReq)
-	return max(0, (r-t.k*float64(t.sumAcc))/(r+1))
-}
-
-// age moves the window to the slot of now, emptying the slots that left
-// it, and returns that slot's index in the ring. t.mu is held.
-func (t *Throttle) age(now time.Time) int {
-	if !t.started {
-		t.origin, t.started = now, true
-	}
-	slot := int64(max(now.Sub(t.origin), 0) / t.width)
-	if slot > t.slot {
-		for k := max(t.slot+1, slot-throttleSlots+1); k <= slot; k++ {
-			i := k % throttleSlots
-			t.sumReq -= t.requests[i]
-			t.sumAcc -= t.accepts[i]
-			t.requests[i], t.accepts[i] = 0, 0
-		}
-		t.slot = slot
-	}
-	return int(t.slot % throttleSlots)
+	r := float64(t.ring.SumA)
+	return max(0, (r-t.k*float64(t.ring.SumB))/(r+1))
 }

@@ -33,18 +33,11 @@ const microPercent = 1_000_000
 // time.Now). It is safe for concurrent use; each method is O(1) (at most N
 // slots aged) and allocates nothing.
 type Window struct {
-	width   time.Duration // a slot's
-	percent uint64        // in millionths of a percent
-	least   int64         // minRetries
+	percent uint64 // in millionths of a percent
+	least   int64  // minRetries
 
-	mu      sync.Mutex
-	origin  time.Time // the first time given
-	begun   bool      // origin is set
-	slot    int64     // the current slot's index
-	calls   [N]int64
-	retries [N]int64
-	sumC    int64 // calls in the window
-	sumR    int64 // retries granted in the window
+	mu   sync.Mutex
+	ring Ring // calls (A) and retries granted (B)
 }
 
 // New returns a window of interval (1 ms to 1 h, N slots of interval/N)
@@ -55,34 +48,31 @@ func New(percent float64, interval time.Duration, minRetries int) (*Window, erro
 	if p := budgetrange.Window(percent, interval, minRetries); len(p) > 0 {
 		return nil, errors.New(p[0].Arg + " " + p[0].Rule)
 	}
-	return &Window{width: interval / N, percent: uint64(math.Floor(percent * microPercent)), least: int64(minRetries)}, nil
+	return &Window{ring: NewRing(interval / N), percent: uint64(math.Floor(percent * microPercent)), least: int64(minRetries)}, nil
 }
 
 // Call counts a call at t.
 func (w *Window) Call(at time.Time) {
 	w.mu.Lock()
-	w.call(w.age(w.since(at)))
+	w.call(w.ring.At(at))
 	w.mu.Unlock()
 }
 
 // CallNow counts a call now.
 func (w *Window) CallNow() {
 	w.mu.Lock()
-	w.call(w.age(w.sinceNow()))
+	w.call(w.ring.Now())
 	w.mu.Unlock()
 }
 
 // call counts a call in slot i. w.mu is held.
-func (w *Window) call(i int) {
-	w.calls[i]++
-	w.sumC++
-}
+func (w *Window) call(i int) { w.ring.AddA(i, 1) }
 
 // Grant reports whether a retry is allowed at t, and counts it when it
 // is.
 func (w *Window) Grant(at time.Time) bool {
 	w.mu.Lock()
-	ok := w.grant(w.age(w.since(at)))
+	ok := w.grant(w.ring.At(at))
 	w.mu.Unlock()
 	return ok
 }
@@ -91,7 +81,7 @@ func (w *Window) Grant(at time.Time) bool {
 // is.
 func (w *Window) GrantNow() bool {
 	w.mu.Lock()
-	ok := w.grant(w.age(w.sinceNow()))
+	ok := w.grant(w.ring.Now())
 	w.mu.Unlock()
 	return ok
 }
@@ -100,10 +90,9 @@ func (w *Window) GrantNow() bool {
 // it is. w.mu is held.
 func (w *Window) grant(i int) bool {
 	bound := w.bound()
-	ok := w.sumR < bound && w.retries[i] < pace(bound)
+	ok := w.ring.SumB < bound && w.ring.B(i) < pace(bound)
 	if ok {
-		w.retries[i]++
-		w.sumR++
+		w.ring.AddB(i, 1)
 	}
 	return ok
 }
@@ -113,7 +102,7 @@ func (w *Window) grant(i int) bool {
 // current slot, at least 0.
 func (w *Window) Allowed(at time.Time) int64 {
 	w.mu.Lock()
-	n := w.allowed(w.age(w.since(at)))
+	n := w.allowed(w.ring.At(at))
 	w.mu.Unlock()
 	return n
 }
@@ -121,7 +110,7 @@ func (w *Window) Allowed(at time.Time) int64 {
 // AllowedNow returns the retries Grant would allow now.
 func (w *Window) AllowedNow() int64 {
 	w.mu.Lock()
-	n := w.allowed(w.age(w.sinceNow()))
+	n := w.allowed(w.ring.Now())
 	w.mu.Unlock()
 	return n
 }
@@ -129,26 +118,7 @@ func (w *Window) AllowedNow() int64 {
 // allowed returns the retries slot i allows. w.mu is held.
 func (w *Window) allowed(i int) int64 {
 	bound := w.bound()
-	return max(min(bound-w.sumR, pace(bound)-w.retries[i]), 0)
-}
-
-// since returns t's offset from the origin, t the origin when it is the
-// first time given. w.mu is held.
-func (w *Window) since(t time.Time) time.Duration {
-	if !w.begun {
-		w.origin, w.begun = t, true
-	}
-	return t.Sub(w.origin)
-}
-
-// sinceNow returns now's offset from the origin, now the origin when no
-// time was given before. w.mu is held.
-func (w *Window) sinceNow() time.Duration {
-	if !w.begun {
-		w.origin, w.begun = time.Now(), true
-		return 0
-	}
-	return time.Since(w.origin)
+	return max(min(bound-w.ring.SumB, pace(bound)-w.ring.B(i)), 0)
 }
 
 // pace is the most retries one slot grants: ceil(bound/N).
@@ -156,25 +126,7 @@ func pace(bound int64) int64 { return bound/N + min(bound%N, 1) }
 
 // bound is max(least, floor(percent/100 × calls in the window)).
 func (w *Window) bound() int64 {
-	hi, lo := bits.Mul64(uint64(w.sumC), w.percent)
+	hi, lo := bits.Mul64(uint64(w.ring.SumA), w.percent)
 	q, _ := bits.Div64(hi, lo, 100*microPercent) // hi < the divisor: percent <= 100·10^6
 	return max(w.least, int64(min(q, math.MaxInt64)))
-}
-
-// age moves the window to the slot of offset at from the origin, emptying
-// the slots that left it, and returns that slot's index in the ring. An
-// offset before the current slot (a clock behind another caller's) counts
-// in the current slot. w.mu is held.
-func (w *Window) age(at time.Duration) int {
-	slot := int64(max(at, 0) / w.width)
-	if slot > w.slot {
-		for k := max(w.slot+1, slot-N+1); k <= slot; k++ {
-			i := k % N
-			w.sumC -= w.calls[i]
-			w.sumR -= w.retries[i]
-			w.calls[i], w.retries[i] = 0, 0
-		}
-		w.slot = slot
-	}
-	return int(w.slot % N)
 }

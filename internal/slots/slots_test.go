@@ -98,7 +98,7 @@ func TestGrantsAreTheReferenceModels(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m := &model{width: w.width, percent: w.percent, least: int64(least)}
+		m := &model{width: interval / N, percent: w.percent, least: int64(least)}
 		for range rapid.IntRange(1, 300).Draw(t, "steps") {
 			op := rapid.IntRange(0, 3).Draw(t, "op")
 			at := m.clock
