@@ -37,8 +37,9 @@ import (
 //
 // The window is kept as 10 slots of window/10, counted from the first time
 // the throttle is given; a time earlier than the latest counts as the
-// latest. The forms without a time pass time.Now(). The draws come from a
-// source of its own (Seed sets it), never from a loop's jitter seed.
+// latest. The forms without a time read the monotonic clock. The draws
+// come from a source of its own (Seed sets it), never from a loop's
+// jitter seed.
 //
 // A Throttle is safe for concurrent use by multiple goroutines; each
 // method takes one lock, is O(1) and allocates nothing.
