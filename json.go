@@ -330,10 +330,6 @@ func (d Decision) MarshalJSON() ([]byte, error) {
 // decisionKeys are the keys of a decision's JSON form, in their order.
 var decisionKeys = [...]string{"action", "reason", "failures_in_window", "owed_secs", "delay_secs", "jitter_secs", "due"}
 
-// creditedKey is delay_secs's name before it was renamed: reading a
-// decision accepts it in its place.
-const creditedKey = "credited_secs"
-
 // Indexes into decisionKeys.
 const (
 	keyAction = iota
@@ -383,9 +379,6 @@ func (v *Decision) readFields(data []byte) (seen [len(decisionKeys)]bool, err er
 		}
 		key, _ := tok.(string)
 		i := slices.Index(decisionKeys[:], key)
-		if key == creditedKey {
-			i = keyOwed + 1
-		}
 		switch {
 		case i < 0:
 			return seen, decisionError(echo.Text(key), "unknown field")
