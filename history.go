@@ -149,8 +149,7 @@ func (h *History) MarshalBinary() ([]byte, error) {
 	return histcode.Append(nil, ts, up), nil
 }
 
-// UnmarshalBinary replaces the history with one MarshalBinary encoded (by
-// this version or the one before, which wrote nanoseconds without a unit),
+// UnmarshalBinary replaces the history with one MarshalBinary encoded,
 // keeping the failures within the window of the newest. On error the
 // history is left unchanged.
 func (h *History) UnmarshalBinary(data []byte) error {
