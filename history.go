@@ -101,7 +101,7 @@ func (h *History) Decide(seed uint64, now time.Time) (Decision, error) {
 	if n == 0 {
 		return d, errNoFailures
 	}
-	h.policy().decideCounted(&d, counted{n, instantOf(time.Unix(0, newest)), time.UTC}, uptime, seed, now)
+	h.policy().decideCounted(&d, counted{n, instantOf(time.Unix(0, newest)), time.UTC}, asked{uptime, seed, now})
 	return d, nil
 }
 
