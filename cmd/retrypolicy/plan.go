@@ -15,7 +15,6 @@ import (
 	"github.com/retrypolicy/retrypolicy/internal/front/report"
 	"github.com/retrypolicy/retrypolicy/internal/front/whatif"
 	"github.com/retrypolicy/retrypolicy/internal/say"
-	"github.com/retrypolicy/retrypolicy/plan"
 )
 
 // flagErrors words options' problems for the command, a line each.
@@ -65,11 +64,11 @@ retrypolicy lint finds in the strategy under the same tick.`, stderr)
 		fmt.Fprintln(stderr, "retrypolicy:", err)
 		return exitInvalid
 	}
-	uptime := time.Duration(o.Uptime)
+	p := report.Plan{Strategy: s, Uptime: time.Duration(o.Uptime), Tick: time.Duration(o.Tick), Steps: steps, Lint: found}
 	if *asJSON {
-		fmt.Fprintf(stdout, "%s\n", report.PlanJSON(s, uptime, steps, found))
+		fmt.Fprintf(stdout, "%s\n", p.JSON())
 	} else {
-		writeTable(stdout, s, uptime, time.Duration(o.Tick), steps)
+		writeTable(stdout, p)
 		if len(found.Findings) > 0 {
 			fmt.Fprintln(stdout, "\nwhen every run crashes (retrypolicy lint tells what to change):")
 			for _, f := range found.Findings {
@@ -78,7 +77,7 @@ retrypolicy lint finds in the strategy under the same tick.`, stderr)
 		}
 	}
 	if *svgPath != "" {
-		if err := os.WriteFile(*svgPath, report.Timeline(s, uptime, time.Duration(o.Tick), steps, 0), 0o644); err != nil {
+		if err := os.WriteFile(*svgPath, p.SVG(0), 0o644); err != nil {
 			fmt.Fprintln(stderr, "retrypolicy:", err)
 			return exitIO
 		}
@@ -105,9 +104,12 @@ func checkOutput(path string) error {
 	return nil
 }
 
-func writeTable(w io.Writer, s retrypolicy.Strategy, uptime, tick time.Duration, steps []plan.Step) {
+// writeTable prints plan's table: a row for each failure, the times since
+// the first.
+func writeTable(w io.Writer, p report.Plan) {
+	s, steps := p.Strategy, p.Steps
 	canonical, _ := s.MarshalJSON()
-	fmt.Fprintf(w, "strategy: %s\nruns last %v each; %s; times are since the first failure\n", canonical, uptime, report.TickText(tick))
+	fmt.Fprintf(w, "strategy: %s\nruns last %v each; %s; times are since the first failure\n", canonical, p.Uptime, report.TickText(p.Tick))
 	if s.Backoff.Kind == retrypolicy.ExponentialWithJitter {
 		fmt.Fprintln(w, "exponential_with_jitter: each retry here comes when due, without jitter; a real one comes up to a quarter of its delay later")
 	}

@@ -76,15 +76,16 @@ func runReplay(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "retrypolicy: replay:", strings.TrimPrefix(err.Error(), "fleet: "))
 		return exitInvalid
 	}
+	shown := report.Replay{Log: log, Tick: time.Duration(o.Tick), Replayed: rr}
 	if *asJSON {
 		for i, r := range rr.Results {
 			fmt.Fprintf(stdout, "%s\n", report.ReplayJSON(rr.Names[i], r, i > 0))
 		}
 	} else {
-		report.WriteReplay(stdout, log, time.Duration(o.Tick), rr)
+		shown.Write(stdout)
 	}
 	if *svgPath != "" {
-		if err := os.WriteFile(*svgPath, report.ReplayChart(log, time.Duration(o.Tick), rr), 0o644); err != nil {
+		if err := os.WriteFile(*svgPath, shown.Chart(), 0o644); err != nil {
 			fmt.Fprintln(stderr, "retrypolicy:", err)
 			return exitIO
 		}
