@@ -25,17 +25,18 @@ func flagErrors(stderr io.Writer, cmd string, errs []whatif.Option) int {
 	return exitInvalid
 }
 
-func runPlan(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlagSet("plan", "plan [--uptime DURATION] [--failures N] [--tick D] [--json] [--svg FILE] [FILE|-]", `Simulates a job that fails again and again under a strategy (FILE, - for standard input;
+func (c stdio) runPlan(args []string) int {
+	sc := c.subcommand("plan", "plan [--uptime DURATION] [--failures N] [--tick D] [--json] [--svg FILE] [FILE|-]", `Simulates a job that fails again and again under a strategy (FILE, - for standard input;
 none: the default strategy), each run lasting --uptime, and prints a table of its failures
 until it is fatal or has failed --failures times: each retry's due time, with the jitter at its
 least, and when it runs, at the controller's first --tick at or after it; then what
-retrypolicy lint finds in the strategy under the same tick.`, stderr)
+retrypolicy lint finds in the strategy under the same tick.`)
+	fs, stdout, stderr := sc.fs, c.stdout, c.stderr
 	var o whatif.PlanOptions
 	o.Define(fs)
 	asJSON := fs.Bool("json", false, `print one JSON object: {"strategy", "uptime_secs", "tick_secs", "failures": [{"at_secs", "in_window", "owed_secs", "delay_secs", "due_secs", "retry_at_secs" or "fatal"}], "findings"}`)
 	svgPath := fs.String("svg", "", "also write a timeline picture of the plan to the SVG file `FILE`")
-	positional, stop := parseArgs(fs, args, stdout, stderr, 1)
+	positional, stop := sc.parse(args, 1)
 	if stop >= 0 {
 		return stop
 	}
@@ -48,7 +49,7 @@ retrypolicy lint finds in the strategy under the same tick.`, stderr)
 	}
 	s := retrypolicy.Default()
 	if len(positional) > 0 {
-		in, err := openInput(positional, stdin, stderr, fs)
+		in, err := sc.open(positional)
 		if err != nil {
 			fmt.Fprintln(stderr, "retrypolicy:", err)
 			return exitIO
