@@ -283,7 +283,7 @@ func (w wide) floor(limit int64) int64 {
 // seeds uniformly. The newest failure enters by its instant (seconds and
 // nanoseconds since the Unix epoch), whatever its location.
 func jitterUnit(seed uint64, last instant, n int) uint64 {
-	return splitmix.Unit(seed, last.sec, last.nsec, n)
+	return splitmix.Unit(seed, time.Unix(last.sec, int64(last.nsec)), n)
 }
 
 // jitterFor returns floor(u × credited / 4) for u = u53 / 2^53, computed

@@ -69,7 +69,7 @@ func (d *draft) build(p *problems) Strategy {
 			g.set[f], g.raw[f] = true, v.shown()
 		}
 	}
-	s.Kind = StrategyKind(readName(p, fStrategy, d.v[fStrategy], &strategyEnum))
+	s.Kind = StrategyKind(strategyEnum.read(p, fStrategy, d.v[fStrategy]))
 	s.MaxAttempts = readMaxAttempts(p, d.v[fMaxAttempts])
 	if v := d.v[fWindow]; v.given() {
 		s.Window = readSeconds(p, fWindow, v)
@@ -114,7 +114,7 @@ func readMaxAttempts(p *problems, v rawValue) int {
 func (d *draft) readBackoff(p *problems, defaultKind BackoffKind) Backoff {
 	b := Backoff{Kind: defaultKind, BaseDelay: time.Second}
 	if v := d.v[fKind]; v.given() {
-		b.Kind = BackoffKind(readName(p, fKind, v, &backoffEnum))
+		b.Kind = BackoffKind(backoffEnum.read(p, fKind, v))
 	}
 	if v := d.v[fBase]; v.given() {
 		b.BaseDelay = readSeconds(p, fBase, v)
@@ -130,9 +130,10 @@ func (d *draft) readBackoff(p *problems, defaultKind BackoffKind) Backoff {
 	return b
 }
 
-// readName reads one of e's names and returns its value; 0 for a value
-// absent (the rules say whether it is required) or not a name.
-func readName(p *problems, f field, v rawValue, e *enum) uint8 {
+// read reads one of e's names, the value v of field f, and returns its
+// value; 0 for a value absent (the rules say whether it is required) or
+// not a name.
+func (e *enum) read(p *problems, f field, v rawValue) uint8 {
 	if !v.given() {
 		return 0
 	}

@@ -143,18 +143,26 @@ func (p *Policy) Decide(failures []time.Time, uptime time.Duration, seed uint64,
 	if len(failures) == 0 {
 		return d, errNoFailures
 	}
-	p.decideOn(&d, failures, uptime, seed, now)
+	p.decideOn(&d, failures, asked{uptime, seed, now})
 	return d, nil
 }
 
+// asked is what a decision takes beside the failures: the last run's
+// uptime, the jitter seed and the clock.
+type asked struct {
+	uptime time.Duration
+	seed   uint64
+	now    time.Time
+}
+
 // decideOn completes d for failures, at least one.
-func (p *Policy) decideOn(d *Decision, failures []time.Time, uptime time.Duration, seed uint64, now time.Time) {
+func (p *Policy) decideOn(d *Decision, failures []time.Time, q asked) {
 	if len(failures) == 1 { // the first failure: nothing to count
-		p.decideCounted(d, counted{1, instantOf(failures[0]), failures[0].Location()}, uptime, seed, now)
+		p.decideCounted(d, counted{1, instantOf(failures[0]), failures[0].Location()}, q)
 		return
 	}
 	newest, at, n := countWindow(failures, p.window)
-	p.decideCounted(d, counted{n, at, failures[newest].Location()}, uptime, seed, now)
+	p.decideCounted(d, counted{n, at, failures[newest].Location()}, q)
 }
 
 // counted is a window counted: n failures, the newest at an instant, in a
@@ -166,7 +174,7 @@ type counted struct {
 }
 
 // decideCounted completes d for the counted window w.
-func (p *Policy) decideCounted(d *Decision, w counted, uptime time.Duration, seed uint64, now time.Time) {
+func (p *Policy) decideCounted(d *Decision, w counted, q asked) {
 	n, at, loc := w.n, w.newest, w.loc
 	d.InWindow = n
 	switch {
@@ -177,10 +185,10 @@ func (p *Policy) decideCounted(d *Decision, w counted, uptime time.Duration, see
 		d.Action, d.Reason = Fatal, AttemptsExhausted
 		return
 	}
-	owed, delay := p.d.owe(int64(n), uptime)
+	owed, delay := p.d.owe(int64(n), q.uptime)
 	d.Owed, d.Delay = time.Duration(owed), time.Duration(delay)
 	if p.s.Backoff.Kind == ExponentialWithJitter {
-		d.Jitter = jitterFor(d.Delay, jitterUnit(seed, at, n))
+		d.Jitter = jitterFor(d.Delay, jitterUnit(q.seed, at, n))
 	}
 	wait := d.Delay + d.Jitter // at most 1.25 × the ceiling: no overflow
 	due := at.plus(wait)
@@ -190,7 +198,7 @@ func (p *Policy) decideCounted(d *Decision, w counted, uptime time.Duration, see
 		d.Due = at.time(loc).Add(wait) // past time.Time's range: saturating as Add does
 	}
 	d.Action = Wait
-	if !instantOf(now).before(due) {
+	if !instantOf(q.now).before(due) {
 		d.Action = RetryNow
 	}
 }

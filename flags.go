@@ -69,13 +69,13 @@ func ParseFlags(args []string) (Strategy, error) {
 		arg := args[i]
 		if arg == "--" { // the rest are arguments, not flags
 			for _, rest := range args[i+1:] {
-				p.addAt(orderDoc, "$", "unexpected argument", echo.Quote(rest))
+				p.addDoc("unexpected argument", echo.Quote(rest))
 			}
 			break
 		}
 		name, isFlag := strings.CutPrefix(arg, "-")
 		if !isFlag || name == "" {
-			p.addAt(orderDoc, "$", "unexpected argument", echo.Quote(arg))
+			p.addDoc("unexpected argument", echo.Quote(arg))
 			continue
 		}
 		name = strings.TrimPrefix(name, "-")
@@ -83,13 +83,13 @@ func ParseFlags(args []string) (Strategy, error) {
 		fd, known := flagByName(name)
 		switch {
 		case !known:
-			p.addAt(orderDoc, "--"+echo.Text(name), "unknown flag"+echo.SuggestFrom("--"+name, flagNaming.names[:]), "")
+			p.addUnknown(orderDoc, "--"+echo.Text(name), "unknown flag"+echo.SuggestFrom("--"+name, flagNaming.names[:]))
 			if !hasValue && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
 				i++ // its value, most likely
 			}
 			continue
 		case !hasValue && i+1 == len(args):
-			p.addPhrased(fd, "needs a value", "", true)
+			p.addPhrased(fd, "needs a value")
 			continue
 		case !hasValue:
 			i++
@@ -116,7 +116,7 @@ func (f *flagValues) strategy(p *problems) (Strategy, error) {
 	anySet := false
 	for _, fd := range flagFields {
 		if f[fd].set > 1 {
-			p.addPhrased(fd, "is given more than once", "", true)
+			p.addPhrased(fd, "is given more than once")
 		}
 		anySet = anySet || f[fd].set > 0
 	}
@@ -127,7 +127,7 @@ func (f *flagValues) strategy(p *problems) (Strategy, error) {
 	case f[fStrategy].set == 0:
 		for _, fd := range flagFields[1:] {
 			if f[fd].set > 0 {
-				p.addPhrased(fd, "requires "+flagNaming.names[fStrategy], "", true)
+				p.addPhrased(fd, "requires "+flagNaming.names[fStrategy])
 			}
 		}
 	default:

@@ -61,14 +61,14 @@ func TestExtremesNeverBreakTheDecision(t *testing.T) {
 		p, err := Compile(s)
 		require.NoError(t, err)
 		var d Decision
-		p.decideCounted(&d, counted{n, instantOf(last), last.Location()}, uptime, rapid.Uint64().Draw(t, "seed"), last)
+		p.decideCounted(&d, counted{n, instantOf(last), last.Location()}, asked{uptime, rapid.Uint64().Draw(t, "seed"), last})
 		checkDecision(t, s, d, last)
 		if d.Action == Fatal {
 			return
 		}
 		if s.Backoff.Kind != Fixed && s.Backoff.Multiplier >= 1 {
 			var next Decision
-			p.decideCounted(&next, counted{n + 1, instantOf(last), last.Location()}, uptime, 0, last)
+			p.decideCounted(&next, counted{n + 1, instantOf(last), last.Location()}, asked{uptime, 0, last})
 			if next.Action != Fatal && next.Owed < d.Owed {
 				t.Fatalf("owed %v after %d failures, %v after %d", d.Owed, n, next.Owed, n+1)
 			}

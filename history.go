@@ -101,7 +101,7 @@ func (h *History) Decide(seed uint64, now time.Time) (Decision, error) {
 	if n == 0 {
 		return d, errNoFailures
 	}
-	h.policy().decideCounted(&d, counted{n, instantOf(time.Unix(0, newest)), time.UTC}, uptime, seed, now)
+	h.policy().decideCounted(&d, counted{n, instantOf(time.Unix(0, newest)), time.UTC}, asked{uptime, seed, now})
 	return d, nil
 }
 
@@ -149,8 +149,7 @@ func (h *History) MarshalBinary() ([]byte, error) {
 	return histcode.Append(nil, ts, up), nil
 }
 
-// UnmarshalBinary replaces the history with one MarshalBinary encoded (by
-// this version or the one before, which wrote nanoseconds without a unit),
+// UnmarshalBinary replaces the history with one MarshalBinary encoded,
 // keeping the failures within the window of the newest. On error the
 // history is left unchanged.
 func (h *History) UnmarshalBinary(data []byte) error {

@@ -35,7 +35,7 @@ const (
 func Parse(data []byte) (Strategy, error) {
 	p := problems{nm: &jsonNaming}
 	if len(data) > maxDocumentSize {
-		p.addAt(orderDoc, "$", "must be at most "+strconv.Itoa(maxDocumentSize)+" bytes", "")
+		p.addDoc("must be at most "+strconv.Itoa(maxDocumentSize)+" bytes", "")
 		return Strategy{}, p.err()
 	}
 	data, skipped := wire.TrimBOM(data)
@@ -43,7 +43,7 @@ func Parse(data []byte) (Strategy, error) {
 		return Default(), nil
 	}
 	var d draft
-	if !readDocument(data, skipped, &d, &p) {
+	if !(&docReader{data: data, offset: skipped, d: &d, p: &p}).document() {
 		return Strategy{}, p.err()
 	}
 	s := d.build(&p)
@@ -123,43 +123,52 @@ var (
 // errTooDeep stops reading a document nested deeper than maxDepth.
 var errTooDeep = errors.New("nested deeper than " + strconv.Itoa(maxDepth) + " levels")
 
-// readDocument reads data into d, recording problems with keys (unknown,
-// duplicate) and with the document; offset is where data starts in what the
-// caller was given. It returns false when the document is not a JSON object
-// that can be read to its closing brace.
-func readDocument(data []byte, offset int, d *draft, p *problems) bool {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	tok, err := dec.Token()
+// docReader reads a strategy document, data, into d, recording problems
+// with keys (unknown, duplicate) and with the document in p; offset is
+// where data starts in what the caller was given.
+type docReader struct {
+	data   []byte
+	offset int
+	d      *draft
+	p      *problems
+	dec    *json.Decoder
+}
+
+// document reads the document. It returns false when it is not a JSON
+// object that can be read to its closing brace.
+func (r *docReader) document() bool {
+	r.dec = json.NewDecoder(bytes.NewReader(r.data))
+	r.dec.UseNumber()
+	tok, err := r.dec.Token()
 	if err != nil {
-		return docError(p, data, err, offset)
+		return r.refuse(err)
 	}
 	if tok != json.Delim('{') {
-		v, err := readValue(dec, tok, 1)
+		v, err := readValue(r.dec, tok, 1)
 		if err != nil {
-			return docError(p, data, err, offset)
+			return r.refuse(err)
 		}
-		p.addAt(orderDoc, "$", "must be a JSON object", v.shown())
+		r.p.addDoc("must be a JSON object", v.shown())
 		return false
 	}
-	if err := readObject(dec, d, p, topObject, 1); err != nil {
-		return docError(p, data, err, offset)
+	if err := r.object(topObject, 1); err != nil {
+		return r.refuse(err)
 	}
-	if _, err := dec.Token(); err != io.EOF {
+	if _, err := r.dec.Token(); err != io.EOF {
 		// The object itself was read whole: its fields are still checked.
-		p.addAt(orderDoc, "$", "must hold one JSON object and nothing after it", "")
+		r.p.addDoc("must hold one JSON object and nothing after it", "")
 	}
 	return true
 }
 
-// docError records a problem with the document as a whole.
-func docError(p *problems, data []byte, err error, offset int) bool {
+// refuse records err, which stopped the reading, as a problem with the
+// document as a whole, and returns false.
+func (r *docReader) refuse(err error) bool {
 	if errors.Is(err, errTooDeep) {
-		p.addAt(orderDoc, "$", "must not be "+err.Error(), "")
+		r.p.addDoc("must not be "+err.Error(), "")
 		return false
 	}
-	rule, got := jsondoc.Problem(data, offset, err)
-	p.addAt(orderDoc, "$", rule, got)
+	r.p.addDoc(jsondoc.Problem(r.data, r.offset, err))
 	return false
 }
 
@@ -178,10 +187,10 @@ var (
 	backoffObject = objectKind{backoffFields, "backoff.", orderBackoff}
 )
 
-// readObject reads the members of an object of kind obj whose '{' has been
+// object reads the members of an object of kind obj whose '{' has been
 // read, up to and including its '}'; depth is its nesting level.
-func readObject(dec *json.Decoder, d *draft, p *problems, obj objectKind, depth int) error {
-	fields := obj.fields
+func (r *docReader) object(obj objectKind, depth int) error {
+	dec, d, p, fields := r.dec, r.d, r.p, obj.fields
 	var seen [numFields]bool
 	for dec.More() {
 		tok, err := dec.Token()
@@ -199,7 +208,7 @@ func readObject(dec *json.Decoder, d *draft, p *problems, obj objectKind, depth 
 			}
 			seen[f] = true
 			d.v[f] = rawValue{kind: rawObject}
-			if err := readObject(dec, d, p, backoffObject, depth+1); err != nil {
+			if err := r.object(backoffObject, depth+1); err != nil {
 				return err
 			}
 			continue
@@ -210,7 +219,7 @@ func readObject(dec *json.Decoder, d *draft, p *problems, obj objectKind, depth 
 		}
 		switch {
 		case !known:
-			p.addAt(obj.unknownOrder, obj.prefix+echo.Text(key), "unknown field"+echo.Suggest(key, fields), "")
+			p.addUnknown(obj.unknownOrder, obj.prefix+echo.Text(key), "unknown field"+echo.Suggest(key, fields))
 		case seen[f]:
 			p.add(f, "duplicate key", "")
 		default:
@@ -330,10 +339,6 @@ func (d Decision) MarshalJSON() ([]byte, error) {
 // decisionKeys are the keys of a decision's JSON form, in their order.
 var decisionKeys = [...]string{"action", "reason", "failures_in_window", "owed_secs", "delay_secs", "jitter_secs", "due"}
 
-// creditedKey is delay_secs's name before it was renamed: reading a
-// decision accepts it in its place.
-const creditedKey = "credited_secs"
-
 // Indexes into decisionKeys.
 const (
 	keyAction = iota
@@ -383,9 +388,6 @@ func (v *Decision) readFields(data []byte) (seen [len(decisionKeys)]bool, err er
 		}
 		key, _ := tok.(string)
 		i := slices.Index(decisionKeys[:], key)
-		if key == creditedKey {
-			i = keyOwed + 1
-		}
 		switch {
 		case i < 0:
 			return seen, decisionError(echo.Text(key), "unknown field")

@@ -350,17 +350,11 @@ func TestUnknownKeysSuggestTheFieldMeant(t *testing.T) {
 	assert.EqualError(t, err, "retrypolicy: --retry-windw-secs: unknown flag; did you mean --retry-window-secs?")
 }
 
-// TestDecisionReadsTheOldDelayName: a decision written before delay_secs
-// was renamed (credited_secs, the wait after the credit, not the credit)
-// still reads; both names at once are a duplicate.
-func TestDecisionReadsTheOldDelayName(t *testing.T) {
+// TestDecisionKnowsOnlyItsOwnKeys: a decision's delay is delay_secs, the
+// one name MarshalJSON writes; any other name for it is an unknown field.
+func TestDecisionKnowsOnlyItsOwnKeys(t *testing.T) {
 	var d Decision
-	require.NoError(t, json.Unmarshal([]byte(`{"action":"wait","failures_in_window":4,"owed_secs":8,"credited_secs":4,"jitter_secs":0,"due":"2026-11-02T15:00:04Z"}`), &d))
-	assert.Equal(t, 4*time.Second, d.Delay)
-	out, err := json.Marshal(d)
-	require.NoError(t, err)
-	assert.Contains(t, string(out), `"delay_secs":4,`)
-	assert.NotContains(t, string(out), "credited")
-	err = json.Unmarshal([]byte(`{"action":"wait","failures_in_window":4,"owed_secs":8,"delay_secs":4,"credited_secs":4,"jitter_secs":0,"due":"2026-11-02T15:00:04Z"}`), &d)
-	assert.ErrorContains(t, err, "duplicate key")
+	err := json.Unmarshal([]byte(`{"action":"wait","failures_in_window":4,"owed_secs":8,"credited_secs":4,"jitter_secs":0,"due":"2026-11-02T15:00:04Z"}`), &d)
+	assert.EqualError(t, err, "retrypolicy: decision: credited_secs: unknown field")
+	assert.Equal(t, Decision{}, d, "a refused decision leaves d as it was")
 }

@@ -94,8 +94,8 @@ func check(s *Strategy, g *given, p *problems) {
 	}
 	// With an unknown strategy, which fields apply is unknown, but a field
 	// given is still held to its own range.
-	checkMaxAttempts(s, g, p, known)
-	checkWindow(s, g, p, known)
+	checkMaxAttempts(s, g, p)
+	checkWindow(s, g, p)
 	switch {
 	case s.Kind == None:
 		checkNoBackoff(g, p)
@@ -106,11 +106,11 @@ func check(s *Strategy, g *given, p *problems) {
 }
 
 // checkMaxAttempts records what is wrong with s.MaxAttempts.
-func checkMaxAttempts(s *Strategy, g *given, p *problems, known bool) {
+func checkMaxAttempts(s *Strategy, g *given, p *problems) {
 	bounded := s.Kind == Bounded
 	switch {
-	case !bounded && g.set[fMaxAttempts] && known:
-		p.tied(fMaxAttempts, true, fStrategy, Bounded.String(), g.show(fMaxAttempts, strconv.Itoa(s.MaxAttempts)))
+	case !bounded && g.set[fMaxAttempts] && strategyEnum.valid(uint8(s.Kind)):
+		p.tied(fMaxAttempts, onlyWhenBounded, g.show(fMaxAttempts, strconv.Itoa(s.MaxAttempts)))
 	case bounded && !g.set[fMaxAttempts]:
 		p.requiredWith(fMaxAttempts, Bounded)
 	case (bounded || g.set[fMaxAttempts]) && s.MaxAttempts < 1:
@@ -119,11 +119,11 @@ func checkMaxAttempts(s *Strategy, g *given, p *problems, known bool) {
 }
 
 // checkWindow records what is wrong with s.Window.
-func checkWindow(s *Strategy, g *given, p *problems, known bool) {
+func checkWindow(s *Strategy, g *given, p *problems) {
 	bounded := s.Kind == Bounded
 	switch {
-	case !bounded && g.set[fWindow] && known:
-		p.tied(fWindow, true, fStrategy, Bounded.String(), p.showDuration(g, fWindow, s.Window))
+	case !bounded && g.set[fWindow] && strategyEnum.valid(uint8(s.Kind)):
+		p.tied(fWindow, onlyWhenBounded, p.showDuration(g, fWindow, s.Window))
 	case !bounded && !g.set[fWindow]:
 	case s.Window%time.Second != 0:
 		p.add(fWindow, "must be a whole number of seconds", p.showDuration(g, fWindow, s.Window))
@@ -140,11 +140,11 @@ func checkWindow(s *Strategy, g *given, p *problems, known bool) {
 // in JSON and Go, each backoff flag on the command line.
 func checkNoBackoff(g *given, p *problems) {
 	if !p.nm.flags && g.set[fBackoff] {
-		p.tied(fBackoff, false, fStrategy, None.String(), "")
+		p.tied(fBackoff, notWhenNone, "")
 	}
 	for f := fKind; f < numFields && p.nm.flags; f++ {
 		if g.set[f] {
-			p.tied(f, false, fStrategy, None.String(), g.show(f, ""))
+			p.tied(f, notWhenNone, g.show(f, ""))
 		}
 	}
 }
@@ -161,10 +161,10 @@ func checkBackoff(b *Backoff, g *given, p *problems) {
 	baseOK := p.checkDelay(fBase, b.BaseDelay, g)
 	if b.Kind == Fixed {
 		if g.set[fMultiplier] {
-			p.tied(fMultiplier, false, fKind, Fixed.String(), g.show(fMultiplier, formatMultiplier(b.Multiplier)))
+			p.tied(fMultiplier, notWhenFixed, g.show(fMultiplier, formatMultiplier(b.Multiplier)))
 		}
 		if g.set[fMaxDelay] {
-			p.tied(fMaxDelay, false, fKind, Fixed.String(), p.showDuration(g, fMaxDelay, b.MaxDelay))
+			p.tied(fMaxDelay, notWhenFixed, p.showDuration(g, fMaxDelay, b.MaxDelay))
 		}
 		return
 	}
@@ -203,24 +203,39 @@ func (p *problems) checkDelay(f field, d time.Duration, g *given) bool {
 	return false
 }
 
-// tied records that f is only valid (only) or not allowed (!only) when
-// field other has value; shown is f's value.
-func (p *problems) tied(f field, only bool, other field, value, shown string) {
+// condition is a field holding a value, which other fields are tied to:
+// only valid under it, or not allowed under it.
+type condition struct {
+	f     field
+	value string
+	only  bool
+}
+
+// The conditions of the descriptor's rules.
+var (
+	onlyWhenBounded = condition{fStrategy, Bounded.String(), true}
+	notWhenNone     = condition{fStrategy, None.String(), false}
+	notWhenFixed    = condition{fKind, Fixed.String(), false}
+)
+
+// tied records that f is only valid, or not allowed, under c; shown is
+// f's value.
+func (p *problems) tied(f field, c condition, shown string) {
 	verb := "not allowed when "
-	if only {
+	if c.only {
 		verb = "only valid when "
 	}
 	if p.nm.flags {
-		p.addPhrased(f, "is "+verb+p.nm.names[other]+"="+value, "", true)
+		p.addPhrased(f, "is "+verb+p.nm.names[c.f]+"="+c.value)
 		return
 	}
-	p.add(f, verb+p.nm.names[other]+" is "+value, shown)
+	p.add(f, verb+p.nm.names[c.f]+" is "+c.value, shown)
 }
 
 // requiredWith records that f is missing though the strategy kind needs it.
 func (p *problems) requiredWith(f field, kind StrategyKind) {
 	if p.nm.flags {
-		p.addPhrased(f, "is required when "+p.nm.names[fStrategy]+"="+kind.String(), "", true)
+		p.addPhrased(f, "is required when "+p.nm.names[fStrategy]+"="+kind.String())
 		return
 	}
 	p.add(f, "required when "+p.nm.names[fStrategy]+" is "+kind.String(), "")
@@ -288,22 +303,36 @@ const (
 	orderBackoff = int(numFields) * 2  // an unknown key of the backoff object
 )
 
-// add records a problem with field f.
+// add records a problem with field f, whose value was value.
 func (p *problems) add(f field, rule, value string) {
-	p.addPhrased(f, rule, value, false)
+	p.put(f, FieldError{Rule: rule, Value: value})
 }
 
-func (p *problems) addPhrased(f field, rule, value string, phrase bool) {
+// addPhrased records a problem with field f that its rule words whole
+// ("--retry-window-secs is only valid when …"), with no value.
+func (p *problems) addPhrased(f field, rule string) {
+	p.put(f, FieldError{Rule: rule, phrase: true})
+}
+
+// put records e, a problem with field f, unless f has one already.
+func (p *problems) put(f field, e FieldError) {
 	if p.bad[f] {
 		return
 	}
 	p.bad[f] = true
-	p.list = append(p.list, problem{order: int(f) * 2, err: FieldError{Field: p.nm.names[f], Rule: rule, Value: value, phrase: phrase}})
+	e.Field = p.nm.names[f]
+	p.list = append(p.list, problem{order: int(f) * 2, err: e})
 }
 
-// addAt records a problem at a path that is not a known field.
-func (p *problems) addAt(order int, path, rule, value string) {
-	p.list = append(p.list, problem{order: order, err: FieldError{Field: path, Rule: rule, Value: value}})
+// addDoc records a problem with the document, or the arguments, as a
+// whole ("$").
+func (p *problems) addDoc(rule, value string) {
+	p.list = append(p.list, problem{order: orderDoc, err: FieldError{Field: "$", Rule: rule, Value: value}})
+}
+
+// addUnknown records a key or flag, at path, that is not a known field.
+func (p *problems) addUnknown(order int, path, rule string) {
+	p.list = append(p.list, problem{order: order, err: FieldError{Field: path, Rule: rule}})
 }
 
 // err returns the problems as a *ValidationError, or nil when there are none.

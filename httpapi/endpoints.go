@@ -279,10 +279,11 @@ func (h *Handler) plan(w http.ResponseWriter, r *http.Request, body []byte) *api
 	if e := h.failed(ctx, err); e != nil {
 		return e
 	}
+	p := report.Plan{Strategy: st, Uptime: time.Duration(o.Uptime), Tick: time.Duration(o.Tick), Steps: steps, Lint: found}
 	if wantsSVG(r) {
-		return writeSVG(w, report.Timeline(st, time.Duration(o.Uptime), time.Duration(o.Tick), steps, time.Duration(axis)))
+		return writeSVG(w, p.SVG(time.Duration(axis)))
 	}
-	return writeJSON(w, report.PlanJSON(st, time.Duration(o.Uptime), steps, found))
+	return writeJSON(w, p.JSON())
 }
 
 func (h *Handler) lint(w http.ResponseWriter, r *http.Request, body []byte) *apiError {
@@ -405,7 +406,7 @@ func (h *Handler) replay(w http.ResponseWriter, r *http.Request, body []byte) *a
 		return e
 	}
 	if wantsSVG(r) {
-		return writeSVG(w, report.ReplayChart(log, time.Duration(o.Tick), rr))
+		return writeSVG(w, report.Replay{Log: log, Tick: time.Duration(o.Tick), Replayed: rr}.Chart())
 	}
 	return writeJSON(w, jsonArray(len(rr.Results), func(i int) []byte { return report.ReplayJSON(rr.Names[i], rr.Results[i], i > 0) }))
 }

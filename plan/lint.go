@@ -134,14 +134,14 @@ func (r Report) Warnings() int {
 // few thousand failures and returns the report so far (not Settled) with
 // an error that wraps ctx's.
 func Lint(ctx context.Context, s retrypolicy.Strategy, opts ...Option) (Report, error) {
-	return lint(ctx, s, &descriptorNames, opts)
+	return descriptorNames.lint(ctx, s, opts)
 }
 
 // LintGo is Lint for a strategy built in Go: its findings name the
 // Strategy's fields and Go's units (Backoff.BaseDelay, time.Hour), not the
 // descriptor's (base_delay_secs, 3600).
 func LintGo(ctx context.Context, s retrypolicy.Strategy, opts ...Option) (Report, error) {
-	return lint(ctx, s, &goNames, opts)
+	return goNames.lint(ctx, s, opts)
 }
 
 // fieldNames are the names a finding gives the strategy's fields.
@@ -173,7 +173,7 @@ var goNames = fieldNames{
 }
 
 // lint is Lint with the findings naming fields by t.
-func lint(ctx context.Context, s retrypolicy.Strategy, t *fieldNames, opts []Option) (Report, error) {
+func (t *fieldNames) lint(ctx context.Context, s retrypolicy.Strategy, opts []Option) (Report, error) {
 	c, err := configure(opts)
 	if err != nil {
 		return Report{}, err
@@ -189,7 +189,7 @@ func lint(ctx context.Context, s retrypolicy.Strategy, t *fieldNames, opts []Opt
 	if facts.LongestAt > 0 {
 		r.Summary.FirstStepUptime = firstStepUptime(p, facts.longestCount)
 	}
-	r.Findings = find(p, r.Strategy, &facts, t)
+	r.Findings = (&finder{p: p, s: r.Strategy, f: &facts, t: t}).find()
 	return r, err
 }
 
@@ -201,6 +201,7 @@ type loopFacts struct {
 	zeroAt       int           // the first failure that waits 0, or 0
 	fallAt       int           // the first failure that owes less than the one before, or 0
 	fallTo       time.Duration // what it waits
+	prevOwed     time.Duration // what the failure before owed, -1 before the first
 }
 
 // follow runs p's crash loop under the tick every until it gives up, or
@@ -213,9 +214,8 @@ func follow(ctx context.Context, p *retrypolicy.Policy, every time.Duration) (lo
 	var f loopFacts
 	var window []time.Duration // the failures in the window, ascending
 	var cycle cycleFinder
-	prevOwed := time.Duration(-1)
-	f.Tick = every
-	for st := range crashLoop(p, loopStart, 0, every) {
+	f.Tick, f.prevOwed = every, -1
+	for st := range (crashLoop{p: p, start: loopStart, every: every}).steps() {
 		if f.Failures%checkEvery == 0 && ctx.Err() != nil {
 			return f, fmt.Errorf("plan: Lint: stopped after %d failures: %w", f.Failures, ctx.Err())
 		}
@@ -231,8 +231,7 @@ func follow(ctx context.Context, p *retrypolicy.Policy, every time.Duration) (lo
 			return f, nil
 		}
 		retry := st.Retry.Sub(loopStart)
-		f.note(d, at, retry-at, prevOwed)
-		prevOwed = d.Owed
+		f.note(d, at, retry-at)
 		if cycle.repeats(window) && retry >= time.Hour {
 			f.Settled = true
 			return f, nil
@@ -246,9 +245,10 @@ func follow(ctx context.Context, p *retrypolicy.Policy, every time.Duration) (lo
 
 // note records what the decision d on the failure at offset at, whose
 // retry starts wait later, shows: the longest wait, the first zero delay,
-// the first fall in what is owed (prevOwed before it), a retry within the
-// first hour.
-func (f *loopFacts) note(d retrypolicy.Decision, at, wait, prevOwed time.Duration) {
+// the first fall in what is owed, a retry within the first hour.
+func (f *loopFacts) note(d retrypolicy.Decision, at, wait time.Duration) {
+	prevOwed := f.prevOwed
+	f.prevOwed = d.Owed
 	if f.LongestAt == 0 || wait > f.LongestWait {
 		f.LongestWait, f.LongestAt, f.longestCount = wait, f.Failures, d.InWindow
 	}
@@ -374,112 +374,124 @@ func plural(n int, noun string) string {
 	return noun + "s"
 }
 
-// find returns the findings of s, whose crash loop under p showed f, in
-// t's fieldNames.
-func find(p *retrypolicy.Policy, s retrypolicy.Strategy, f *loopFacts, t *fieldNames) []Finding {
-	var out []Finding
-	add := func(code string, sev Severity, fix string, format string, args ...any) {
-		out = append(out, Finding{Code: code, Severity: sev, Message: fmt.Sprintf(format, args...), Fix: fix})
-	}
+// finder gathers the findings of s, compiled as p (unjittered), whose
+// crash loop showed f, naming fields by t.
+type finder struct {
+	p   *retrypolicy.Policy
+	s   retrypolicy.Strategy
+	f   *loopFacts
+	t   *fieldNames
+	out []Finding
+}
+
+// add records a finding: its code, severity and fix, and its message as
+// format and args.
+func (fd *finder) add(finding Finding, format string, args ...any) {
+	finding.Message = fmt.Sprintf(format, args...)
+	fd.out = append(fd.out, finding)
+}
+
+// find returns the findings, the warnings first.
+func (fd *finder) find() []Finding {
+	s, f, t := fd.s, fd.f, fd.t
 	if s.Kind == retrypolicy.Bounded {
-		boundedFindings(add, p, s, f, t)
+		fd.bounded()
 	}
 	switch {
 	case f.zeroAt > 0 && f.Tick > 0:
-		add("zero-delay", Info, "raise "+t.base+" or the multiplier, so that no delay floors to 0 ns",
+		fd.add(Finding{Code: "zero-delay", Severity: Info, Fix: "raise " + t.base + " or the multiplier, so that no delay floors to 0 ns"},
 			"from failure %d the delay is 0s: each retry waits only for the next %s tick, so a failing job runs on every tick", f.zeroAt, say.Duration(f.Tick))
 	case f.zeroAt > 0:
-		add("zero-delay", Warning, "raise "+t.base+" or the multiplier, so that no delay floors to 0 ns",
+		fd.add(Finding{Code: "zero-delay", Severity: Warning, Fix: "raise " + t.base + " or the multiplier, so that no delay floors to 0 ns"},
 			"from failure %d the crash loop waits 0s: every retry is due at once, a retry storm (under a controller, a retry on every tick)", f.zeroAt)
 	}
 	if b := s.Backoff; b.Kind == retrypolicy.Exponential || b.Kind == retrypolicy.ExponentialWithJitter {
-		exponentialFindings(add, p, s, f, t)
+		fd.exponential()
 	}
 	if s.Kind == retrypolicy.None {
-		add("never-retries", Info, "use bounded or unless_stopped for a job that should survive a transient error",
+		fd.add(Finding{Code: "never-retries", Severity: Info, Fix: "use bounded or unless_stopped for a job that should survive a transient error"},
 			"none: the first failure is FATAL, so a blip in a dependency ends the job")
 	}
 	if !f.Settled {
-		add("unsettled", Info, "the figures are a lower bound on what the loop does; retrypolicy plan shows its start",
+		fd.add(Finding{Code: "unsettled", Severity: Info, Fix: "the figures are a lower bound on what the loop does; retrypolicy plan shows its start"},
 			"the crash loop neither gave up nor repeated within %d failures", f.Failures)
 	}
-	fieldFixes(out, f, t)
-	slices.SortStableFunc(out, func(a, b Finding) int { return int(b.Severity) - int(a.Severity) })
-	return out
+	fd.fieldFixes()
+	slices.SortStableFunc(fd.out, func(a, b Finding) int { return int(b.Severity) - int(a.Severity) })
+	return fd.out
 }
 
 // fieldFixes fills Field and Value of the findings that one field's value
 // fixes: a never-fatal bounded strategy gives up with MaxAttempts at most
 // what its window holds; a backoff without a cap gets the example's.
-func fieldFixes(out []Finding, f *loopFacts, t *fieldNames) {
-	for i := range out {
-		switch out[i].Code {
+func (fd *finder) fieldFixes() {
+	for i := range fd.out {
+		switch fd.out[i].Code {
 		case "never-fatal":
-			out[i].Field, out[i].Value = t.maxAttempts, strconv.Itoa(f.MostInWindow)
+			fd.out[i].Field, fd.out[i].Value = fd.t.maxAttempts, strconv.Itoa(fd.f.MostInWindow)
 		case "no-cap":
-			out[i].Field, out[i].Value = t.maxDelay, t.capValue
+			fd.out[i].Field, fd.out[i].Value = fd.t.maxDelay, fd.t.capValue
 		}
 	}
 }
 
-// boundedFindings records the traps of a bounded strategy: it never gives
-// up, or gives up within a minute.
-func boundedFindings(add recordFinding, p *retrypolicy.Policy, s retrypolicy.Strategy, f *loopFacts, t *fieldNames) {
+// bounded records the traps of a bounded strategy: it never gives up, or
+// gives up within a minute.
+func (fd *finder) bounded() {
+	s, f, t := fd.s, fd.f, fd.t
 	if f.Settled && !f.Fatal {
 		under := ""
 		if f.Tick > 0 {
 			under = " under a " + say.Duration(f.Tick) + " tick"
 		}
-		add("never-fatal", Warning, neverFatalFix(p, s, f, t),
+		fd.add(Finding{Code: "never-fatal", Severity: Warning, Fix: fd.neverFatalFix()},
 			"bounded never gives up when every run crashes%s: its %s window holds at most %d %s, short of %s %d, so it retries forever as unless_stopped does",
 			under, say.Duration(s.Window), f.MostInWindow, plural(f.MostInWindow, "failure"), t.maxAttempts, s.MaxAttempts)
 	}
 	if f.Fatal && f.TimeToFatal < time.Minute {
-		add("gives-up-fast", Warning, "raise "+t.base+", the multiplier or "+t.maxAttempts+", so that the failures that make it fatal take longer than the outages the job should ride out",
+		fd.add(Finding{Code: "gives-up-fast", Severity: Warning, Fix: "raise " + t.base + ", the multiplier or " + t.maxAttempts + ", so that the failures that make it fatal take longer than the outages the job should ride out"},
 			"gives up %s after its first failure when every run crashes (failure %d): an outage that long makes the job FATAL", say.Duration(f.TimeToFatal), f.FailuresToFatal)
 	}
 }
 
-// exponentialFindings records the traps of an exponential backoff: delays
-// that shrink, no cap, a window that forgets before the cap.
-func exponentialFindings(add recordFinding, p *retrypolicy.Policy, s retrypolicy.Strategy, f *loopFacts, t *fieldNames) {
-	b := s.Backoff
+// exponential records the traps of an exponential backoff: delays that
+// shrink, no cap, a window that forgets before the cap.
+func (fd *finder) exponential() {
+	b := fd.s.Backoff
 	if b.Multiplier < 1 {
-		add("shrinking-delays", Warning, "use a multiplier of at least 1 (2 doubles each delay), or a fixed backoff",
-			"multiplier %v is below 1: each delay is shorter than the one before (%s)", b.Multiplier, firstDelays(p))
+		fd.add(Finding{Code: "shrinking-delays", Severity: Warning, Fix: "use a multiplier of at least 1 (2 doubles each delay), or a fixed backoff"},
+			"multiplier %v is below 1: each delay is shorter than the one before (%s)", b.Multiplier, firstDelays(fd.p))
 	}
 	if b.Multiplier <= 1 {
 		return
 	}
 	if b.MaxDelay == 0 {
-		noCap(add, f, t)
+		fd.noCap()
 	}
-	if f.Settled && !f.Fatal {
-		windowForgets(add, s, f, t)
+	if fd.f.Settled && !fd.f.Fatal {
+		fd.windowForgets()
 	}
 }
-
-// recordFinding records a finding: its code, severity and fix, and its
-// message as format and args.
-type recordFinding func(code string, sev Severity, fix string, format string, args ...any)
 
 // noCap records that an exponential backoff has no cap: a warning when its
 // waits pass a day, else an info, since a backoff without max_delay_secs
 // is often the flags' default rather than a choice.
-func noCap(add recordFinding, f *loopFacts, t *fieldNames) {
+func (fd *finder) noCap() {
+	f, t := fd.f, fd.t
 	fix := "set " + t.capExample
 	if f.LongestWait > 24*time.Hour {
-		add("no-cap", Warning, fix, "no %s: when every run crashes the waits grow to %s (failure %d)", t.maxDelay, say.Duration(f.LongestWait), f.LongestAt)
+		fd.add(Finding{Code: "no-cap", Severity: Warning, Fix: fix}, "no %s: when every run crashes the waits grow to %s (failure %d)", t.maxDelay, say.Duration(f.LongestWait), f.LongestAt)
 		return
 	}
-	add("no-cap", Info, fix+", if a cap was meant: "+t.noCapIsOften,
+	fd.add(Finding{Code: "no-cap", Severity: Info, Fix: fix + ", if a cap was meant: " + t.noCapIsOften},
 		"no %s: no cap but the 100-year ceiling, though in the crash loop the waits stay under a day (at most %s)", t.maxDelay, say.Duration(f.LongestWait))
 }
 
 // windowForgets records that a loop that never gives up settles below the
 // delay's limit: the window forgets failures before the delay reaches it,
 // so the waits cycle, or stay on a plateau (docs/semantics.md, section 5).
-func windowForgets(add recordFinding, s retrypolicy.Strategy, f *loopFacts, t *fieldNames) {
+func (fd *finder) windowForgets() {
+	s, f, t := fd.s, fd.f, fd.t
 	limit, limitText := 100*365*24*time.Hour, "the 100-year ceiling"
 	if s.Backoff.MaxDelay > 0 {
 		limit, limitText = s.Backoff.MaxDelay, "its cap of "+say.Duration(s.Backoff.MaxDelay)
@@ -488,11 +500,11 @@ func windowForgets(add recordFinding, s retrypolicy.Strategy, f *loopFacts, t *f
 	case f.LongestWait >= limit:
 	case f.fallAt > 0:
 		top, bottom := showApart(f.LongestWait, f.fallTo)
-		add("window-forgets", Info, "to settle at a longer wait, lower "+t.maxDelay+" or the multiplier until the window holds the failures that reach it"+planShows(f.fallAt+12, f.Tick, "cycle"),
+		fd.add(Finding{Code: "window-forgets", Severity: Info, Fix: "to settle at a longer wait, lower " + t.maxDelay + " or the multiplier until the window holds the failures that reach it" + planShows(f.fallAt+12, f.Tick, "cycle")},
 			"the %s window forgets failures before the delay reaches %s: waits climb to %s, fall back to %s at failure %d, and cycle",
 			say.Duration(windowOf(s)), limitText, top, bottom, f.fallAt)
 	default:
-		add("window-forgets", Info, "to climb further, lengthen "+t.window+" until it holds the failures that reach the cap, or lower the multiplier"+planShows(f.MostInWindow+6, f.Tick, "plateau"),
+		fd.add(Finding{Code: "window-forgets", Severity: Info, Fix: "to climb further, lengthen " + t.window + " until it holds the failures that reach the cap, or lower the multiplier" + planShows(f.MostInWindow+6, f.Tick, "plateau")},
 			"the %s window forgets failures before the delay reaches %s: it never holds more than %d, so the waits climb to %s and stay there",
 			say.Duration(windowOf(s)), limitText, f.MostInWindow, say.Duration(f.LongestWait))
 	}
@@ -529,8 +541,9 @@ func showApart(a, b time.Duration) (string, string) {
 }
 
 // neverFatalFix says which window, or which max_attempts, would make a
-// never-fatal strategy, whose crash loop showed f, give up.
-func neverFatalFix(p *retrypolicy.Policy, s retrypolicy.Strategy, f *loopFacts, t *fieldNames) string {
+// never-fatal strategy give up.
+func (fd *finder) neverFatalFix() string {
+	p, s, f, t := fd.p, fd.s, fd.f, fd.t
 	fix := fmt.Sprintf("set %s to at most %d, or shorten the delays", t.maxAttempts, f.MostInWindow)
 	under := ""
 	if f.Tick > 0 {

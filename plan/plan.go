@@ -106,7 +106,7 @@ func Timeline(s retrypolicy.Strategy, start time.Time, uptime time.Duration, max
 	}
 	max = min(max, MaxFailures)
 	var steps []Step
-	for st := range crashLoop(p, start, uptime, c.tick) {
+	for st := range (crashLoop{p: p, start: start, uptime: uptime, every: c.tick}).steps() {
 		if len(steps) == max {
 			break
 		}
@@ -133,11 +133,19 @@ func unjittered(s retrypolicy.Strategy) (*retrypolicy.Policy, retrypolicy.Strate
 	return p, s, err
 }
 
-// crashLoop yields the failures of a job under p whose every run lasts
-// uptime, each retry starting when due or at the tick after, ticks at
-// multiples of every from start, until a fatal decision or a failure a
+// crashLoop is a job under p whose every run lasts uptime, the first
+// starting at start, each retry when due or at the tick after, ticks at
+// multiples of every from start (every 0: when due).
+type crashLoop struct {
+	p             *retrypolicy.Policy
+	start         time.Time
+	uptime, every time.Duration
+}
+
+// steps yields the loop's failures until a fatal decision or a failure a
 // History cannot hold.
-func crashLoop(p *retrypolicy.Policy, start time.Time, uptime, every time.Duration) func(yield func(Step) bool) {
+func (l crashLoop) steps() func(yield func(Step) bool) {
+	p, start, uptime, every := l.p, l.start, l.uptime, l.every
 	return func(yield func(Step) bool) {
 		h := retrypolicy.NewHistory(p)
 		for run := start; ; {

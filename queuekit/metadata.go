@@ -28,7 +28,6 @@ type Metadata struct {
 	Problem string
 
 	failures []byte // the record's failures as written
-	legacy   bool   // written as tokens, before the History's encoding
 }
 
 // ReadMetadata reads a job's strategy (under strategyKey) and its record
@@ -37,8 +36,7 @@ type Metadata struct {
 // reading once it has both. Empty metadata holds neither.
 //
 // A record is {"seen_attempt": whole number, "history": string}, as
-// Record.AppendJSON writes it; {"seen_attempt": …, "failures": string},
-// the text riverretry wrote before this package, is read too.
+// Record.AppendJSON writes it; its other members are skipped.
 func ReadMetadata(metadata []byte, strategyKey, recordKey string) (m Metadata) {
 	if len(bytes.TrimSpace(metadata)) == 0 {
 		return m
@@ -92,27 +90,17 @@ func readRecord(s *jsonscan.Scanner, m Metadata, recordKey string) Metadata {
 			}
 			continue
 		}
-		m.readFailures(s, key)
+		if keyIs(key, "history") && s.Peek() == '"' {
+			m.failures = stringContents(s)
+			continue
+		}
+		s.Skip()
 	}
 	if !haveSeen || m.failures == nil {
 		m.Problem, m.failures = shape(), nil
 	}
 	m.HasRecord = m.Problem == ""
 	return m
-}
-
-// readFailures reads the record's member key: its failures in the
-// History's encoding, or in the earlier text when it has no other; any
-// other member is skipped.
-func (m *Metadata) readFailures(s *jsonscan.Scanner, key []byte) {
-	switch {
-	case keyIs(key, "history") && s.Peek() == '"':
-		m.failures, m.legacy = stringContents(s), false
-	case keyIs(key, "failures") && s.Peek() == '"' && (m.failures == nil || m.legacy):
-		m.failures, m.legacy = stringContents(s), true
-	default:
-		s.Skip()
-	}
 }
 
 // Failures returns the record's failures, ascending Unix nanoseconds, in
@@ -122,9 +110,6 @@ func (m *Metadata) readFailures(s *jsonscan.Scanner, key []byte) {
 func (m Metadata) Failures(room []int64, limit int) (failures []int64, more, ok bool) {
 	if !m.HasRecord {
 		return room[:0], false, true
-	}
-	if m.legacy {
-		return decodeTokens(m.failures, room, limit)
 	}
 	var buf [512]byte
 	bin := buf[:0]

@@ -60,16 +60,16 @@ func TestARecordIsCompact(t *testing.T) {
 	}
 }
 
-// TestReadMetadataTakesBothRecords: a record in the History's encoding
-// and one in the text riverretry wrote before the kit read to the same
-// failures; a record holding more than the limit gives the newest.
-func TestReadMetadataTakesBothRecords(t *testing.T) {
-	// The failures of the earlier text's own documentation: 15:00:04.7,
-	// 15:00:01.2 and 14:59:58.1 on 2 November 2026.
-	old := queuekit.ReadMetadata([]byte(`{"retrypolicy":{"seen_attempt":3,"failures":"8-zssum0BstD8gD"}}`), "retry_strategy", "retrypolicy")
-	require.True(t, old.HasRecord, old.Problem)
-	assert.Equal(t, 3, old.Seen)
-	got, more, ok := old.Failures(nil, math.MaxInt)
+// TestReadMetadataReadsTheDocumentedRecord: the record Record's doc
+// shows reads to its three failures and back to the same text; a record
+// holding more than the limit gives the newest; a history that is not the
+// encoding is refused, and a record without "history" is no record.
+func TestReadMetadataReadsTheDocumentedRecord(t *testing.T) {
+	const doc = `{"seen_attempt":3,"history":"AwIDqNixzLNonBisGwA"}`
+	m := queuekit.ReadMetadata([]byte(`{"retrypolicy":`+doc+`}`), "retry_strategy", "retrypolicy")
+	require.True(t, m.HasRecord, m.Problem)
+	assert.Equal(t, 3, m.Seen)
+	got, more, ok := m.Failures(nil, math.MaxInt)
 	require.True(t, ok)
 	assert.False(t, more)
 	var times []string
@@ -77,26 +77,22 @@ func TestReadMetadataTakesBothRecords(t *testing.T) {
 		times = append(times, time.Unix(0, ns).UTC().Format(time.RFC3339Nano))
 	}
 	assert.Equal(t, []string{"2026-11-02T14:59:58.1Z", "2026-11-02T15:00:01.2Z", "2026-11-02T15:00:04.7Z"}, times)
+	assert.Equal(t, doc, string(queuekit.Record{Seen: 3, Failures: got}.AppendJSON(nil)))
 
-	text := queuekit.Record{Seen: 3, Failures: got}.AppendJSON(nil)
-	m := queuekit.ReadMetadata(append(append([]byte(`{"retrypolicy":`), text...), '}'), "retry_strategy", "retrypolicy")
-	require.True(t, m.HasRecord, m.Problem)
-	again, _, ok := m.Failures(nil, math.MaxInt)
+	newest, more, ok := m.Failures(make([]int64, 0, 4), 2)
 	require.True(t, ok)
-	assert.Equal(t, got, again)
+	assert.True(t, more)
+	assert.Equal(t, got[1:], newest)
 
-	for _, r := range []queuekit.Metadata{old, m} {
-		newest, more, ok := r.Failures(make([]int64, 0, 4), 2)
-		require.True(t, ok)
-		assert.True(t, more)
-		assert.Equal(t, got[1:], newest)
-	}
-	for _, bad := range []string{`"failures":"g"`, `"failures":"A="`, `"history":"AgEA"`, `"history":"*"`, `"history":"AgAAAA"`} {
+	for _, bad := range []string{`"history":"AgEA"`, `"history":"*"`, `"history":"AgAAAA"`, `"history":"AwA="`} {
 		m := queuekit.ReadMetadata([]byte(`{"retrypolicy":{"seen_attempt":1,`+bad+`}}`), "retry_strategy", "retrypolicy")
 		require.True(t, m.HasRecord, bad)
 		_, _, ok := m.Failures(nil, 10)
 		assert.False(t, ok, bad)
 	}
+	none := queuekit.ReadMetadata([]byte(`{"retrypolicy":{"seen_attempt":3,"failures":"8-zssum0BstD8gD"}}`), "retry_strategy", "retrypolicy")
+	assert.False(t, none.HasRecord)
+	assert.Contains(t, none.Problem, `"history": string}`)
 }
 
 // TestDecidingFromMetadataDoesNotAllocate: reading a job's strategy and

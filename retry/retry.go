@@ -239,7 +239,7 @@ func (c *config) decide(ctx context.Context, h *retrypolicy.History, f failure) 
 func (c *config) wait(ctx context.Context, d retrypolicy.Decision, f failure, m Marks) (time.Duration, *GiveUpError) {
 	wait := d.Delay + d.Jitter
 	if c.fullJitter {
-		wait = fullJitter(d.Delay, splitmix.Unit(c.seed^0x5851f42d4c957f2d, f.failedAt.Unix(), int32(f.failedAt.Nanosecond()), f.n))
+		wait = fullJitter(d.Delay, splitmix.Unit(c.seed^0x5851f42d4c957f2d, f.failedAt, f.n))
 	}
 	// A wait asked by a server, or deferred by a loop below, is waited in
 	// full: never sooner than asked.

@@ -103,9 +103,9 @@ var sharedKinds = map[string]retrypolicy.Strategy{
 // the placeholders of plantMetadata.
 var sharedHostile = []string{
 	`{"retrypolicy":{"seen_attempt":0,"failures":[{"attempt":0,"at":"9999-12-31T23:59:59Z"}]}}`,
-	`{"retrypolicy":{"seen_attempt":0,"failures":"{9999}"}}`,
-	`{"retrypolicy":{"seen_attempt":"3","failures":"x"}}`,
-	`{"retrypolicy":{"seen_attempt":100000,"failures":"{many}"}}`,
+	`{"retrypolicy":{"seen_attempt":0,"history":"{9999}"}}`,
+	`{"retrypolicy":{"seen_attempt":"3","history":"x"}}`,
+	`{"retrypolicy":{"seen_attempt":100000,"history":"{many}"}}`,
 	`{"retrypolicy":null,"user":{nest300}}`,
 }
 

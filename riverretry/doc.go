@@ -108,9 +108,7 @@
 //	{"retrypolicy": {"seen_attempt": 3, "history": "AwIDqNixzLNonBisGwA"}}
 //
 // holds three failures: at 14:59:58.1, 15:00:01.2 and 15:00:04.7 UTC on
-// 2 November 2026. A record that earlier versions wrote, with its failures
-// as "failures" in a text of their own, is read as it was, and written
-// anew at the job's next failure.
+// 2 November 2026.
 //
 // Every read checks the record against what River keeps and the clock: a
 // record of the wrong shape, an attempt seen beyond the job's, more

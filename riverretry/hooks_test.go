@@ -40,7 +40,7 @@ func TestHooksAreToldWhatThePolicyDoes(t *testing.T) {
 
 	_ = p.Work(ctx, job("email", `{"retry_strategy":{"strategy":"none"}}`), fails)
 	_ = p.Work(ctx, job("report", `{}`), fails)
-	_ = p.Work(ctx, job("report", `{"retrypolicy":{"seen_attempt":"3","failures":"x"}}`), fails)
+	_ = p.Work(ctx, job("report", `{"retrypolicy":{"seen_attempt":"3","history":"x"}}`), fails)
 	assert.Equal(t, []string{"email fatal strategy_none", "report wait ", "report wait "}, decided)
 	assert.Equal(t, []string{"report"}, repaired, "the record of the wrong shape")
 

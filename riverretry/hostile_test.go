@@ -16,8 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// hostileCase is a job whose metadata was written by hand, by an older
-// version, or by a client whose clock runs ahead. Every run of it fails;
+// hostileCase is a job whose metadata was written by hand, by another
+// program, or by a client whose clock runs ahead. Every run of it fails;
 // its strategy, its own or its kind's (bounded, 3 attempts in an hour),
 // decides how many runs it gets.
 type hostileCase struct {
@@ -36,31 +36,30 @@ const (
 
 var hostileCases = []hostileCase{
 	// Records on a job that never ran.
-	{"a failure in year 9999, as an older version wrote it", 0, `{"retrypolicy":{"seen_attempt":0,"failures":[{"attempt":0,"at":"9999-12-31T23:59:59Z"}]}}`, 3, repaired, 0},
-	{"a failure in year 9999", 0, `{"retrypolicy":{"seen_attempt":0,"failures":"{9999}"}}`, 3, repaired, 0},
-	{"seen_attempt 1.0", 0, `{"retrypolicy":{"seen_attempt":1.0,"failures":""}}`, 3, repaired, 0},
-	{`seen_attempt "3"`, 0, `{"retrypolicy":{"seen_attempt":"3","failures":""}}`, 3, repaired, 0},
-	{"seen_attempt -1", 0, `{"retrypolicy":{"seen_attempt":-1,"failures":""}}`, 3, repaired, 0},
-	{"seen_attempt 2^40", 0, `{"retrypolicy":{"seen_attempt":1099511627776,"failures":""}}`, 3, repaired, 0},
-	{`failures "x"`, 0, `{"retrypolicy":{"seen_attempt":0,"failures":"x"}}`, 3, repaired, 0},
-	{"an escape among the failures", 0, `{"retrypolicy":{"seen_attempt":0,"failures":"\u0041"}}`, 3, repaired, 0},
+	{"failures as an array, not a history", 0, `{"retrypolicy":{"seen_attempt":0,"failures":[{"attempt":0,"at":"9999-12-31T23:59:59Z"}]}}`, 3, repaired, 0},
+	{"a failure in year 9999", 0, `{"retrypolicy":{"seen_attempt":0,"history":"{9999}"}}`, 3, repaired, 0},
+	{"seen_attempt 1.0", 0, `{"retrypolicy":{"seen_attempt":1.0,"history":"{}"}}`, 3, repaired, 0},
+	{`seen_attempt "3"`, 0, `{"retrypolicy":{"seen_attempt":"3","history":"{}"}}`, 3, repaired, 0},
+	{"seen_attempt -1", 0, `{"retrypolicy":{"seen_attempt":-1,"history":"{}"}}`, 3, repaired, 0},
+	{"seen_attempt 2^40", 0, `{"retrypolicy":{"seen_attempt":1099511627776,"history":"{}"}}`, 3, repaired, 0},
+	{`history "x"`, 0, `{"retrypolicy":{"seen_attempt":0,"history":"x"}}`, 3, repaired, 0},
+	{"an escape in the history", 0, `{"retrypolicy":{"seen_attempt":0,"history":"\u0041"}}`, 3, repaired, 0},
 	{`"at": 12`, 0, `{"retrypolicy":{"seen_attempt":0,"failures":[{"attempt":1,"at":12}]}}`, 3, repaired, 0},
 	{"a record that is a string", 0, `{"retrypolicy":"garbage"}`, 3, repaired, 0},
 	{"a record that is an array", 0, `{"retrypolicy":[1,2,3]}`, 3, repaired, 0},
 	{"a null record", 0, `{"retrypolicy":null}`, 3, "", 0},
-	{"a record with keys of a later version", 0, `{"retrypolicy":{"seen_attempt":0,"failures":"","v":3,"later":{"x":[1]}}}`, 3, "", 0},
-	{"100,000 failures in the window", 0, `{"retrypolicy":{"seen_attempt":100000,"failures":"{many}"}}`, 3, repaired, 0},
+	{"a record with keys of a later version", 0, `{"retrypolicy":{"seen_attempt":0,"history":"{}","v":3,"later":{"x":[1]}}}`, 3, "", 0},
+	{"100,000 failures in the window", 0, `{"retrypolicy":{"seen_attempt":100000,"history":"{many}"}}`, 3, repaired, 0},
 	// Records on a job that failed twice already.
-	{"a sound record", 2, `{"retrypolicy":{"seen_attempt":2,"failures":"{now-9s,now-19s}"}}`, 1, "", 0},
-	{"a failure 10 minutes ahead, another client's clock", 2, `{"retrypolicy":{"seen_attempt":2,"failures":"{now+10m,now-19s}"}}`, 1, "", 0},
-	{"the run that failed is the one decided, not one 10 minutes ahead", 1, `{"retrypolicy":{"seen_attempt":1,"failures":"{now+10m}"}}`, 2, "", 1500 * time.Millisecond},
-	{"a failure 30 days ahead", 2, `{"retrypolicy":{"seen_attempt":2,"failures":"{now+720h,now-19s}"}}`, 1, repaired, 0},
-	{"a failure in year 9999 after two real ones", 2, `{"retrypolicy":{"seen_attempt":2,"failures":"{9999,now-19s}"}}`, 1, repaired, 0},
-	{"a failure before the job existed", 2, `{"retrypolicy":{"seen_attempt":2,"failures":"{now-9s,1971}"}}`, 1, repaired, 0},
-	{"one failure five times over", 2, `{"retrypolicy":{"seen_attempt":2,"failures":"{now-9s,now-9s,now-9s,now-9s,now-9s}"}}`, 1, repaired, 0},
-	{"seen beyond the job's attempt", 2, `{"retrypolicy":{"seen_attempt":7,"failures":"{now-9s}"}}`, 1, repaired, 0},
-	{"a token too long", 2, `{"retrypolicy":{"seen_attempt":2,"failures":"______________A"}}`, 1, repaired, 0},
-	{"a record missing River's last failure", 2, `{"retrypolicy":{"seen_attempt":1,"failures":"{now-19s}"}}`, 1, "", 0},
+	{"a sound record", 2, `{"retrypolicy":{"seen_attempt":2,"history":"{now-9s,now-19s}"}}`, 1, "", 0},
+	{"a failure 10 minutes ahead, another client's clock", 2, `{"retrypolicy":{"seen_attempt":2,"history":"{now+10m,now-19s}"}}`, 1, "", 0},
+	{"the run that failed is the one decided, not one 10 minutes ahead", 1, `{"retrypolicy":{"seen_attempt":1,"history":"{now+10m}"}}`, 2, "", 1500 * time.Millisecond},
+	{"a failure 30 days ahead", 2, `{"retrypolicy":{"seen_attempt":2,"history":"{now+720h,now-19s}"}}`, 1, repaired, 0},
+	{"a failure in year 9999 after two real ones", 2, `{"retrypolicy":{"seen_attempt":2,"history":"{9999,now-19s}"}}`, 1, repaired, 0},
+	{"a failure before the job existed", 2, `{"retrypolicy":{"seen_attempt":2,"history":"{now-9s,1971}"}}`, 1, repaired, 0},
+	{"one failure five times over", 2, `{"retrypolicy":{"seen_attempt":2,"history":"{now-9s,now-9s,now-9s,now-9s,now-9s}"}}`, 1, repaired, 0},
+	{"seen beyond the job's attempt", 2, `{"retrypolicy":{"seen_attempt":7,"history":"{now-9s}"}}`, 1, repaired, 0},
+	{"a record missing River's last failure", 2, `{"retrypolicy":{"seen_attempt":1,"history":"{now-19s}"}}`, 1, "", 0},
 	{"no record, failures River holds", 2, `{}`, 1, "", 0},
 	// Metadata and strategy shapes.
 	{"a user key nested 17 levels, a strategy of 3 attempts", 0, `{"user":{nest17},"retry_strategy":{"strategy":"bounded","max_attempts":3,"backoff":{"kind":"fixed","base_delay_secs":2}}}`, 3, "", 0},
@@ -72,23 +71,25 @@ var hostileCases = []hostileCase{
 	{"a strategy with an unknown field", 0, `{"retry_strategy":{"strategy":"none","retries":9}}`, 3, invalid, 0},
 	{"a 1 MiB strategy", 0, `{"retry_strategy":{"strategy":"bounded",{spaces}"max_attempts":2}}`, 2, "", 0},
 	{"an escaped key", 0, `{"retry_strat\u0065gy":{"strategy":"none"}}`, 1, "", 0},
-	{"River's keys, the record first", 2, `{"retrypolicy":{"seen_attempt":2,"failures":"{now-9s,now-19s}"},"snoozes":4,"river:log":[{"a":"b"}],"ключ":"значение","retry_strategy":{"strategy":"bounded","max_attempts":4}}`, 2, "", 0},
+	{"River's keys, the record first", 2, `{"retrypolicy":{"seen_attempt":2,"history":"{now-9s,now-19s}"},"snoozes":4,"river:log":[{"a":"b"}],"ключ":"значение","retry_strategy":{"strategy":"bounded","max_attempts":4}}`, 2, "", 0},
 }
 
 // plantMetadata fills a case's placeholders: {nestN} a value nested N
 // levels, {escapes} 100 KB of escapes, {spaces} 1 MiB of white space,
-// and, inside a failures string, {t1,t2,…} the tokens of those instants
-// (now±d, 9999, 1971) or {many}, 100,000 failures a second apart.
+// and, inside a history string, {t1,t2,…} the history of those instants
+// (now±d, 9999, 1971), {many}, 100,000 failures a millisecond apart, or
+// {} none.
 func plantMetadata(meta string, now time.Time) string {
 	meta = strings.ReplaceAll(meta, "{nest17}", strings.Repeat(`{"k":`, 16)+"1"+strings.Repeat("}", 16))
 	meta = strings.ReplaceAll(meta, "{nest300}", strings.Repeat(`[{"k":`, 150)+`"]}"`+strings.Repeat("}]", 150))
 	meta = strings.ReplaceAll(meta, "{escapes}", strings.Repeat(`\"\\\u00e9}`, 10000))
 	meta = strings.ReplaceAll(meta, "{spaces}", strings.Repeat(" ", 1<<20))
-	if i := strings.Index(meta, `"failures":"{`) + len(`"failures":`); i >= len(`"failures":`) {
+	if i := strings.Index(meta, `"history":"{`) + len(`"history":`); i >= len(`"history":`) {
 		j := strings.Index(meta[i:], `}"`) + i
 		var r []int64
 		for _, at := range strings.Split(meta[i+2:j], ",") {
 			switch {
+			case at == "": // {}: none
 			case at == "9999":
 				r = append(r, time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC).UnixMilli())
 			case at == "1971":
@@ -105,7 +106,7 @@ func plantMetadata(meta string, now time.Time) string {
 				r = append(r, now.Add(d).UnixMilli())
 			}
 		}
-		meta = meta[:i+1] + legacyFailures(r...) + meta[j+1:]
+		meta = meta[:i+1] + historyText(r...) + meta[j+1:]
 	}
 	return meta
 }

@@ -69,11 +69,11 @@ func TestReadMetadata(t *testing.T) {
 		{` { "retry_strategy" : null } `, "", "", false},
 		{`{"retry_strat\u0065gy":{"strategy":"none"}}`, "", `{"strategy":"none"}`, false},
 		{`{"user":` + deep + `,"retry_strategy":"bounded"}`, "", `"bounded"`, false},
-		{`{"retrypolicy":{"seen_attempt":2,"failures":"AB","future_key":[1]}}`, "", "", true},
+		{`{"retrypolicy":{"seen_attempt":2,"failures":"AB"}}`, "is not {", "", false},
 		{`{"retrypolicy":{"seen_attempt":2,"history":"AgA","future_key":[1]}}`, "", "", true},
 		{`{"retrypolicy":null}`, "", "", false},
-		{`{"retrypolicy":{"seen_attempt":1.0,"failures":""}}`, "is not {", "", false},
-		{`{"retrypolicy":{"seen_attempt":"3","failures":""}}`, "is not {", "", false},
+		{`{"retrypolicy":{"seen_attempt":1.0,"history":""}}`, "is not {", "", false},
+		{`{"retrypolicy":{"seen_attempt":"3","history":""}}`, "is not {", "", false},
 		{`{"retrypolicy":{"seen_attempt":3}}`, "is not {", "", false},
 		{`{"retrypolicy":{"seen_attempt":3,"failures":[{"attempt":1,"at":"2026-11-02T15:00:00Z"}]}}`, "is not {", "", false},
 		{`{"retrypolicy":[]}`, "is not {", "", false},
@@ -95,59 +95,49 @@ func TestReadMetadata(t *testing.T) {
 
 // TestCheckRecord: a record is checked against River's columns and the
 // clock; what cannot be trusted is named, and instants a little ahead
-// (another client's clock) count as now. Records in the History's
-// encoding and in the earlier text are checked alike.
+// (another client's clock) count as now.
 func TestCheckRecord(t *testing.T) {
 	now := time.Date(2026, 11, 2, 15, 0, 0, 0, time.UTC)
-	for _, legacy := range []bool{false, true} {
-		// enc is a record of seen with these failures, newest first.
-		enc := func(seen int, times ...time.Time) queuekit.Metadata {
-			if legacy {
-				var ms []int64
-				for _, at := range times {
-					ms = append(ms, at.UnixMilli())
-				}
-				return readMetadata([]byte(`{"retrypolicy":{"seen_attempt":` + strconv.Itoa(seen) + `,"failures":"` + legacyFailures(ms...) + `"}}`))
-			}
-			r := queuekit.Record{Seen: seen}
-			for i := len(times) - 1; i >= 0; i-- {
-				r.Failures = append(r.Failures, times[i].UnixNano())
-			}
-			return readMetadata([]byte(`{"retrypolicy":` + string(r.AppendJSON(nil)) + `}`))
+	// enc is a record of seen with these failures, newest first.
+	enc := func(seen int, times ...time.Time) queuekit.Metadata {
+		r := queuekit.Record{Seen: seen}
+		for i := len(times) - 1; i >= 0; i-- {
+			r.Failures = append(r.Failures, times[i].UnixNano())
 		}
-		for _, tc := range []struct {
-			name    string
-			attempt int
-			errors  int
-			m       queuekit.Metadata
-			limit   int
-			problem string
-			want    []time.Time // newest first
-		}{
-			{"sound", 3, 2, enc(2, now.Add(-time.Minute), now.Add(-2*time.Minute)), 10, "", []time.Time{now.Add(-time.Minute), now.Add(-2 * time.Minute)}},
-			{"ahead within the skew", 3, 2, enc(2, now.Add(10*time.Minute), now.Add(-time.Minute)), 10, "", []time.Time{now, now.Add(-time.Minute)}},
-			{"far in the future", 2, 1, enc(1, time.Date(2200, 12, 31, 23, 59, 59, 0, time.UTC)), 10, "after the allowed clock skew", nil},
-			{"before the job", 2, 1, enc(1, now.Add(-48*time.Hour)), 10, "before the job was created", nil},
-			{"seen beyond the job", 3, 2, enc(7, now), 10, "has seen attempt 7", nil},
-			{"more failures than attempts", 3, 2, enc(2, now, now, now), 10, "more failures than the job's 2 attempts", nil},
-			{"more failures than errors", 5, 1, enc(4, now, now), 10, "and 1 errors", nil},
-			{"cut to the strategy's bound", 5, 4, enc(4, now, now.Add(-time.Second), now.Add(-2*time.Second)), 2, "", []time.Time{now, now.Add(-time.Second)}},
-			{"not a list", 2, 1, readMetadata([]byte(`{"retrypolicy":{"seen_attempt":1,"failures":"*"}}`)), 10, "not a list of failure times", nil},
-			{"not a history", 2, 1, readMetadata([]byte(`{"retrypolicy":{"seen_attempt":1,"history":"AgEA"}}`)), 10, "not a list of failure times", nil},
-		} {
-			job := &rivertype.JobRow{ID: 1, Attempt: tc.attempt, CreatedAt: now.Add(-24 * time.Hour), Errors: make([]rivertype.AttemptError, tc.errors)}
-			rec, problem := checkRecord(job, tc.m, now, tc.limit, nil)
-			if tc.problem == "" {
-				assert.Empty(t, problem, tc.name)
-			} else {
-				assert.Contains(t, problem, tc.problem, tc.name)
-			}
-			var got []time.Time
-			for i := len(rec.Failures) - 1; i >= 0; i-- {
-				got = append(got, time.Unix(0, rec.Failures[i]).UTC())
-			}
-			assert.Equal(t, tc.want, got, "%s (legacy %v)", tc.name, legacy)
+		return readMetadata([]byte(`{"retrypolicy":` + string(r.AppendJSON(nil)) + `}`))
+	}
+	for _, tc := range []struct {
+		name    string
+		attempt int
+		errors  int
+		m       queuekit.Metadata
+		limit   int
+		problem string
+		want    []time.Time // newest first
+	}{
+		{"sound", 3, 2, enc(2, now.Add(-time.Minute), now.Add(-2*time.Minute)), 10, "", []time.Time{now.Add(-time.Minute), now.Add(-2 * time.Minute)}},
+		{"ahead within the skew", 3, 2, enc(2, now.Add(10*time.Minute), now.Add(-time.Minute)), 10, "", []time.Time{now, now.Add(-time.Minute)}},
+		{"far in the future", 2, 1, enc(1, time.Date(2200, 12, 31, 23, 59, 59, 0, time.UTC)), 10, "after the allowed clock skew", nil},
+		{"before the job", 2, 1, enc(1, now.Add(-48*time.Hour)), 10, "before the job was created", nil},
+		{"seen beyond the job", 3, 2, enc(7, now), 10, "has seen attempt 7", nil},
+		{"more failures than attempts", 3, 2, enc(2, now, now, now), 10, "more failures than the job's 2 attempts", nil},
+		{"more failures than errors", 5, 1, enc(4, now, now), 10, "and 1 errors", nil},
+		{"cut to the strategy's bound", 5, 4, enc(4, now, now.Add(-time.Second), now.Add(-2*time.Second)), 2, "", []time.Time{now, now.Add(-time.Second)}},
+		{"not base64url", 2, 1, readMetadata([]byte(`{"retrypolicy":{"seen_attempt":1,"history":"*"}}`)), 10, "not a list of failure times", nil},
+		{"not a history", 2, 1, readMetadata([]byte(`{"retrypolicy":{"seen_attempt":1,"history":"AgEA"}}`)), 10, "not a list of failure times", nil},
+	} {
+		job := &rivertype.JobRow{ID: 1, Attempt: tc.attempt, CreatedAt: now.Add(-24 * time.Hour), Errors: make([]rivertype.AttemptError, tc.errors)}
+		rec, problem := checkRecord(job, tc.m, now, tc.limit, nil)
+		if tc.problem == "" {
+			assert.Empty(t, problem, tc.name)
+		} else {
+			assert.Contains(t, problem, tc.problem, tc.name)
 		}
+		var got []time.Time
+		for i := len(rec.Failures) - 1; i >= 0; i-- {
+			got = append(got, time.Unix(0, rec.Failures[i]).UTC())
+		}
+		assert.Equal(t, tc.want, got, tc.name)
 	}
 }
 

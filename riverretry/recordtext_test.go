@@ -3,30 +3,26 @@ package riverretry
 import (
 	"encoding/base64"
 	"encoding/binary"
-	"strings"
+	"slices"
 )
 
-// legacyFailures writes failures (Unix milliseconds, newest first) as the
-// policy wrote a record's failures before it kept them in the History's
-// encoding: a token for the newest, then one for each gap to the next
-// older, each token a little-endian run of 5-bit groups in base64url
-// characters, the first 32 ending a token. The test's own encoder, so
-// that records an earlier version left are read as they were.
-func legacyFailures(ms ...int64) string {
-	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
-	var b strings.Builder
-	for i, v := range ms {
-		if i > 0 {
-			v = ms[i-1] - v
+// historyText writes failures (Unix milliseconds, in any order) as a
+// record's "history", with an encoder of the test's own: version byte 3,
+// unit byte 2 (milliseconds), the count and the first instant as varints,
+// each gap as a uvarint, an uptime of 0, all base64url. It writes instants
+// that nanoseconds cannot hold (year 9999), for records no client wrote.
+func historyText(ms ...int64) string {
+	asc := slices.Clone(ms)
+	slices.Sort(asc)
+	b := binary.AppendUvarint([]byte{3, 2}, uint64(len(asc)))
+	for i, v := range asc {
+		if i == 0 {
+			b = binary.AppendVarint(b, v)
+		} else {
+			b = binary.AppendUvarint(b, uint64(v-asc[i-1]))
 		}
-		u := uint64(max(v, 0))
-		for u >= 32 {
-			b.WriteByte(alphabet[32|u&31])
-			u >>= 5
-		}
-		b.WriteByte(alphabet[u])
 	}
-	return b.String()
+	return base64.RawURLEncoding.EncodeToString(binary.AppendUvarint(b, 0))
 }
 
 // historyFailures decodes a record's "history" with a decoder of the

@@ -80,7 +80,7 @@ func TestRescueThatGivesUpCancelsBeforeTheNextRun(t *testing.T) {
 		h := newSQLiteHarness(t, func(cfg *river.Config) { cfg.RescueStuckJobsAfter = 5 * time.Minute })
 		earlier := time.Now().Add(-2 * time.Hour)
 		meta := `{"retry_strategy":{"strategy":"bounded","max_attempts":2,"window_secs":86400,"backoff":{"kind":"fixed","base_delay_secs":1}},` +
-			`"retrypolicy":{"seen_attempt":1,"failures":"` + legacyFailures(earlier.UnixMilli()) + `"}}`
+			`"retrypolicy":{"seen_attempt":1,"history":"` + historyText(earlier.UnixMilli()) + `"}}`
 		id := strandJob(t, h, testArgs{Case: "rescued, fatal", Outcomes: []outcome{succeed}}, 2, meta,
 			rivertype.AttemptError{At: earlier.Add(-time.Second), Attempt: 1, Error: "upstream down"})
 		job := h.waitEnded([]int64{id}, 10*time.Minute)[id]

@@ -13,21 +13,22 @@ import (
 	"github.com/retrypolicy/retrypolicy/internal/wire"
 )
 
-func runDecide(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlagSet("decide", "decide [--lines] [FILE|-]", `Reads {"retry_strategy": {…} (optional), "failures": ["RFC 3339", …], "last_uptime_secs": N (optional),
+func (c stdio) runDecide(args []string) int {
+	sc := c.subcommand("decide", "decide [--lines] [FILE|-]", `Reads {"retry_strategy": {…} (optional), "failures": ["RFC 3339", …], "last_uptime_secs": N (optional),
 "jitter_seed": "…" (optional), "now": "RFC 3339"} and prints {"action", "reason" (fatal only),
 "failures_in_window", "owed_secs", "delay_secs", "jitter_secs", "due"}. Uptime is read to
 the nanosecond (finer digits are dropped); a due time past year 9999 prints as the year's last
 instant. Exits 0 for every decision, 2 for invalid input (each problem on a line, starting with
-its field's path; at most 20, then how many more).`, stderr)
-	lines := fs.Bool("lines", false, "read JSON Lines and write one output line per input line, in order, each as soon as no\nmore input is waiting; a bad line yields {\"error\": \"…\"} and the stream goes on; exit 2 at\nthe end if any line was bad")
-	in, stop := parseInput(fs, args, stdin, stdout, stderr)
+its field's path; at most 20, then how many more).`)
+	lines := sc.fs.Bool("lines", false, "read JSON Lines and write one output line per input line, in order, each as soon as no\nmore input is waiting; a bad line yields {\"error\": \"…\"} and the stream goes on; exit 2 at\nthe end if any line was bad")
+	in, stop := sc.parseInput(args)
 	if stop >= 0 {
 		return stop
 	}
 	defer in.Close()
+	stdout, stderr := c.stdout, c.stderr
 	if *lines {
-		return decideLines(in, stdout, stderr)
+		return stdio{in, stdout, stderr}.decideLines()
 	}
 	doc, err := io.ReadAll(io.LimitReader(in, report.MaxLine+1))
 	if err != nil {
@@ -49,17 +50,17 @@ its field's path; at most 20, then how many more).`, stderr)
 	return exitOK
 }
 
-// decideLines streams JSON Lines, holding one line at a time, so that
-// memory does not grow with the stream. An answer is written out as soon as
-// the input holds no further complete line, so that a caller that writes a
-// request and waits gets its answer, while a file is answered in large
-// writes.
-func decideLines(in io.Reader, stdout, stderr io.Writer) int {
-	br := bufio.NewReaderSize(in, 64<<10)
-	w := bufio.NewWriterSize(stdout, 64<<10)
-	d := report.NewDecider()
-	var line, out []byte
-	bad := 0
+// decideLines streams JSON Lines from stdin, holding one line at a time,
+// so that memory does not grow with the stream. An answer is written out
+// as soon as the input holds no further complete line, so that a caller
+// that writes a request and waits gets its answer, while a file is
+// answered in large writes.
+func (c stdio) decideLines() int {
+	stderr := c.stderr
+	br := bufio.NewReaderSize(c.stdin, 64<<10)
+	w := bufio.NewWriterSize(c.stdout, 64<<10)
+	a := lineAnswerer{d: report.NewDecider()}
+	var line []byte
 	for {
 		var err error
 		line, err = readLine(br, line[:0])
@@ -71,11 +72,7 @@ func decideLines(in io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "retrypolicy:", err)
 			return exitIO
 		}
-		var ok bool
-		if out, ok = answerLine(d, line, errors.Is(err, errLineTooLong), out[:0]); !ok {
-			bad++
-		}
-		w.Write(append(out, '\n'))
+		w.Write(append(a.answer(line, errors.Is(err, errLineTooLong)), '\n'))
 		if err == io.EOF {
 			break
 		}
@@ -90,7 +87,7 @@ func decideLines(in io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "retrypolicy:", err)
 		return exitIO
 	}
-	if bad > 0 {
+	if bad := a.bad; bad > 0 {
 		noun := "lines"
 		if bad == 1 {
 			noun = "line"
@@ -101,23 +98,32 @@ func decideLines(in io.Reader, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// answerLine appends the answer to one line to out, and reports whether
-// it was a decision rather than an error: tooLong for a line cut at
-// report.MaxLine.
-func answerLine(d *report.Decider, line []byte, tooLong bool, out []byte) ([]byte, bool) {
+// lineAnswerer answers the lines of decide --lines one after another,
+// reusing its buffer, and counts the bad ones.
+type lineAnswerer struct {
+	d   *report.Decider
+	out []byte
+	bad int
+}
+
+// answer returns the answer to one line, valid until the next: a decision,
+// or an error (tooLong for a line cut at report.MaxLine).
+func (a *lineAnswerer) answer(line []byte, tooLong bool) []byte {
 	var probs []string
 	if tooLong {
 		probs = []string{"$: must be at most " + strconv.Itoa(report.MaxLine) + " bytes"}
 	} else {
-		out, probs = d.Decide(line, out)
+		a.out, probs = a.d.Decide(line, a.out[:0])
 	}
 	if probs == nil {
-		return out, true
+		return a.out
 	}
+	a.bad++
 	if len(probs) == 1 && strings.HasPrefix(probs[0], "$: must be valid JSON") { // a line of something else, or of a request over several lines
 		probs[0] = "$: must be a request, one JSON object on one line" + strings.TrimPrefix(probs[0], "$: must be valid JSON")
 	}
-	return appendError(out[:0], probs), false
+	a.out = appendError(a.out[:0], probs)
+	return a.out
 }
 
 // peekAll returns what br holds buffered, without reading more.

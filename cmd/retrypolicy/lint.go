@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/retrypolicy/retrypolicy"
@@ -15,20 +14,21 @@ import (
 // exitWarnings is lint's exit status when it finds a warning.
 const exitWarnings = 3
 
-func runLint(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlagSet("lint", "lint [--tick D] [--json] [FILE|-]\n       retrypolicy lint [--tick D] [--json] --retry-strategy S [--retry-* …]", `Runs a strategy's crash loop (every run fails at once, each retry starts at the controller's
+func (c stdio) runLint(args []string) int {
+	sc := c.subcommand("lint", "lint [--tick D] [--json] [FILE|-]\n       retrypolicy lint [--tick D] [--json] --retry-strategy S [--retry-* …]", `Runs a strategy's crash loop (every run fails at once, each retry starts at the controller's
 first --tick at or after its due time, without jitter) and prints what it does, and its traps,
 each with what to change. The strategy is a
 descriptor (FILE, - or no FILE for standard input), read as validate reads it, or ampctl-style
 flags, read as flags reads them; invalid input prints its problems and exits 2.
 
 Exit status: 0 when it finds no warning (info findings allowed), 3 when it finds one, 2 for
-invalid input, 1 for I/O errors.`, stderr)
+invalid input, 1 for I/O errors.`)
+	fs, stdout, stderr := sc.fs, c.stdout, c.stderr
 	asJSON := fs.Bool("json", false, `print one JSON object: {"findings": [{"code", "severity", "message", "fix"}], "summary": {…}}`)
 	var o whatif.TickOption
 	o.Define(fs, "")
 	build := retrypolicy.RegisterFlags(fs)
-	positional, stop := parseArgs(fs, args, stdout, stderr, 1)
+	positional, stop := sc.parse(args, 1)
 	if stop >= 0 {
 		return stop
 	}
@@ -46,7 +46,7 @@ invalid input, 1 for I/O errors.`, stderr)
 	case fromFlags:
 		s, err = build()
 	default:
-		in, openErr := openInput(positional, stdin, stderr, fs)
+		in, openErr := sc.open(positional)
 		if openErr != nil {
 			fmt.Fprintln(stderr, "retrypolicy:", openErr)
 			return exitIO

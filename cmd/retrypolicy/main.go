@@ -62,67 +62,85 @@ Run 'retrypolicy <command> --help' for a command's options.
 `
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	os.Exit(stdio{os.Stdin, os.Stdout, os.Stderr}.run(os.Args[1:]))
 }
 
-// run is the command, with its arguments and streams as parameters; it
-// returns the exit status.
-func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+// stdio is where the command reads and writes: its standard input, output
+// and error, which the tests replace.
+type stdio struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+}
+
+// run is the command with its arguments; it returns the exit status.
+func (c stdio) run(args []string) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprint(c.stderr, usage)
 		return exitInvalid
 	}
 	cmd, rest := args[0], args[1:]
 	switch cmd {
 	case "validate":
-		return runValidate(rest, stdin, stdout, stderr)
+		return c.runValidate(rest)
 	case "flags":
-		return runFlags(rest, stdout, stderr)
+		return c.runFlags(rest)
 	case "decide":
-		return runDecide(rest, stdin, stdout, stderr)
+		return c.runDecide(rest)
 	case "plan":
-		return runPlan(rest, stdin, stdout, stderr)
+		return c.runPlan(rest)
 	case "lint":
-		return runLint(rest, stdin, stdout, stderr)
+		return c.runLint(rest)
 	case "simulate":
-		return runSimulate(rest, stdin, stdout, stderr)
+		return runSimulate(rest, c.stdin, c.stdout, c.stderr)
 	case "replay":
-		return runReplay(rest, stdin, stdout, stderr)
+		return c.runReplay(rest)
 	case "serve":
-		return runServe(rest, stdout, stderr)
+		return c.runServe(rest)
 	case "version", "--version":
-		fs := newFlagSet("version", "version", "Prints the version.", stderr)
-		if _, stop := parseArgs(fs, rest, stdout, stderr, 0); stop >= 0 {
+		sc := c.subcommand("version", "version", "Prints the version.")
+		if _, stop := sc.parse(rest, 0); stop >= 0 {
 			return stop
 		}
-		fmt.Fprintln(stdout, "retrypolicy", version)
+		fmt.Fprintln(c.stdout, "retrypolicy", version)
 		return exitOK
 	case "help", "-h", "-help", "--help":
-		fmt.Fprint(stdout, usage)
+		fmt.Fprint(c.stdout, usage)
 		return exitOK
 	}
 	if hint := echo.SuggestFrom(cmd, commands); hint != "" && len(cmd) <= echo.Max {
-		fmt.Fprintf(stderr, "retrypolicy: unknown command %s%s (retrypolicy help lists them)\n", echo.Quote(cmd), hint)
+		fmt.Fprintf(c.stderr, "retrypolicy: unknown command %s%s (retrypolicy help lists them)\n", echo.Quote(cmd), hint)
 		return exitInvalid
 	}
-	fmt.Fprintf(stderr, "retrypolicy: unknown command %s\n%s", echo.Quote(cmd), usage)
+	fmt.Fprintf(c.stderr, "retrypolicy: unknown command %s\n%s", echo.Quote(cmd), usage)
 	return exitInvalid
 }
 
 // commands are the subcommands, for a suggestion when one is mistyped.
 var commands = []string{"validate", "flags", "decide", "plan", "lint", "simulate", "replay", "serve", "version", "help"}
 
-// newFlagSet returns a flag set for a subcommand whose --help prints the
+// subcommand is a subcommand's flags and the streams it reads and writes.
+type subcommand struct {
+	fs *flag.FlagSet
+	stdio
+}
+
+// subcommand returns the subcommand name, whose --help prints the
 // synopsis, the description and the options, each named with two dashes
 // as users type it.
-func newFlagSet(name, synopsis, description string, stderr io.Writer) *flag.FlagSet {
+func (c stdio) subcommand(name, synopsis, description string) subcommand {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(c.stderr)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: retrypolicy %s\n\n%s\n", synopsis, description)
 		printOptions(fs)
 	}
-	return fs
+	return subcommand{fs, c}
+}
+
+// newFlagSet is stdio.subcommand's flag set, for a subcommand that holds
+// its streams apart.
+func newFlagSet(name, synopsis, description string, stderr io.Writer) *flag.FlagSet {
+	return stdio{stderr: stderr}.subcommand(name, synopsis, description).fs
 }
 
 // printOptions lists fs's flags in lexical order, as the flag package
@@ -173,10 +191,17 @@ func flagProblem(fs *flag.FlagSet, err error) string {
 	return msg
 }
 
-// parseArgs parses a subcommand's arguments, flags anywhere among them,
+// parseArgs is subcommand.parse, for a subcommand that holds its streams
+// apart.
+func parseArgs(fs *flag.FlagSet, args []string, stdout, stderr io.Writer, most int) (positional []string, stop int) {
+	return subcommand{fs, stdio{stdout: stdout, stderr: stderr}}.parse(args, most)
+}
+
+// parse parses the subcommand's arguments, flags anywhere among them,
 // which may hold at most most positional arguments. It returns the exit
 // status to stop with, or -1 to go on; a usage error exits 2.
-func parseArgs(fs *flag.FlagSet, args []string, stdout, stderr io.Writer, most int) (positional []string, stop int) {
+func (sc subcommand) parse(args []string, most int) (positional []string, stop int) {
+	fs, stdout, stderr := sc.fs, sc.stdout, sc.stderr
 	if wantsHelp(args) {
 		fs.SetOutput(stdout)
 		fs.Usage()
@@ -214,33 +239,41 @@ func wantsHelp(args []string) bool {
 	return false
 }
 
-// parseInput parses a subcommand's arguments and opens its one input, FILE
-// or standard input. It returns the exit status to stop with (the caller
-// closes nothing then), or -1 and the input to read and close.
-func parseInput(fs *flag.FlagSet, args []string, stdin io.Reader, stdout, stderr io.Writer) (io.ReadCloser, int) {
-	positional, stop := parseArgs(fs, args, stdout, stderr, 1)
+// parseInput parses the subcommand's arguments and opens its one input,
+// FILE or standard input. It returns the exit status to stop with (the
+// caller closes nothing then), or -1 and the input to read and close.
+func (sc subcommand) parseInput(args []string) (io.ReadCloser, int) {
+	positional, stop := sc.parse(args, 1)
 	if stop >= 0 {
 		return nil, stop
 	}
-	in, err := openInput(positional, stdin, stderr, fs)
+	in, err := sc.open(positional)
 	if err != nil {
-		fmt.Fprintln(stderr, "retrypolicy:", err)
+		fmt.Fprintln(sc.stderr, "retrypolicy:", err)
 		return nil, exitIO
 	}
 	return in, -1
 }
 
-// openInput opens FILE, or standard input for "-" or no FILE. When that
-// is a terminal, it says on stderr what the command waits for there.
-func openInput(positional []string, stdin io.Reader, stderr io.Writer, fs *flag.FlagSet) (io.ReadCloser, error) {
+// open opens FILE, the first of positional, or standard input for "-" or
+// no FILE. When that is a terminal, it says on stderr what the
+// subcommand waits for there.
+func (sc subcommand) open(positional []string) (io.ReadCloser, error) {
 	if len(positional) == 0 || positional[0] == "-" {
-		if isTerminal(stdin) {
-			fmt.Fprintf(stderr, "retrypolicy %s: reading %s from the terminal: type it and end with Ctrl-D, or give a FILE (retrypolicy %s --help)\n",
-				fs.Name(), inputs[fs.Name()], fs.Name())
+		if isTerminal(sc.stdin) {
+			name := sc.fs.Name()
+			fmt.Fprintf(sc.stderr, "retrypolicy %s: reading %s from the terminal: type it and end with Ctrl-D, or give a FILE (retrypolicy %s --help)\n",
+				name, inputs[name], name)
 		}
-		return io.NopCloser(stdin), nil
+		return io.NopCloser(sc.stdin), nil
 	}
 	return os.Open(positional[0])
+}
+
+// openInput is subcommand.open, for a subcommand that holds its streams
+// apart.
+func openInput(positional []string, stdin io.Reader, stderr io.Writer, fs *flag.FlagSet) (io.ReadCloser, error) {
+	return subcommand{fs, stdio{stdin: stdin, stderr: stderr}}.open(positional)
 }
 
 // inputs says what each subcommand reads from its input.
@@ -282,41 +315,41 @@ func printProblems(stderr io.Writer, err error) int {
 	return exitInvalid
 }
 
-func runValidate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlagSet("validate", "validate [FILE|-]", `Reads one strategy object (the value of a request's retry_strategy). Valid: prints its
+func (c stdio) runValidate(args []string) int {
+	sc := c.subcommand("validate", "validate [FILE|-]", `Reads one strategy object (the value of a request's retry_strategy). Valid: prints its
 canonical JSON and exits 0. Invalid: prints one line per problem, each starting with the
-field's JSON path ($ for the document), and exits 2.`, stderr)
-	in, stop := parseInput(fs, args, stdin, stdout, stderr)
+field's JSON path ($ for the document), and exits 2.`)
+	in, stop := sc.parseInput(args)
 	if stop >= 0 {
 		return stop
 	}
 	defer in.Close()
 	s, err := parseStrategy(in)
-	return printStrategy(stdout, stderr, s, err)
+	return c.printStrategy(s, err)
 }
 
-func runFlags(args []string, stdout, stderr io.Writer) int {
+func (c stdio) runFlags(args []string) int {
 	if wantsHelp(args) {
-		fs := newFlagSet("flags", `flags [--retry-strategy S] [--retry-max-attempts N] [--retry-window-secs N]
+		sc := stdio{stderr: c.stdout}.subcommand("flags", `flags [--retry-strategy S] [--retry-max-attempts N] [--retry-window-secs N]
        [--retry-backoff K] [--retry-base-delay-secs N] [--retry-multiplier X] [--retry-max-delay-secs N]`,
 			`Builds a strategy from ampctl-style flags. Valid: prints its canonical JSON and exits 0.
-Invalid: prints every problem, one a line, naming the flag, and exits 2.`, stdout)
-		retrypolicy.RegisterFlags(fs)
-		fs.Usage()
+Invalid: prints every problem, one a line, naming the flag, and exits 2.`)
+		retrypolicy.RegisterFlags(sc.fs)
+		sc.fs.Usage()
 		return exitOK
 	}
 	s, err := retrypolicy.ParseFlags(args)
-	return printStrategy(stdout, stderr, s, err)
+	return c.printStrategy(s, err)
 }
 
 // printStrategy ends validate and flags: the strategy's canonical JSON on
 // stdout, or its problems on stderr. It returns the exit status.
-func printStrategy(stdout, stderr io.Writer, s retrypolicy.Strategy, err error) int {
+func (c stdio) printStrategy(s retrypolicy.Strategy, err error) int {
 	if err != nil {
-		return printProblems(stderr, err)
+		return printProblems(c.stderr, err)
 	}
 	out, _ := s.MarshalJSON()
-	fmt.Fprintf(stdout, "%s\n", out)
+	fmt.Fprintf(c.stdout, "%s\n", out)
 	return exitOK
 }
 

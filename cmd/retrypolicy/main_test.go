@@ -38,6 +38,12 @@ const (
 	fourFails   = `"failures":["2026-11-02T15:00:00Z","2026-11-02T14:59:59Z","2026-11-02T14:59:58Z","2026-11-02T14:59:57Z"]`
 )
 
+// run runs the command in process on these streams and returns its exit
+// status.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return stdio{stdin, stdout, stderr}.run(args)
+}
+
 var cliCases = []cliCase{
 	{"no-arguments", nil, ""},
 	{"unknown-command", []string{"frobnicate"}, ""},

@@ -15,7 +15,6 @@ import (
 	"github.com/retrypolicy/retrypolicy/internal/front/report"
 	"github.com/retrypolicy/retrypolicy/internal/front/whatif"
 	"github.com/retrypolicy/retrypolicy/internal/say"
-	"github.com/retrypolicy/retrypolicy/plan"
 )
 
 // flagErrors words options' problems for the command, a line each.
@@ -26,17 +25,18 @@ func flagErrors(stderr io.Writer, cmd string, errs []whatif.Option) int {
 	return exitInvalid
 }
 
-func runPlan(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlagSet("plan", "plan [--uptime DURATION] [--failures N] [--tick D] [--json] [--svg FILE] [FILE|-]", `Simulates a job that fails again and again under a strategy (FILE, - for standard input;
+func (c stdio) runPlan(args []string) int {
+	sc := c.subcommand("plan", "plan [--uptime DURATION] [--failures N] [--tick D] [--json] [--svg FILE] [FILE|-]", `Simulates a job that fails again and again under a strategy (FILE, - for standard input;
 none: the default strategy), each run lasting --uptime, and prints a table of its failures
 until it is fatal or has failed --failures times: each retry's due time, with the jitter at its
 least, and when it runs, at the controller's first --tick at or after it; then what
-retrypolicy lint finds in the strategy under the same tick.`, stderr)
+retrypolicy lint finds in the strategy under the same tick.`)
+	fs, stdout, stderr := sc.fs, c.stdout, c.stderr
 	var o whatif.PlanOptions
 	o.Define(fs)
 	asJSON := fs.Bool("json", false, `print one JSON object: {"strategy", "uptime_secs", "tick_secs", "failures": [{"at_secs", "in_window", "owed_secs", "delay_secs", "due_secs", "retry_at_secs" or "fatal"}], "findings"}`)
 	svgPath := fs.String("svg", "", "also write a timeline picture of the plan to the SVG file `FILE`")
-	positional, stop := parseArgs(fs, args, stdout, stderr, 1)
+	positional, stop := sc.parse(args, 1)
 	if stop >= 0 {
 		return stop
 	}
@@ -49,7 +49,7 @@ retrypolicy lint finds in the strategy under the same tick.`, stderr)
 	}
 	s := retrypolicy.Default()
 	if len(positional) > 0 {
-		in, err := openInput(positional, stdin, stderr, fs)
+		in, err := sc.open(positional)
 		if err != nil {
 			fmt.Fprintln(stderr, "retrypolicy:", err)
 			return exitIO
@@ -65,11 +65,11 @@ retrypolicy lint finds in the strategy under the same tick.`, stderr)
 		fmt.Fprintln(stderr, "retrypolicy:", err)
 		return exitInvalid
 	}
-	uptime := time.Duration(o.Uptime)
+	p := report.Plan{Strategy: s, Uptime: time.Duration(o.Uptime), Tick: time.Duration(o.Tick), Steps: steps, Lint: found}
 	if *asJSON {
-		fmt.Fprintf(stdout, "%s\n", report.PlanJSON(s, uptime, steps, found))
+		fmt.Fprintf(stdout, "%s\n", p.JSON())
 	} else {
-		writeTable(stdout, s, uptime, time.Duration(o.Tick), steps)
+		writeTable(stdout, p)
 		if len(found.Findings) > 0 {
 			fmt.Fprintln(stdout, "\nwhen every run crashes (retrypolicy lint tells what to change):")
 			for _, f := range found.Findings {
@@ -78,7 +78,7 @@ retrypolicy lint finds in the strategy under the same tick.`, stderr)
 		}
 	}
 	if *svgPath != "" {
-		if err := os.WriteFile(*svgPath, report.Timeline(s, uptime, time.Duration(o.Tick), steps, 0), 0o644); err != nil {
+		if err := os.WriteFile(*svgPath, p.SVG(0), 0o644); err != nil {
 			fmt.Fprintln(stderr, "retrypolicy:", err)
 			return exitIO
 		}
@@ -105,9 +105,12 @@ func checkOutput(path string) error {
 	return nil
 }
 
-func writeTable(w io.Writer, s retrypolicy.Strategy, uptime, tick time.Duration, steps []plan.Step) {
+// writeTable prints plan's table: a row for each failure, the times since
+// the first.
+func writeTable(w io.Writer, p report.Plan) {
+	s, steps := p.Strategy, p.Steps
 	canonical, _ := s.MarshalJSON()
-	fmt.Fprintf(w, "strategy: %s\nruns last %v each; %s; times are since the first failure\n", canonical, uptime, report.TickText(tick))
+	fmt.Fprintf(w, "strategy: %s\nruns last %v each; %s; times are since the first failure\n", canonical, p.Uptime, report.TickText(p.Tick))
 	if s.Backoff.Kind == retrypolicy.ExponentialWithJitter {
 		fmt.Fprintln(w, "exponential_with_jitter: each retry here comes when due, without jitter; a real one comes up to a quarter of its delay later")
 	}

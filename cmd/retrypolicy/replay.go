@@ -3,9 +3,7 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 	"strings"
@@ -46,13 +44,14 @@ the attempts a minute over time, one line a strategy, the down stretches shaded.
 // maxReplayed is the most attempts --max-runs allows a replay.
 const maxReplayed = 100_000_000
 
-func runReplay(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlagSet("replay", replayUsage, replayHelp, stderr)
+func (c stdio) runReplay(args []string) int {
+	sc := c.subcommand("replay", replayUsage, replayHelp)
+	fs, stdout, stderr := sc.fs, c.stdout, c.stderr
 	var o whatif.ReplayOptions
 	o.Define(fs)
 	asJSON := fs.Bool("json", false, `print one JSON object a line: the log as recorded ("strategy": "recorded"), then each strategy`)
 	svgPath := fs.String("svg", "", "also draw the attempts a minute over time to the SVG file `FILE`")
-	positional, stop := parseArgs(fs, args, stdout, stderr, 65)
+	positional, stop := sc.parse(args, 65)
 	if stop >= 0 {
 		return stop
 	}
@@ -67,7 +66,7 @@ func runReplay(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "retrypolicy:", err)
 		return exitIO
 	}
-	log, candidates, code := replayInputs(positional, stdin, stderr, fs)
+	log, candidates, code := sc.replayInputs(positional)
 	if code >= 0 {
 		return code
 	}
@@ -76,15 +75,16 @@ func runReplay(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "retrypolicy: replay:", strings.TrimPrefix(err.Error(), "fleet: "))
 		return exitInvalid
 	}
+	shown := report.Replay{Log: log, Tick: time.Duration(o.Tick), Replayed: rr}
 	if *asJSON {
 		for i, r := range rr.Results {
 			fmt.Fprintf(stdout, "%s\n", report.ReplayJSON(rr.Names[i], r, i > 0))
 		}
 	} else {
-		report.WriteReplay(stdout, log, time.Duration(o.Tick), rr)
+		shown.Write(stdout)
 	}
 	if *svgPath != "" {
-		if err := os.WriteFile(*svgPath, report.ReplayChart(log, time.Duration(o.Tick), rr), 0o644); err != nil {
+		if err := os.WriteFile(*svgPath, shown.Chart(), 0o644); err != nil {
 			fmt.Fprintln(stderr, "retrypolicy:", err)
 			return exitIO
 		}
@@ -95,19 +95,20 @@ func runReplay(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // replayInputs reads the log (the first of positional) and the candidate
 // strategies (the rest; none: the documented ones). It returns the exit
 // status to stop with, or -1.
-func replayInputs(positional []string, stdin io.Reader, stderr io.Writer, fs *flag.FlagSet) (*fleet.Log, []whatif.Named, int) {
+func (sc subcommand) replayInputs(positional []string) (*fleet.Log, []whatif.Named, int) {
+	stderr := sc.stderr
 	if slices.Contains(positional[1:], "-") {
 		fmt.Fprintln(stderr, "retrypolicy: replay: a strategy comes from a file; only the log may be - (standard input)")
 		return nil, nil, exitInvalid
 	}
-	candidates, code := readStrategies(positional[1:], stdin, stderr, fs)
+	candidates, code := readStrategies(positional[1:], sc.stdin, stderr, sc.fs)
 	if code >= 0 {
 		return nil, nil, code
 	}
 	if len(candidates) == 0 {
 		candidates = whatif.DocumentedStrategies()
 	}
-	in, err := openInput(positional[:1], stdin, stderr, fs)
+	in, err := sc.open(positional[:1])
 	if err != nil {
 		fmt.Fprintln(stderr, "retrypolicy:", err)
 		return nil, nil, exitIO

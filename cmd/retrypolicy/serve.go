@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -19,17 +18,18 @@ import (
 // answering; the work in them stops at once, so they end well within it.
 const grace = 10 * time.Second
 
-func runServe(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("serve", "serve [--addr HOST:PORT] [--allow-host NAME,…]", `Serves the library over HTTP, and at / a page for choosing a strategy by looking at it:
+func (c stdio) runServe(args []string) int {
+	sc := c.subcommand("serve", "serve [--addr HOST:PORT] [--allow-host NAME,…]", `Serves the library over HTTP, and at / a page for choosing a strategy by looking at it:
 POST /v1/validate, /v1/flags, /v1/decide (a request, or an array of at most 1,000), /v1/plan,
 /v1/lint and /v1/simulate, each answering what the subcommand's --json prints; an error is
 {"error_code", "error_message", "errors": [{"field", "message"}]}. Every request is bounded:
 plans, lints and simulations run a few at once within 5 s each, and a request beyond the
 limits is answered 503 with Retry-After at once. Requests from a browser on another site, or
-naming another host (DNS rebinding), are refused. It stops gracefully on SIGINT or SIGTERM.`, stderr)
+naming another host (DNS rebinding), are refused. It stops gracefully on SIGINT or SIGTERM.`)
+	fs, stderr := sc.fs, c.stderr
 	addr := fs.String("addr", "127.0.0.1:8080", "the `HOST:PORT` to listen on; loopback unless it says otherwise (:0 picks a free port)")
 	allow := fs.String("allow-host", "", "the `NAMES` (comma-separated) that requests may address the server by beside the loopback\nnames and --addr's host, such as the machine's name when it listens on every interface")
-	if _, stop := parseArgs(fs, args, stdout, stderr, 0); stop >= 0 {
+	if _, stop := sc.parse(args, 0); stop >= 0 {
 		return stop
 	}
 	ln, err := net.Listen("tcp", *addr)

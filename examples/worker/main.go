@@ -35,7 +35,8 @@ func main() {
 	srv := &http.Server{Handler: newFlakyService()}
 	go srv.Serve(ln)
 	defer srv.Close()
-	if err := run(context.Background(), "http://"+ln.Addr().String(), http.DefaultTransport, os.Stdout); err != nil {
+	w := worker{base: "http://" + ln.Addr().String(), transport: http.DefaultTransport, out: os.Stdout}
+	if err := w.run(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		os.Exit(1)
 	}
@@ -49,11 +50,20 @@ var strategy = retrypolicy.Strategy{
 	Backoff:     retrypolicy.Backoff{Kind: retrypolicy.Exponential, BaseDelay: 200 * time.Millisecond, Multiplier: 2, MaxDelay: 5 * time.Second},
 }
 
-// run does two jobs against the service at base, through a client whose
-// transport retries over the given one: one that succeeds after retries,
-// one that fails for good at once.
-func run(ctx context.Context, base string, transport http.RoundTripper, out io.Writer) error {
-	t, err := retryhttp.NewTransport(transport, strategy, retry.WithObserver(func(e retry.Event) {
+// worker calls the service at base over transport, and says what happens
+// on out.
+type worker struct {
+	base      string
+	transport http.RoundTripper
+	out       io.Writer
+}
+
+// run does two jobs against the service, through a client whose transport
+// retries over the worker's: one that succeeds after retries, one that
+// fails for good at once.
+func (w worker) run(ctx context.Context) error {
+	base, out := w.base, w.out
+	t, err := retryhttp.NewTransport(w.transport, strategy, retry.WithObserver(func(e retry.Event) {
 		fmt.Fprintf(out, "  failure %d: %v; %d in the window; waiting %v (%s)\n", e.Failures, e.Err, e.Decision.InWindow, e.Wait, why(e))
 	}))
 	if err != nil {

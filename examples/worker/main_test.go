@@ -23,7 +23,7 @@ func TestWorkerOutput(t *testing.T) {
 	var out strings.Builder
 	synctest.Test(t, func(t *testing.T) {
 		begin := time.Now()
-		require.NoError(t, run(context.Background(), srv.URL, &http.Transport{DisableKeepAlives: true}, &out))
+		require.NoError(t, worker{base: srv.URL, transport: &http.Transport{DisableKeepAlives: true}, out: &out}.run(context.Background()))
 		assert.Equal(t, 2600*time.Millisecond, time.Since(begin), "200 ms, 400 ms, then the 2 s asked for")
 	})
 	assert.Equal(t, `job report:

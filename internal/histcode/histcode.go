@@ -5,9 +5,8 @@
 // uvarint, and the last run's uptime as a uvarint, every value in the unit:
 // the coarsest of a second, a millisecond, a microsecond and a nanosecond
 // that holds every instant and the uptime exactly, so that failures kept to
-// the millisecond take a few bytes each. Version 2, the same in
-// nanoseconds without a unit byte, is read too. The root History's
-// MarshalBinary writes it, and the queue kit's records hold it.
+// the millisecond take a few bytes each. The root History's MarshalBinary
+// writes it, and the queue kit's records hold it.
 package histcode
 
 import (
@@ -117,10 +116,7 @@ func Decode(data []byte, room []int64) ([]int64, time.Duration, error) {
 // header reads the version and the unit, and returns the unit and the
 // rest.
 func header(data []byte) (int64, []byte, error) {
-	switch {
-	case len(data) > 0 && data[0] == 2:
-		return 1, data[1:], nil
-	case len(data) > 1 && data[0] == Version && int(data[1]) < len(units):
+	if len(data) > 1 && data[0] == Version && int(data[1]) < len(units) {
 		return units[data[1]], data[2:], nil
 	}
 	return 0, nil, errors.New("not a history encoding")

@@ -2,6 +2,8 @@
 // of the library: the jitter's mixing and the simulations' draws.
 package splitmix
 
+import "time"
+
 // Mix is the SplitMix64 finalizer: a bijection on uint64 whose output bits
 // each depend on every input bit.
 func Mix(x uint64) uint64 {
@@ -20,11 +22,13 @@ func Next(state *uint64) uint64 {
 }
 
 // Unit derives a jitter's u in [0, 1) from a seed and the failure being
-// decided, as a 53-bit fraction u53/2^53: the failure's instant (seconds and
-// nanoseconds since the Unix epoch) and count are spread by odd
-// multipliers and folded into one word, and two finalizer rounds mix it
-// with the seed. The same seed and failure always give the same u.
-func Unit(seed uint64, sec int64, nsec int32, n int) uint64 {
+// decided, the n-th at the instant at, as a 53-bit fraction u53/2^53: the
+// instant (seconds and nanoseconds since the Unix epoch, whatever its
+// location) and the count are spread by odd multipliers and folded into
+// one word, and two finalizer rounds mix it with the seed. The same seed
+// and failure always give the same u.
+func Unit(seed uint64, at time.Time, n int) uint64 {
+	sec, nsec := at.Unix(), at.Nanosecond()
 	f := uint64(sec)*0x9e3779b97f4a7c15 ^ uint64(nsec)*0xc2b2ae3d27d4eb4f ^ uint64(n)*0x165667b19e3779f9
 	return Mix(seed^Mix(f)) >> 11
 }

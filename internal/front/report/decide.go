@@ -114,8 +114,8 @@ func (d *Decider) read(doc []byte) (req request, ok bool) {
 		d.syntax(s, doc, offset)
 		return req, false
 	}
-	var seen, present [len(requestKeys)]bool
-	strays := d.members(s, &req, &seen, &present)
+	var present [len(requestKeys)]bool
+	strays := d.members(s, &req, &present)
 	if s.Bad() {
 		d.probs.Reset()
 		d.syntax(s, doc, offset)
@@ -135,10 +135,11 @@ func (d *Decider) read(doc []byte) (req request, ok bool) {
 	return req, len(d.probs.Kept) == 0
 }
 
-// members reads the object's members into req, marking the keys seen, and
-// those present (seen, and not null); it returns the unknown and repeated
-// keys, to be reported after the fields.
-func (d *Decider) members(s *jsonscan.Scanner, req *request, seen, present *[len(requestKeys)]bool) (strays problems) {
+// members reads the object's members into req, marking the keys present
+// (given, and not null); it returns the unknown and repeated keys, to be
+// reported after the fields.
+func (d *Decider) members(s *jsonscan.Scanner, req *request, present *[len(requestKeys)]bool) (strays problems) {
+	var seen [len(requestKeys)]bool
 	s.Next()
 	for first := true; !s.Bad(); first = false {
 		if s.Peek() == '}' && first {

@@ -10,16 +10,27 @@ import (
 	"github.com/retrypolicy/retrypolicy/plan"
 )
 
-// PlanJSON is plan --json: the strategy, the uptime and the tick, each
+// Plan is a plan to show: a strategy, the uptime of each of its job's
+// runs, the controller's tick, the steps plan.Timeline returned for them
+// (at least one), and what lint finds in the strategy under that tick.
+type Plan struct {
+	Strategy retrypolicy.Strategy
+	Uptime   time.Duration
+	Tick     time.Duration
+	Steps    []plan.Step
+	Lint     plan.Report
+}
+
+// JSON is plan --json: the strategy, the uptime and the tick, each
 // failure with its times since the first, and lint's findings.
-func PlanJSON(s retrypolicy.Strategy, uptime time.Duration, steps []plan.Step, report plan.Report) []byte {
-	canonical, _ := s.MarshalJSON()
+func (p Plan) JSON() []byte {
+	canonical, _ := p.Strategy.MarshalJSON()
 	b := append([]byte(`{"strategy":`), canonical...)
-	b = wire.AppendSeconds(append(b, `,"uptime_secs":`...), uptime)
-	b = wire.AppendSeconds(append(b, `,"tick_secs":`...), report.Summary.Tick)
+	b = wire.AppendSeconds(append(b, `,"uptime_secs":`...), p.Uptime)
+	b = wire.AppendSeconds(append(b, `,"tick_secs":`...), p.Tick)
 	b = append(b, `,"failures":[`...)
-	first := steps[0].Failure
-	for i, st := range steps {
+	first := p.Steps[0].Failure
+	for i, st := range p.Steps {
 		if i > 0 {
 			b = append(b, ',')
 		}
@@ -36,8 +47,8 @@ func PlanJSON(s retrypolicy.Strategy, uptime time.Duration, steps []plan.Step, r
 		b = wire.AppendSeconds(append(b, `,"retry_at_secs":`...), st.Retry.Sub(first))
 		b = append(b, '}')
 	}
-	findings, _ := json.Marshal(report.Findings)
-	if report.Findings == nil {
+	findings, _ := json.Marshal(p.Lint.Findings)
+	if p.Lint.Findings == nil {
 		findings = []byte("[]")
 	}
 	b = append(append(b, `],"findings":`...), findings...)

@@ -33,9 +33,18 @@ func ReplayJSON(name string, r fleet.ReplayResult, candidate bool) []byte {
 	return append(b, '}')
 }
 
-// WriteReplay prints replay's table: a line for the log as recorded and
-// one for each candidate.
-func WriteReplay(w io.Writer, log *fleet.Log, tick time.Duration, rr whatif.Replayed) {
+// Replay is a replay to show: the attempt log, the controller's tick the
+// candidates ran under, and what whatif's replay returned.
+type Replay struct {
+	Log      *fleet.Log
+	Tick     time.Duration
+	Replayed whatif.Replayed
+}
+
+// Write prints replay's table: a line for the log as recorded and one for
+// each candidate.
+func (p Replay) Write(w io.Writer) {
+	log, tick, rr := p.Log, p.Tick, p.Replayed
 	all, replayed := log.Jobs()
 	fmt.Fprintf(w, "replay: %s, %d with a failure to replay; %s\n", count(all, "job"), replayed, TickText(tick))
 	if down := log.Down(); len(down) > 0 {
@@ -90,12 +99,14 @@ func downText(down []fleet.Stretch) string {
 	return b.String()
 }
 
-// ReplayChart draws the attempts a minute of the log as recorded and of
-// each candidate over the log's time, on a log scale, with the stretches
-// the dependency was down shaded: at most MaxChartPoints points a line and
-// as many shaded stretches, however long or flapping the log.
-func ReplayChart(log *fleet.Log, tick time.Duration, rr whatif.Replayed) []byte {
-	loads, from, width := alignLoads(rr.Results)
+// Chart draws the attempts a minute of the log as recorded and of each
+// candidate over the log's time, on a log scale, with the stretches the
+// dependency was down shaded: at most MaxChartPoints points a line and as
+// many shaded stretches, however long or flapping the log.
+func (p Replay) Chart() []byte {
+	log, rr := p.Log, p.Replayed
+	a := alignLoads(rr.Results)
+	loads := a.loads
 	units, peak := 1, 1
 	for _, l := range loads {
 		units = max(units, len(l))
@@ -103,10 +114,10 @@ func ReplayChart(log *fleet.Log, tick time.Duration, rr whatif.Replayed) []byte 
 			peak = max(peak, n)
 		}
 	}
-	c := newLoadChart(units, width, peak)
-	c.xLabel = "time since the log's first attempt, " + from.Format(time.RFC3339)
-	c.start("attempts a minute (log scale), as recorded and replayed; "+TickText(tick), 0, "")
-	for i, s := range mergeStretches(log.Down(), from, width, float64(c.per)) {
+	c := newLoadChart(units, a.width, peak)
+	c.xLabel = "time since the log's first attempt, " + a.from.Format(time.RFC3339)
+	c.start("attempts a minute (log scale), as recorded and replayed; "+TickText(p.Tick), 0, "")
+	for i, s := range a.spans(log.Down(), float64(c.per)) {
 		label := ""
 		if i == 0 {
 			label = "down"
@@ -127,11 +138,18 @@ func ReplayChart(log *fleet.Log, tick time.Duration, rr whatif.Replayed) []byte 
 	return c.end()
 }
 
+// aligned are loads in buckets of one width from one instant.
+type aligned struct {
+	loads [][]int
+	from  time.Time
+	width time.Duration
+}
+
 // alignLoads returns the results' loads in buckets of one width, the
 // widest of theirs (every Load of a log starts at its first attempt's
 // minute, and widths are a minute times a power of two), each bucket the
 // busiest of those it takes in.
-func alignLoads(results []fleet.ReplayResult) ([][]int, time.Time, time.Duration) {
+func alignLoads(results []fleet.ReplayResult) aligned {
 	from, width := time.Time{}, time.Minute
 	for _, r := range results {
 		width = max(width, r.Load.Width)
@@ -148,16 +166,16 @@ func alignLoads(results []fleet.ReplayResult) ([][]int, time.Time, time.Duration
 			loads[i][k] = max(loads[i][k], n)
 		}
 	}
-	return loads, from, width
+	return aligned{loads, from, width}
 }
 
-// mergeStretches returns the down stretches as spans of units of width from
-// from, each stretch joined to the one before when it starts within one
-// point (per units) of its end: at most one span a point.
-func mergeStretches(down []fleet.Stretch, from time.Time, width time.Duration, per float64) [][2]float64 {
+// spans returns the down stretches as spans of the buckets, each stretch
+// joined to the one before when it starts within one point (per buckets)
+// of its end: at most one span a point.
+func (al aligned) spans(down []fleet.Stretch, per float64) [][2]float64 {
 	var out [][2]float64
 	for _, s := range down {
-		a, z := float64(s.From.Sub(from))/float64(width), float64(s.To.Sub(from))/float64(width)
+		a, z := float64(s.From.Sub(al.from))/float64(al.width), float64(s.To.Sub(al.from))/float64(al.width)
 		if n := len(out); n > 0 && a <= out[n-1][1]+per {
 			out[n-1][1] = max(out[n-1][1], z)
 			continue

@@ -31,7 +31,7 @@ func labelWidth(text string) float64 { return svgCharWidth * float64(utf8.RuneCo
 // waitLabel is a row's label for its wait.
 func waitLabel(st plan.Step) string { return "wait " + say.Duration(st.Retry.Sub(st.Failure)) }
 
-// Timeline draws a plan as an SVG picture: one row per failure on a shared
+// SVG draws the plan as a picture: one row per failure on a shared
 // time axis that starts at the first failure, as the table's times do, and
 // ends where the plan does, or at axis when that is longer (so that plans
 // drawn one above the other share their axis); each run (green, the first
@@ -40,7 +40,8 @@ func waitLabel(st plan.Step) string { return "wait " + say.Duration(st.Retry.Sub
 // failure as a red mark, the fatal point as a cross, and the failure
 // window of the last failure as a band. The markup is compact, so that a
 // thousand rows stay a few hundred KB.
-func Timeline(s retrypolicy.Strategy, uptime, tick time.Duration, steps []plan.Step, axis time.Duration) []byte {
+func (p Plan) SVG(axis time.Duration) []byte {
+	s, steps := p.Strategy, p.Steps
 	t := newTimeline(s, steps, axis)
 	var b bytes.Buffer
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="sans-serif" font-size="12">`+"\n",
@@ -49,7 +50,7 @@ func Timeline(s retrypolicy.Strategy, uptime, tick time.Duration, steps []plan.S
 		`.window{fill:#f2d16b;fill-opacity:.35}.note{fill:#555}.tick{stroke:#333}.mono{font-family:monospace;font-size:11px;fill:#555}</style>` + "\n")
 	b.WriteString(`<rect width="100%" height="100%" fill="white"/>` + "\n")
 	fmt.Fprintf(&b, `<text x="10" y="22" font-size="15" font-weight="bold">%s</text>`+"\n",
-		esc(fmt.Sprintf("A job whose runs last %s, %s (times since the first failure)", say.Duration(uptime), TickText(tick))))
+		esc(fmt.Sprintf("A job whose runs last %s, %s (times since the first failure)", say.Duration(p.Uptime), TickText(p.Tick))))
 	for i, line := range t.header {
 		fmt.Fprintf(&b, `<text class="mono" x="10" y="%.0f" xml:space="preserve">%s</text>`+"\n", 40+14*float64(i), esc(line))
 	}

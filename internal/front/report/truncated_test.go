@@ -89,7 +89,7 @@ func TestAFlappingLogsChartStaysSmall(t *testing.T) {
 	log, err := fleet.NewLog(attempts)
 	require.NoError(t, err)
 	require.Len(t, log.Down(), 50_000)
-	svg := ReplayChart(log, 0, whatif.Replayed{Names: []string{"recorded"}, Results: []fleet.ReplayResult{log.Recorded()}})
+	svg := Replay{Log: log, Replayed: whatif.Replayed{Names: []string{"recorded"}, Results: []fleet.ReplayResult{log.Recorded()}}}.Chart()
 	assert.LessOrEqual(t, strings.Count(string(svg), `class="outage"`), MaxChartPoints+1)
 	assert.Less(t, len(svg), 400<<10, "a few hundred KB at most")
 }
