@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/retrypolicy/retrypolicy/natsretry"
+	"github.com/retrypolicy/retrypolicy/queuekit"
 )
 
 // deadLetters is how many dead letters BenchmarkListDeadLetters lists:
@@ -57,8 +58,9 @@ func BenchmarkListDeadLetters(b *testing.B) {
 		}
 	}
 	<-e.js.PublishAsyncComplete()
-	d, err := natsretry.OpenDeadLetters(ctx, e.js, "DEADMEM", 0)
+	dl, err := natsretry.OpenDeadLetters(ctx, e.js, "DEADMEM")
 	require.NoError(b, err)
+	d := queuekit.DeadLetters{Driver: dl}
 	var before, peak uint64
 	// live is the heap's live bytes, after a collection.
 	live := func() uint64 {
@@ -79,12 +81,9 @@ func BenchmarkListDeadLetters(b *testing.B) {
 				peak = max(peak, live())
 			}
 		}
-		counted := 0
 		counts, err := d.Count(ctx, natsretry.Filter{})
 		require.NoError(b, err)
-		for _, c := range counts {
-			counted += c
-		}
+		counted := counts.Total
 		require.Equal(b, n, listed)
 		require.Equal(b, n, counted)
 	}

@@ -57,6 +57,19 @@ var ErrGone = errors.New("queuekit: the dead letter is no longer there")
 // that may not go back where it claims to come from.
 var ErrRefused = errors.New("queuekit: the dead letter may not be sent back")
 
+// Mark returns an error that reads msg and wraps kind (ErrGone,
+// ErrRefused): what a Driver returns for a letter gone or refused.
+func Mark(kind error, msg string) error { return &marked{msg: msg, kind: kind} }
+
+// marked is Mark's error.
+type marked struct {
+	msg  string
+	kind error
+}
+
+func (e *marked) Error() string { return e.msg }
+func (e *marked) Unwrap() error { return e.kind }
+
 // Letter is a dead letter, as every engine has one.
 type Letter struct {
 	// ID is its id where it lies (its sequence in a dead-letter stream,
@@ -91,8 +104,11 @@ type Cursor struct {
 	Size int
 	// HeadersOnly lets a page leave payloads where they are (counting).
 	HeadersOnly bool
-	// After is the id of the last letter read, 0 before the first page.
-	After uint64
+	// After is the id of the last letter read, 0 before the first page,
+	// and AfterGivenUp when it was given up (a driver that reads in that
+	// order keys on both).
+	After        uint64
+	AfterGivenUp time.Time
 	// Last is the id of the last letter there when the read began: 0
 	// until the first page fixes it.
 	Last uint64

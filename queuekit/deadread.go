@@ -86,18 +86,22 @@ func (d DeadLetters) read(ctx context.Context, f Selector, headersOnly bool) ite
 				yield(read{}, err)
 				return
 			}
-			after := c.After
+			after, at := c.After, c.AfterGivenUp
 			page, err := d.Driver.Page(ctx, &c)
 			if err != nil {
 				yield(read{}, err)
 				return
 			}
-			for _, l := range page {
-				if f.Match(l) && !yield(read{Letter: l, left: c.Left}, nil) {
+			for i, l := range page {
+				left := c.Left
+				if left >= 0 {
+					left += int64(len(page) - 1 - i)
+				}
+				if f.Match(l) && !yield(read{Letter: l, left: left}, nil) {
 					return
 				}
 			}
-			if c.After <= after {
+			if len(page) == 0 && c.After == after && c.AfterGivenUp.Equal(at) {
 				return // a driver that does not move on is done
 			}
 		}

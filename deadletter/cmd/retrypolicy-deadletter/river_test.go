@@ -162,7 +162,7 @@ func TestRiversJobsAfterAnOutage(t *testing.T) {
 
 	status, out, errs = o.cmd(t, "replay", "--kind", "charge", "--rate", "100000", "--reset-attempts")
 	require.Equal(t, exitOK, status, errs)
-	assert.Contains(t, out, "replayed 6 (0 already sent by an interrupted replay), refused 0, failed 0, in ")
+	assert.Contains(t, out, "replayed 6 (0 already sent by an interrupted replay), skipped 0 (gone already), refused 0, failed 0, in ")
 	o.waitFor(t, rivertype.JobStateCompleted, 6)
 	o.mu.Lock()
 	assert.Len(t, o.runs, 6)
