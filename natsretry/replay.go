@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/nats-io/nats.go"
 
@@ -44,10 +45,11 @@ func replayableInto(subject, from, stream string, subjects []string) error {
 }
 
 // publishable reports whether subject is one a message is published to:
-// tokens that are not empty, without wildcards or white space.
+// tokens that are not empty, without wildcards, white space or control
+// characters.
 func publishable(subject string) bool {
 	for token := range strings.SplitSeq(subject, ".") {
-		if token == "" || token == "*" || token == ">" || strings.ContainsAny(token, " \t\r\n") {
+		if token == "" || token == "*" || token == ">" || strings.ContainsFunc(token, unicode.IsSpace) || strings.ContainsFunc(token, unicode.IsControl) {
 			return false
 		}
 	}

@@ -247,3 +247,38 @@ func TestBadArgumentsNameTheirFlag(t *testing.T) {
 		assert.Empty(t, out.String())
 	}
 }
+
+// TestForgedTextCannotDriveTheTerminal: a dead letter published by hand
+// whose reason, error and subject hold escape sequences (a window title
+// set, the screen cleared) and C1 controls is listed, shown, counted and
+// refused with each escaped; as JSON, each decodes to what it holds, and
+// no control character is printed as it is.
+func TestForgedTextCannotDriveTheTerminal(t *testing.T) {
+	o := newOutage(t)
+	const reason, errText, subject = "\x1b]0;pwned\x07", "\x1b[2J\u009b31m", "jobs.\x1b[2J"
+	forged := nats.NewMsg("dead.jobs")
+	forged.Header.Set(natsretry.HeaderSubject, subject)
+	forged.Header.Set(natsretry.HeaderStream, "JOBS")
+	forged.Header.Set(natsretry.HeaderReason, reason)
+	forged.Header.Set(natsretry.HeaderError, errText)
+	ack, err := o.js.PublishMsg(context.Background(), forged)
+	require.NoError(t, err)
+	raw := func(out string) bool { return strings.ContainsAny(out, "\x1b\x07\u009b") }
+	for _, args := range [][]string{
+		{"list", "--from-stream", "JOBS", "--subject", "jobs.>"},
+		{"show", fmt.Sprint(ack.Sequence)},
+		{"count"},
+		{"replay", "--stream", "JOBS", "--rate", "100000", "--subject", "jobs.*", "--error", "\x1b[2J"},
+	} {
+		_, out, errs := o.cmd(t, args...)
+		assert.False(t, raw(out+errs), "%v printed a control character: %q", args, out+errs)
+		assert.Contains(t, out, `\u001b`, "%v", args)
+	}
+	_, out, _ := o.cmd(t, "show", "--json", fmt.Sprint(ack.Sequence))
+	assert.False(t, raw(out), out)
+	var f full
+	require.NoError(t, json.Unmarshal([]byte(out), &f))
+	assert.Equal(t, reason, f.Reason)
+	assert.Equal(t, errText, f.Error)
+	assert.Equal(t, subject, f.Subject)
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver"
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 	"github.com/riverqueue/river/rivermigrate"
 	"github.com/riverqueue/river/rivertype"
@@ -180,4 +182,55 @@ func TestRiversJobsAfterAnOutage(t *testing.T) {
 	status, out, _ = o.cmd(t, "count")
 	require.Equal(t, exitOK, status)
 	assert.Equal(t, "0  in all\n", out)
+}
+
+// TestTwoReplaysAtOnceBesideAWorker: two operators replay the same
+// charges at once, on the SQLite file a worker runs them from: each charge
+// runs once more, no replay fails, and no write of either (nor of the
+// worker) meets a locked database.
+func TestTwoReplaysAtOnceBesideAWorker(t *testing.T) {
+	o := newRiverOutage(t)
+	type result struct {
+		status    int
+		out, errs string
+	}
+	results := make(chan result, 2)
+	for range 2 {
+		go func() {
+			var out, errs strings.Builder
+			status := run(context.Background(), []string{"replay", "--sqlite", o.path, "--kind", "charge", "--rate", "100000"}, &out, &errs)
+			results <- result{status, out.String(), errs.String()}
+		}()
+	}
+	for range 2 {
+		r := <-results
+		assert.Equal(t, exitOK, r.status, r.errs)
+		assert.NotContains(t, r.out+r.errs, "locked")
+		assert.NotContains(t, r.out+r.errs, "BUSY")
+	}
+	o.waitFor(t, rivertype.JobStateCompleted, 6)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	assert.Len(t, o.runs, 6)
+	for id, n := range o.runs {
+		assert.Equal(t, 1, n, "job %d", id)
+	}
+}
+
+// TestAJobsErrorCannotForgeALine: a job's error holding a line break and
+// an escape sequence is shown on its one line, escaped.
+func TestAJobsErrorCannotForgeALine(t *testing.T) {
+	o := newRiverOutage(t)
+	now := time.Now()
+	job, err := o.client.Driver().GetExecutor().JobInsertFull(context.Background(), &riverdriver.JobInsertFullParams{
+		Attempt: 1, EncodedArgs: []byte(`{}`), FinalizedAt: &now, Kind: "email", MaxAttempts: 1, Priority: 1,
+		Metadata: []byte(`{"retrypolicy":{"gave_up":"not_retryable"}}`), Queue: river.QueueDefault, ScheduledAt: &now,
+		State:  rivertype.JobStateCancelled,
+		Errors: [][]byte{[]byte(`{"at":"2026-12-06T00:00:00Z","attempt":1,"error":"boom\nreason    attempts_exhausted\u001b]0;pwned\u0007"}`)}})
+	require.NoError(t, err)
+	status, out, errs := o.cmd(t, "show", strconv.FormatInt(job.ID, 10))
+	require.Equal(t, exitOK, status, errs)
+	assert.Equal(t, 1, strings.Count(out, "\nreason "), out)
+	assert.Contains(t, out, `error     boom\nreason    attempts_exhausted\u001b]0;pwned\u0007`+"\n")
+	assert.NotContains(t, out, "\x1b")
 }
