@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/retrypolicy/retrypolicy/queuekit"
@@ -125,7 +124,7 @@ func (d *DeadLetters) Get(ctx context.Context, seq uint64) (queuekit.Letter, err
 	case err != nil:
 		return queuekit.Letter{}, errors.New(name + ": " + err.Error())
 	}
-	return letterOf(m.Sequence, m.Time, m.Header, m.Data), nil
+	return letterOf(m), nil
 }
 
 // still returns l as it is in the stream now, or an error wrapping
@@ -149,7 +148,7 @@ func (d *DeadLetters) Send(ctx context.Context, l queuekit.Letter, r queuekit.Ro
 	if err != nil {
 		return queuekit.Sent{}, err
 	}
-	if err := replayableInto(now.Origin, now.Stream, r.Stream, subjects); err != nil {
+	if err := (into{stream: r.Stream, subjects: subjects}).refuses(now.Origin, now.Stream); err != nil {
 		return queuekit.Sent{}, queuekit.Mark(queuekit.ErrRefused, "natsretry: dead letter "+strconv.FormatUint(l.ID, 10)+": "+err.Error())
 	}
 	id := "retrypolicy.replay." + d.name + "." + strconv.FormatUint(l.ID, 10) + "." + strconv.FormatInt(now.GivenUp.UnixNano(), 10)
@@ -200,10 +199,11 @@ func (d *DeadLetters) Remove(ctx context.Context, l queuekit.Letter) error {
 	return errors.New("natsretry: dead letter " + strconv.FormatUint(l.ID, 10) + ": removing: " + err.Error())
 }
 
-// letterOf reads a dead letter from a message of the dead-letter stream
-// at seq, stored at stamp.
-func letterOf(seq uint64, stamp time.Time, h nats.Header, data []byte) queuekit.Letter {
-	l := queuekit.Letter{ID: seq, GivenUp: stamp, Header: h, Payload: data,
+// letterOf reads a dead letter from m, a message of the dead-letter
+// stream.
+func letterOf(m *jetstream.RawStreamMsg) queuekit.Letter {
+	h := m.Header
+	l := queuekit.Letter{ID: m.Sequence, GivenUp: m.Time, Header: h, Payload: m.Data,
 		Reason: h.Get(HeaderReason), Origin: h.Get(HeaderSubject), Stream: h.Get(HeaderStream), Error: h.Get(HeaderError)}
 	l.Failures, _ = strconv.Atoi(h.Get(HeaderFailures))
 	if secs, err := strconv.ParseFloat(h.Get(HeaderWaitAsked), 64); err == nil && secs >= 0 && secs < 1e10 {

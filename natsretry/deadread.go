@@ -67,7 +67,7 @@ func (d *DeadLetters) fetch(cons jetstream.Consumer, c *queuekit.Cursor, n int) 
 		if c.HeadersOnly {
 			data = nil
 		}
-		page = append(page, letterOf(md.Sequence.Stream, md.Timestamp, m.Headers(), data))
+		page = append(page, letterOf(&jetstream.RawStreamMsg{Sequence: md.Sequence.Stream, Time: md.Timestamp, Header: m.Headers(), Data: data}))
 		c.After, c.Left = md.Sequence.Stream, int64(md.NumPending)
 		if md.Sequence.Stream == c.Last || md.NumPending == 0 {
 			c.Done = true

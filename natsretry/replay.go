@@ -25,10 +25,17 @@ func replayCopy(subject string, header map[string][]string, data []byte) *nats.M
 	return out
 }
 
-// replayableInto returns why a dead letter of subject, from the stream its
-// header names (from), may not be replayed into stream, which captures
-// subjects.
-func replayableInto(subject, from, stream string, subjects []string) error {
+// into is a stream dead letters are replayed into, and the subjects it
+// captures.
+type into struct {
+	stream   string
+	subjects []string
+}
+
+// refuses returns why a dead letter of subject, from the stream its
+// header names (from), may not be replayed into i.
+func (i into) refuses(subject, from string) error {
+	stream, subjects := i.stream, i.subjects
 	switch {
 	case subject == "":
 		return errors.New("the message has no " + HeaderSubject + " header: not a dead letter")

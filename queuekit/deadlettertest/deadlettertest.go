@@ -96,13 +96,26 @@ func (s *suite) since() {
 }
 
 // make gives up n letters keyed prefix0, prefix1…, for reason.
-func (s *suite) make(t *testing.T, prefix string, n int, reason retry.Reason) []string {
+func (s *suite) make(t *testing.T, prefix string, n int) []string {
+	return s.makeFor(t, retry.AttemptsExhausted, keysOf(prefix, n))
+}
+
+// makeFor gives up a letter for reason keyed each of keys, and returns
+// keys.
+func (s *suite) makeFor(t *testing.T, reason retry.Reason, keys []string) []string {
+	for _, k := range keys {
+		s.f.Make(t, k, reason)
+	}
+	s.since()
+	return keys
+}
+
+// keysOf is prefix0, prefix1… up to n keys.
+func keysOf(prefix string, n int) []string {
 	keys := make([]string, n)
 	for i := range keys {
 		keys[i] = fmt.Sprintf("%s%d", prefix, i)
-		s.f.Make(t, keys[i], reason)
 	}
-	s.since()
 	return keys
 }
 
@@ -156,7 +169,7 @@ func (s *suite) once(t *testing.T, keys []string) {
 // interrupted: a replay ended between a send and its removal, run again,
 // sends each letter once and leaves none.
 func interrupted(t *testing.T, s *suite) {
-	keys := s.make(t, "i", 5, retry.AttemptsExhausted)
+	keys := s.make(t, "i", 5)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	sent := 0
@@ -183,7 +196,7 @@ func interrupted(t *testing.T, s *suite) {
 // forged: a forged letter is not sent and is left in place; a letter
 // whose identity is not the one read (given up again since) is not sent.
 func forged(t *testing.T, s *suite) {
-	keys := s.make(t, "g", 1, retry.AttemptsExhausted)
+	keys := s.make(t, "g", 1)
 	s.f.Forge(t, "forged")
 	s.since()
 	before := s.keys(t)
@@ -218,8 +231,8 @@ func forged(t *testing.T, s *suite) {
 
 // purge: a filter's purge removes only what it selects; none is refused.
 func purge(t *testing.T, s *suite) {
-	s.make(t, "a", 3, retry.AttemptsExhausted)
-	kept := s.make(t, "b", 2, retry.NotRetryable)
+	s.make(t, "a", 3)
+	kept := s.makeFor(t, retry.NotRetryable, keysOf("b", 2))
 	if _, err := s.d.Purge(context.Background(), queuekit.Filter{}); err == nil {
 		t.Error("a purge with no filter: no error")
 	}
@@ -238,7 +251,7 @@ func purge(t *testing.T, s *suite) {
 // paced: 11 letters at 5 a second are sent over 2 s (within 5%), progress
 // told at most once a second and once at the end.
 func paced(t *testing.T, s *suite) {
-	keys := s.make(t, "p", 11, retry.AttemptsExhausted)
+	keys := s.make(t, "p", 11)
 	var sends []time.Time
 	var told []queuekit.ReplayProgress
 	rep, _, err := s.replay(context.Background(), t, queuekit.ReplayOptions{Rate: 5,
@@ -269,7 +282,7 @@ func paced(t *testing.T, s *suite) {
 // second send): each letter is sent once, by one of them; the slow one
 // skips what the fast one took.
 func twoReplays(t *testing.T, s *suite) {
-	keys := s.make(t, "t", 6, retry.AttemptsExhausted)
+	keys := s.make(t, "t", 6)
 	var fast map[string]queuekit.ReplayOutcome
 	sends := 0
 	_, slow, err := s.replay(context.Background(), t, queuekit.ReplayOptions{Rate: 1,
@@ -317,7 +330,7 @@ func countOf(out map[string]queuekit.ReplayOutcome, o queuekit.ReplayOutcome) in
 // gone: a letter removed since it was read is skipped by a send and a
 // removal, whatever error the engine's client gives for it.
 func gone(t *testing.T, s *suite) {
-	s.make(t, "x", 1, retry.AttemptsExhausted)
+	s.make(t, "x", 1)
 	var letter queuekit.Letter
 	for l, err := range s.d.List(context.Background(), queuekit.Filter{}) {
 		if err != nil {
@@ -343,7 +356,7 @@ func gone(t *testing.T, s *suite) {
 // dryRunAndLimit: a dry run sends and removes nothing; a limit sends that
 // many and leaves the rest.
 func dryRunAndLimit(t *testing.T, s *suite) {
-	keys := s.make(t, "d", 3, retry.AttemptsExhausted)
+	keys := s.make(t, "d", 3)
 	rep, _, err := s.replay(context.Background(), t, queuekit.ReplayOptions{DryRun: true})
 	if err != nil || rep.Would != 3 || len(s.f.Arrived(t)) > 0 || len(s.keys(t)) != 3 {
 		t.Fatalf("a dry run: %+v, %v, sent %v", rep, err, s.f.Arrived(t))

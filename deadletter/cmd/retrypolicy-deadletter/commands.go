@@ -19,11 +19,19 @@ import (
 // prefix opens every error the command prints.
 const prefix = "retrypolicy-deadletter: "
 
-// start parses a command's arguments (at most most after the flags),
+// call is one run of a command: its options, its dead letters, and
+// where it prints.
+type call struct {
+	o              *options
+	e              *engine
+	stdout, stderr io.Writer
+}
+
+// start parses a command's arguments (at most o.most after the flags),
 // checks every one, and only then opens the dead letters; on failure it
 // returns the exit status.
-func start(ctx context.Context, o *options, args []string, most int, stderr io.Writer) (e *engine, status int) {
-	if err := o.parse(args, most); err != nil {
+func (o *options) start(ctx context.Context, args []string, stderr io.Writer) (e *engine, status int) {
+	if err := o.parse(args, o.most); err != nil {
 		switch {
 		case errors.Is(err, flag.ErrHelp):
 			return nil, exitOK
@@ -55,9 +63,10 @@ func fail(stderr io.Writer, err error) int {
 // forge a line.
 func text(s string) string { return queuekit.Escape(s) }
 
-// runCount prints how many dead letters the filters select, by reason:
+// count prints how many dead letters the filters select, by reason:
 // the first queuekit.MaxReasons reasons met, the rest as other.
-func runCount(ctx context.Context, o *options, e *engine, stdout, stderr io.Writer) int {
+func (c *call) count(ctx context.Context) int {
+	o, e, stdout, stderr := c.o, c.e, c.stdout, c.stderr
 	counts, err := e.letters.Count(ctx, e.filter)
 	if err != nil {
 		return fail(stderr, err)
@@ -93,8 +102,9 @@ func shown(reason string) string {
 	return text(reason)
 }
 
-// runList prints the dead letters the filters select, oldest first.
-func runList(ctx context.Context, o *options, e *engine, stdout, stderr io.Writer) int {
+// list prints the dead letters the filters select, oldest first.
+func (c *call) list(ctx context.Context) int {
+	o, e, stdout, stderr := c.o, c.e, c.stdout, c.stderr
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	if !o.json {
 		fmt.Fprintln(w, "ID\tGIVEN UP\tREASON\tFROM\tFAILURES\tERROR")
@@ -134,8 +144,9 @@ func oneLine(s string, n int) string {
 	return s
 }
 
-// runShow prints one dead letter in full.
-func runShow(ctx context.Context, o *options, e *engine, stdout, stderr io.Writer) int {
+// show prints one dead letter in full.
+func (c *call) show(ctx context.Context) int {
+	o, e, stdout, stderr := c.o, c.e, c.stdout, c.stderr
 	id, err := strconv.ParseUint(o.fs.Arg(0), 10, 64)
 	if err != nil || id == 0 {
 		fmt.Fprintf(stderr, "%sshow: ID: %s is not a dead letter's id (its sequence, or its job's id)\n", prefix, queuekit.Quote(o.fs.Arg(0)))
@@ -189,8 +200,9 @@ func definePurge(o *options) {
 	o.needFilter = true
 }
 
-// runPurge removes the dead letters the filters select, or all with --all.
-func runPurge(ctx context.Context, _ *options, e *engine, stdout, stderr io.Writer) int {
+// purge removes the dead letters the filters select, or all with --all.
+func (c *call) purge(ctx context.Context) int {
+	e, stdout, stderr := c.e, c.stdout, c.stderr
 	n, err := e.letters.Purge(ctx, e.filter)
 	if err != nil {
 		return fail(stderr, err)

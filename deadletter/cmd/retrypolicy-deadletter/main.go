@@ -75,15 +75,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitInvalid
 	}
 	o := newOptions(args[0], stderr)
+	o.most = c.most
 	if c.define != nil {
 		c.define(o)
 	}
-	e, status := start(ctx, o, args[1:], c.most, stderr)
+	e, status := o.start(ctx, args[1:], stderr)
 	if status >= 0 {
 		return status
 	}
 	defer e.close()
-	return c.run(ctx, o, e, stdout, stderr)
+	return c.run(&call{o: o, e: e, stdout: stdout, stderr: stderr}, ctx)
 }
 
 // command is one of the commands: how many arguments it takes after its
@@ -91,14 +92,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 type command struct {
 	most   int
 	define func(o *options)
-	run    func(ctx context.Context, o *options, e *engine, stdout, stderr io.Writer) int
+	run    func(c *call, ctx context.Context) int
 }
 
 // commands are the commands, by name.
 var commands = map[string]command{
-	"count":  {run: runCount},
-	"list":   {run: runList},
-	"show":   {most: 1, run: runShow},
-	"replay": {define: defineReplay, run: runReplay},
-	"purge":  {define: definePurge, run: runPurge},
+	"count":  {run: (*call).count},
+	"list":   {run: (*call).list},
+	"show":   {most: 1, run: (*call).show},
+	"replay": {define: defineReplay, run: (*call).replay},
+	"purge":  {define: definePurge, run: (*call).purge},
 }

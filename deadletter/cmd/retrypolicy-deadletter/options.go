@@ -32,6 +32,8 @@ type options struct {
 	since, until        string
 	errText             string
 	now                 func() time.Time
+	// most is how many arguments may follow the flags.
+	most int
 	// needFilter: the command refuses to run without a filter or --all.
 	needFilter bool
 	// replaying: the command is replay, whose own options are replay.

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/retrypolicy/retrypolicy/queuekit"
@@ -31,8 +30,9 @@ type replayed struct {
 	Why    string `json:"why,omitempty"`
 }
 
-// runReplay sends the dead letters the filters select back, at a rate.
-func runReplay(ctx context.Context, o *options, e *engine, stdout, stderr io.Writer) int {
+// replay sends the dead letters the filters select back, at a rate.
+func (c *call) replay(ctx context.Context) int {
+	o, e, stdout, stderr := c.o, c.e, c.stdout, c.stderr
 	r := o.replay
 	opts := queuekit.ReplayOptions{Route: e.route, Rate: r.rate, Jitter: r.jitter, Limit: r.limit, DryRun: r.dryRun,
 		Each: func(res queuekit.ReplayResult) {
@@ -40,7 +40,7 @@ func runReplay(ctx context.Context, o *options, e *engine, stdout, stderr io.Wri
 			if res.Err != nil {
 				out.Why = res.Err.Error()
 			}
-			printResult(stdout, stderr, o.json, out)
+			c.result(out)
 		},
 		Progress: func(p queuekit.ReplayProgress) {
 			if r.dryRun {
@@ -73,12 +73,13 @@ func runReplay(ctx context.Context, o *options, e *engine, stdout, stderr io.Wri
 	return exitOK
 }
 
-// printResult prints what became of one dead letter: a line of text for
-// those not replayed, or of JSON for each.
-func printResult(stdout, stderr io.Writer, asJSON bool, r replayed) {
+// result prints what became of one dead letter: a line of text for those
+// not replayed, or of JSON for each.
+func (c *call) result(r replayed) {
+	stdout := c.stdout
 	switch {
-	case asJSON:
-		printJSON(stdout, stderr, r)
+	case c.o.json:
+		printJSON(stdout, c.stderr, r)
 	case r.Outcome == string(queuekit.ReplayRefused) || r.Outcome == string(queuekit.ReplayFailed):
 		fmt.Fprintf(stdout, "%s %d (%s): %s\n", r.Outcome, r.ID, text(from(r.row)), r.Why) // Why quotes what it holds from outside
 	case r.Outcome == string(queuekit.ReplayWould):
