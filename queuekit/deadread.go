@@ -5,6 +5,7 @@ import (
 	"errors"
 	"iter"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -158,8 +159,12 @@ func (c *Counts) add(reason string) {
 	if len(reason) > MaxReasonLen {
 		reason = reason[:MaxReasonLen]
 	}
-	if _, ok := c.ByReason[reason]; ok || len(c.ByReason) < MaxReasons {
+	if _, ok := c.ByReason[reason]; ok {
 		c.ByReason[reason]++
+		return
+	}
+	if len(c.ByReason) < MaxReasons {
+		c.ByReason[strings.Clone(reason)] = 1 // not the letter's whole text, which the cut would keep
 		return
 	}
 	c.Other++

@@ -98,6 +98,13 @@ type deadFixture[TTx any] struct {
 }
 
 func newDeadFixture[TTx any](t *testing.T, driver riverdriver.Driver[TTx], reset bool) *deadFixture[TTx] {
+	f := newDeadFixtureOn(t, driver)
+	f.reset = reset
+	return f
+}
+
+// newDeadFixtureOn is a fixture on driver's database, migrated.
+func newDeadFixtureOn[TTx any](t testing.TB, driver riverdriver.Driver[TTx]) *deadFixture[TTx] {
 	ctx := context.Background()
 	migrator, err := rivermigrate.New(driver, nil)
 	require.NoError(t, err)
@@ -107,7 +114,7 @@ func newDeadFixture[TTx any](t *testing.T, driver riverdriver.Driver[TTx], reset
 	require.NoError(t, err)
 	d, err := NewDeadJobs(client)
 	require.NoError(t, err)
-	return &deadFixture[TTx]{client: client, d: d, reset: reset}
+	return &deadFixture[TTx]{client: client, d: d}
 }
 
 func (f *deadFixture[TTx]) Driver() queuekit.Driver { return f.d }
