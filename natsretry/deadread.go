@@ -42,7 +42,7 @@ func (d *DeadLetters) Page(ctx context.Context, c *queuekit.Cursor) ([]queuekit.
 		c.Done, c.Left = true, 0
 		return nil, nil
 	}
-	return d.fetch(cons, c, int(min(pending, uint64(c.Size))))
+	return d.fetch(cons, c, int(min(pending, uint64(min(max(c.Size, 1), queuekit.MaxPage)))))
 }
 
 // fetch reads n letters of cons, those up to c.Last, and moves c on.

@@ -129,8 +129,9 @@ func (f Filter) Match(l queuekit.Letter) bool {
 // holds a job the policy gave up, or none is left.
 func (d *DeadJobs[TTx]) Page(ctx context.Context, c *queuekit.Cursor) ([]queuekit.Letter, error) {
 	exec := d.client.Driver().GetExecutor()
+	size := min(max(c.Size, 1), queuekit.MaxPage)
 	for {
-		jobs, err := exec.JobList(ctx, &riverdriver.JobListParams{Max: int32(min(c.Size, queuekit.MaxPage)),
+		jobs, err := exec.JobList(ctx, &riverdriver.JobListParams{Max: int32(size),
 			WhereClause: "state = 'cancelled' AND finalized_at IS NOT NULL AND finalized_at <= @began AND " +
 				"(finalized_at > @after_at OR (finalized_at = @after_at AND id > @after_id))",
 			NamedArgs:     map[string]any{"began": c.Began, "after_at": c.AfterGivenUp, "after_id": int64(c.After)},
@@ -145,7 +146,7 @@ func (d *DeadJobs[TTx]) Page(ctx context.Context, c *queuekit.Cursor) ([]queueki
 			}
 			c.After, c.AfterGivenUp = uint64(job.ID), *job.FinalizedAt
 		}
-		c.Done = len(jobs) < c.Size
+		c.Done = len(jobs) < size
 		if len(page) > 0 || c.Done {
 			return page, nil
 		}

@@ -185,9 +185,10 @@ func TestRiversJobsAfterAnOutage(t *testing.T) {
 }
 
 // TestTwoReplaysAtOnceBesideAWorker: two operators replay the same
-// charges at once, on the SQLite file a worker runs them from: each charge
-// runs once more, no replay fails, and no write of either (nor of the
-// worker) meets a locked database.
+// charges at once, on the SQLite file a worker runs them from while 300
+// jobs are inserted on the worker's side: each charge runs once more, no
+// replay fails, and no write of either, nor any insert, meets a locked
+// database.
 func TestTwoReplaysAtOnceBesideAWorker(t *testing.T) {
 	o := newRiverOutage(t)
 	type result struct {
@@ -195,6 +196,16 @@ func TestTwoReplaysAtOnceBesideAWorker(t *testing.T) {
 		out, errs string
 	}
 	results := make(chan result, 2)
+	inserted := make(chan error, 1)
+	go func() { // the worker's side writes meanwhile
+		for i := range 300 {
+			if _, err := o.client.Insert(context.Background(), emailArgs{N: 100 + i}, nil); err != nil {
+				inserted <- err
+				return
+			}
+		}
+		inserted <- nil
+	}()
 	for range 2 {
 		go func() {
 			var out, errs strings.Builder
@@ -208,6 +219,7 @@ func TestTwoReplaysAtOnceBesideAWorker(t *testing.T) {
 		assert.NotContains(t, r.out+r.errs, "locked")
 		assert.NotContains(t, r.out+r.errs, "BUSY")
 	}
+	require.NoError(t, <-inserted, "an insert of the worker's side")
 	o.waitFor(t, rivertype.JobStateCompleted, 6)
 	o.mu.Lock()
 	defer o.mu.Unlock()
