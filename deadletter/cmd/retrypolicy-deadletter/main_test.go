@@ -231,7 +231,7 @@ func TestBadArgumentsNameTheirFlag(t *testing.T) {
 		{[]string{"list", "--sqlite", "f.db", "--kind", "a,,b"}, "retrypolicy-deadletter: --kind: a kind is not empty\n"},
 		{[]string{"purge", "--dead", "D", "--all", "--reason", "not_retryable"}, "retrypolicy-deadletter: --all: selects every dead letter, so it takes no other criterion\n"},
 		{[]string{"purge", "--dead", "D"}, "retrypolicy-deadletter: purge: no filter: give one (--reason, --since, --until, --error, and --subject, --from-stream or --kind), or --all to purge every dead letter\n"},
-		{[]string{"list", "--dead", "D", "--page", "0"}, "retrypolicy-deadletter: list: --page: must be between 1 and 10000, got 0\n"},
+		{[]string{"list", "--dead", "D", "--page", "-1"}, "retrypolicy-deadletter: list: --page: must be between 0 and 10000, got -1\n"},
 		{[]string{"show", "--dead", "D", "1", "2"}, "retrypolicy-deadletter: show: unexpected argument \"2\"\n"},
 		{[]string{"nap"}, "retrypolicy-deadletter: unknown command \"nap\"\n\n" + usage},
 		// A replay's options, checked before connecting (no server listens at --nats).

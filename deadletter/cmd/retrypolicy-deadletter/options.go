@@ -68,7 +68,7 @@ func newOptions(name string, stderr io.Writer) *options {
 	o.fs.StringVar(&o.creds, "creds", "", "JetStream: a NATS credentials file")
 	o.fs.StringVar(&o.sqlite, "sqlite", "", "River: its SQLite database file")
 	o.fs.StringVar(&o.databaseURL, "database-url", "", "River: its PostgreSQL database (postgres://…)")
-	o.fs.IntVar(&o.page, "page", queuekit.DefaultPage, "dead letters read at a time")
+	o.fs.IntVar(&o.page, "page", queuekit.DefaultPage, "dead letters read at a time (0: the default)")
 	o.fs.BoolVar(&o.json, "json", false, "JSON output, a line each")
 	o.fs.StringVar(&o.reasons, "reason", "", "only those given up for these reasons (NAME[,NAME…])")
 	o.fs.StringVar(&o.subject, "subject", "", "JetStream: only those from subjects this pattern matches (* a token, > the rest)")
@@ -94,10 +94,11 @@ func (o *options) parse(args []string, most int) error {
 	switch {
 	case o.fs.NArg() > most:
 		return fmt.Errorf("unexpected argument %q", o.fs.Arg(most))
-	case o.page < 1 || o.page > queuekit.MaxPage:
-		return fmt.Errorf("--page: must be between 1 and %d, got %d", queuekit.MaxPage, o.page)
 	case o.needFilter && !o.all && o.reasons+o.subject+o.from+o.kind+o.since+o.until+o.errText == "":
 		return errors.New("no filter: give one (--reason, --since, --until, --error, and --subject, --from-stream or --kind), or --all to purge every dead letter")
+	}
+	if err := queuekit.CheckPage("--page", o.page); err != nil {
+		return err
 	}
 	if err := o.checkEngine(); err != nil {
 		return err
