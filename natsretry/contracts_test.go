@@ -64,55 +64,6 @@ func TestAStreamMadeAgainLosesNoDeadLetter(t *testing.T) {
 	assert.Equal(t, "B", string(dead[1].Data))
 }
 
-// TestReplayPublishesOnlyWhereTheMessageCameFrom: a dead letter forged by
-// anyone who may publish to the dead-letter subject cannot make Replay
-// publish to JetStream's API, a reply subject, a subject its stream does
-// not capture or another stream: each is an error, and nothing is
-// published (the work stream is still there, holding nothing). Until the
-// operator named the stream, a forged Retrypolicy-Subject of
-// $JS.API.STREAM.DELETE.JOBS deleted the work stream.
-func TestReplayPublishesOnlyWhereTheMessageCameFrom(t *testing.T) {
-	e := newEnv(t)
-	ctx := context.Background()
-	_, err := e.js.CreateStream(ctx, jetstream.StreamConfig{Name: "OTHER", Subjects: []string{"other.>"}})
-	require.NoError(t, err)
-	forged := func(subject, stream string) *jetstream.RawStreamMsg {
-		h := nats.Header{}
-		h.Set(natsretry.HeaderSubject, subject)
-		h.Set(natsretry.HeaderStream, stream)
-		h.Set(natsretry.HeaderReason, "attempts_exhausted")
-		seq := e.publish(t, "dead.jobs", "{}", h)
-		m, err := e.dead.GetMsg(ctx, seq)
-		require.NoError(t, err)
-		return m
-	}
-	for _, c := range []struct{ subject, stream, want string }{
-		{"$JS.API.STREAM.DELETE.JOBS", "JOBS", "a system, API or reply subject"},
-		{"$SYS.REQ.SERVER.PING", "JOBS", "a system, API or reply subject"},
-		{"_INBOX.abc", "JOBS", "a system, API or reply subject"},
-		{"jobs.*", "JOBS", "not one a message is published to"},
-		{"jobs..a", "JOBS", "not one a message is published to"},
-		{"other.a", "JOBS", `stream "JOBS" does not capture its subject "other.a"`},
-		{"other.a", "OTHER", `it came from stream "OTHER"`},
-		{"jobs.a", "", `it came from stream ""`},
-	} {
-		_, err := natsretry.Replay(ctx, e.js, forged(c.subject, c.stream), "JOBS")
-		assert.ErrorContains(t, err, c.want, "%s from %q", c.subject, c.stream)
-	}
-	info, err := e.jobs.Info(ctx)
-	require.NoError(t, err, "the work stream is still there")
-	assert.Zero(t, info.State.Msgs, "nothing was published")
-	other, err := e.js.Stream(ctx, "OTHER")
-	require.NoError(t, err)
-	assert.Zero(t, other.CachedInfo().State.Msgs)
-
-	_, err = natsretry.Replay(ctx, e.js, nil, "JOBS")
-	assert.ErrorContains(t, err, "no message")
-	ack, err := natsretry.Replay(ctx, e.js, forged("jobs.a", "JOBS"), "JOBS")
-	require.NoError(t, err, "a dead letter of the stream named, on a subject it captures")
-	assert.Equal(t, "JOBS", ack.Stream)
-}
-
 // nilErr is a handler's error type whose Error dereferences its receiver:
 // a typed nil pointer of it, returned as an error, panics when read.
 type nilErr struct{ text string }

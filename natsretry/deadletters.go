@@ -3,133 +3,102 @@ package natsretry
 import (
 	"context"
 	"errors"
-	"iter"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/retrypolicy/retrypolicy/queuekit"
-	"github.com/retrypolicy/retrypolicy/retry"
 )
 
-// DefaultPage is how many dead letters DeadLetters reads from the server
-// at a time, unless told otherwise: its memory is about this many
-// messages, whatever the size of the stream.
-const DefaultPage = 256
-
-// DeadLetters is an operator's view of a dead-letter stream: its dead
-// letters listed, counted and shown by a Filter, replayed to the stream
-// they came from at a rate, and purged. It reads the stream with an
-// ordered consumer of its own, a page at a time, so that its memory is a
-// function of the page, not of the stream; a filter that matches nothing
-// reads the stream once. A DeadLetters is safe for concurrent use.
+// DeadLetters is a dead-letter stream (the stream that captures a
+// Policy's Config.DeadLetter subject) as the dead-letter kit reads it: a
+// queuekit.Driver. queuekit.DeadLetters lists, counts, purges and replays
+// its dead letters; each letter's ID is its sequence in the stream, and
+// GivenUp when it was stored there. A DeadLetters is safe for concurrent
+// use.
+//
+// A replay sends a dead letter back only if it is still in the stream as
+// it was read (read again at the send), to the subject it was given up on
+// (HeaderSubject), with its payload and its own headers (not the
+// dead-letter ones), so that it starts anew, under a message id made of
+// the dead-letter stream's name, the letter's sequence and the time it was
+// stored: a replay interrupted between a send and its removal, run again
+// within the work stream's duplicate window (2 minutes by default), sends
+// nothing twice, and a letter of a dead-letter stream made again (its
+// sequences restart) is never taken for an older one. A letter is sent
+// only where it came from: to the stream the operator names
+// (queuekit.Route.Stream), when its HeaderStream is that stream, its
+// subject one that stream captures, and not one starting with $ (the
+// system's and JetStream's API) or _INBOX. (replies); any other is refused
+// and left in place.
 type DeadLetters struct {
 	js     jetstream.JetStream
 	stream jetstream.Stream
-	page   int
-	clock  pacingClock
-	// afterPublish, when set, is called between a replay's publish and the
-	// dead letter's removal (tests interrupt a replay there).
-	afterPublish func()
+	name   string
+
+	mu      sync.Mutex
+	targets map[string]target // the streams letters go back to, by name
 }
 
-// OpenDeadLetters opens the dead-letter stream named stream (the stream
-// that captures a Policy's Config.DeadLetter subject) for an operator,
-// reading page dead letters at a time (DefaultPage when page is 0).
-func OpenDeadLetters(ctx context.Context, js jetstream.JetStream, stream string, page int) (*DeadLetters, error) {
-	switch {
-	case js == nil:
+// target is a stream letters go back to, as read at a time.
+type target struct {
+	subjects []string
+	read     time.Time
+}
+
+// targetFresh is how long a target stream's subjects are kept before
+// they are read again.
+const targetFresh = 30 * time.Second
+
+// OpenDeadLetters opens the dead-letter stream named stream.
+func OpenDeadLetters(ctx context.Context, js jetstream.JetStream, stream string) (*DeadLetters, error) {
+	if js == nil {
 		return nil, errors.New("natsretry: OpenDeadLetters: no JetStream context")
-	case page < 0 || page > 1<<16:
-		return nil, errors.New("natsretry: OpenDeadLetters: page must be between 0 and 65536, got " + strconv.Itoa(page))
-	case page == 0:
-		page = DefaultPage
 	}
 	s, err := js.Stream(ctx, stream)
 	if err != nil {
 		return nil, errors.New("natsretry: OpenDeadLetters: stream " + queuekit.Quote(stream) + ": " + err.Error())
 	}
-	return &DeadLetters{js: js, stream: s, page: page}, nil
+	return &DeadLetters{js: js, stream: s, name: stream, targets: map[string]target{}}, nil
 }
 
-// DeadLetter is one message of a dead-letter stream, as the policy that
-// gave it up wrote it. The fields read from the policy's headers are empty
-// where a copy too large for the stream shed them, or where the message
-// is not a dead letter of this package.
-type DeadLetter struct {
-	// Sequence is its sequence in the dead-letter stream, and Time when it
-	// was stored there: when it was given up.
-	Sequence uint64
-	Time     time.Time
-	// Reason is why it was given up (HeaderReason), a retry.Reason's name.
-	Reason string
-	// Subject, Stream and OriginSequence are where it came from
-	// (HeaderSubject, HeaderStream, HeaderSequence). They are what its
-	// publisher wrote: a dead-letter stream takes what anyone may publish.
-	Subject        string
-	Stream         string
-	OriginSequence uint64
-	// Failures counts its failed runs (HeaderFailures), Error is its last
-	// run's error (HeaderError), and WaitAsked, for the reason
-	// retry_after_too_long, the wait a server asked (HeaderWaitAsked).
-	Failures  int
-	Error     string
-	WaitAsked time.Duration
-	// Header is every header it was stored with; Data its payload.
-	Header nats.Header
-	Data   []byte
-}
-
-// Filter selects dead letters: those that match every criterion given. The
-// zero Filter selects none for Purge, which asks for All to purge every
-// dead letter, and every one for the others.
+// Filter selects a dead-letter stream's letters: those that match every
+// criterion given, queuekit.Filter's and its own.
 type Filter struct {
-	// Reasons, when given, selects the dead letters given up for any of
-	// them.
-	Reasons []retry.Reason
+	queuekit.Filter
 	// Subject, when given, is a subject pattern (* a token, > the rest)
 	// that the subject a dead letter came from matches.
 	Subject string
 	// Stream, when given, is the stream a dead letter came from.
 	Stream string
-	// Since and Until, when not zero, select the dead letters stored at
-	// Since or later, and before Until.
-	Since, Until time.Time
-	// Error, when given, is a substring of the dead letter's last error,
-	// matched as it is (case and all).
-	Error string
-	// All selects every dead letter, with no criterion: what Purge asks
-	// for to purge them all.
-	All bool
 }
 
-// criteria reports whether f has a criterion other than All.
-func (f Filter) criteria() bool {
-	return len(f.Reasons) > 0 || f.Subject != "" || f.Stream != "" || !f.Since.IsZero() || !f.Until.IsZero() || f.Error != ""
+// Criteria reports whether f has a criterion other than All.
+func (f Filter) Criteria() bool {
+	return f.Filter.Criteria() || f.Subject != "" || f.Stream != ""
 }
 
-// Check returns why f is not a filter: a reason without a name, a subject
-// pattern that is not one, a range that ends before it starts, or All with
-// a criterion.
+// Check returns why f is not a filter: queuekit.Filter's reasons, a
+// subject pattern that is not one, or All with a criterion.
 func (f Filter) Check() error {
-	for _, r := range f.Reasons {
-		if _, err := r.MarshalText(); err != nil {
-			return errors.New("natsretry: Filter.Reasons: " + err.Error())
-		}
+	if err := f.Filter.Check(); err != nil {
+		return errors.New("natsretry: " + strings.TrimPrefix(err.Error(), "queuekit: "))
 	}
 	if f.Subject != "" && !subjectPattern(f.Subject) {
 		return errors.New("natsretry: Filter.Subject: " + queuekit.Quote(f.Subject) + " is not a subject pattern")
 	}
-	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Since.Before(f.Until) {
-		return errors.New("natsretry: Filter.Since and Filter.Until: the range ends before it starts")
-	}
-	if f.All && f.criteria() {
+	if f.All && f.Criteria() {
 		return errors.New("natsretry: Filter.All: selects every dead letter, so it takes no other criterion")
 	}
 	return nil
+}
+
+// Match reports whether f selects l.
+func (f Filter) Match(l queuekit.Letter) bool {
+	return f.Filter.Match(l) && (f.Subject == "" || subjectMatches(f.Subject, l.Origin)) && (f.Stream == "" || l.Stream == f.Stream)
 }
 
 // subjectPattern reports whether s is a subject pattern: tokens that are
@@ -144,119 +113,101 @@ func subjectPattern(s string) bool {
 	return true
 }
 
-// Match reports whether f selects d.
-func (f Filter) Match(d DeadLetter) bool {
-	if len(f.Reasons) > 0 && !f.hasReason(d.Reason) {
-		return false
-	}
-	switch {
-	case f.Subject != "" && !subjectMatches(f.Subject, d.Subject),
-		f.Stream != "" && d.Stream != f.Stream,
-		!f.Since.IsZero() && d.Time.Before(f.Since),
-		!f.Until.IsZero() && !d.Time.Before(f.Until),
-		f.Error != "" && !strings.Contains(d.Error, f.Error):
-		return false
-	}
-	return true
-}
-
-// hasReason reports whether name is one of f's reasons.
-func (f Filter) hasReason(name string) bool {
-	for _, r := range f.Reasons {
-		if r.String() == name {
-			return true
-		}
-	}
-	return false
-}
-
-// List returns the dead letters f selects, oldest first, as the stream
-// held them when the listing began (dead letters stored since are left to
-// the next). It stops at the first error, which it yields.
-func (d *DeadLetters) List(ctx context.Context, f Filter) iter.Seq2[DeadLetter, error] {
-	return func(yield func(DeadLetter, error) bool) {
-		if err := f.Check(); err != nil {
-			yield(DeadLetter{}, err)
-			return
-		}
-		for dl, err := range d.read(ctx, f, false) {
-			if err != nil || f.Match(dl.DeadLetter) {
-				if !yield(dl.DeadLetter, err) || err != nil {
-					return
-				}
-			}
-		}
-	}
-}
-
-// Count returns how many dead letters f selects, by reason (a reason's
-// name; "" for a dead letter without one). It reads the headers only.
-func (d *DeadLetters) Count(ctx context.Context, f Filter) (map[string]int, error) {
-	if err := f.Check(); err != nil {
-		return nil, err
-	}
-	counts := map[string]int{}
-	for dl, err := range d.read(ctx, f, true) {
-		if err != nil {
-			return counts, err
-		}
-		if f.Match(dl.DeadLetter) {
-			counts[dl.Reason]++
-		}
-	}
-	return counts, nil
-}
-
-// Get returns the dead letter at seq in the dead-letter stream, in full.
-func (d *DeadLetters) Get(ctx context.Context, seq uint64) (DeadLetter, error) {
+// Get returns the dead letter at seq in the dead-letter stream, in full;
+// an error wrapping queuekit.ErrGone when there is none.
+func (d *DeadLetters) Get(ctx context.Context, seq uint64) (queuekit.Letter, error) {
 	m, err := d.stream.GetMsg(ctx, seq)
+	name := "natsretry: dead letter " + strconv.FormatUint(seq, 10)
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return queuekit.Letter{}, queuekit.Mark(queuekit.ErrGone, name+": not found")
+	case err != nil:
+		return queuekit.Letter{}, errors.New(name + ": " + err.Error())
+	}
+	return letterOf(m), nil
+}
+
+// still returns l as it is in the stream now, or an error wrapping
+// queuekit.ErrGone when it is no longer there as it was read.
+func (d *DeadLetters) still(ctx context.Context, l queuekit.Letter) (queuekit.Letter, error) {
+	now, err := d.Get(ctx, l.ID)
+	if err == nil && !now.GivenUp.Equal(l.GivenUp) {
+		err = queuekit.Mark(queuekit.ErrGone, "natsretry: dead letter "+strconv.FormatUint(l.ID, 10)+": another letter since")
+	}
+	return now, err
+}
+
+// Send sends l back to the stream r names, if it is still there as it was
+// read and may go there (DeadLetters).
+func (d *DeadLetters) Send(ctx context.Context, l queuekit.Letter, r queuekit.Route) (queuekit.Sent, error) {
+	now, err := d.still(ctx, l)
 	if err != nil {
-		return DeadLetter{}, errors.New("natsretry: dead letter " + strconv.FormatUint(seq, 10) + ": " + err.Error())
+		return queuekit.Sent{}, err
 	}
-	return deadLetterOf(m.Sequence, m.Time, m.Header, m.Data), nil
+	subjects, err := d.subjects(ctx, r.Stream)
+	if err != nil {
+		return queuekit.Sent{}, err
+	}
+	if err := (into{stream: r.Stream, subjects: subjects}).refuses(now.Origin, now.Stream); err != nil {
+		return queuekit.Sent{}, queuekit.Mark(queuekit.ErrRefused, "natsretry: dead letter "+strconv.FormatUint(l.ID, 10)+": "+err.Error())
+	}
+	id := "retrypolicy.replay." + d.name + "." + strconv.FormatUint(l.ID, 10) + "." + strconv.FormatInt(now.GivenUp.UnixNano(), 10)
+	ack, err := d.js.PublishMsg(ctx, replayCopy(now.Origin, now.Header, now.Payload), jetstream.WithExpectStream(r.Stream), jetstream.WithMsgID(id))
+	if err != nil {
+		return queuekit.Sent{}, errors.New("natsretry: dead letter " + strconv.FormatUint(l.ID, 10) + ": publish: " + err.Error())
+	}
+	return queuekit.Sent{ID: ack.Sequence, Duplicate: ack.Duplicate}, nil
 }
 
-// Purge removes the dead letters f selects, and returns how many. A
-// Filter with no criterion is refused unless it says All; All removes
-// every dead letter the stream held when the purge began, in one request.
-func (d *DeadLetters) Purge(ctx context.Context, f Filter) (int, error) {
-	if err := f.Check(); err != nil {
-		return 0, err
+// subjects returns the subjects the stream named captures, read again
+// when older than targetFresh.
+func (d *DeadLetters) subjects(ctx context.Context, name string) ([]string, error) {
+	if name == "" {
+		return nil, errors.New("natsretry: Route.Stream: the stream the dead letters came from is required")
 	}
-	if !f.All && !f.criteria() {
-		return 0, errors.New("natsretry: Purge: no filter: give a criterion, or Filter.All to purge every dead letter")
+	d.mu.Lock()
+	t, ok := d.targets[name]
+	d.mu.Unlock()
+	if ok && time.Since(t.read) < targetFresh {
+		return t.subjects, nil
 	}
-	if f.All {
-		info, err := d.stream.Info(ctx)
-		if err != nil {
-			return 0, errors.New("natsretry: Purge: " + err.Error())
-		}
-		if info.State.Msgs == 0 {
-			return 0, nil
-		}
-		if err := d.stream.Purge(ctx, jetstream.WithPurgeSequence(info.State.LastSeq+1)); err != nil {
-			return 0, errors.New("natsretry: Purge: " + err.Error())
-		}
-		return int(info.State.Msgs), nil
+	s, err := d.js.Stream(ctx, name)
+	if err != nil {
+		return nil, errors.New("natsretry: stream " + queuekit.Quote(name) + ": " + err.Error())
 	}
-	n := 0
-	for dl, err := range d.read(ctx, f, true) {
-		if err != nil {
-			return n, err
-		}
-		if !f.Match(dl.DeadLetter) {
-			continue
-		}
-		if err := d.stream.DeleteMsg(ctx, dl.Sequence); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
-			return n, errors.New("natsretry: Purge: dead letter " + strconv.FormatUint(dl.Sequence, 10) + ": " + err.Error())
-		}
-		n++
-	}
-	return n, nil
+	t = target{subjects: s.CachedInfo().Config.Subjects, read: time.Now()}
+	d.mu.Lock()
+	d.targets[name] = t
+	d.mu.Unlock()
+	return t.subjects, nil
 }
 
-// read is a dead letter as read, with how many are left after it.
-type read struct {
-	DeadLetter
-	left uint64
+// Remove deletes l from the dead-letter stream, if it is still there as
+// it was read; one no longer there, whatever the server answers, is an
+// error wrapping queuekit.ErrGone.
+func (d *DeadLetters) Remove(ctx context.Context, l queuekit.Letter) error {
+	if _, err := d.still(ctx, l); err != nil {
+		return err
+	}
+	err := d.stream.DeleteMsg(ctx, l.ID)
+	if err == nil {
+		return nil
+	}
+	if _, again := d.still(ctx, l); errors.Is(again, queuekit.ErrGone) {
+		return again // deleted meanwhile: the server's answer for it varies
+	}
+	return errors.New("natsretry: dead letter " + strconv.FormatUint(l.ID, 10) + ": removing: " + err.Error())
+}
+
+// letterOf reads a dead letter from m, a message of the dead-letter
+// stream.
+func letterOf(m *jetstream.RawStreamMsg) queuekit.Letter {
+	h := m.Header
+	l := queuekit.Letter{ID: m.Sequence, GivenUp: m.Time, Header: h, Payload: m.Data,
+		Reason: h.Get(HeaderReason), Origin: h.Get(HeaderSubject), Stream: h.Get(HeaderStream), Error: h.Get(HeaderError)}
+	l.Failures, _ = strconv.Atoi(h.Get(HeaderFailures))
+	if secs, err := strconv.ParseFloat(h.Get(HeaderWaitAsked), 64); err == nil && secs >= 0 && secs < 1e10 {
+		l.WaitAsked = time.Duration(secs * float64(time.Second))
+	}
+	return l
 }

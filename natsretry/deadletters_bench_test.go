@@ -5,6 +5,7 @@ import (
 	"flag"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/retrypolicy/retrypolicy/natsretry"
+	"github.com/retrypolicy/retrypolicy/queuekit"
 )
 
 // deadLetters is how many dead letters BenchmarkListDeadLetters lists:
@@ -57,8 +59,9 @@ func BenchmarkListDeadLetters(b *testing.B) {
 		}
 	}
 	<-e.js.PublishAsyncComplete()
-	d, err := natsretry.OpenDeadLetters(ctx, e.js, "DEADMEM", 0)
+	dl, err := natsretry.OpenDeadLetters(ctx, e.js, "DEADMEM")
 	require.NoError(b, err)
+	d := queuekit.DeadLetters{Driver: dl}
 	var before, peak uint64
 	// live is the heap's live bytes, after a collection.
 	live := func() uint64 {
@@ -79,16 +82,88 @@ func BenchmarkListDeadLetters(b *testing.B) {
 				peak = max(peak, live())
 			}
 		}
-		counted := 0
 		counts, err := d.Count(ctx, natsretry.Filter{})
 		require.NoError(b, err)
-		for _, c := range counts {
-			counted += c
-		}
+		counted := counts.Total
 		require.Equal(b, n, listed)
 		require.Equal(b, n, counted)
 	}
 	b.ReportMetric(float64(before)/(1<<20), "before-MB")
 	b.ReportMetric(float64(peak-before)/(1<<20), "peak-above-MB")
 	b.ReportMetric(float64(n), "dead-letters")
+}
+
+// reasonLetters is how many dead letters BenchmarkCountDistinctReasons
+// counts: few by default, so that CI's run of every benchmark stays short.
+var reasonLetters = flag.Int("reasonletters", 2_000, "dead letters BenchmarkCountDistinctReasons counts")
+
+// BenchmarkCountDistinctReasons counts a stream of dead letters each of a
+// reason of its own, 4 KiB long (forged: anyone may publish to a
+// dead-letter subject), and one of a single reason, and reports the most
+// live heap above what each held before (after a collection, each time a
+// twentieth of the letters was counted): a count keeps at most
+// queuekit.MaxReasons reasons of queuekit.MaxReasonLen bytes, so the two
+// differ by at most their 256 KB and the map's overhead.
+func BenchmarkCountDistinctReasons(b *testing.B) {
+	for _, distinct := range []bool{false, true} {
+		b.Run("distinct="+strconv.FormatBool(distinct), func(b *testing.B) {
+			e := newEnv(b)
+			ctx := context.Background()
+			n := *reasonLetters
+			long := strings.Repeat("r", 4096)
+			for i := range n {
+				m := nats.NewMsg("dead.jobs")
+				reason := long
+				if distinct {
+					reason = strconv.Itoa(i) + long
+				}
+				m.Header.Set(natsretry.HeaderReason, reason)
+				m.Header.Set(natsretry.HeaderSubject, "jobs.a")
+				_, err := e.js.PublishMsgAsync(m)
+				require.NoError(b, err)
+				if i%1000 == 999 {
+					<-e.js.PublishAsyncComplete()
+				}
+			}
+			<-e.js.PublishAsyncComplete()
+			dl, err := natsretry.OpenDeadLetters(ctx, e.js, "DEAD")
+			require.NoError(b, err)
+			var before, peak uint64
+			counted := 0
+			d := queuekit.DeadLetters{Driver: countingDriver{Driver: dl, each: func() {
+				if counted++; counted%max(n/20, 1) == 0 {
+					peak = max(peak, liveHeap())
+				}
+			}}}
+			for b.Loop() {
+				before, peak, counted = liveHeap(), 0, 0
+				c, err := d.Count(ctx, natsretry.Filter{})
+				require.NoError(b, err)
+				require.Equal(b, n, c.Total)
+			}
+			b.ReportMetric(float64(max(peak, before)-before)/(1<<20), "peak-above-MB")
+		})
+	}
+}
+
+// liveHeap is the heap's live bytes, after a collection.
+func liveHeap() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// countingDriver calls each for every letter a page reads.
+type countingDriver struct {
+	queuekit.Driver
+	each func()
+}
+
+func (c countingDriver) Page(ctx context.Context, cur *queuekit.Cursor) ([]queuekit.Letter, error) {
+	page, err := c.Driver.Page(ctx, cur)
+	for range page {
+		c.each()
+	}
+	return page, err
 }

@@ -3,131 +3,81 @@ package natsretry
 import (
 	"context"
 	"errors"
-	"iter"
-	"strconv"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/retrypolicy/retrypolicy/queuekit"
 )
 
-// idleRead is how long a read of the dead-letter stream waits for its next
-// message before it asks the server whether any is left.
-const idleRead = 2 * time.Second
-
-// askServer bounds that question: a server that does not answer within it
-// ends the read with an error.
+// askServer bounds each request of a read: a server that does not answer
+// within it ends the read with an error.
 const askServer = 5 * time.Second
 
-// read yields the dead letters of the stream, oldest first, from f.Since
-// when given, as the stream held them when it began: it stops after the
-// message that was last then, or once none is left (deleted since). It
-// reads them with an ordered consumer of its own, pulling a page at a
-// time; headersOnly leaves their payloads on the server. Its consumer is
-// deleted when it ends, and ends on the server a minute after it is left.
-func (d *DeadLetters) read(ctx context.Context, f Filter, headersOnly bool) iter.Seq2[read, error] {
-	return func(yield func(read, error) bool) {
+// Page reads the next page of dead letters after c.After (queuekit.Driver),
+// up to the last one stored when the read began, with a consumer of its
+// own that it deletes once the page is read (the server ends it a minute
+// after it is left).
+func (d *DeadLetters) Page(ctx context.Context, c *queuekit.Cursor) ([]queuekit.Letter, error) {
+	if c.Last == 0 {
 		info, err := d.stream.Info(ctx)
 		if err != nil {
-			yield(read{}, errors.New("natsretry: reading dead letters: "+err.Error()))
-			return
+			return nil, errors.New("natsretry: reading dead letters: " + err.Error())
 		}
-		last := info.State.LastSeq
 		if info.State.Msgs == 0 {
-			return
+			c.Done, c.Left = true, 0
+			return nil, nil
 		}
-		cfg := jetstream.OrderedConsumerConfig{HeadersOnly: headersOnly, InactiveThreshold: time.Minute, MaxResetAttempts: 3}
-		if !f.Since.IsZero() {
-			since := f.Since
-			cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &since
-		}
-		c, err := d.stream.OrderedConsumer(ctx, cfg)
-		if err != nil {
-			yield(read{}, errors.New("natsretry: reading dead letters: "+err.Error()))
-			return
-		}
-		msgs, err := c.Messages(jetstream.PullMaxMessages(d.page))
-		if err != nil {
-			yield(read{}, errors.New("natsretry: reading dead letters: "+err.Error()))
-			return
-		}
-		defer func() {
-			msgs.Stop()
-			if ci := c.CachedInfo(); ci != nil {
-				_ = d.js.DeleteConsumer(context.WithoutCancel(ctx), ci.Stream, ci.Name)
-			}
-		}()
-		pulling{c: c, msgs: msgs, last: last, headersOnly: headersOnly}.pull(ctx, yield)
+		c.Last = info.State.LastSeq
 	}
+	cfg := jetstream.ConsumerConfig{AckPolicy: jetstream.AckNonePolicy, DeliverPolicy: jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq: c.After + 1, HeadersOnly: c.HeadersOnly, InactiveThreshold: time.Minute, MemoryStorage: true}
+	cons, err := d.stream.CreateConsumer(ctx, cfg)
+	if err != nil {
+		return nil, errors.New("natsretry: reading dead letters: " + err.Error())
+	}
+	defer func() { _ = d.stream.DeleteConsumer(context.WithoutCancel(ctx), cons.CachedInfo().Name) }()
+	pending := cons.CachedInfo().NumPending
+	if pending == 0 {
+		c.Done, c.Left = true, 0
+		return nil, nil
+	}
+	return d.fetch(cons, c, int(min(pending, uint64(min(max(c.Size, 1), queuekit.MaxPage)))))
 }
 
-// pulling is a read of the dead-letter stream under way: its consumer,
-// the messages it pulls, the last sequence the read takes, and whether
-// it leaves the payloads on the server.
-type pulling struct {
-	c           jetstream.Consumer
-	msgs        jetstream.MessagesContext
-	last        uint64
-	headersOnly bool
-}
-
-// pull yields the messages of msgs until the one at last, one with none
-// pending after it, or none left when the consumer asks the server.
-func (p pulling) pull(ctx context.Context, yield func(read, error) bool) {
-	c, msgs, last, headersOnly := p.c, p.msgs, p.last, p.headersOnly
-	for {
-		if err := ctx.Err(); err != nil {
-			yield(read{}, err)
-			return
-		}
-		m, err := msgs.Next(jetstream.NextMaxWait(idleRead))
-		if errors.Is(err, nats.ErrTimeout) {
-			ictx, cancel := context.WithTimeout(ctx, askServer)
-			info, err := c.Info(ictx)
-			cancel()
-			switch {
-			case err != nil: // the server does not answer: no waiting on it for ever
-				yield(read{}, errors.New("natsretry: reading dead letters: "+err.Error()))
-				return
-			case info.NumPending == 0:
-				return // nothing left: the rest deleted since it began
-			}
-			continue
-		}
-		if err != nil {
-			yield(read{}, errors.New("natsretry: reading dead letters: "+err.Error()))
-			return
-		}
+// fetch reads n letters of cons, those up to c.Last, and moves c on.
+func (d *DeadLetters) fetch(cons jetstream.Consumer, c *queuekit.Cursor, n int) ([]queuekit.Letter, error) {
+	batch, err := cons.Fetch(n, jetstream.FetchMaxWait(askServer))
+	if err != nil {
+		return nil, errors.New("natsretry: reading dead letters: " + err.Error())
+	}
+	page := make([]queuekit.Letter, 0, n)
+	read := 0
+	for m := range batch.Messages() {
+		read++
 		md, err := m.Metadata()
 		if err != nil {
-			yield(read{}, errors.New("natsretry: reading dead letters: "+err.Error()))
-			return
+			return nil, errors.New("natsretry: reading dead letters: " + err.Error())
 		}
-		if md.Sequence.Stream > last {
-			return // stored after the read began
+		if md.Sequence.Stream > c.Last {
+			c.Done = true // stored after the read began
+			continue
 		}
 		data := m.Data()
-		if headersOnly {
+		if c.HeadersOnly {
 			data = nil
 		}
-		if !yield(read{DeadLetter: deadLetterOf(md.Sequence.Stream, md.Timestamp, m.Headers(), data), left: md.NumPending}, nil) {
-			return
-		}
-		if md.Sequence.Stream == last || md.NumPending == 0 {
-			return
+		page = append(page, letterOf(&jetstream.RawStreamMsg{Sequence: md.Sequence.Stream, Time: md.Timestamp, Header: m.Headers(), Data: data}))
+		c.After, c.Left = md.Sequence.Stream, int64(md.NumPending)
+		if md.Sequence.Stream == c.Last || md.NumPending == 0 {
+			c.Done = true
 		}
 	}
-}
-
-// deadLetterOf reads a dead letter from a message of the dead-letter
-// stream at seq, stored at stamp.
-func deadLetterOf(seq uint64, stamp time.Time, h nats.Header, data []byte) DeadLetter {
-	d := DeadLetter{Sequence: seq, Time: stamp, Header: h, Data: data,
-		Reason: h.Get(HeaderReason), Subject: h.Get(HeaderSubject), Stream: h.Get(HeaderStream), Error: h.Get(HeaderError)}
-	d.OriginSequence, _ = strconv.ParseUint(h.Get(HeaderSequence), 10, 64)
-	d.Failures, _ = strconv.Atoi(h.Get(HeaderFailures))
-	if secs, err := strconv.ParseFloat(h.Get(HeaderWaitAsked), 64); err == nil && secs >= 0 && secs < 1e10 {
-		d.WaitAsked = time.Duration(secs * float64(time.Second))
+	if err := batch.Error(); err != nil {
+		return nil, errors.New("natsretry: reading dead letters: " + err.Error())
 	}
-	return d
+	if read == 0 {
+		c.Done = true // none came within askServer: deleted since the consumer counted them
+	}
+	return page, nil
 }

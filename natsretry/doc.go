@@ -77,8 +77,9 @@
 // removed. Its history is marked before the copy is published, so that a
 // crash between the two finishes the move at the redelivery rather than
 // deciding again; the copy's message id makes the dead-letter stream drop
-// a second publication within its Duplicates window. Replay publishes a
-// dead message back to its subject.
+// a second publication within its Duplicates window. DeadLetters is the
+// dead-letter stream as queuekit's dead-letter kit reads it: a dead letter
+// replayed goes back to its subject, once.
 //
 // # Parking
 //
@@ -106,7 +107,7 @@
 // in a method of its error, runtime.Goexit, or an error that holds itself
 // is a failure of its run, logged with the stack. A run longer than
 // Config.MaxRun is abandoned, and a message's own strategy waits at most
-// Config.MaxHeaderDelay. Replay publishes a dead letter only where it came
+// Config.MaxHeaderDelay. A dead letter is replayed only where it came
 // from: to the stream the operator names, on a subject that stream
 // captures.
 //

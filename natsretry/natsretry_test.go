@@ -273,35 +273,6 @@ func TestRefusesConsumersThatDecideThemselves(t *testing.T) {
 	assert.ErrorContains(t, err, `Config.Subjects["jobs.a"]: retrypolicy: MaxAttempts: required`)
 }
 
-// TestReplay pins that a dead message replayed runs again from nothing,
-// with its payload and its own headers, and that a message that is no
-// dead letter is refused.
-func TestReplay(t *testing.T) {
-	e := newEnv(t)
-	var runs atomic.Int64
-	var tenant atomic.Value
-	e.consume(t, natsretry.Config{Default: retrypolicy.Strategy{Kind: retrypolicy.None}},
-		func(_ context.Context, m jetstream.Msg) error {
-			tenant.Store(m.Headers().Get("Tenant"))
-			if runs.Add(1) == 1 {
-				return errors.New("down")
-			}
-			return nil
-		})
-	e.publish(t, "jobs.a", "x", nats.Header{"Tenant": []string{"acme"}})
-	dead := e.deadMessages(t, 1)[0]
-	ack, err := natsretry.Replay(context.Background(), e.js, dead, "JOBS")
-	require.NoError(t, err)
-	assert.Equal(t, "JOBS", ack.Stream)
-	eventually(t, "the replayed message acked", func() bool { u, p := e.pending(t); return runs.Load() == 2 && u == 0 && p == 0 })
-	assert.Equal(t, "acme", tenant.Load())
-	replayed, err := e.jobs.GetMsg(context.Background(), ack.Sequence)
-	require.NoError(t, err)
-	assert.Empty(t, replayed.Header.Get(natsretry.HeaderReason), "the dead-letter headers stay behind")
-	_, err = natsretry.Replay(context.Background(), e.js, &jetstream.RawStreamMsg{Subject: "dead.jobs", Data: []byte("x")}, "JOBS")
-	assert.ErrorContains(t, err, "not a dead letter")
-}
-
 // TestLayersDeferToJetStream pins that a retry.Do inside a handler whose
 // next wait is longer than Config.DeferAfter gives up at once, and the
 // message waits that long in JetStream instead of holding the handler.

@@ -1,59 +1,41 @@
 package natsretry
 
 import (
-	"context"
 	"errors"
 	"slices"
 	"strings"
+	"unicode"
 
-	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go"
 
 	"github.com/retrypolicy/retrypolicy/queuekit"
 )
 
-// Replay publishes a dead-letter message back to the subject it was
-// given up on (HeaderSubject), with its payload and headers but the
-// dead-letter ones, so that it starts anew: no failure of its earlier
-// life counts. Read the message from the dead-letter stream
-// (Stream.GetMsg), replay it, then delete it there (Stream.DeleteMsg).
-//
-// The operator names stream, the stream the message came from: a
-// dead-letter stream takes what anyone may publish, so its headers are
-// not trusted to say where to publish. Replay returns an error, and
-// publishes nothing, for a message that is not a dead letter of this
-// package, whose HeaderStream is not stream, whose subject stream does not
-// capture (read from its configuration), or whose subject starts with $
-// (the system's and JetStream's API) or _INBOX. (replies); and the server
-// refuses the publication if the subject lands in another stream.
-func Replay(ctx context.Context, js jetstream.JetStream, dead *jetstream.RawStreamMsg, stream string) (*jetstream.PubAck, error) {
-	if dead == nil {
-		return nil, errors.New("natsretry: Replay: no message")
+// replayCopy is the message a dead letter of subject, with header and
+// data, is sent back as: its own headers, not the dead-letter ones nor
+// JetStream's.
+func replayCopy(subject string, header map[string][]string, data []byte) *nats.Msg {
+	out := nats.NewMsg(subject)
+	out.Data = data
+	for name, values := range header {
+		if !strings.HasPrefix(name, "Retrypolicy-") && !strings.HasPrefix(name, "Nats-") {
+			out.Header[name] = slices.Clone(values)
+		}
 	}
-	subject := dead.Header.Get(HeaderSubject)
-	if err := replayable(ctx, js, subject, dead.Header.Get(HeaderStream), stream); err != nil {
-		return nil, errors.New("natsretry: Replay: " + err.Error())
-	}
-	return js.PublishMsg(ctx, replayCopy(subject, dead.Header, dead.Data), jetstream.WithExpectStream(stream))
+	return out
 }
 
-// replayable returns why a dead letter of subject, from the stream its
-// header names (from), may not be replayed into stream.
-func replayable(ctx context.Context, js jetstream.JetStream, subject, from, stream string) error {
-	// What the headers alone refuse, refused before the stream is read.
-	if err := replayableInto(subject, from, stream, []string{">"}); err != nil {
-		return err
-	}
-	s, err := js.Stream(ctx, stream)
-	if err != nil {
-		return errors.New("stream " + queuekit.Quote(stream) + ": " + err.Error())
-	}
-	return replayableInto(subject, from, stream, s.CachedInfo().Config.Subjects)
+// into is a stream dead letters are replayed into, and the subjects it
+// captures.
+type into struct {
+	stream   string
+	subjects []string
 }
 
-// replayableInto returns why a dead letter of subject, from the stream its
-// header names (from), may not be replayed into stream, which captures
-// subjects.
-func replayableInto(subject, from, stream string, subjects []string) error {
+// refuses returns why a dead letter of subject, from the stream its
+// header names (from), may not be replayed into i.
+func (i into) refuses(subject, from string) error {
+	stream, subjects := i.stream, i.subjects
 	switch {
 	case subject == "":
 		return errors.New("the message has no " + HeaderSubject + " header: not a dead letter")
@@ -70,10 +52,11 @@ func replayableInto(subject, from, stream string, subjects []string) error {
 }
 
 // publishable reports whether subject is one a message is published to:
-// tokens that are not empty, without wildcards or white space.
+// tokens that are not empty, without wildcards, white space or control
+// characters.
 func publishable(subject string) bool {
 	for token := range strings.SplitSeq(subject, ".") {
-		if token == "" || token == "*" || token == ">" || strings.ContainsAny(token, " \t\r\n") {
+		if token == "" || token == "*" || token == ">" || strings.ContainsFunc(token, unicode.IsSpace) || strings.ContainsFunc(token, unicode.IsControl) {
 			return false
 		}
 	}

@@ -20,10 +20,19 @@
 //   - [Seed]: the jitter seed of a job with a numeric id, computed without
 //     allocating.
 //   - [Quote]: a name from outside (a job's kind) made safe for a message.
+//   - The dead-letter kit, for what follows a give-up: a [Driver] each
+//     engine implements (read a page of dead letters, send one back,
+//     remove one), and over it the one loop, [DeadLetters]: dead letters
+//     listed, counted and purged by a [Filter], and replayed at a rate
+//     ([DeadLetters.Replay]) so that two replays at once, or one
+//     interrupted and run again, send each letter once. Package
+//     deadlettertest is the suite every Driver passes.
+//   - [Pacing]: the one rule a replay is paced by.
 //
 // The attempt log that adapters write for replay is package attemptlog.
 //
-// Everything here is safe for concurrent use; none of it logs but
+// Everything here is safe for concurrent use but a [Pacing], which counts
+// its sends (one a replay); none of it logs but
 // Config.LogLint, to the logger it is given: an adapter reports what it is
 // given in its own logger's words.
 package queuekit

@@ -59,15 +59,24 @@ func TestPacingChecksItsFields(t *testing.T) {
 		p    Pacing
 		want string
 	}{
-		{Pacing{}, "x: Rate: must be above 0 and at most 100000 a second, got 0"},
-		{Pacing{Rate: 100001}, "x: Rate: must be above 0 and at most 100000 a second, got 100001"},
+		{Pacing{}, "x: Rate: must be at least one a day (1.16e-05 a second) and at most 100000 a second, got 0"},
+		{Pacing{Rate: 100001}, "x: Rate: must be at least one a day (1.16e-05 a second) and at most 100000 a second, got 100001"},
+		// An interval that overflows a time.Duration: refused, not sent at once.
+		{Pacing{Rate: 1e-10}, "x: Rate: must be at least one a day (1.16e-05 a second) and at most 100000 a second, got 1e-10"},
 		{Pacing{Rate: 1, Jitter: -1}, "x: Jitter: must be between 0 and an hour, got -1ns"},
 	} {
 		assert.EqualError(t, c.p.Check("x: "), c.want)
 	}
 	assert.NoError(t, (&Pacing{Rate: 0.5, Jitter: time.Second}).Check("x: "))
 	// Built without Check, a Pacing out of range waits for nothing.
-	assert.EqualError(t, (&Pacing{}).Wait(context.Background()), "queuekit: Pacing.Rate: must be above 0 and at most 100000 a second, got 0")
+	assert.EqualError(t, (&Pacing{}).Wait(context.Background()), "queuekit: Pacing.Rate: must be at least one a day (1.16e-05 a second) and at most 100000 a second, got 0")
+	// A day's interval, the longest, paced in full.
+	c := &fakeClock{now: time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC)}
+	p := c.pacing(MinReplayRate, 0)
+	for range 3 {
+		require.NoError(t, p.Wait(context.Background()))
+	}
+	assert.Equal(t, time.Date(2026, 12, 8, 0, 0, 0, 0, time.UTC), c.now)
 }
 
 // TestPacingEndsWithItsContext: a wait under an ended context returns its

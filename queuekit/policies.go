@@ -154,3 +154,15 @@ func (c Config) LogLint(logger *slog.Logger, prefix, tick string) {
 // that a name from outside (a job's kind) cannot forge a second line or
 // drive a terminal.
 func Quote(s string) string { return echo.Quote(s) }
+
+// Escape returns s with control characters (C0, DEL, C1, and the line and
+// paragraph separators), quotes, backslashes and invalid UTF-8 escaped
+// visibly, whole and without quotes: text from outside (a dead letter's
+// reason, error or subject) printed on its own cannot drive a terminal or
+// forge a line. It is Quote's rule.
+func Escape(s string) string { return echo.Escape(s) }
+
+// EscapeJSON returns the JSON text j with DEL, the C1 controls, U+2028 and
+// U+2029 (which encoding/json leaves as they are) as \u escapes: the same
+// values once decoded, and no character a terminal acts on.
+func EscapeJSON(j []byte) []byte { return echo.JSON(j) }

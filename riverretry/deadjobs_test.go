@@ -4,16 +4,20 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
+	"runtime"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver"
+	"github.com/riverqueue/river/rivermigrate"
 	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/retrypolicy/retrypolicy/queuekit"
+	"github.com/retrypolicy/retrypolicy/queuekit/deadlettertest"
 	"github.com/retrypolicy/retrypolicy/retry"
 )
 
@@ -70,32 +74,6 @@ func waitInState[TTx any](t *testing.T, h *harness[TTx], ids []int64, state rive
 // its first failure.
 var oneAttempt = []byte(`{"retry_strategy": {"strategy": "bounded", "max_attempts": 1}}`)
 
-// deadJobs opens h's dead jobs, its replays paced by a clock that sleeps
-// by moving forward; it returns the clock's time since it was opened.
-func deadJobs[TTx any](t *testing.T, h *harness[TTx]) (*DeadJobs[TTx], func() time.Duration) {
-	d, err := NewDeadJobs(h.client, 100)
-	require.NoError(t, err)
-	start := time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC)
-	var mu sync.Mutex
-	now := start
-	d.now = func() time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		return now
-	}
-	d.sleep = func(_ context.Context, by time.Duration) error {
-		mu.Lock()
-		defer mu.Unlock()
-		now = now.Add(by)
-		return nil
-	}
-	return d, func() time.Duration {
-		mu.Lock()
-		defer mu.Unlock()
-		return now.Sub(start)
-	}
-}
-
 // ranOnceMore checks that each job of ids ran exactly once after its
 // replay, and succeeded: its runs are the first, failed, and one more.
 func ranOnceMore[TTx any](t *testing.T, h *harness[TTx], ids []int64, reset bool) {
@@ -110,157 +88,123 @@ func ranOnceMore[TTx any](t *testing.T, h *harness[TTx], ids []int64, reset bool
 	}
 }
 
-// TestDeadJobsAreCountedAndListedByReasonAndError: jobs given up by the
-// policy for three reasons are counted by reason, and a listing by
-// reason, by kind, or by a substring of the last error gives exactly the
-// ones the test gave up so.
-func TestDeadJobsAreCountedAndListedByReasonAndError(t *testing.T) {
-	const n = 150
-	h := newSQLiteHarness(t, nil)
-	ids := giveUp(t, h, n)
-	d, _ := deadJobs(t, h)
-	ctx := context.Background()
-	counts, err := d.Count(ctx, Filter{})
-	require.NoError(t, err)
-	assert.Equal(t, map[string]int{"not_retryable": n / 3, "retry_after_too_long": n / 3, "attempts_exhausted": n / 3}, counts)
-
-	var got []int64
-	for dj, err := range d.List(ctx, Filter{Reasons: []retry.Reason{retry.RetryAfterTooLong}}) {
-		require.NoError(t, err)
-		assert.Equal(t, 2*time.Hour, dj.WaitAsked)
-		got = append(got, dj.Job.ID)
-	}
-	var want []int64
-	for i, id := range ids {
-		if i%3 == 1 {
-			want = append(want, id)
-		}
-	}
-	assert.Equal(t, want, got)
-
-	got = got[:0]
-	for dj, err := range d.List(ctx, Filter{Error: "404 not found"}) {
-		require.NoError(t, err)
-		assert.Equal(t, "not_retryable", dj.Reason)
-		got = append(got, dj.Job.ID)
-	}
-	assert.Len(t, got, n/3)
-
-	counts, err = d.Count(ctx, Filter{Kinds: []string{"kinded"}})
-	require.NoError(t, err)
-	assert.Empty(t, counts, "no job of that kind")
-	dj, err := d.Get(ctx, ids[2])
-	require.NoError(t, err)
-	assert.Equal(t, "attempts_exhausted", dj.Reason)
-	assert.Equal(t, "dead-2: attempt 1 failed", dj.Error)
+// deadFixture is the dead-letter kit's fixture on a River database of
+// its own: dead jobs inserted cancelled with the policy's record, as the
+// policy leaves them; a client that runs no job.
+type deadFixture[TTx any] struct {
+	client *river.Client[TTx]
+	d      *DeadJobs[TTx]
+	reset  bool
 }
 
-// TestAPacedReplayOfJobs: 40 dead jobs replayed at 20 a second take
-// 1.95 s of the replay's clock (within 10%), and each runs once more and
-// succeeds; with ResetAttempts each is a job of its own, started anew.
-func TestAPacedReplayOfJobs(t *testing.T) {
+func newDeadFixture[TTx any](t *testing.T, driver riverdriver.Driver[TTx], reset bool) *deadFixture[TTx] {
+	f := newDeadFixtureOn(t, driver)
+	f.reset = reset
+	return f
+}
+
+// newDeadFixtureOn is a fixture on driver's database, migrated.
+func newDeadFixtureOn[TTx any](t testing.TB, driver riverdriver.Driver[TTx]) *deadFixture[TTx] {
+	ctx := context.Background()
+	migrator, err := rivermigrate.New(driver, nil)
+	require.NoError(t, err)
+	_, err = migrator.Migrate(ctx, rivermigrate.DirectionUp, nil)
+	require.NoError(t, err)
+	client, err := river.NewClient(driver, &river.Config{})
+	require.NoError(t, err)
+	d, err := NewDeadJobs(client)
+	require.NoError(t, err)
+	return &deadFixture[TTx]{client: client, d: d}
+}
+
+func (f *deadFixture[TTx]) Driver() queuekit.Driver { return f.d }
+func (f *deadFixture[TTx]) Route() queuekit.Route {
+	return queuekit.Route{ResetAttempts: f.reset}
+}
+
+// insert inserts a cancelled job keyed key, with metadata.
+func (f *deadFixture[TTx]) insert(t *testing.T, key string, metadata string) {
+	now := time.Now()
+	_, err := f.client.Driver().GetExecutor().JobInsertFull(context.Background(), &riverdriver.JobInsertFullParams{
+		Attempt: 3, AttemptedAt: &now, EncodedArgs: []byte(`{"key":"` + key + `"}`), FinalizedAt: &now, Kind: "dead",
+		MaxAttempts: 3, Metadata: []byte(metadata), Priority: 1, Queue: river.QueueDefault, ScheduledAt: &now,
+		State: rivertype.JobStateCancelled, Errors: [][]byte{[]byte(`{"at":"2026-12-06T00:00:00Z","attempt":3,"error":"down"}`)}})
+	require.NoError(t, err)
+}
+
+func (f *deadFixture[TTx]) Make(t *testing.T, key string, r retry.Reason) {
+	f.insert(t, key, `{"retrypolicy":{"gave_up":"`+r.String()+`"},"retry_strategy":{"strategy":"none"}}`)
+}
+
+// Forge inserts a job cancelled by someone else than the policy.
+func (f *deadFixture[TTx]) Forge(t *testing.T, key string) { f.insert(t, key, `{"x":1}`) }
+
+func (f *deadFixture[TTx]) Key(l queuekit.Letter) string {
+	var a struct{ Key string }
+	_ = json.Unmarshal(l.Payload, &a)
+	return a.Key
+}
+
+// Arrived counts the jobs, by key, that are not cancelled: made available
+// again, or inserted anew.
+func (f *deadFixture[TTx]) Arrived(t *testing.T) map[string]int {
+	res, err := f.client.JobList(context.Background(), river.NewJobListParams().First(10_000).
+		States(rivertype.JobStateAvailable, rivertype.JobStateScheduled, rivertype.JobStateRunning, rivertype.JobStateCompleted))
+	require.NoError(t, err)
+	out := map[string]int{}
+	for _, job := range res.Jobs {
+		out[f.Key(queuekit.Letter{Payload: job.EncodedArgs})]++
+	}
+	return out
+}
+
+// TestDeadJobsKeepTheKitsContract runs the dead-letter kit's suite on
+// SQLite: each job made available (or, attempts reset, inserted anew) only
+// while it is still the same cancelled job, read under the database's
+// write lock: two replays at once make each job available once.
+func TestDeadJobsKeepTheKitsContract(t *testing.T) {
 	for _, reset := range []bool{false, true} {
-		t.Run(fmt.Sprintf("reset=%v", reset), func(t *testing.T) {
-			const n = 40
-			h := newSQLiteHarness(t, nil)
-			giveUp(t, h, n)
-			d, elapsed := deadJobs(t, h)
-			var again []int64
-			report, err := d.Replay(context.Background(), Filter{}, ReplayOptions{Rate: 20, ResetAttempts: reset,
-				Each: func(r ReplayResult) {
-					again = append(again, r.ID)
-					if reset {
-						assert.NotEqual(t, r.DeadJob.Job.ID, r.ID)
-					} else {
-						assert.Equal(t, r.DeadJob.Job.ID, r.ID)
-					}
-				}})
-			require.NoError(t, err)
-			assert.Equal(t, n, report.Replayed)
-			assert.InDelta(t, 1.95, elapsed().Seconds(), 0.195, "within 10%% of 1.95 s on the replay's clock")
-			ranOnceMore(t, h, again, reset)
-			counts, err := d.Count(context.Background(), Filter{})
-			require.NoError(t, err)
-			assert.Empty(t, counts, "no dead job left")
-			if reset {
-				job, err := h.client.JobGet(context.Background(), again[0])
-				require.NoError(t, err)
-				assert.Equal(t, 1, job.Attempt, "started anew")
-				var meta map[string]json.RawMessage
-				require.NoError(t, json.Unmarshal(job.Metadata, &meta))
-				_, failedBefore := meta[MetadataKey]
-				assert.False(t, failedBefore, "no record of its earlier failures")
-			}
+		t.Run("reset="+strconv.FormatBool(reset), func(t *testing.T) {
+			deadlettertest.Run(t, func(t *testing.T) deadlettertest.Fixture { return newDeadFixture(t, sqliteDriver(t), reset) })
 		})
 	}
 }
 
-// TestAnInterruptedReplayOfJobsReplaysEachOnce: a replay whose context
-// ends inside the 30th job's transaction, before it commits, run again,
-// replays each of 90 jobs once: the 30th's transaction rolled back.
-func TestAnInterruptedReplayOfJobsReplaysEachOnce(t *testing.T) {
-	const n = 90
-	h := newSQLiteHarness(t, nil)
-	giveUp(t, h, n)
-	d, _ := deadJobs(t, h)
-	ctx, cancel := context.WithCancel(context.Background())
-	committed := 0
-	d.beforeCommit = func() {
-		if committed++; committed == 30 {
-			cancel()
-		}
+// TestAListingIsBoundedByItsStart: a job given up after a listing began
+// (one replayed and given up again, here one given up later) is left to
+// the next listing, whatever its id.
+func TestAListingIsBoundedByItsStart(t *testing.T) {
+	f := newDeadFixture(t, sqliteDriver(t), false)
+	f.Make(t, "before", retry.AttemptsExhausted)
+	began := time.Now()
+	for time.Since(began) < 2*time.Millisecond {
+		runtime.Gosched() // a job given up after, beyond the precision of a stored time
 	}
-	var again []int64
-	each := func(r ReplayResult) { again = append(again, r.ID) }
-	first, err := d.Replay(ctx, Filter{}, ReplayOptions{Rate: 1000, ResetAttempts: true, Each: each})
-	require.ErrorIs(t, err, context.Canceled)
-	assert.Equal(t, 29, first.Replayed)
-	d.beforeCommit = nil
-	second, err := d.Replay(context.Background(), Filter{}, ReplayOptions{Rate: 1000, ResetAttempts: true, Each: each})
-	require.NoError(t, err)
-	assert.Equal(t, n-29, second.Replayed)
-	ranOnceMore(t, h, again, true)
-	counts, err := d.Count(context.Background(), Filter{})
-	require.NoError(t, err)
-	assert.Empty(t, counts)
+	f.Make(t, "after", retry.AttemptsExhausted)
+	var keys []string
+	for l, err := range (queuekit.DeadLetters{Driver: f.d, Now: func() time.Time { return began }}).List(context.Background(), Filter{}) {
+		require.NoError(t, err)
+		keys = append(keys, f.Key(l))
+	}
+	assert.Equal(t, []string{"before"}, keys)
 }
 
-// TestPurgeDeletesExactlyTheJobsItSelects: a purge by reason deletes those
-// dead jobs and no other; a purge with no filter is refused.
-func TestPurgeDeletesExactlyTheJobsItSelects(t *testing.T) {
-	const n = 60
-	h := newSQLiteHarness(t, nil)
-	ids := giveUp(t, h, n)
-	d, _ := deadJobs(t, h)
-	ctx := context.Background()
-	_, err := d.Purge(ctx, Filter{})
-	require.ErrorContains(t, err, "riverretry: Purge: no filter")
-	purged, err := d.Purge(ctx, Filter{Reasons: []retry.Reason{retry.NotRetryable}})
-	require.NoError(t, err)
-	assert.Equal(t, n/3, purged)
-	for i, id := range ids {
-		_, err := h.client.JobGet(ctx, id)
-		if i%3 == 0 {
-			assert.ErrorIs(t, err, river.ErrNotFound, "dead-%d purged", i)
-		} else {
-			assert.NoError(t, err, "dead-%d kept", i)
-		}
+// TestAReplayedJobRunsOnceMore: jobs the policy gave up, replayed, run
+// once more and succeed: made available again with their attempts kept,
+// or (attempts reset) as jobs of their own.
+func TestAReplayedJobRunsOnceMore(t *testing.T) {
+	for _, reset := range []bool{false, true} {
+		h := newSQLiteHarness(t, nil)
+		giveUp(t, h, 6)
+		d, err := NewDeadJobs(h.client)
+		require.NoError(t, err)
+		var again []int64
+		rep, err := queuekit.DeadLetters{Driver: d}.Replay(context.Background(), Filter{}, queuekit.ReplayOptions{Rate: 1000,
+			Route: queuekit.Route{ResetAttempts: reset}, Each: func(r queuekit.ReplayResult) { again = append(again, int64(r.Sent.ID)) }})
+		require.NoError(t, err)
+		assert.Equal(t, 6, rep.Replayed)
+		ranOnceMore(t, h, again, reset)
 	}
-}
-
-// TestADryRunOfJobsChangesNothing: a dry run reports what it would
-// replay, within its limit, and leaves every job as it was.
-func TestADryRunOfJobsChangesNothing(t *testing.T) {
-	h := newSQLiteHarness(t, nil)
-	giveUp(t, h, 9)
-	d, elapsed := deadJobs(t, h)
-	report, err := d.Replay(context.Background(), Filter{Reasons: []retry.Reason{retry.AttemptsExhausted}}, ReplayOptions{Rate: 1, Limit: 2, DryRun: true})
-	require.NoError(t, err)
-	assert.Equal(t, ReplayReport{Matched: 2, Would: 2}, report)
-	assert.Zero(t, elapsed())
-	counts, err := d.Count(context.Background(), Filter{})
-	require.NoError(t, err)
-	assert.Equal(t, 9, counts["not_retryable"]+counts["retry_after_too_long"]+counts["attempts_exhausted"])
 }
 
 // TestBadDeadJobFiltersAreRefused: each names its field and rule.
@@ -270,26 +214,14 @@ func TestBadDeadJobFiltersAreRefused(t *testing.T) {
 		f    Filter
 		want string
 	}{
-		{Filter{Reasons: []retry.Reason{42}}, "riverretry: Filter.Reasons: retry: no reason 42"},
+		{Filter{Filter: queuekit.Filter{Reasons: []retry.Reason{42}}}, "riverretry: Filter.Reasons: retry: no reason 42"},
 		{Filter{Kinds: []string{""}}, "riverretry: Filter.Kinds: a kind is not empty"},
-		{Filter{Since: now, Until: now.Add(-time.Second)}, "riverretry: Filter.Since and Filter.Until: the range ends before it starts"},
-		{Filter{All: true, Kinds: []string{"x"}}, "riverretry: Filter.All: selects every dead job, so it takes no other criterion"},
+		{Filter{Filter: queuekit.Filter{Since: now, Until: now.Add(-time.Second)}}, "riverretry: Filter.Since and Filter.Until: the range ends before it starts"},
+		{Filter{Filter: queuekit.Filter{All: true}, Kinds: []string{"x"}}, "riverretry: Filter.All: selects every dead letter, so it takes no other criterion"},
 	} {
 		assert.EqualError(t, c.f.Check(), c.want)
 	}
-	var d DeadJobs[riverdriver.ExecutorTx]
-	for _, c := range []struct {
-		o    ReplayOptions
-		want string
-	}{
-		{ReplayOptions{}, "riverretry: ReplayOptions.Rate: must be above 0 and at most 100000 a second, got 0"},
-		{ReplayOptions{Rate: 1, Limit: -1}, "riverretry: ReplayOptions.Limit: must not be negative, got -1"},
-		{ReplayOptions{Rate: 1, Jitter: 2 * time.Hour}, "riverretry: ReplayOptions.Jitter: must be between 0 and an hour, got 2h0m0s"},
-	} {
-		_, err := d.Replay(context.Background(), Filter{}, c.o)
-		assert.EqualError(t, err, c.want)
-	}
-	_, err := NewDeadJobs[riverdriver.ExecutorTx](nil, 0)
+	_, err := NewDeadJobs[riverdriver.ExecutorTx](nil)
 	assert.EqualError(t, err, "riverretry: NewDeadJobs: no client")
 }
 

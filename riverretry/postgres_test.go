@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/retrypolicy/retrypolicy/fleet"
-	"github.com/retrypolicy/retrypolicy/retry"
+	"github.com/retrypolicy/retrypolicy/queuekit/deadlettertest"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
@@ -114,40 +114,15 @@ func TestWriteLogOnPostgres(t *testing.T) {
 	assert.Equal(t, 3, rec.Attempts)
 }
 
-// TestDeadJobsOnPostgres: on PostgreSQL, jobs given up for three reasons
-// are counted by reason, replayed (attempts reset) in transactions whose
-// interruption loses and doubles nothing, and purged by reason.
-func TestDeadJobsOnPostgres(t *testing.T) {
-	pool := postgresPool(t, postgresDatabase(t))
-	h := newHarness(t, riverpgxv5.New(pool), time.Microsecond, nil)
-	const n = 90
-	giveUp(t, h, n)
-	d, _ := deadJobs(t, h)
-	ctx := context.Background()
-	counts, err := d.Count(ctx, Filter{})
-	require.NoError(t, err)
-	assert.Equal(t, map[string]int{"not_retryable": n / 3, "retry_after_too_long": n / 3, "attempts_exhausted": n / 3}, counts)
-	cancelled, cancel := context.WithCancel(ctx)
-	committed := 0
-	d.beforeCommit = func() {
-		if committed++; committed == 10 {
-			cancel()
-		}
-	}
-	var again []int64
-	each := func(r ReplayResult) { again = append(again, r.ID) }
-	only := Filter{Reasons: []retry.Reason{retry.AttemptsExhausted, retry.RetryAfterTooLong}}
-	_, err = d.Replay(cancelled, only, ReplayOptions{Rate: 1000, ResetAttempts: true, Each: each})
-	require.ErrorIs(t, err, context.Canceled)
-	d.beforeCommit = nil
-	_, err = d.Replay(ctx, only, ReplayOptions{Rate: 1000, ResetAttempts: true, Each: each})
-	require.NoError(t, err)
-	assert.Len(t, again, 2*n/3)
-	ranOnceMore(t, h, again, true)
-	purged, err := d.Purge(ctx, Filter{Reasons: []retry.Reason{retry.NotRetryable}})
-	require.NoError(t, err)
-	assert.Equal(t, n/3, purged)
-	counts, err = d.Count(ctx, Filter{})
-	require.NoError(t, err)
-	assert.Empty(t, counts)
+// TestDeadJobsKeepTheKitsContractOnPostgres runs the dead-letter kit's
+// suite on PostgreSQL: each job made available only while it is still the
+// same cancelled job, read under its row's lock.
+func TestDeadJobsKeepTheKitsContractOnPostgres(t *testing.T) {
+	url := postgresDatabase(t)
+	deadlettertest.Run(t, func(t *testing.T) deadlettertest.Fixture {
+		pool := postgresPool(t, url)
+		_, err := pool.Exec(context.Background(), "DROP SCHEMA public CASCADE; CREATE SCHEMA public")
+		require.NoError(t, err)
+		return newDeadFixture(t, riverpgxv5.New(pool), false)
+	})
 }

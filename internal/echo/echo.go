@@ -40,6 +40,36 @@ func Quote(s string) string {
 
 // writeEscaped writes the first rune of s, escaped if it must be, and
 // returns its length in s.
+// Escape returns s with every character Quote escapes escaped as Quote
+// escapes it, whole and without quotes: text from outside printed on its
+// own (a line of a listing, a field of a record) cannot drive a terminal
+// or forge a line.
+func Escape(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		i += writeEscaped(&b, s[i:])
+	}
+	return b.String()
+}
+
+// JSON returns the JSON text j with DEL, the C1 controls, U+2028 and
+// U+2029, which encoding/json leaves as they are, escaped as \u escapes
+// (C0 it escapes already): the same values, decoded, and no character a
+// terminal acts on. Outside strings j holds none of them.
+func JSON(j []byte) []byte {
+	out := make([]byte, 0, len(j))
+	for i := 0; i < len(j); {
+		r, size := utf8.DecodeRune(j[i:])
+		if r == 0x7f || (r >= 0x80 && r < 0xa0) || r == 0x2028 || r == 0x2029 {
+			out = append(out, `\u`+hex2(byte(r>>8))+hex2(byte(r))...)
+		} else {
+			out = append(out, j[i:i+size]...)
+		}
+		i += size
+	}
+	return out
+}
+
 func writeEscaped(b *strings.Builder, s string) int {
 	r, size := utf8.DecodeRuneInString(s)
 	switch {

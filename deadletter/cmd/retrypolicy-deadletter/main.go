@@ -1,18 +1,24 @@
 // Command retrypolicy-deadletter finds, shows, replays and purges the jobs a retry policy gave up.
 //
-// It reads a JetStream dead-letter stream that natsretry writes, and sends
-// its messages back at a rate:
+// It reads the dead letters of either engine: a JetStream dead-letter
+// stream that natsretry writes (--dead STREAM), or the jobs riverretry
+// gave up in River's database (--sqlite FILE, --database-url
+// postgres://…), and sends them back at a rate:
 //
-//	retrypolicy-deadletter count  --dead DEAD [filters]
-//	retrypolicy-deadletter list   --dead DEAD [filters] [--json]
-//	retrypolicy-deadletter show   --dead DEAD SEQUENCE [--json]
-//	retrypolicy-deadletter replay --dead DEAD --stream JOBS --rate N [--jitter D] [--limit N] [--dry-run] [filters]
-//	retrypolicy-deadletter purge  --dead DEAD (filters | --all)
+//	retrypolicy-deadletter count  WHERE [filters]
+//	retrypolicy-deadletter list   WHERE [filters] [--json]
+//	retrypolicy-deadletter show   WHERE ID [--json]
+//	retrypolicy-deadletter replay WHERE [--stream JOBS | --reset-attempts] --rate N [--jitter D] [--limit N] [--dry-run] [filters]
+//	retrypolicy-deadletter purge  WHERE (filters | --all)
 //
-// Filters: --reason NAME[,NAME…], --subject PATTERN, --from-stream NAME,
-// --since TIME, --until TIME (RFC 3339, or a duration ago: 2h), --error
-// TEXT. The server is --nats URL (default $NATS_URL, else
-// nats://127.0.0.1:4222), with --creds FILE.
+// WHERE is --dead STREAM (with --nats URL, default $NATS_URL, else
+// nats://127.0.0.1:4222, and --creds FILE), --sqlite FILE or
+// --database-url URL. Filters: --reason NAME[,NAME…], --since TIME,
+// --until TIME (RFC 3339, or a duration ago: 2h), --error TEXT; and
+// JetStream's --subject PATTERN, --from-stream NAME, or River's --kind
+// KIND[,KIND…]. Every argument is checked before the server is asked
+// anything. Text read from the dead letters is printed with its control
+// characters escaped.
 //
 // Exit status: 0 on success, 2 for invalid arguments, 1 when the server
 // fails or a replay leaves a dead letter refused or failed.
@@ -32,13 +38,16 @@ const (
 	exitInvalid = 2
 )
 
-const usage = `usage: retrypolicy-deadletter <command> --dead STREAM [options]
+const usage = `usage: retrypolicy-deadletter <command> (--dead STREAM | --sqlite FILE | --database-url URL) [options]
+
+The dead letters of JetStream (natsretry's dead-letter stream, --dead) or
+of River (the jobs riverretry gave up, --sqlite or --database-url).
 
 commands:
   count    how many dead letters, by reason
   list     the dead letters, oldest first (--json: a line each)
-  show SEQ one dead letter in full: its headers and payload
-  replay   send dead letters back to the stream they came from, at a rate
+  show ID  one dead letter in full (its sequence, or its job's id)
+  replay   send dead letters back where they came from, at a rate
   purge    remove dead letters (a filter, or --all)
 
 Run 'retrypolicy-deadletter <command> --help' for a command's options.
@@ -66,15 +75,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitInvalid
 	}
 	o := newOptions(args[0], stderr)
+	o.most = c.most
 	if c.define != nil {
 		c.define(o)
 	}
-	s, status := start(ctx, o, args[1:], c.most, stderr)
+	e, status := o.start(ctx, args[1:], stderr)
 	if status >= 0 {
 		return status
 	}
-	defer s.close()
-	return c.run(ctx, o, s, stdout, stderr)
+	defer e.close()
+	return c.run(&call{o: o, e: e, stdout: stdout, stderr: stderr}, ctx)
 }
 
 // command is one of the commands: how many arguments it takes after its
@@ -82,14 +92,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 type command struct {
 	most   int
 	define func(o *options)
-	run    func(ctx context.Context, o *options, s source, stdout, stderr io.Writer) int
+	run    func(c *call, ctx context.Context) int
 }
 
 // commands are the commands, by name.
 var commands = map[string]command{
-	"count":  {run: runCount},
-	"list":   {run: runList},
-	"show":   {most: 1, run: runShow},
-	"replay": {define: defineReplay, run: runReplay},
-	"purge":  {define: definePurge, run: runPurge},
+	"count":  {run: (*call).count},
+	"list":   {run: (*call).list},
+	"show":   {most: 1, run: (*call).show},
+	"replay": {define: defineReplay, run: (*call).replay},
+	"purge":  {define: definePurge, run: (*call).purge},
 }

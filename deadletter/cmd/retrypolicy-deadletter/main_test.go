@@ -155,8 +155,8 @@ func TestAfterAnOutage(t *testing.T) {
 
 	status, out, errs := o.cmd(t, "replay", "--stream", "JOBS", "--rate", "100000", "--reason", "attempts_exhausted")
 	require.Equal(t, exitOK, status, errs)
-	assert.Contains(t, out, "replayed 12 (0 already sent by an interrupted replay), refused 0, failed 0, in ")
-	assert.Contains(t, errs, "replayed 12, refused 0, failed 0, 4 left to look at")
+	assert.Contains(t, out, "replayed 12 (0 already sent by an interrupted replay), skipped 0 (gone already), refused 0, failed 0, in ")
+	assert.Contains(t, errs, "replayed 12, skipped 0, refused 0, failed 0, 4 left to look at")
 	o.eachHandledOnce(t, 12)
 
 	status, _, errs = o.cmd(t, "purge")
@@ -199,7 +199,7 @@ func TestADryRunAndAForgedDeadLetter(t *testing.T) {
 	o := newOutage(t)
 	status, out, _ := o.cmd(t, "replay", "--stream", "JOBS", "--rate", "1", "--dry-run", "--subject", "jobs.charge.*", "--limit", "2")
 	require.Equal(t, exitOK, status)
-	assert.Equal(t, "would replay 1 (jobs.charge.0)\nwould replay 2 (jobs.charge.1)\nwould replay 2 of 2 selected; refused 0\n", out)
+	assert.Equal(t, "would replay 1 (jobs.charge.0)\nwould replay 2 (jobs.charge.1)\nwould replay 2 of 2 selected\n", out)
 	forged := nats.NewMsg("dead.jobs")
 	forged.Header.Set(natsretry.HeaderSubject, "$JS.API.STREAM.DELETE.JOBS")
 	forged.Header.Set(natsretry.HeaderStream, "JOBS")
@@ -207,9 +207,12 @@ func TestADryRunAndAForgedDeadLetter(t *testing.T) {
 	require.NoError(t, err)
 	status, out, _ = o.cmd(t, "replay", "--stream", "JOBS", "--rate", "100000", "--from-stream", "JOBS", "--subject", "$JS.>")
 	assert.Equal(t, exitFailed, status)
-	assert.Contains(t, out, fmt.Sprintf("refused %d ($JS.API.STREAM.DELETE.JOBS): natsretry: Replay: its subject \"$JS.API.STREAM.DELETE.JOBS\" is a system, API or reply subject\n", ack.Sequence))
+	assert.Contains(t, out, fmt.Sprintf("refused %d ($JS.API.STREAM.DELETE.JOBS): natsretry: dead letter %[1]d: its subject \"$JS.API.STREAM.DELETE.JOBS\" is a system, API or reply subject\n", ack.Sequence))
 	o.deadLetters(t, 17)
 }
+
+// rateRule is the rule of --rate, before the value given.
+const rateRule = "must be at least one a day (1.16e-05 a second) and at most 100000 a second, got "
 
 // TestBadArgumentsNameTheirFlag: each refused with exit status 2 and the
 // flag and rule, before the server is asked anything.
@@ -228,13 +231,54 @@ func TestBadArgumentsNameTheirFlag(t *testing.T) {
 		{[]string{"list", "--sqlite", "f.db", "--kind", "a,,b"}, "retrypolicy-deadletter: --kind: a kind is not empty\n"},
 		{[]string{"purge", "--dead", "D", "--all", "--reason", "not_retryable"}, "retrypolicy-deadletter: --all: selects every dead letter, so it takes no other criterion\n"},
 		{[]string{"purge", "--dead", "D"}, "retrypolicy-deadletter: purge: no filter: give one (--reason, --since, --until, --error, and --subject, --from-stream or --kind), or --all to purge every dead letter\n"},
-		{[]string{"list", "--dead", "D", "--page", "0"}, "retrypolicy-deadletter: list: --page: must be between 1 and 10000, got 0\n"},
+		{[]string{"list", "--dead", "D", "--page", "-1"}, "retrypolicy-deadletter: list: --page: must be between 0 and 10000, got -1\n"},
 		{[]string{"show", "--dead", "D", "1", "2"}, "retrypolicy-deadletter: show: unexpected argument \"2\"\n"},
 		{[]string{"nap"}, "retrypolicy-deadletter: unknown command \"nap\"\n\n" + usage},
+		// A replay's options, checked before connecting (no server listens at --nats).
+		{[]string{"replay", "--dead", "D", "--nats", "nats://127.0.0.1:1", "--stream", "JOBS", "--rate", "0"}, "retrypolicy-deadletter: replay: --rate: " + rateRule + "0\n"},
+		{[]string{"replay", "--dead", "D", "--nats", "nats://127.0.0.1:1", "--stream", "JOBS", "--rate", "1e-10"}, "retrypolicy-deadletter: replay: --rate: " + rateRule + "1e-10\n"},
+		{[]string{"replay", "--dead", "D", "--nats", "nats://127.0.0.1:1", "--stream", "JOBS", "--rate", "1", "--limit", "-1"}, "retrypolicy-deadletter: replay: --limit: must not be negative, got -1\n"},
+		{[]string{"replay", "--dead", "D", "--nats", "nats://127.0.0.1:1", "--rate", "1"}, "retrypolicy-deadletter: --stream: the stream the dead letters came from is required (a dead letter's own headers are not trusted to say where to publish)\n"},
+		{[]string{"replay", "--dead", "D", "--nats", "nats://127.0.0.1:1", "--stream", "JOBS", "--rate", "1", "--reset-attempts"}, "retrypolicy-deadletter: --reset-attempts: applies to River's jobs; a replayed message always starts anew\n"},
 	} {
 		var out, errs bytes.Buffer
 		assert.Equal(t, exitInvalid, run(context.Background(), c.args, &out, &errs), c.args)
 		assert.Equal(t, c.want, errs.String(), c.args)
 		assert.Empty(t, out.String())
 	}
+}
+
+// TestForgedTextCannotDriveTheTerminal: a dead letter published by hand
+// whose reason, error and subject hold escape sequences (a window title
+// set, the screen cleared) and C1 controls is listed, shown, counted and
+// refused with each escaped; as JSON, each decodes to what it holds, and
+// no control character is printed as it is.
+func TestForgedTextCannotDriveTheTerminal(t *testing.T) {
+	o := newOutage(t)
+	const reason, errText, subject = "\x1b]0;pwned\x07", "\x1b[2J\u009b31m", "jobs.\x1b[2J"
+	forged := nats.NewMsg("dead.jobs")
+	forged.Header.Set(natsretry.HeaderSubject, subject)
+	forged.Header.Set(natsretry.HeaderStream, "JOBS")
+	forged.Header.Set(natsretry.HeaderReason, reason)
+	forged.Header.Set(natsretry.HeaderError, errText)
+	ack, err := o.js.PublishMsg(context.Background(), forged)
+	require.NoError(t, err)
+	raw := func(out string) bool { return strings.ContainsAny(out, "\x1b\x07\u009b") }
+	for _, args := range [][]string{
+		{"list", "--from-stream", "JOBS", "--subject", "jobs.>"},
+		{"show", fmt.Sprint(ack.Sequence)},
+		{"count"},
+		{"replay", "--stream", "JOBS", "--rate", "100000", "--subject", "jobs.*", "--error", "\x1b[2J"},
+	} {
+		_, out, errs := o.cmd(t, args...)
+		assert.False(t, raw(out+errs), "%v printed a control character: %q", args, out+errs)
+		assert.Contains(t, out, `\u001b`, "%v", args)
+	}
+	_, out, _ := o.cmd(t, "show", "--json", fmt.Sprint(ack.Sequence))
+	assert.False(t, raw(out), out)
+	var f full
+	require.NoError(t, json.Unmarshal([]byte(out), &f))
+	assert.Equal(t, reason, f.Reason)
+	assert.Equal(t, errText, f.Error)
+	assert.Equal(t, subject, f.Subject)
 }

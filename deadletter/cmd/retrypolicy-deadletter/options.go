@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/retrypolicy/retrypolicy/queuekit"
 	"github.com/retrypolicy/retrypolicy/retry"
 )
 
@@ -31,10 +32,26 @@ type options struct {
 	since, until        string
 	errText             string
 	now                 func() time.Time
+	// most is how many arguments may follow the flags.
+	most int
 	// needFilter: the command refuses to run without a filter or --all.
 	needFilter bool
-	// replay is replay's own options.
-	replay replayArgs
+	// replaying: the command is replay, whose own options are replay.
+	replaying bool
+	replay    replayArgs
+	// filter and route are what parse made of the options.
+	filter queuekit.Selector
+	route  queuekit.Route
+}
+
+// replayArgs are replay's own options.
+type replayArgs struct {
+	rate          float64
+	jitter        time.Duration
+	limit         int
+	dryRun        bool
+	stream        string // JetStream's: where the messages go back to
+	resetAttempts bool   // River's: a job anew, its failures forgotten
 }
 
 // newOptions defines the flags every command takes on a flag set named
@@ -51,7 +68,7 @@ func newOptions(name string, stderr io.Writer) *options {
 	o.fs.StringVar(&o.creds, "creds", "", "JetStream: a NATS credentials file")
 	o.fs.StringVar(&o.sqlite, "sqlite", "", "River: its SQLite database file")
 	o.fs.StringVar(&o.databaseURL, "database-url", "", "River: its PostgreSQL database (postgres://…)")
-	o.fs.IntVar(&o.page, "page", 256, "dead letters read at a time")
+	o.fs.IntVar(&o.page, "page", queuekit.DefaultPage, "dead letters read at a time (0: the default)")
 	o.fs.BoolVar(&o.json, "json", false, "JSON output, a line each")
 	o.fs.StringVar(&o.reasons, "reason", "", "only those given up for these reasons (NAME[,NAME…])")
 	o.fs.StringVar(&o.subject, "subject", "", "JetStream: only those from subjects this pattern matches (* a token, > the rest)")
@@ -66,8 +83,10 @@ func newOptions(name string, stderr io.Writer) *options {
 // river reports whether the dead letters are River's jobs.
 func (o *options) river() bool { return o.sqlite != "" || o.databaseURL != "" }
 
-// parse parses args and checks the options; most is how many arguments
-// may follow the flags.
+// parse parses args and checks every option, before anything is asked
+// of a server; most is how many arguments may follow the flags. Errors of
+// the command's own rules open with its name; those of a filter or a
+// replay's options name their flag alone.
 func (o *options) parse(args []string, most int) error {
 	if err := o.fs.Parse(args); err != nil {
 		return err
@@ -75,12 +94,35 @@ func (o *options) parse(args []string, most int) error {
 	switch {
 	case o.fs.NArg() > most:
 		return fmt.Errorf("unexpected argument %q", o.fs.Arg(most))
-	case o.page < 1 || o.page > 10_000:
-		return fmt.Errorf("--page: must be between 1 and 10000, got %d", o.page)
 	case o.needFilter && !o.all && o.reasons+o.subject+o.from+o.kind+o.since+o.until+o.errText == "":
 		return errors.New("no filter: give one (--reason, --since, --until, --error, and --subject, --from-stream or --kind), or --all to purge every dead letter")
 	}
-	return o.checkEngine()
+	if err := queuekit.CheckPage("--page", o.page); err != nil {
+		return err
+	}
+	if err := o.checkEngine(); err != nil {
+		return err
+	}
+	if o.replaying {
+		r := o.replay
+		err := (queuekit.ReplayOptions{Rate: r.rate, Jitter: r.jitter, Limit: r.limit}).Check("ReplayOptions.")
+		if err != nil {
+			return errors.New(flagOf(err.Error()))
+		}
+	}
+	c, err := o.common()
+	if err != nil {
+		return invalid{err}
+	}
+	if o.river() {
+		o.filter, o.route, err = o.riverFilter(c)
+	} else {
+		o.filter, o.route, err = o.natsFilter(c)
+	}
+	if err != nil {
+		return invalid{err}
+	}
+	return nil
 }
 
 // checkEngine returns why the options do not name one place of dead
@@ -107,37 +149,30 @@ func (o *options) checkEngine() error {
 	return nil
 }
 
-// common is the filter every engine takes, read from the options.
-type common struct {
-	reasons      []retry.Reason
-	since, until time.Time
-	errText      string
-	all          bool
-}
-
 // common reads the filter every engine takes.
-func (o *options) common() (common, error) {
-	c := common{errText: o.errText, all: o.all}
+func (o *options) common() (queuekit.Filter, error) {
+	c := queuekit.Filter{Error: o.errText, All: o.all}
 	if o.reasons != "" {
 		for name := range strings.SplitSeq(o.reasons, ",") {
 			var r retry.Reason
 			if err := r.UnmarshalText([]byte(strings.TrimSpace(name))); err != nil || strings.TrimSpace(name) == "" {
 				return c, fmt.Errorf("--reason: %q is not a reason; one of %s", name, reasonNames())
 			}
-			c.reasons = append(c.reasons, r)
+			c.Reasons = append(c.Reasons, r)
 		}
 	}
 	var err error
-	if c.since, err = o.instant("since", o.since); err != nil {
+	if c.Since, err = o.instant("since", o.since); err != nil {
 		return c, err
 	}
-	if c.until, err = o.instant("until", o.until); err != nil {
+	if c.Until, err = o.instant("until", o.until); err != nil {
 		return c, err
 	}
 	return c, nil
 }
 
-// flagOf names a Filter's field in an error as its flag.
+// flagOf names the field of a Filter or of ReplayOptions in the error of
+// its check as the flag that sets it.
 func flagOf(msg string) string {
 	return strings.NewReplacer("natsretry: ", "", "riverretry: ", "", "Filter.Reasons", "--reason", "Filter.Subject", "--subject",
 		"Filter.Kinds", "--kind", "Filter.Since", "--since", "Filter.Until", "--until", "Filter.All", "--all",
@@ -171,15 +206,19 @@ func reasonNames() string {
 	}
 }
 
-// open opens the source of dead letters the options name, with their
-// filter.
-func (o *options) open(ctx context.Context) (source, error) {
-	c, err := o.common()
-	if err != nil {
-		return nil, invalid{err}
-	}
+// open opens the dead letters the options name, with their filter.
+func (o *options) open(ctx context.Context) (*engine, error) {
+	var e *engine
+	var err error
 	if o.river() {
-		return openRiver(ctx, o, c)
+		e, err = openRiver(ctx, o)
+	} else {
+		e, err = openNATS(ctx, o)
 	}
-	return openNATS(ctx, o, c)
+	if err != nil {
+		return nil, err
+	}
+	e.filter, e.route = o.filter, o.route
+	e.letters.Page = o.page
+	return e, nil
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"iter"
+	"net/url"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -14,35 +14,48 @@ import (
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 	_ "modernc.org/sqlite" // SQLite, in pure Go
 
+	"github.com/retrypolicy/retrypolicy/queuekit"
 	"github.com/retrypolicy/retrypolicy/riverretry"
 )
 
-// riverSource is River's database: the jobs the policy gave up.
-type riverSource[TTx any] struct {
-	d         *riverretry.DeadJobs[TTx]
-	f         riverretry.Filter
-	closeConn func()
-}
-
-// openRiver opens River's database the options name: a SQLite file, or a
-// PostgreSQL database.
-func openRiver(ctx context.Context, o *options, c common) (source, error) {
-	f := riverretry.Filter{Reasons: c.reasons, Since: c.since, Until: c.until, Error: c.errText, All: c.all}
+// riverFilter is the filter of River's dead jobs the options give, and
+// the route of a replay, checked.
+func (o *options) riverFilter(c queuekit.Filter) (queuekit.Selector, queuekit.Route, error) {
+	f := riverretry.Filter{Filter: c}
 	if o.kind != "" {
 		f.Kinds = strings.Split(o.kind, ",")
 	}
 	if err := f.Check(); err != nil {
-		return nil, invalid{errors.New(flagOf(err.Error()))}
+		return nil, queuekit.Route{}, errors.New(flagOf(err.Error()))
 	}
+	if o.replaying && o.replay.stream != "" {
+		return nil, queuekit.Route{}, errors.New("--stream: applies to JetStream's dead letters; a River job goes back to its own queue")
+	}
+	return f, queuekit.Route{ResetAttempts: o.replay.resetAttempts}, nil
+}
+
+// sqliteDSN is how the command opens a SQLite file a worker may be using
+// at the same time: read and write, never created; a busy timeout, so
+// that a write waits for the worker's rather than failing; immediate
+// transactions, so that a transaction holds the write lock from its start
+// (one that read first and wrote later could fail at its write). The
+// file's journal mode is the worker's: the command never changes it.
+func sqliteDSN(path string) string {
+	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?mode=rw&_pragma=busy_timeout(10000)&_txlock=immediate"
+}
+
+// openRiver opens River's database the options name: a SQLite file, or a
+// PostgreSQL database.
+func openRiver(ctx context.Context, o *options) (*engine, error) {
 	if o.sqlite != "" {
-		db, err := sql.Open("sqlite", "file:"+o.sqlite+"?mode=rw&_pragma=busy_timeout(5000)")
+		db, err := sql.Open("sqlite", sqliteDSN(o.sqlite))
 		if err == nil {
 			err = db.PingContext(ctx)
 		}
 		if err != nil {
-			return nil, errors.New("--sqlite " + o.sqlite + ": " + err.Error())
+			return nil, errors.New("--sqlite " + queuekit.Quote(o.sqlite) + ": " + err.Error())
 		}
-		return newRiverSource(riversqlite.New(db), f, o.page, func() { db.Close() })
+		return newRiverEngine(riversqlite.New(db), o, func() { db.Close() })
 	}
 	pool, err := pgxpool.New(ctx, o.databaseURL)
 	if err == nil {
@@ -51,77 +64,20 @@ func openRiver(ctx context.Context, o *options, c common) (source, error) {
 	if err != nil {
 		return nil, errors.New("--database-url: " + err.Error())
 	}
-	return newRiverSource(riverpgxv5.New(pool), f, o.page, pool.Close)
+	return newRiverEngine(riverpgxv5.New(pool), o, pool.Close)
 }
 
-// newRiverSource makes a River client on driver, for reading and
+// newRiverEngine makes a River client on driver, for reading and
 // updating jobs only (it runs none), and the dead jobs of its database.
-func newRiverSource[TTx any](driver riverdriver.Driver[TTx], f riverretry.Filter, page int, closeConn func()) (source, error) {
+func newRiverEngine[TTx any](driver riverdriver.Driver[TTx], o *options, closeConn func()) (*engine, error) {
 	client, err := river.NewClient(driver, &river.Config{})
 	var d *riverretry.DeadJobs[TTx]
 	if err == nil {
-		d, err = riverretry.NewDeadJobs(client, page)
+		d, err = riverretry.NewDeadJobs(client)
 	}
 	if err != nil {
 		closeConn()
 		return nil, errors.New(strings.TrimPrefix(err.Error(), "riverretry: "))
 	}
-	return &riverSource[TTx]{d: d, f: f, closeConn: closeConn}, nil
+	return &engine{letters: queuekit.DeadLetters{Driver: d, Page: o.page}, river: true, close: closeConn}, nil
 }
-
-func riverRow(dj riverretry.DeadJob) row {
-	return row{ID: uint64(dj.Job.ID), GivenUp: dj.GivenUp.UTC(), Reason: dj.Reason, Kind: dj.Job.Kind, Failures: dj.Job.Attempt,
-		Error: dj.Error, WaitAskedSecs: dj.WaitAsked.Seconds()}
-}
-
-func (s *riverSource[TTx]) count(ctx context.Context) (map[string]int, error) {
-	return s.d.Count(ctx, s.f)
-}
-
-func (s *riverSource[TTx]) list(ctx context.Context) iter.Seq2[row, error] {
-	return func(yield func(row, error) bool) {
-		for dj, err := range s.d.List(ctx, s.f) {
-			var r row
-			if err == nil {
-				r = riverRow(dj)
-			}
-			if !yield(r, err) {
-				return
-			}
-		}
-	}
-}
-
-func (s *riverSource[TTx]) show(ctx context.Context, id uint64) (full, error) {
-	if id > 1<<62 {
-		return full{}, invalid{errors.New("show: ID: no job has that id")}
-	}
-	dj, err := s.d.Get(ctx, int64(id))
-	if err != nil {
-		return full{}, err
-	}
-	return full{row: riverRow(dj), Header: map[string][]string{"metadata": {string(dj.Job.Metadata)}}, Payload: dj.Job.EncodedArgs}, nil
-}
-
-func (s *riverSource[TTx]) replay(ctx context.Context, r replayArgs) (replayReport, error) {
-	if r.stream != "" {
-		return replayReport{}, invalid{errors.New("--stream: applies to JetStream's dead letters; a River job goes back to its own queue")}
-	}
-	o := riverretry.ReplayOptions{Rate: r.rate, Jitter: r.jitter, Limit: r.limit, DryRun: r.dryRun, ResetAttempts: r.resetAttempts,
-		Each: func(res riverretry.ReplayResult) {
-			out := replayed{row: riverRow(res.DeadJob), Outcome: string(res.Outcome), SentID: uint64(res.ID)}
-			if res.Err != nil {
-				out.Why = res.Err.Error()
-			}
-			r.each(out)
-		},
-		Progress: func(p riverretry.ReplayProgress) {
-			r.progress(replayProgress{replayed: p.Replayed, failed: p.Failed, left: -1, rate: p.Rate, elapsed: p.Elapsed})
-		}}
-	rep, err := s.d.Replay(ctx, s.f, o)
-	return replayReport{matched: rep.Matched, replayed: rep.Replayed, failed: rep.Failed, would: rep.Would, elapsed: rep.Elapsed}, err
-}
-
-func (s *riverSource[TTx]) purge(ctx context.Context) (int, error) { return s.d.Purge(ctx, s.f) }
-
-func (s *riverSource[TTx]) close() { s.closeConn() }

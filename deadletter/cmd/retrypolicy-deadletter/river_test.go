@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver"
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 	"github.com/riverqueue/river/rivermigrate"
 	"github.com/riverqueue/river/rivertype"
@@ -162,7 +164,7 @@ func TestRiversJobsAfterAnOutage(t *testing.T) {
 
 	status, out, errs = o.cmd(t, "replay", "--kind", "charge", "--rate", "100000", "--reset-attempts")
 	require.Equal(t, exitOK, status, errs)
-	assert.Contains(t, out, "replayed 6 (0 already sent by an interrupted replay), refused 0, failed 0, in ")
+	assert.Contains(t, out, "replayed 6 (0 already sent by an interrupted replay), skipped 0 (gone already), refused 0, failed 0, in ")
 	o.waitFor(t, rivertype.JobStateCompleted, 6)
 	o.mu.Lock()
 	assert.Len(t, o.runs, 6)
@@ -180,4 +182,67 @@ func TestRiversJobsAfterAnOutage(t *testing.T) {
 	status, out, _ = o.cmd(t, "count")
 	require.Equal(t, exitOK, status)
 	assert.Equal(t, "0  in all\n", out)
+}
+
+// TestTwoReplaysAtOnceBesideAWorker: two operators replay the same
+// charges at once, on the SQLite file a worker runs them from while 300
+// jobs are inserted on the worker's side: each charge runs once more, no
+// replay fails, and no write of either, nor any insert, meets a locked
+// database.
+func TestTwoReplaysAtOnceBesideAWorker(t *testing.T) {
+	o := newRiverOutage(t)
+	type result struct {
+		status    int
+		out, errs string
+	}
+	results := make(chan result, 2)
+	inserted := make(chan error, 1)
+	go func() { // the worker's side writes meanwhile
+		for i := range 300 {
+			if _, err := o.client.Insert(context.Background(), emailArgs{N: 100 + i}, nil); err != nil {
+				inserted <- err
+				return
+			}
+		}
+		inserted <- nil
+	}()
+	for range 2 {
+		go func() {
+			var out, errs strings.Builder
+			status := run(context.Background(), []string{"replay", "--sqlite", o.path, "--kind", "charge", "--rate", "100000"}, &out, &errs)
+			results <- result{status, out.String(), errs.String()}
+		}()
+	}
+	for range 2 {
+		r := <-results
+		assert.Equal(t, exitOK, r.status, r.errs)
+		assert.NotContains(t, r.out+r.errs, "locked")
+		assert.NotContains(t, r.out+r.errs, "BUSY")
+	}
+	require.NoError(t, <-inserted, "an insert of the worker's side")
+	o.waitFor(t, rivertype.JobStateCompleted, 6)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	assert.Len(t, o.runs, 6)
+	for id, n := range o.runs {
+		assert.Equal(t, 1, n, "job %d", id)
+	}
+}
+
+// TestAJobsErrorCannotForgeALine: a job's error holding a line break and
+// an escape sequence is shown on its one line, escaped.
+func TestAJobsErrorCannotForgeALine(t *testing.T) {
+	o := newRiverOutage(t)
+	now := time.Now()
+	job, err := o.client.Driver().GetExecutor().JobInsertFull(context.Background(), &riverdriver.JobInsertFullParams{
+		Attempt: 1, EncodedArgs: []byte(`{}`), FinalizedAt: &now, Kind: "email", MaxAttempts: 1, Priority: 1,
+		Metadata: []byte(`{"retrypolicy":{"gave_up":"not_retryable"}}`), Queue: river.QueueDefault, ScheduledAt: &now,
+		State:  rivertype.JobStateCancelled,
+		Errors: [][]byte{[]byte(`{"at":"2026-12-06T00:00:00Z","attempt":1,"error":"boom\nreason    attempts_exhausted\u001b]0;pwned\u0007"}`)}})
+	require.NoError(t, err)
+	status, out, errs := o.cmd(t, "show", strconv.FormatInt(job.ID, 10))
+	require.Equal(t, exitOK, status, errs)
+	assert.Equal(t, 1, strings.Count(out, "\nreason "), out)
+	assert.Contains(t, out, `error     boom\nreason    attempts_exhausted\u001b]0;pwned\u0007`+"\n")
+	assert.NotContains(t, out, "\x1b")
 }
