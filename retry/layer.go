@@ -2,6 +2,7 @@ package retry
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,6 +39,8 @@ type deferKey struct{}
 type attemptCtx struct {
 	context.Context               // the call's
 	state           atomic.Uint32 // running | reported
+	timeout         time.Duration // WithAttemptTimeout's, 0 for none
+	deadline        time.Time     // the attempt's own, when it has a timeout
 
 	mu    sync.Mutex
 	ended bool                        // the attempt was cancelled
@@ -60,6 +63,21 @@ func newAttempt(ctx context.Context) *attemptCtx {
 	a := &attemptCtx{Context: ctx}
 	a.state.Store(runningBit)
 	return a
+}
+
+// bound gives the attempt a deadline d from now (WithAttemptTimeout).
+func (a *attemptCtx) bound(d time.Duration) {
+	a.timeout, a.deadline = d, time.Now().Add(d)
+}
+
+// Deadline returns the attempt's own deadline, or the call's when that is
+// sooner.
+func (a *attemptCtx) Deadline() (time.Time, bool) {
+	d, ok := a.Context.Deadline()
+	if a.timeout > 0 && (!ok || a.deadline.Before(d)) {
+		return a.deadline, true
+	}
+	return d, ok
 }
 
 // Value returns the attempt itself for layerKey, and asks its cancellable
@@ -85,6 +103,12 @@ func (a *attemptCtx) Done() <-chan struct{} {
 	c := a.inner.Load()
 	if c == nil {
 		ctx, cancel := context.WithCancelCause(a.Context)
+		if a.timeout > 0 {
+			var stop context.CancelFunc
+			ctx, stop = context.WithDeadlineCause(ctx, a.deadline, errAttemptTimeout)
+			parent := cancel
+			cancel = func(cause error) { stop(); parent(cause) }
+		}
 		c = &cancellable{ctx, cancel}
 		if a.ended {
 			cancel(context.Canceled)
@@ -106,7 +130,28 @@ func (a *attemptCtx) Err() error {
 	if ended {
 		return context.Canceled
 	}
-	return a.Context.Err()
+	if err := a.Context.Err(); err != nil {
+		return err
+	}
+	if a.timeout > 0 && !time.Now().Before(a.deadline) {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+// errAttemptTimeout is the cause of an attempt's context that its
+// timeout ended (WithAttemptTimeout).
+var errAttemptTimeout = errors.New("retry: the attempt timed out")
+
+// AttemptTimeout returns the timeout of the attempt ctx runs under
+// (WithAttemptTimeout), 0 when it has none: an adapter bounds with it what
+// an attempt sends under another context (a response body that outlives
+// the attempt, a stream that goes on under the call's context).
+func AttemptTimeout(ctx context.Context) time.Duration {
+	if a, ok := ctx.Value(layerKey{}).(*attemptCtx); ok {
+		return a.timeout
+	}
+	return 0
 }
 
 // cancel ends the attempt's context.

@@ -36,13 +36,21 @@ func New[T any](s retrypolicy.Strategy, opts ...Option) (*Loop[T], error) {
 
 // With returns a Loop of l's strategy and options with opts after them, the
 // strategy compiled once for both: a call of its own options (a gRPC
-// call's, say). A budget opts name (WithBudget, WithoutBudget) replaces
-// l's; a setting of one value takes opts'; hooks are called beside l's. It
-// returns an error naming an option that is invalid.
+// call's, say). A setting of one value that opts give replaces l's (a
+// budget, WithBudget or WithoutBudget, replaces l's budget); hooks are
+// called beside l's. It returns an error naming an option that is invalid,
+// or a setting of one value that opts give twice.
 func (l *Loop[T]) With(opts ...Option) (*Loop[T], error) {
+	var given uint32 // the settings of one value opts give
+	for _, o := range opts {
+		if o.kind.single() {
+			given |= o.kind.bit()
+		}
+	}
+	replaced := func(o Option) bool { return o.kind.single() && given&o.kind.bit() != 0 }
 	var all []Option
-	if slices.ContainsFunc(opts, namesBudget) {
-		all = slices.DeleteFunc(slices.Clone(l.opts), namesBudget)
+	if slices.ContainsFunc(l.opts, replaced) {
+		all = slices.DeleteFunc(slices.Clone(l.opts), replaced)
 	} else {
 		all = l.opts[:len(l.opts):len(l.opts)]
 	}
@@ -60,9 +68,4 @@ func (l *Loop[T]) With(opts ...Option) (*Loop[T], error) {
 func (l *Loop[T]) Do(ctx context.Context, op func(context.Context) (T, error)) (T, error) {
 	cfg := l.cfg // the call's own, on its stack
 	return call(ctx, &l.s, &cfg, op)
-}
-
-// namesBudget reports whether o says which budget a loop takes.
-func namesBudget(o Option) bool {
-	return o.name == "retry.WithBudget" || o.name == "retry.WithoutBudget"
 }

@@ -149,6 +149,9 @@ func loop[T any](ctx context.Context, s *retrypolicy.Strategy, cfg *config, op f
 		// through an earlier one after it returned (a goroutine left
 		// behind) counts for none.
 		attempt := newAttempt(ctx)
+		if cfg.attemptTimeout > 0 {
+			attempt.bound(cfg.attemptTimeout)
+		}
 		cfg.calls++
 		v, opErr := op(attempt)
 		below := attempt.end()

@@ -103,28 +103,28 @@ const MaxHosts = 1024
 // safe for concurrent use by multiple goroutines, as its base transport
 // must be.
 type Transport struct {
-	base           http.RoundTripper
-	transient      func(*http.Response, error) bool
-	attemptTimeout time.Duration
-	loop           *retry.Loop[*http.Response] // every request's, unless per host
-	hosts          *hostBudgets                // nil unless WithHostBudgets
-	signals        bool                        // the headers of other stacks are read
-	started        bool                        // the loop has a start hook (retry.WithStart)
+	base      http.RoundTripper
+	transient func(*http.Response, error) bool
+	loop      *retry.Loop[*http.Response] // every request's, unless per host
+	hosts     *hostBudgets                // nil unless WithHostBudgets
+	signals   bool                        // the headers of other stacks are read
+	started   bool                        // the loop has a start hook (retry.WithStart)
 }
 
 // config is what the transport's own options set.
 type config struct {
-	transient      func(*http.Response, error) bool
-	attemptTimeout time.Duration
-	noSignals      bool
-	hostBudget     func() (*retry.Budget, error) // makes a host's budget, nil unless per host
-	err            string                        // the first option that is invalid, and why
+	transient  func(*http.Response, error) bool
+	noSignals  bool
+	hostBudget func() (*retry.Budget, error) // makes a host's budget, nil unless per host
+	err        string                        // the first option that is invalid, and why
 }
 
-// option returns a retry.Option of the transport's own, named name.
-func option(name string, set func(*config)) retry.Option {
-	return retry.AdapterOption("retryhttp."+name, set)
-}
+// The transport's settings, each of one value.
+var (
+	withoutServerSignals = retry.NewAdapterSetting[config]("retryhttp.WithoutServerSignals")
+	withClassifier       = retry.NewAdapterSetting[config]("retryhttp.WithClassifier")
+	withHostBudgets      = retry.NewAdapterSetting[config]("retryhttp.WithHostBudgets")
+)
 
 // refuse records that the option named name is invalid, unless an earlier
 // one was.
@@ -138,7 +138,7 @@ func (c *config) refuse(name, why string) {
 // Retry-After-Ms, X-Ms-Retry-After-Ms, X-Should-Retry or
 // X-Envoy-Overloaded. A wait Retry-After asks is still never cut short.
 func WithoutServerSignals() retry.Option {
-	return option("WithoutServerSignals", func(c *config) { c.noSignals = true })
+	return withoutServerSignals.Option(func(c *config) { c.noSignals = true })
 }
 
 // WithClassifier replaces [Transient]: transient reports whether an
@@ -147,7 +147,7 @@ func WithoutServerSignals() retry.Option {
 // servers' signals (X-Should-Retry and the others, see
 // [WithoutServerSignals]) still apply.
 func WithClassifier(transient func(resp *http.Response, err error) bool) retry.Option {
-	return option("WithClassifier", func(c *config) {
+	return withClassifier.Option(func(c *config) {
 		if transient == nil {
 			c.refuse("WithClassifier", "the function is nil")
 		}
@@ -160,9 +160,8 @@ func WithClassifier(transient func(resp *http.Response, err error) bool) retry.O
 // retry.NewBudget or retry.NewWindowBudget): a host that fails does not
 // spend the retries of the others. Beyond [MaxHosts] hosts, the rest share
 // one more. It conflicts with retry.WithBudget and retry.WithoutBudget.
-// (It was WithHostBudgets(ratio, burst) and WithHostWindowBudgets.)
 func WithHostBudgets(newBudget func() (*retry.Budget, error)) retry.Option {
-	return option("WithHostBudgets", func(c *config) {
+	return withHostBudgets.Option(func(c *config) {
 		if newBudget == nil {
 			c.refuse("WithHostBudgets", "the function is nil")
 			return
@@ -174,21 +173,6 @@ func WithHostBudgets(newBudget func() (*retry.Budget, error)) retry.Option {
 			c.refuse("WithHostBudgets", "the function made no budget")
 		}
 		c.hostBudget = newBudget
-	})
-}
-
-// WithAttemptTimeout bounds each attempt, from sending the request to the
-// response's headers (and, for a response that is retried, to the end of
-// reading its body). An attempt that takes longer fails with an error
-// whose Timeout method reports true, and is retried like any timeout. The
-// default is no bound of its own: the base transport's and the request's.
-// d must be positive.
-func WithAttemptTimeout(d time.Duration) retry.Option {
-	return option("WithAttemptTimeout", func(c *config) {
-		if d <= 0 {
-			c.refuse("WithAttemptTimeout", "must be positive, got "+d.String())
-		}
-		c.attemptTimeout = d
 	})
 }
 
@@ -210,11 +194,11 @@ type attemptKey struct{}
 // [http.DefaultTransport]) and retries them under s. It takes the loop's
 // options (retry.WithBudget, retry.WithObserver, retry.WithEnd,
 // retry.WithWaitLimit, retry.WithFullJitter, retry.WithNestedRetries, ...,
-// and otelretry's) beside its own (WithClassifier, WithAttemptTimeout,
-// WithoutServerSignals, WithHostBudgets). It returns the strategy's
+// retry.WithAttemptTimeout, and otelretry's) beside its own
+// (WithClassifier, WithoutServerSignals, WithHostBudgets). It returns the strategy's
 // *retrypolicy.ValidationError when s is invalid, and an error naming the
-// option when an option is invalid, is another adapter's, or conflicts
-// with another (naming both).
+// option when an option is invalid, is another adapter's, gives a setting
+// of one value twice, or conflicts with another (naming both).
 func NewTransport(base http.RoundTripper, s retrypolicy.Strategy, opts ...retry.Option) (*Transport, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
@@ -230,8 +214,8 @@ func NewTransport(base http.RoundTripper, s retrypolicy.Strategy, opts ...retry.
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	t := &Transport{base: base, transient: c.transient, attemptTimeout: c.attemptTimeout, signals: !c.noSignals}
-	t.started = slices.ContainsFunc(loopOpts, func(o retry.Option) bool { return o.Name() == "retry.WithStart" })
+	t := &Transport{base: base, transient: c.transient, signals: !c.noSignals}
+	t.started = slices.ContainsFunc(loopOpts, retry.Option.IsStart)
 	if t.transient == nil {
 		t.transient = Transient
 	}
@@ -241,7 +225,7 @@ func NewTransport(base http.RoundTripper, s retrypolicy.Strategy, opts ...retry.
 	if t.loop, err = retry.New[*http.Response](s, loopOpts...); err != nil {
 		return nil, errors.New("retryhttp: " + err.Error())
 	}
-	if c.hostBudget == nil && !slices.ContainsFunc(loopOpts, namesBudget) {
+	if c.hostBudget == nil && !slices.ContainsFunc(loopOpts, retry.Option.NamesBudget) {
 		c.hostBudget = DefaultHostBudget
 	}
 	if c.hostBudget != nil {
@@ -257,11 +241,6 @@ func NewTransport(base http.RoundTripper, s retrypolicy.Strategy, opts ...retry.
 // when most of its calls fail.
 func DefaultHostBudget() (*retry.Budget, error) { return retry.NewBudget(0.1, 10) }
 
-// namesBudget reports whether o says which budget the loop takes.
-func namesBudget(o retry.Option) bool {
-	return o.Name() == "retry.WithBudget" || o.Name() == "retry.WithoutBudget"
-}
-
 // check returns the error of the first option that is invalid, or that
 // conflicts with one of the loop's, loopOpts.
 func (c *config) check(loopOpts []retry.Option) error {
@@ -271,10 +250,8 @@ func (c *config) check(loopOpts []retry.Option) error {
 	if c.hostBudget == nil {
 		return nil
 	}
-	for _, o := range loopOpts {
-		if namesBudget(o) {
-			return errors.New("retryhttp: retryhttp.WithHostBudgets and " + o.Name() + ": choose one")
-		}
+	if i := slices.IndexFunc(loopOpts, retry.Option.NamesBudget); i >= 0 {
+		return errors.New("retryhttp: retryhttp.WithHostBudgets and " + loopOpts[i].Name() + ": choose one")
 	}
 	return nil
 }
@@ -444,8 +421,8 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 		return nil, retry.Permanent(err)
 	}
 	var timer *attemptTimer
-	if c.t.attemptTimeout > 0 {
-		req, timer = c.withTimeout(req)
+	if d := retry.AttemptTimeout(ctx); d > 0 {
+		req, timer = withTimeout(req, d)
 	}
 	resp, err := c.t.base.RoundTrip(req)
 	if err != nil {
@@ -515,8 +492,8 @@ func (c *call) failed(ctx context.Context, resp *http.Response, err error, timer
 	if resp != nil && resp.Body != nil {
 		resp.Body.Close()
 	}
-	if timer != nil && timer.end() && ctx.Err() == nil {
-		err = &timeoutError{c.t.attemptTimeout, err}
+	if timer != nil && timer.end() && retry.CallContext(ctx).Err() == nil {
+		err = &timeoutError{timer.after, err}
 	}
 	if c.canceled() {
 		return err // the loop's context is done: it gives up as ContextDone
@@ -551,22 +528,23 @@ func (c *call) next(ctx context.Context) (*http.Request, error) {
 	return r, nil
 }
 
-// withTimeout returns req under a context that the attempt timeout
+// withTimeout returns req under a context that the attempt timeout d
 // cancels, and its timer.
-func (c *call) withTimeout(req *http.Request) (*http.Request, *attemptTimer) {
+func withTimeout(req *http.Request, d time.Duration) (*http.Request, *attemptTimer) {
 	actx, cancel := context.WithCancelCause(req.Context())
-	t := &attemptTimer{cancel: cancel}
-	t.timer = time.AfterFunc(c.t.attemptTimeout, func() { cancel(errAttemptTimeout) })
+	t := &attemptTimer{cancel: cancel, after: d}
+	t.timer = time.AfterFunc(d, func() { cancel(errAttemptTimeout) })
 	return req.WithContext(actx), t
 }
 
 // errAttemptTimeout is the cause of an attempt's context that timed out.
 var errAttemptTimeout = errors.New("retryhttp: attempt timed out")
 
-// attemptTimer bounds an attempt under WithAttemptTimeout.
+// attemptTimer bounds an attempt under retry.WithAttemptTimeout.
 type attemptTimer struct {
 	timer  *time.Timer
 	cancel context.CancelCauseFunc
+	after  time.Duration // the timeout
 }
 
 // end ends the attempt's context, and reports whether its timer had
@@ -607,7 +585,7 @@ func (b *cancelOnClose) Close() error {
 	return err
 }
 
-// timeoutError is an attempt that took longer than WithAttemptTimeout. It
+// timeoutError is an attempt that took longer than retry.WithAttemptTimeout. It
 // does not unwrap to the transport's error, which is the attempt context's
 // cancellation: Retry never retries a context.Canceled.
 type timeoutError struct {
