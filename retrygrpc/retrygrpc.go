@@ -53,9 +53,12 @@
 // *retry.GiveUpError wrapping it when the loop gave up after retrying, or
 // for a spent budget, a deadline, a wait beyond the limit.
 //
-// [StreamClientInterceptor] retries server-streaming calls until the first
-// response message arrives, never after; client-streaming and
-// bidirectional calls pass through it untried.
+// [StreamClientInterceptor] retries safe server-streaming calls until the
+// first response message arrives, never after; client-streaming and
+// bidirectional calls, like unsafe ones, are sent once, through the loop
+// all the same: counted, observed, budgeted and reported until their first
+// response message. Every call is named by its method ([retry.CallName])
+// for the loop's hooks.
 //
 // # Retrying at one layer
 //
