@@ -63,6 +63,15 @@ func (l *Loop[T]) With(opts ...Option) (*Loop[T], error) {
 	return &Loop[T]{s: l.s, opts: all, cfg: cfg}, nil
 }
 
+// Observe calls the loop's observers (WithObserver), in order, with e:
+// an adapter tells them so of what is not a retry, with Failures 0 (a
+// retryhttp transport's host budget that could not be made).
+func (l *Loop[T]) Observe(e Event) {
+	if l.cfg.observe != nil {
+		l.cfg.observe(e)
+	}
+}
+
 // Do calls op until it succeeds, as the package's Do does under the
 // loop's strategy and options.
 func (l *Loop[T]) Do(ctx context.Context, op func(context.Context) (T, error)) (T, error) {

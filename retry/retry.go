@@ -25,7 +25,9 @@ type End struct {
 	Context context.Context
 }
 
-// Event is a retry about to happen.
+// Event is a retry about to happen; or, with Failures 0, what an adapter
+// tells the observers that is not a retry (Loop.Observe): its Err says
+// what.
 type Event struct {
 	// Failures counts op's failures so far, this one included.
 	Failures int

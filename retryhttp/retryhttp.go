@@ -68,6 +68,25 @@
 // *retry.GiveUpError with the reason Deferred and the wait, and the job
 // runs again after it.
 //
+// # A budget per host
+//
+// A transport gives each host a retry budget of its own by default
+// ([DefaultHostBudget]), or one [WithHostBudgets] makes, unless it is given
+// one budget for every request (retry.WithBudget) or told to take none
+// (retry.WithoutBudget). Its host table keys a server by the request
+// URL's scheme, its host in lower case ASCII without a trailing dot, and
+// its port as a number with the scheme's default filled in, so that one
+// server however spelled ("HTTP://Example.COM.:0080") has one budget. The
+// budget's constructor is called once as the transport is made, for the
+// overflow budget (an error refuses the transport), and again for each new
+// host; a later error makes that host share the overflow budget, and is
+// told to the transport's observers (an Event of no failure whose Err is a
+// [*HostBudgetError]). The table holds at most [MaxHosts] hosts: a new one
+// beyond them takes the place of a host whose budget is full, and shares
+// the overflow budget when none is, so that a host's drained budget is
+// never forgotten (a chain of redirects to new names cannot launder it)
+// and a crowd of new names cannot take the budgets of the hosts in use.
+//
 // A strategy that never gives up (unless_stopped, the default) retries
 // until the request's context ends: give requests a deadline
 // ([http.Client.Timeout] does) or use a bounded strategy.
@@ -82,7 +101,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/retrypolicy/retrypolicy"
@@ -94,8 +112,9 @@ import (
 // rather than the time to read it.
 const DrainLimit = 64 << 10
 
-// MaxHosts is the most hosts that get a budget of their own under
-// [WithHostBudgets]; the hosts beyond it share one more.
+// MaxHosts is the most hosts that get a budget of their own, by default
+// or under [WithHostBudgets]; a new host beyond it takes the place of one
+// whose budget is full, or else shares the transport's overflow budget.
 const MaxHosts = 1024
 
 // Transport is an [http.RoundTripper] that retries what its strategy,
@@ -106,7 +125,7 @@ type Transport struct {
 	base      http.RoundTripper
 	transient func(*http.Response, error) bool
 	loop      *retry.Loop[*http.Response] // every request's, unless per host
-	hosts     *hostBudgets                // nil unless WithHostBudgets
+	hosts     *hostTable                  // each host's budget; nil when the options name a budget
 	signals   bool                        // the headers of other stacks are read
 	started   bool                        // the loop has a start hook (retry.WithStart)
 }
@@ -155,22 +174,18 @@ func WithClassifier(transient func(resp *http.Response, err error) bool) retry.O
 	})
 }
 
-// WithHostBudgets gives each host (the request URL's host and port) a
-// retry budget of its own, made by newBudget (a closure over
-// retry.NewBudget or retry.NewWindowBudget): a host that fails does not
-// spend the retries of the others. Beyond [MaxHosts] hosts, the rest share
-// one more. It conflicts with retry.WithBudget and retry.WithoutBudget.
+// WithHostBudgets gives each host a retry budget of its own made by
+// newBudget (a closure over retry.NewBudget or retry.NewWindowBudget), in
+// place of the default's: a host that fails does not spend the retries of
+// the others. The host table is the package doc's. NewTransport calls
+// newBudget once, for the overflow budget, and refuses the transport when
+// it fails; then once per new host. It conflicts with retry.WithBudget and
+// retry.WithoutBudget.
 func WithHostBudgets(newBudget func() (*retry.Budget, error)) retry.Option {
 	return withHostBudgets.Option(func(c *config) {
 		if newBudget == nil {
 			c.refuse("WithHostBudgets", "the function is nil")
 			return
-		}
-		switch b, err := newBudget(); {
-		case err != nil:
-			c.refuse("WithHostBudgets", err.Error())
-		case b == nil:
-			c.refuse("WithHostBudgets", "the function made no budget")
 		}
 		c.hostBudget = newBudget
 	})
@@ -193,12 +208,13 @@ type attemptKey struct{}
 // NewTransport returns a Transport that sends requests through base (nil:
 // [http.DefaultTransport]) and retries them under s. It takes the loop's
 // options (retry.WithBudget, retry.WithObserver, retry.WithEnd,
-// retry.WithWaitLimit, retry.WithFullJitter, retry.WithNestedRetries, ...,
-// retry.WithAttemptTimeout, and otelretry's) beside its own
-// (WithClassifier, WithoutServerSignals, WithHostBudgets). It returns the strategy's
-// *retrypolicy.ValidationError when s is invalid, and an error naming the
-// option when an option is invalid, is another adapter's, gives a setting
-// of one value twice, or conflicts with another (naming both).
+// retry.WithWaitLimit, retry.WithFullJitter, retry.WithNestedRetries,
+// retry.WithAttemptTimeout, ..., and otelretry's) beside its own
+// (WithClassifier, WithoutServerSignals, WithHostBudgets). It returns the
+// strategy's *retrypolicy.ValidationError when s is invalid, and an error
+// naming the option when an option is invalid, is another adapter's,
+// gives a setting of one value twice, or conflicts with another (naming
+// both), or when the hosts' budget constructor fails.
 func NewTransport(base http.RoundTripper, s retrypolicy.Strategy, opts ...retry.Option) (*Transport, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
@@ -225,11 +241,17 @@ func NewTransport(base http.RoundTripper, s retrypolicy.Strategy, opts ...retry.
 	if t.loop, err = retry.New[*http.Response](s, loopOpts...); err != nil {
 		return nil, errors.New("retryhttp: " + err.Error())
 	}
+	named := "retryhttp.WithHostBudgets" // what made the hosts' budgets, for an error
+	if c.hostBudget == nil {
+		named = "the default host budget"
+	}
 	if c.hostBudget == nil && !slices.ContainsFunc(loopOpts, retry.Option.NamesBudget) {
 		c.hostBudget = DefaultHostBudget
 	}
 	if c.hostBudget != nil {
-		t.hosts = &hostBudgets{newBudget: c.hostBudget, shared: t.loop}
+		if t.hosts, err = newHostTable(c.hostBudget, t.loop); err != nil {
+			return nil, errors.New("retryhttp: " + named + ": " + err.Error())
+		}
 	}
 	return t, nil
 }
@@ -262,7 +284,7 @@ func (c *config) check(loopOpts []retry.Option) error {
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	loop := t.loop
 	if t.hosts != nil {
-		loop = t.hosts.loop(req.URL.Host)
+		loop = t.hosts.loop(req)
 	}
 	c := call{t: t, req: req, resend: replayable(req)}
 	ctx := req.Context()
@@ -625,52 +647,4 @@ func hasValue(values []string) bool {
 		}
 	}
 	return false
-}
-
-// hostBudgets are WithHostBudgets' budgets, by host: a loop each, the
-// transport's with the host's budget.
-type hostBudgets struct {
-	newBudget func() (*retry.Budget, error) // checked by NewTransport
-	shared    *retry.Loop[*http.Response]   // the transport's, without a budget
-	byHost    sync.Map                      // host → *retry.Loop[*http.Response]
-	n         atomic.Int64
-	mu        sync.Mutex
-	overflow  *retry.Loop[*http.Response]
-}
-
-// loop returns the loop of host's requests: the transport's, with host's
-// budget.
-func (h *hostBudgets) loop(host string) *retry.Loop[*http.Response] {
-	if l, ok := h.byHost.Load(host); ok {
-		return l.(*retry.Loop[*http.Response])
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if l, ok := h.byHost.Load(host); ok {
-		return l.(*retry.Loop[*http.Response])
-	}
-	if h.n.Load() >= MaxHosts {
-		if h.overflow == nil {
-			h.overflow = h.with()
-		}
-		return h.overflow
-	}
-	l := h.with()
-	h.byHost.Store(host, l)
-	h.n.Add(1)
-	return l
-}
-
-// with returns the shared loop with a new budget; the shared loop itself
-// when newBudget, which made one when NewTransport checked it, makes none.
-func (h *hostBudgets) with() *retry.Loop[*http.Response] {
-	b, err := h.newBudget()
-	if err != nil || b == nil {
-		return h.shared
-	}
-	l, err := h.shared.With(retry.WithBudget(b)) // the shared loop names no budget: NewTransport checked
-	if err != nil {
-		return h.shared
-	}
-	return l
 }
