@@ -144,24 +144,34 @@ func (h *hostTable) loop(req *http.Request) *retry.Loop[*http.Response] {
 // add returns the loop of a host the table has not seen, k: a new budget
 // of its own while the table has room or an entry it may take the place
 // of, else the overflow entry's. A budget that cannot be made is the
-// overflow entry's, told to the observers.
+// overflow entry's, told to the observers (outside the table's lock, so
+// that an observer may send a request).
 func (h *hostTable) add(k hostKey, req *http.Request) *retry.Loop[*http.Response] {
+	e, err := h.place(k)
+	if err != nil {
+		h.shared.Observe(retry.Event{Err: &HostBudgetError{Host: k.String(), Err: err}, Context: req.Context()})
+	}
+	return e.loop
+}
+
+// place returns k's entry, making it when the table has room for it, and
+// the constructor's error when it failed (the entry is then the overflow
+// entry's, kept for k so that it is not made again for each request).
+func (h *hostTable) place(k hostKey) (*hostEntry, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if e := h.byHost[k]; e != nil {
-		return e.loop
+		return e, nil
 	}
 	if len(h.byHost) >= MaxHosts && !h.evict() {
-		return h.overflow.loop
+		return h.overflow, nil
 	}
 	e, err := h.entry()
 	if err != nil {
-		h.byHost[k] = &hostEntry{loop: h.overflow.loop} // not made again for each request
-		h.shared.Observe(retry.Event{Err: &HostBudgetError{Host: k.String(), Err: err}, Context: req.Context()})
-		return h.overflow.loop
+		e = &hostEntry{loop: h.overflow.loop}
 	}
 	h.byHost[k] = e
-	return e.loop
+	return e, err
 }
 
 // evict removes an entry that holds nothing a host could lose: one that
