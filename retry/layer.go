@@ -143,17 +143,6 @@ func (a *attemptCtx) Err() error {
 // timeout ended (WithAttemptTimeout).
 var errAttemptTimeout = errors.New("retry: the attempt timed out")
 
-// AttemptTimeout returns the timeout of the attempt ctx runs under
-// (WithAttemptTimeout), 0 when it has none: an adapter bounds with it what
-// an attempt sends under another context (a response body that outlives
-// the attempt, a stream that goes on under the call's context).
-func AttemptTimeout(ctx context.Context) time.Duration {
-	if a, ok := ctx.Value(layerKey{}).(*attemptCtx); ok {
-		return a.timeout
-	}
-	return 0
-}
-
 // cancel ends the attempt's context.
 func (a *attemptCtx) cancel() {
 	a.mu.Lock()

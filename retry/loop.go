@@ -3,6 +3,7 @@ package retry
 import (
 	"context"
 	"slices"
+	"time"
 
 	"github.com/retrypolicy/retrypolicy"
 )
@@ -62,6 +63,12 @@ func (l *Loop[T]) With(opts ...Option) (*Loop[T], error) {
 	cfg.policy = l.cfg.policy
 	return &Loop[T]{s: l.s, opts: all, cfg: cfg}, nil
 }
+
+// AttemptTimeout returns the loop's attempt timeout (WithAttemptTimeout),
+// 0 for none: an adapter bounds with it what an attempt sends under
+// another context than the attempt's (a response body that outlives the
+// attempt, a stream that goes on under the call's context).
+func (l *Loop[T]) AttemptTimeout() time.Duration { return l.cfg.attemptTimeout }
 
 // Observe calls the loop's observers (WithObserver), in order, with e:
 // an adapter tells them so of what is not a retry, with Failures 0 (a

@@ -182,14 +182,13 @@ func TestWithReplacesTheBudget(t *testing.T) {
 
 // TestWithAttemptTimeoutBoundsEachAttempt: each attempt's context has a
 // deadline of its own, the timeout after it starts, and an attempt that
-// its deadline ends while the call's context lives is retried; op and an
-// adapter read the timeout (AttemptTimeout) from it.
+// its deadline ends while the call's context lives is retried; a Loop
+// tells an adapter its timeout.
 func TestWithAttemptTimeoutBoundsEachAttempt(t *testing.T) {
 	bubble(t, func() {
 		start := time.Now()
 		var ends []time.Duration
 		_, err := Do(context.Background(), three, func(ctx context.Context) (int, error) {
-			assert.Equal(t, time.Second, AttemptTimeout(ctx))
 			deadline, ok := ctx.Deadline()
 			require.True(t, ok)
 			<-ctx.Done()
@@ -203,8 +202,10 @@ func TestWithAttemptTimeoutBoundsEachAttempt(t *testing.T) {
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
 		require.Len(t, ends, 3)
 		assert.Equal(t, time.Second, ends[0], "the first attempt ends a second after it began")
-		assert.Zero(t, AttemptTimeout(context.Background()))
 	})
+	l, err := New[int](three, WithAttemptTimeout(time.Second))
+	require.NoError(t, err)
+	assert.Equal(t, time.Second, l.AttemptTimeout())
 	bubble(t, func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		defer cancel()

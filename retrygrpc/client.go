@@ -166,16 +166,16 @@ func previous(ctx context.Context, n int) context.Context {
 	return ctx
 }
 
-// streamContext returns the context of a stream's attempt n, under actx's
-// call: the stream goes on past the attempt that delivered its first
+// streamContext returns the context of a stream's attempt n, timed out
+// after d, under actx's call: the stream goes on past the attempt that delivered its first
 // message, whose context the loop cancels as it returns. It has a context
 // of its own, so that a stream given up on is closed at once, and a timer
 // for its first message under retry.WithAttemptTimeout, which stops once
 // the message arrives, the stream going on under the call's deadline.
-func streamContext(actx context.Context, n int) (context.Context, attemptTimer) {
+func streamContext(actx context.Context, n int, d time.Duration) (context.Context, attemptTimer) {
 	octx, cancel := context.WithCancelCause(previous(retry.CallContext(actx), n))
 	t := attemptTimer{ctx: octx, cancel: cancel}
-	if d := retry.AttemptTimeout(actx); d > 0 {
+	if d > 0 {
 		t.timer = time.AfterFunc(d, func() { cancel(errAttemptTimeout) })
 	}
 	return octx, t

@@ -263,7 +263,7 @@ func (s *retryStream) endAttempt() {
 // caller has sent; s.mu is held.
 func (s *retryStream) open(actx context.Context) error {
 	s.sent++
-	octx, t := streamContext(actx, s.sent)
+	octx, t := streamContext(actx, s.sent, s.loop.AttemptTimeout())
 	cs, err := s.streamer(octx, s.desc, s.cc, s.ctx.Name, s.opts...)
 	if err != nil {
 		s.timer = t

@@ -286,7 +286,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.hosts != nil {
 		loop = t.hosts.loop(req)
 	}
-	c := call{t: t, req: req, resend: replayable(req)}
+	c := call{t: t, req: req, resend: replayable(req), timeout: loop.AttemptTimeout()}
 	ctx := req.Context()
 	//lint:ignore SA1019 an http.Client with a Timeout still sets it for a transport it does not know
 	if req.Cancel != nil {
@@ -402,11 +402,12 @@ func drain(body io.Reader) {
 
 // call is one request's retry loop.
 type call struct {
-	t      *Transport
-	req    *http.Request
-	resend bool                    // the request may be sent again
-	sent   int                     // attempts sent
-	cancel context.CancelCauseFunc // ends the loop's context, when req has a Cancel channel
+	t       *Transport
+	req     *http.Request
+	resend  bool                    // the request may be sent again
+	timeout time.Duration           // each attempt's (retry.WithAttemptTimeout), 0 for none
+	sent    int                     // attempts sent
+	cancel  context.CancelCauseFunc // ends the loop's context, when req has a Cancel channel
 }
 
 // errRequestCanceled is the cause of a loop that ended because its
@@ -443,8 +444,8 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 		return nil, retry.Permanent(err)
 	}
 	var timer *attemptTimer
-	if d := retry.AttemptTimeout(ctx); d > 0 {
-		req, timer = withTimeout(req, d)
+	if c.timeout > 0 {
+		req, timer = withTimeout(req, c.timeout)
 	}
 	resp, err := c.t.base.RoundTrip(req)
 	if err != nil {
