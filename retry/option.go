@@ -198,7 +198,7 @@ func ApplyAdapterOptions[A any](a *A, opts []Option) ([]Option, error) {
 		case nil:
 			loop = append(loop, opt)
 		case func(*A):
-			if s := opt.setting.(*AdapterSetting[A]); !s.additive && slices.ContainsFunc(opts[:i], func(b Option) bool { return b.setting == opt.setting }) {
+			if s, _ := opt.setting.(*AdapterSetting[A]); s != nil && !s.additive && slices.ContainsFunc(opts[:i], func(b Option) bool { return b.setting == opt.setting }) {
 				return nil, repeated(opts[:i], opt)
 			}
 			set(a)

@@ -449,7 +449,10 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	}
 	resp, err := c.t.base.RoundTrip(req)
 	if err != nil {
-		return nil, c.failed(ctx, resp, err, timer)
+		if resp != nil && resp.Body != nil {
+			resp.Body.Close() // a transport's error and a response both: the error is the outcome
+		}
+		return nil, c.failed(ctx, err, timer)
 	}
 	if timer != nil {
 		timer.closeWith(resp)
@@ -511,10 +514,7 @@ func (t *Transport) retried(resp *http.Response) (retried, refused bool) {
 // failed returns what the loop is told of an attempt whose base transport
 // failed with err: err, a timeout when the attempt's own timer ended it,
 // marked Permanent when the request must not be sent again.
-func (c *call) failed(ctx context.Context, resp *http.Response, err error, timer *attemptTimer) error {
-	if resp != nil && resp.Body != nil {
-		resp.Body.Close()
-	}
+func (c *call) failed(ctx context.Context, err error, timer *attemptTimer) error {
 	if timer != nil && timer.end() && retry.CallContext(ctx).Err() == nil {
 		err = &timeoutError{timer.after, err}
 	}
