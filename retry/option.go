@@ -366,7 +366,7 @@ type callNameKey struct{}
 
 // NameCall returns ctx naming the call a loop runs under it, for its hooks
 // (an instrumentation labels the call by it): retrygrpc names each call by
-// its method.
+// its method, with a NamedContext.
 func NameCall(ctx context.Context, name string) context.Context {
 	return context.WithValue(ctx, callNameKey{}, name)
 }
