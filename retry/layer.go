@@ -39,12 +39,12 @@ type deferKey struct{}
 type attemptCtx struct {
 	context.Context               // the call's
 	state           atomic.Uint32 // running | reported
-	timeout         time.Duration // WithAttemptTimeout's, 0 for none
-	deadline        time.Time     // the attempt's own, when it has a timeout
 
 	mu    sync.Mutex
 	ended bool                        // the attempt was cancelled
 	inner atomic.Pointer[cancellable] // made by the first Done
+
+	bound *time.Time // the attempt's own deadline (WithAttemptTimeout), nil for none; last, for the size
 }
 
 // cancellable is an attempt's context once something waits on it.
@@ -65,17 +65,19 @@ func newAttempt(ctx context.Context) *attemptCtx {
 	return a
 }
 
-// bound gives the attempt a deadline d from now (WithAttemptTimeout).
-func (a *attemptCtx) bound(d time.Duration) {
-	a.timeout, a.deadline = d, time.Now().Add(d)
+// limit gives the attempt a deadline d from now (WithAttemptTimeout): a
+// pointer, so that an attempt without one stays as small as it was.
+func (a *attemptCtx) limit(d time.Duration) {
+	deadline := time.Now().Add(d)
+	a.bound = &deadline
 }
 
 // Deadline returns the attempt's own deadline, or the call's when that is
 // sooner.
 func (a *attemptCtx) Deadline() (time.Time, bool) {
 	d, ok := a.Context.Deadline()
-	if a.timeout > 0 && (!ok || a.deadline.Before(d)) {
-		return a.deadline, true
+	if a.bound != nil && (!ok || a.bound.Before(d)) {
+		return *a.bound, true
 	}
 	return d, ok
 }
@@ -103,9 +105,9 @@ func (a *attemptCtx) Done() <-chan struct{} {
 	c := a.inner.Load()
 	if c == nil {
 		ctx, cancel := context.WithCancelCause(a.Context)
-		if a.timeout > 0 {
+		if a.bound != nil {
 			var stop context.CancelFunc
-			ctx, stop = context.WithDeadlineCause(ctx, a.deadline, errAttemptTimeout)
+			ctx, stop = context.WithDeadlineCause(ctx, *a.bound, errAttemptTimeout)
 			parent := cancel
 			cancel = func(cause error) { stop(); parent(cause) }
 		}
@@ -133,7 +135,7 @@ func (a *attemptCtx) Err() error {
 	if err := a.Context.Err(); err != nil {
 		return err
 	}
-	if a.timeout > 0 && !time.Now().Before(a.deadline) {
+	if a.bound != nil && !time.Now().Before(*a.bound) {
 		return context.DeadlineExceeded
 	}
 	return nil

@@ -153,7 +153,7 @@ func loop[T any](ctx context.Context, s *retrypolicy.Strategy, cfg *config, op f
 		// behind) counts for none.
 		attempt := newAttempt(ctx)
 		if cfg.attemptTimeout > 0 {
-			attempt.bound(cfg.attemptTimeout)
+			attempt.limit(cfg.attemptTimeout)
 		}
 		cfg.calls++
 		v, opErr := op(attempt)
