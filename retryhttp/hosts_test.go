@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 
@@ -166,4 +168,32 @@ func TestAnEntryIsEvictedOnlyWhenItsBudgetIsFull(t *testing.T) {
 		hostGet(t, tr, "http://drained.test/")
 		assert.Equal(t, 1, srv.sent["drained.test"], "still drained after 2,048 new hosts")
 	})
+}
+
+// TestTheHostTableUnderConcurrency: requests to more hosts than the table
+// holds, from several goroutines at once, some spelled apart, take their
+// entries, make new ones and evict full ones without a data race (go test
+// -race) and each get their answer.
+func TestTheHostTableUnderConcurrency(t *testing.T) {
+	tr, err := retryhttp.NewTransport(roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: 200, Header: http.Header{}, Body: http.NoBody, Request: req}, nil
+	}), threeAttempts)
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	var answered atomic.Int64
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range retryhttp.MaxHosts / 2 {
+				req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("http://H%d.test:%04d/", i+g*400, 80), nil)
+				if err != nil {
+					return
+				}
+				if resp, err := tr.RoundTrip(req); err == nil && resp.StatusCode == 200 {
+					answered.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, int64(4*retryhttp.MaxHosts/2), answered.Load())
 }
