@@ -210,7 +210,7 @@ func ApplyAdapterOptions[A any](a *A, opts []Option) ([]Option, error) {
 }
 
 // WithNestedRetries makes the loop retry an attempt that was retried below
-// as if its failure were fresh, as it did before it retried at one layer.
+// as if its failure were fresh.
 // The loop still reports to the layer above it when it gives up after
 // retrying.
 func WithNestedRetries() Option {
