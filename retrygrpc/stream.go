@@ -87,7 +87,11 @@ func (s *retryStream) SendMsg(m any) error {
 	default:
 		s.req, s.hasReq = m, true
 	}
+	failed := s.failed != nil
 	s.mu.Unlock()
+	if failed {
+		return s.settle()
+	}
 	if cur == nil {
 		return err
 	}
@@ -101,11 +105,30 @@ func (s *retryStream) CloseSend() error {
 	if cur == nil {
 		s.closed = true
 	}
+	failed := s.failed != nil
 	s.mu.Unlock()
+	if failed {
+		return s.settle()
+	}
 	if cur == nil {
 		return err
 	}
 	return cur.CloseSend()
+}
+
+// settle runs the loop of a stream sent once that could not be opened
+// before its first receive, so that the call is counted, observed and
+// reported all the same, and returns its error.
+func (s *retryStream) settle() error {
+	s.recv.Lock()
+	defer s.recv.Unlock()
+	s.mu.Lock()
+	done, err := s.done, s.err
+	s.mu.Unlock()
+	if done {
+		return err
+	}
+	return s.first(nil) // its attempt fails opening: it receives nothing
 }
 
 // passing returns the stream what is sent goes to at once: the current
@@ -143,11 +166,14 @@ func (s *retryStream) Header() (metadata.MD, error) {
 			}
 		}
 	}
-	cur := s.cur
+	cur, failed := s.cur, s.failed != nil
 	if err == nil {
 		err = s.err
 	}
 	s.mu.Unlock()
+	if failed {
+		return nil, s.settle()
+	}
 	if cur == nil {
 		return nil, err
 	}

@@ -125,8 +125,13 @@ func TestClientAndBidirectionalStreamsAreSentOnce(t *testing.T) {
 			return nil, refused
 		})
 		require.NoError(t, err, "opened as it is first used")
+		ended := len(ends)
 		assert.True(t, errors.Is(cs.SendMsg(1), refused), "the streamer's own error")
+		assert.Len(t, ends, ended+1, "the call ended as it failed to open, before any receive")
 		assert.True(t, errors.Is(cs.RecvMsg(new(int)), refused), "the streamer's own error")
+		assert.True(t, errors.Is(cs.CloseSend(), refused), "the streamer's own error")
+		_, err = cs.Header()
+		assert.True(t, errors.Is(err, refused), "the streamer's own error")
 		assert.Equal(t, 1, calls, "sent once")
 	}
 	require.Len(t, ends, 2)
