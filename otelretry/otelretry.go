@@ -172,7 +172,7 @@ func New(opts ...Option) (*Instruments, error) {
 // attribute and the span's name. An operation of "" names each call by
 // retry.CallName of its context (retrygrpc names a call by its method), or
 // source when it has none. The same options serve any number of loops and
-// calls at once. (They replace Retry, Op and HTTPOptions.)
+// calls at once.
 func (in *Instruments) Options(source, operation string) []retry.Option {
 	o := &operations{in: in, source: source, fixed: operation}
 	if operation != "" {

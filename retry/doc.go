@@ -18,8 +18,10 @@
 // due past the context's deadline, a server asking for a wait beyond the
 // loop's limit, or a spent [Budget]. An error marked with [After] waits at
 // least what a server asked: never sooner. The
-// options ([Option]) observe each retry and the end, share a budget, fix
-// the jitter's seed or make it full. [New] prepares a [Loop] once, its
+// options ([Option]) observe each retry and the end, share a budget, bound
+// each attempt, fix the jitter's seed or make it full; a list gives each
+// setting of one value once (a second is refused, naming it), while the
+// hooks accumulate. [New] prepares a [Loop] once, its
 // strategy compiled and its options applied, for the many calls of a
 // worker under one strategy.
 //

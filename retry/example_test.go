@@ -141,3 +141,51 @@ func ExampleNewBudget() {
 	// call 4, op run 1×: retrypolicy: gave up after 1 failure (budget_exhausted): connection refused
 	// retrypolicy: NewBudget: burst must be between 1 and 1000000000, got 0
 }
+
+// client is the configuration of an adapter of one's own, for
+// ExampleAdapterSetting.
+type client struct {
+	name string
+	tags []string
+}
+
+// An adapter of one's own takes options as the library's do: a setting
+// of one value (WithName), an additive one (WithTag), and the loop's own
+// options beside them, returned for New. A setting of one value given
+// twice, or another adapter's option, is refused, naming it.
+func ExampleAdapterSetting() {
+	withName := retry.NewAdapterSetting[client]("mine.WithName")
+	withTag := retry.NewAdditiveSetting[client]("mine.WithTag")
+	name := func(n string) retry.Option { return withName.Option(func(c *client) { c.name = n }) }
+	tag := func(t string) retry.Option { return withTag.Option(func(c *client) { c.tags = append(c.tags, t) }) }
+
+	var c client
+	loopOpts, err := retry.ApplyAdapterOptions(&c, []retry.Option{name("billing"), tag("a"), retry.WithFullJitter(), tag("b")})
+	fmt.Println(c.name, c.tags, len(loopOpts), err)
+	_, err = retry.ApplyAdapterOptions(&c, []retry.Option{name("a"), name("b")})
+	fmt.Println(err)
+	_, err = retry.New[int](retrypolicy.Default(), name("billing"))
+	fmt.Println(err)
+	// Output:
+	// billing [a b] 1 <nil>
+	// mine.WithName: given twice; give each setting once
+	// mine.WithName is an option of mine, not of this loop
+}
+
+// Each attempt has a deadline of its own: an attempt that hangs is ended
+// after 50 ms and retried, while the call's context lives.
+func ExampleWithAttemptTimeout() {
+	strategy := retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 3, Window: time.Minute,
+		Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: time.Millisecond}}
+	attempts := 0
+	v, err := retry.Do(context.Background(), strategy, func(ctx context.Context) (string, error) {
+		if attempts++; attempts == 1 {
+			<-ctx.Done() // a call that hangs, until its attempt's deadline
+			return "", ctx.Err()
+		}
+		return "done", nil
+	}, retry.WithAttemptTimeout(50*time.Millisecond))
+	fmt.Println(v, err, attempts)
+	// Output:
+	// done <nil> 2
+}

@@ -2,6 +2,7 @@ package retry
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,6 +43,8 @@ type attemptCtx struct {
 	mu    sync.Mutex
 	ended bool                        // the attempt was cancelled
 	inner atomic.Pointer[cancellable] // made by the first Done
+
+	bound *time.Time // the attempt's own deadline (WithAttemptTimeout), nil for none; last, for the size
 }
 
 // cancellable is an attempt's context once something waits on it.
@@ -60,6 +63,23 @@ func newAttempt(ctx context.Context) *attemptCtx {
 	a := &attemptCtx{Context: ctx}
 	a.state.Store(runningBit)
 	return a
+}
+
+// limit gives the attempt a deadline d from now (WithAttemptTimeout): a
+// pointer, so that an attempt without one stays as small as it was.
+func (a *attemptCtx) limit(d time.Duration) {
+	deadline := time.Now().Add(d)
+	a.bound = &deadline
+}
+
+// Deadline returns the attempt's own deadline, or the call's when that is
+// sooner.
+func (a *attemptCtx) Deadline() (time.Time, bool) {
+	d, ok := a.Context.Deadline()
+	if a.bound != nil && (!ok || a.bound.Before(d)) {
+		return *a.bound, true
+	}
+	return d, ok
 }
 
 // Value returns the attempt itself for layerKey, and asks its cancellable
@@ -85,6 +105,12 @@ func (a *attemptCtx) Done() <-chan struct{} {
 	c := a.inner.Load()
 	if c == nil {
 		ctx, cancel := context.WithCancelCause(a.Context)
+		if a.bound != nil {
+			var stop context.CancelFunc
+			ctx, stop = context.WithDeadlineCause(ctx, *a.bound, errAttemptTimeout)
+			parent := cancel
+			cancel = func(cause error) { stop(); parent(cause) }
+		}
 		c = &cancellable{ctx, cancel}
 		if a.ended {
 			cancel(context.Canceled)
@@ -106,8 +132,18 @@ func (a *attemptCtx) Err() error {
 	if ended {
 		return context.Canceled
 	}
-	return a.Context.Err()
+	if err := a.Context.Err(); err != nil {
+		return err
+	}
+	if a.bound != nil && !time.Now().Before(*a.bound) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
+
+// errAttemptTimeout is the cause of an attempt's context that its
+// timeout ended (WithAttemptTimeout).
+var errAttemptTimeout = errors.New("retry: the attempt timed out")
 
 // cancel ends the attempt's context.
 func (a *attemptCtx) cancel() {

@@ -3,6 +3,7 @@ package retry
 import (
 	"context"
 	"slices"
+	"time"
 
 	"github.com/retrypolicy/retrypolicy"
 )
@@ -36,13 +37,21 @@ func New[T any](s retrypolicy.Strategy, opts ...Option) (*Loop[T], error) {
 
 // With returns a Loop of l's strategy and options with opts after them, the
 // strategy compiled once for both: a call of its own options (a gRPC
-// call's, say). A budget opts name (WithBudget, WithoutBudget) replaces
-// l's; a setting of one value takes opts'; hooks are called beside l's. It
-// returns an error naming an option that is invalid.
+// call's, say). A setting of one value that opts give replaces l's (a
+// budget, WithBudget or WithoutBudget, replaces l's budget); hooks are
+// called beside l's. It returns an error naming an option that is invalid,
+// or a setting of one value that opts give twice.
 func (l *Loop[T]) With(opts ...Option) (*Loop[T], error) {
+	var given uint32 // the settings of one value opts give
+	for _, o := range opts {
+		if o.kind.single() {
+			given |= o.kind.bit()
+		}
+	}
+	replaced := func(o Option) bool { return o.kind.single() && given&o.kind.bit() != 0 }
 	var all []Option
-	if slices.ContainsFunc(opts, namesBudget) {
-		all = slices.DeleteFunc(slices.Clone(l.opts), namesBudget)
+	if slices.ContainsFunc(l.opts, replaced) {
+		all = slices.DeleteFunc(slices.Clone(l.opts), replaced)
 	} else {
 		all = l.opts[:len(l.opts):len(l.opts)]
 	}
@@ -55,14 +64,24 @@ func (l *Loop[T]) With(opts ...Option) (*Loop[T], error) {
 	return &Loop[T]{s: l.s, opts: all, cfg: cfg}, nil
 }
 
+// AttemptTimeout returns the loop's attempt timeout (WithAttemptTimeout),
+// 0 for none: an adapter bounds with it what an attempt sends under
+// another context than the attempt's (a response body that outlives the
+// attempt, a stream that goes on under the call's context).
+func (l *Loop[T]) AttemptTimeout() time.Duration { return l.cfg.attemptTimeout }
+
+// Observe calls the loop's observers (WithObserver), in order, with e:
+// an adapter tells them so of what is not a retry, with Failures 0 (a
+// retryhttp transport's host budget that could not be made).
+func (l *Loop[T]) Observe(e Event) {
+	if l.cfg.observe != nil {
+		l.cfg.observe(e)
+	}
+}
+
 // Do calls op until it succeeds, as the package's Do does under the
 // loop's strategy and options.
 func (l *Loop[T]) Do(ctx context.Context, op func(context.Context) (T, error)) (T, error) {
 	cfg := l.cfg // the call's own, on its stack
 	return call(ctx, &l.s, &cfg, op)
-}
-
-// namesBudget reports whether o says which budget a loop takes.
-func namesBudget(o Option) bool {
-	return o.name == "retry.WithBudget" || o.name == "retry.WithoutBudget"
 }

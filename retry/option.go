@@ -2,6 +2,7 @@ package retry
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"time"
 
@@ -11,12 +12,51 @@ import (
 // Option configures a loop: Do, New, and every adapter of this library that
 // runs one (a retryhttp transport, a retrygrpc interceptor), which take the
 // same Options. The With functions of this package make the loop's own; an
-// adapter makes options of its own with AdapterOption, which only that
+// adapter makes options of its own with an AdapterSetting, which only that
 // adapter takes. The zero Option changes nothing.
+//
+// An option is known by the setting it is, not by its name. A list of
+// options gives each setting of one value once: a second WithWaitLimit,
+// or WithBudget beside WithoutBudget, is refused, naming both. Hooks
+// (WithStart, WithObserver, WithEnd) and an adapter's additive settings
+// (retrygrpc's safe methods) accumulate, each called or added in the order
+// given.
 type Option struct {
-	name string              // the function that made it, "retry.WithBudget"
-	set  func(config) config // the loop's own; by value, so that a call's configuration stays on its stack
-	own  any                 // an adapter's: a func(*A) of AdapterOption[A]
+	name    string              // the function that made it, "retry.WithBudget"
+	kind    kind                // the loop's setting it is
+	set     func(config) config // the loop's own; by value, so that a call's configuration stays on its stack
+	own     any                 // an adapter's: the func(*A) of AdapterSetting[A].Option
+	setting any                 // an adapter's: its *AdapterSetting[A]
+}
+
+// kind is a setting of the loop: the hooks, which accumulate, and the
+// settings of one value, which a list gives once.
+type kind uint8
+
+const (
+	kindNone kind = iota // the zero Option, and an adapter's
+	kindHook             // WithStart, WithObserver, WithEnd
+	kindNested
+	kindPermanent
+	kindWaitLimit
+	kindBudget
+	kindNoBudget // one setting with kindBudget
+	kindJitterSeed
+	kindFullJitter
+	kindAttemptTimeout
+	kindStart // a hook, but one adapters ask about (IsStart)
+)
+
+// single reports whether k is a setting of one value.
+func (k kind) single() bool { return k > kindHook && k != kindStart }
+
+// bit returns k's bit in a set of settings: WithBudget's and
+// WithoutBudget's are one.
+func (k kind) bit() uint32 {
+	if k == kindNoBudget {
+		k = kindBudget
+	}
+	return 1 << k
 }
 
 // Name returns the name of the function that made o, such as
@@ -24,29 +64,39 @@ type Option struct {
 // say; "" for the zero Option.
 func (o Option) Name() string { return o.name }
 
+// NamesBudget reports whether o says which budget a loop takes: it is
+// WithBudget or WithoutBudget. An adapter that gives its calls a budget by
+// default gives it only when none of its options does.
+func (o Option) NamesBudget() bool { return o.kind == kindBudget || o.kind == kindNoBudget }
+
+// IsStart reports whether o is a start hook (WithStart): an adapter that
+// sends its attempts under the call's context when the loop has one asks.
+func (o Option) IsStart() bool { return o.kind == kindStart }
+
 // config is one call's configuration, and what the call has done.
 type config struct {
-	permanent  func(error) bool
-	waitLimit  time.Duration
-	budget     *Budget
-	noBudget   bool
-	seed       uint64
-	seeded     bool
-	fullJitter bool
-	begin      func(context.Context) context.Context
-	observe    func(Event)
-	end        func(End)
-	nested     bool
-	err        string              // the first option that is invalid, and why
-	policy     *retrypolicy.Policy // the strategy compiled, by New; nil: compiled at the first failure
-	calls      int                 // op's calls so far
-	quiet      bool                // the loop gave up on a wait asked beyond its limit
-	answered   bool                // the last failure was an answer, not transient: the call ended well
+	permanent      func(error) bool
+	waitLimit      time.Duration
+	attemptTimeout time.Duration
+	budget         *Budget
+	noBudget       bool
+	seed           uint64
+	seeded         bool
+	fullJitter     bool
+	begin          func(context.Context) context.Context
+	observe        func(Event)
+	end            func(End)
+	nested         bool
+	err            string              // the first option that is invalid, and why
+	policy         *retrypolicy.Policy // the strategy compiled, by New; nil: compiled at the first failure
+	calls          int                 // op's calls so far
+	quiet          bool                // the loop gave up on a wait asked beyond its limit
+	answered       bool                // the last failure was an answer, not transient: the call ended well
 }
 
-// loopOption returns an Option of the loop's own, named name.
-func loopOption(name string, set func(config) config) Option {
-	return Option{name: "retry." + name, set: set}
+// loopOption returns an Option of the loop's own, named name, of kind k.
+func loopOption(name string, k kind, set func(config) config) Option {
+	return Option{name: "retry." + name, kind: k, set: set}
 }
 
 // refuse records that the option named name is invalid, unless an earlier
@@ -59,25 +109,37 @@ func (c config) refuse(name, why string) config {
 }
 
 // apply returns the configuration opts make, or an error naming the first
-// option that is invalid, that conflicts with another, or that is an
-// adapter's.
+// option that is invalid, that repeats a setting of one value, or that is
+// an adapter's.
 func apply(opts []Option) (config, error) {
 	var cfg config
-	for _, opt := range opts {
+	var given uint32 // the settings of one value given so far, a bit each
+	for i, opt := range opts {
 		switch {
 		case opt.own != nil:
 			return cfg, optionError(opt.name + " is an option of " + owner(opt.name) + ", not of this loop")
+		case opt.kind.single() && given&opt.kind.bit() != 0:
+			return cfg, repeated(opts[:i], opt)
 		case opt.set != nil:
+			given |= opt.kind.bit()
 			cfg = opt.set(cfg) // by value, so that cfg stays on the stack
 		}
 	}
-	switch {
-	case cfg.err != "":
+	if cfg.err != "" {
 		return cfg, optionError(cfg.err)
-	case cfg.budget != nil && cfg.noBudget:
-		return cfg, optionError("retry.WithBudget and retry.WithoutBudget: choose one")
 	}
 	return cfg, nil
+}
+
+// repeated is the error of opt, a setting of one value that one of before
+// already gave.
+func repeated(before []Option, opt Option) error {
+	for _, b := range before {
+		if b.setting == opt.setting && b.kind != opt.kind && b.kind.bit() == opt.kind.bit() {
+			return optionError(b.name + " and " + opt.name + ": choose one")
+		}
+	}
+	return optionError(opt.name + ": given twice; give each setting once")
 }
 
 // optionError is an invalid option: a string, so that making one costs no
@@ -92,26 +154,53 @@ func owner(name string) string {
 	return pkg
 }
 
-// AdapterOption returns an Option of an adapter's own, named name (the
-// function that makes it, "retryhttp.WithClassifier"): set applies it to
-// the adapter's configuration, of type A. The adapter reads it with
-// ApplyAdapterOptions; a loop given it (Do, New, another adapter) refuses
-// it, naming it. So every part of the library takes one kind of option,
-// and a setting the loop already has is said with the loop's option, once.
-func AdapterOption[A any](name string, set func(*A)) Option {
-	return Option{name: name, own: set}
+// AdapterSetting is a setting of an adapter whose configuration is A (a
+// retryhttp transport's classifier, say): the options that give it are
+// made by its Option method, and an option is known by its setting. Make
+// one per setting, once, in a package variable, with NewAdapterSetting or
+// NewAdditiveSetting.
+type AdapterSetting[A any] struct {
+	name     string
+	additive bool
 }
 
-// ApplyAdapterOptions applies to a, in order, the options of opts that
-// AdapterOption[A] made, and returns the others, the loop's own, for New or
-// Do. An option of another adapter is an error naming it.
+// NewAdapterSetting returns a setting of one value named name (the
+// function that makes its options, "retryhttp.WithClassifier"): one list
+// of options gives it once, and a second is refused, naming it.
+func NewAdapterSetting[A any](name string) *AdapterSetting[A] {
+	return &AdapterSetting[A]{name: name}
+}
+
+// NewAdditiveSetting returns a setting named name that a list of options
+// may give any number of times, each adding to what the ones before it
+// gave (retrygrpc's safe methods).
+func NewAdditiveSetting[A any](name string) *AdapterSetting[A] {
+	return &AdapterSetting[A]{name: name, additive: true}
+}
+
+// Option returns an option of the setting that applies set to the
+// adapter's configuration. The adapter reads it with ApplyAdapterOptions;
+// a loop given it (Do, New, another adapter) refuses it, naming it. So
+// every part of the library takes one kind of option, and a setting the
+// loop already has is said with the loop's option, once.
+func (s *AdapterSetting[A]) Option(set func(*A)) Option {
+	return Option{name: s.name, own: set, setting: s}
+}
+
+// ApplyAdapterOptions applies to a, in order, the options of opts that an
+// AdapterSetting[A] made, and returns the others, the loop's own, for New or
+// Do. An option of another adapter, and a second option of a setting of
+// one value, are errors naming them.
 func ApplyAdapterOptions[A any](a *A, opts []Option) ([]Option, error) {
 	loop := make([]Option, 0, len(opts))
-	for _, opt := range opts {
+	for i, opt := range opts {
 		switch set := opt.own.(type) {
 		case nil:
 			loop = append(loop, opt)
 		case func(*A):
+			if s, _ := opt.setting.(*AdapterSetting[A]); s != nil && !s.additive && slices.ContainsFunc(opts[:i], func(b Option) bool { return b.setting == opt.setting }) {
+				return nil, repeated(opts[:i], opt)
+			}
 			set(a)
 		default:
 			return nil, optionError(opt.name + " is an option of " + owner(opt.name) + ", not of this one")
@@ -121,18 +210,18 @@ func ApplyAdapterOptions[A any](a *A, opts []Option) ([]Option, error) {
 }
 
 // WithNestedRetries makes the loop retry an attempt that was retried below
-// as if its failure were fresh, as it did before it retried at one layer.
+// as if its failure were fresh.
 // The loop still reports to the layer above it when it gives up after
 // retrying.
 func WithNestedRetries() Option {
-	return loopOption("WithNestedRetries", func(c config) config { c.nested = true; return c })
+	return loopOption("WithNestedRetries", kindNested, func(c config) config { c.nested = true; return c })
 }
 
 // WithPermanent classifies the errors op returns that the caller does not
 // wrap with Permanent (a 4xx status, say): when it reports true, the loop
 // gives up at once with the reason NotRetryable.
 func WithPermanent(isPermanent func(error) bool) Option {
-	return loopOption("WithPermanent", func(c config) config {
+	return loopOption("WithPermanent", kindPermanent, func(c config) config {
 		if isPermanent == nil {
 			return c.refuse("WithPermanent", "the function is nil")
 		}
@@ -148,10 +237,9 @@ func WithPermanent(isPermanent func(error) bool) Option {
 // queue's job), rather than call sooner than the server asked. The default
 // is WaitLimit's for a synchronous layer: the backoff's longest delay (a
 // fixed backoff's delay, an exponential one's MaxDelay) but at least a
-// minute, or an hour when it has no cap. d must be positive. (It was
-// WithAfterCap, and retryhttp's WithRetryAfterCap.)
+// minute, or an hour when it has no cap. d must be positive.
 func WithWaitLimit(d time.Duration) Option {
-	return loopOption("WithWaitLimit", func(c config) config {
+	return loopOption("WithWaitLimit", kindWaitLimit, func(c config) config {
 		if d <= 0 {
 			return c.refuse("WithWaitLimit", "must be positive, got "+d.String())
 		}
@@ -160,12 +248,32 @@ func WithWaitLimit(d time.Duration) Option {
 	})
 }
 
+// WithAttemptTimeout bounds each attempt: the context the loop hands op
+// (the attempt's) has a deadline d after the attempt starts, or the call's
+// when that is sooner. An attempt that fails because its deadline passed,
+// while the call's context lives, is retried as any transient failure is.
+// An adapter bounds what each attempt sends: a retryhttp transport from
+// sending a request to its response's headers (and to the end of draining
+// a retried response's body), a retrygrpc unary call by its deadline
+// (which gRPC sends the server), a server-streaming call until its first
+// message arrives. The default is no bound of the loop's own: the call's
+// context's. d must be positive.
+func WithAttemptTimeout(d time.Duration) Option {
+	return loopOption("WithAttemptTimeout", kindAttemptTimeout, func(c config) config {
+		if d <= 0 {
+			return c.refuse("WithAttemptTimeout", "must be positive, got "+d.String())
+		}
+		c.attemptTimeout = d
+		return c
+	})
+}
+
 // WithBudget makes the calls share b, a retry budget: each retry withdraws
 // from it, and the loop gives up with the reason BudgetExhausted when it
-// allows no more. Give each dependency a budget of its own. It conflicts
-// with WithoutBudget.
+// allows no more. Give each dependency a budget of its own. It is one
+// setting with WithoutBudget: a list gives one of them.
 func WithBudget(b *Budget) Option {
-	return loopOption("WithBudget", func(c config) config {
+	return loopOption("WithBudget", kindBudget, func(c config) config {
 		if b == nil {
 			return c.refuse("WithBudget", "the budget is nil; WithoutBudget says none")
 		}
@@ -177,23 +285,24 @@ func WithBudget(b *Budget) Option {
 // WithoutBudget says that the loop takes no retry budget. Do and New take
 // none unless given one; an adapter that gives its calls a budget by
 // default (a retryhttp transport, a retrygrpc client interceptor) takes
-// none with it. It conflicts with WithBudget.
+// none with it. It is one setting with WithBudget: a list gives one of
+// them.
 func WithoutBudget() Option {
-	return loopOption("WithoutBudget", func(c config) config { c.noBudget = true; return c })
+	return loopOption("WithoutBudget", kindNoBudget, func(c config) config { c.noBudget = true; return c })
 }
 
 // WithJitterSeed sets the seed the strategy's jitter is drawn from, for
 // waits that are the same on every run. The default is a random seed per
 // call.
 func WithJitterSeed(seed uint64) Option {
-	return loopOption("WithJitterSeed", func(c config) config { c.seed, c.seeded = seed, true; return c })
+	return loopOption("WithJitterSeed", kindJitterSeed, func(c config) config { c.seed, c.seeded = seed, true; return c })
 }
 
 // WithFullJitter makes each wait uniform in [0, credited delay] instead of
 // the delay plus the strategy's additive jitter: the spread that best
 // separates many clients that failed together.
 func WithFullJitter() Option {
-	return loopOption("WithFullJitter", func(c config) config { c.fullJitter = true; return c })
+	return loopOption("WithFullJitter", kindFullJitter, func(c config) config { c.fullJitter = true; return c })
 }
 
 // WithStart calls start as each call of the loop begins, with the call's
@@ -205,7 +314,7 @@ func WithFullJitter() Option {
 // once, each is called, in the order given, on the context the one before
 // returned.
 func WithStart(start func(ctx context.Context) context.Context) Option {
-	return loopOption("WithStart", func(c config) config {
+	return loopOption("WithStart", kindStart, func(c config) config {
 		if start == nil {
 			return c.refuse("WithStart", "the function is nil")
 		}
@@ -222,7 +331,7 @@ func WithStart(start func(ctx context.Context) context.Context) Option {
 // loop itself never logs. Given more than once, each observer is called,
 // in the order given.
 func WithObserver(observe func(Event)) Option {
-	return loopOption("WithObserver", func(c config) config {
+	return loopOption("WithObserver", kindHook, func(c config) config {
 		if observe == nil {
 			return c.refuse("WithObserver", "the function is nil")
 		}
@@ -235,7 +344,7 @@ func WithObserver(observe func(Event)) Option {
 // the attempts an operation took, or why it gave up. Given more than once,
 // each is called, in the order given.
 func WithEnd(end func(End)) Option {
-	return loopOption("WithEnd", func(c config) config {
+	return loopOption("WithEnd", kindHook, func(c config) config {
 		if end == nil {
 			return c.refuse("WithEnd", "the function is nil")
 		}
@@ -257,12 +366,32 @@ type callNameKey struct{}
 
 // NameCall returns ctx naming the call a loop runs under it, for its hooks
 // (an instrumentation labels the call by it): retrygrpc names each call by
-// its method.
+// its method, with a NamedContext.
 func NameCall(ctx context.Context, name string) context.Context {
 	return context.WithValue(ctx, callNameKey{}, name)
 }
 
-// CallName returns the name NameCall gave ctx's call, "" for none.
+// NamedContext is a context that names its call as NameCall does, for an
+// adapter that keeps each call's state in a struct of its own: a field of
+// that struct, handed to the loop by its address, names the call without a
+// context made for it (retrygrpc names each call by its method so).
+type NamedContext struct {
+	context.Context
+	// Name is the call's name, as CallName returns it.
+	Name string
+}
+
+// Value returns the call's name for CallName, and asks the context it
+// wraps for any other key.
+func (n *NamedContext) Value(key any) any {
+	if key == (callNameKey{}) {
+		return n.Name
+	}
+	return n.Context.Value(key)
+}
+
+// CallName returns the name NameCall (or a NamedContext) gave ctx's call,
+// "" for none.
 func CallName(ctx context.Context) string {
 	name, _ := ctx.Value(callNameKey{}).(string)
 	return name

@@ -25,7 +25,9 @@ type End struct {
 	Context context.Context
 }
 
-// Event is a retry about to happen.
+// Event is a retry about to happen; or, with Failures 0, what an adapter
+// tells the observers that is not a retry (Loop.Observe): its Err says
+// what.
 type Event struct {
 	// Failures counts op's failures so far, this one included.
 	Failures int
@@ -118,7 +120,8 @@ type failure struct {
 	err      error
 	uptime   time.Duration
 	failedAt time.Time
-	below    bool // the attempt was retried below
+	below    bool  // the attempt was retried below
+	marks    Marks // err's, read by decide
 }
 
 // loop is Do's loop, for a valid strategy and its options.
@@ -149,6 +152,9 @@ func loop[T any](ctx context.Context, s *retrypolicy.Strategy, cfg *config, op f
 		// through an earlier one after it returned (a goroutine left
 		// behind) counts for none.
 		attempt := newAttempt(ctx)
+		if cfg.attemptTimeout > 0 {
+			attempt.limit(cfg.attemptTimeout)
+		}
 		cfg.calls++
 		v, opErr := op(attempt)
 		below := attempt.end()
@@ -165,7 +171,7 @@ func loop[T any](ctx context.Context, s *retrypolicy.Strategy, cfg *config, op f
 		if failures > 1 {
 			uptime = failedAt.Sub(start)
 		}
-		wait, giveUp := cfg.decide(ctx, h, failure{failures, opErr, uptime, failedAt, below})
+		wait, giveUp := cfg.decide(ctx, h, &failure{n: failures, err: opErr, uptime: uptime, failedAt: failedAt, below: below})
 		if giveUp != nil {
 			if cfg.answered {
 				cfg.endedWell()
@@ -199,14 +205,15 @@ func (c *config) setup(s retrypolicy.Strategy) *retrypolicy.History {
 
 // decide classifies the failure's error, records it, and returns how long
 // to wait before the next call, or why to give up.
-func (c *config) decide(ctx context.Context, h *retrypolicy.History, f failure) (time.Duration, *GiveUpError) {
+func (c *config) decide(ctx context.Context, h *retrypolicy.History, f *failure) (time.Duration, *GiveUpError) {
 	giveUp := func(r Reason, e error) (time.Duration, *GiveUpError) {
 		return 0, &GiveUpError{Reason: r, Failures: f.n, Err: e}
 	}
 	if ctx.Err() != nil {
 		return giveUp(ContextDone, errors.Join(context.Cause(ctx), unwrapMarks(f.err)))
 	}
-	m := ReadMarks(f.err)
+	f.marks = ReadMarks(f.err)
+	m := &f.marks
 	// An answer that is not transient ends the call well; a dependency's
 	// failure (PermanentFailure) or a context's end does not.
 	c.answered = !m.Failure && !m.Canceled && !m.DeadlineExceeded
@@ -230,20 +237,20 @@ func (c *config) decide(ctx context.Context, h *retrypolicy.History, f failure) 
 	if d.Action == retrypolicy.Fatal {
 		return giveUp(Reason(d.Reason), unwrapMarks(f.err))
 	}
-	return c.wait(ctx, d, f, m)
+	return c.wait(ctx, d, f)
 }
 
 // wait returns how long to wait before the next call after a decision to
 // retry, or why to give up: deferred to a queue's job, a server asking
 // more than the limit, past the deadline, or the budget spent.
-func (c *config) wait(ctx context.Context, d retrypolicy.Decision, f failure, m Marks) (time.Duration, *GiveUpError) {
+func (c *config) wait(ctx context.Context, d retrypolicy.Decision, f *failure) (time.Duration, *GiveUpError) {
 	wait := d.Delay + d.Jitter
 	if c.fullJitter {
 		wait = fullJitter(d.Delay, splitmix.Unit(c.seed^0x5851f42d4c957f2d, f.failedAt, f.n))
 	}
 	// A wait asked by a server, or deferred by a loop below, is waited in
 	// full: never sooner than asked.
-	asked, isAsked := m.Wait()
+	asked, isAsked := f.marks.Wait()
 	tooLong := isAsked && asked > c.limit()
 	wait = max(wait, asked)
 	giveUp := func(r Reason, wait time.Duration) (time.Duration, *GiveUpError) {

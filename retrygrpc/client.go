@@ -19,10 +19,9 @@ import (
 
 // client is what a client interceptor keeps: its loop and options.
 type client struct {
-	loop  *retry.Loop[struct{}] // every call's
-	cfg   config
-	safe  map[string]bool // WithSafeMethods' methods
-	named bool            // calls are named by their method (retry.NameCall), for a start hook
+	loop *retry.Loop[struct{}] // every call's
+	cfg  config
+	safe map[string]bool // WithSafeMethods' methods
 }
 
 // newClient validates s and opts.
@@ -45,8 +44,7 @@ func newClient(s retrypolicy.Strategy, opts []retry.Option) (*client, error) {
 	for _, m := range cfg.safeMethods {
 		c.safe[m] = true
 	}
-	c.named = slices.ContainsFunc(loopOpts, func(o retry.Option) bool { return o.Name() == "retry.WithStart" })
-	if !slices.ContainsFunc(loopOpts, namesBudget) {
+	if !slices.ContainsFunc(loopOpts, retry.Option.NamesBudget) {
 		// Shared by the calls unless given one or told to take none: a
 		// budget that only calls that end well refill, so that retrying
 		// stops when most calls fail.
@@ -58,48 +56,37 @@ func newClient(s retrypolicy.Strategy, opts []retry.Option) (*client, error) {
 	return c, nil
 }
 
-// namesBudget reports whether o says which budget the loop takes.
-func namesBudget(o retry.Option) bool {
-	return o.Name() == "retry.WithBudget" || o.Name() == "retry.WithoutBudget"
-}
-
 // UnaryClientInterceptor returns an interceptor that retries the safe
 // unary calls under s; see the package doc for what it retries and
 // returns. It takes the loop's options (retry.WithBudget,
 // retry.WithObserver, retry.WithEnd, retry.WithWaitLimit,
-// retry.WithNestedRetries, ..., and otelretry's) beside its own
-// (WithCodes, WithSafeMethods, WithSafe, WithAttemptTimeout). It returns
-// the strategy's *retrypolicy.ValidationError when s is invalid, and an
-// error naming the option when an option is invalid, another adapter's, or
-// in conflict with another. A call's own CallOptions and Disable apply to
-// it alone. The interceptor is safe for concurrent use.
+// retry.WithNestedRetries, retry.WithAttemptTimeout, ..., and otelretry's)
+// beside its own (WithCodes, WithSafeMethods, WithSafe). It returns the
+// strategy's *retrypolicy.ValidationError when s is invalid, and an error
+// naming the option when an option is invalid, another adapter's, a
+// setting of one value given twice, or in conflict with another. A call's
+// own CallOptions and Disable apply to it alone. Each call is named by its
+// method (retry.CallName) for the loop's hooks. The interceptor is safe
+// for concurrent use.
 func UnaryClientInterceptor(s retrypolicy.Strategy, opts ...retry.Option) (grpc.UnaryClientInterceptor, error) {
 	c, err := newClient(s, opts)
 	if err != nil {
 		return nil, err
 	}
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, callOpts ...grpc.CallOption) error {
-		u := &unaryCall{c: c, loop: c.loop, ctx: c.name(ctx, method), method: method, req: req, reply: reply, cc: cc, invoker: invoker}
+		u := &unaryCall{c: c, loop: c.loop, ctx: retry.NamedContext{Context: ctx, Name: method}, req: req, reply: reply, cc: cc, invoker: invoker}
 		own, rest := ownCallOptions(callOpts)
 		if own.given {
-			if u.loop, err = own.apply(c.loop); err != nil {
+			loop, err := own.apply(c.loop) // the call's own: no variable is shared between calls
+			if err != nil {
 				return err
 			}
+			u.loop = loop
 		}
 		u.once = own.disabled
 		u.opts = append(append(u.buf[:0], rest...), grpc.Trailer(&u.trailer))
 		return u.run()
 	}, nil
-}
-
-// name returns ctx naming its call by method, for an instrumentation's
-// start hook (otelretry labels a call by it); ctx itself when the loop has
-// no start hook, which costs nothing.
-func (c *client) name(ctx context.Context, method string) context.Context {
-	if !c.named {
-		return ctx
-	}
-	return retry.NameCall(ctx, method)
 }
 
 // isSafe reports whether a call of method under ctx may be sent again.
@@ -123,8 +110,8 @@ func (c *client) isSafe(ctx context.Context, method string) bool {
 // run sends the call through the loop: once when it is not safe (or
 // disabled), so that every call is counted, observed and reported alike.
 func (u *unaryCall) run() error {
-	u.once = u.once || !u.c.isSafe(u.ctx, u.method)
-	_, err := u.loop.Do(u.ctx, u.attempt)
+	u.once = u.once || !u.c.isSafe(&u.ctx, u.ctx.Name)
+	_, err := u.loop.Do(&u.ctx, u.attempt)
 	return given(err, u.sent)
 }
 
@@ -133,8 +120,7 @@ type unaryCall struct {
 	c          *client
 	loop       *retry.Loop[struct{}] // the interceptor's, or the call's own
 	once       bool                  // sent once: not safe, or disabled
-	ctx        context.Context
-	method     string
+	ctx        retry.NamedContext    // the call's, named by its method
 	req, reply any
 	cc         *grpc.ClientConn
 	invoker    grpc.UnaryInvoker
@@ -147,14 +133,14 @@ type unaryCall struct {
 // attempt sends the call once.
 func (u *unaryCall) attempt(actx context.Context) (struct{}, error) {
 	u.sent++
-	octx, t := u.c.attemptContext(actx, u.sent, false)
 	u.trailer = nil
-	err := u.invoker(octx, u.method, u.req, u.reply, u.cc, u.opts...)
-	fired := t.end()
+	// actx has the attempt's own deadline (retry.WithAttemptTimeout), which
+	// gRPC sends the server.
+	err := u.invoker(previous(actx, u.sent), u.ctx.Name, u.req, u.reply, u.cc, u.opts...)
 	if err == nil {
 		return struct{}{}, nil
 	}
-	err = u.c.classify(actx, u.ctx, err, u.trailer, fired)
+	err = u.c.classify(&u.ctx, outcome{actx: actx, err: err, trailer: u.trailer, timedOut: actx.Err() != nil})
 	if u.once && !retry.IsPermanent(err) {
 		// A failure that would be retried, sent once: reported above if
 		// marked, never sent again, and no good end for a budget.
@@ -163,49 +149,40 @@ func (u *unaryCall) attempt(actx context.Context) (struct{}, error) {
 	return struct{}{}, err
 }
 
-// attemptContext returns the context of attempt n: the count before it
-// in its metadata after the first, under the attempt's own timeout. A
-// unary attempt's is a deadline, which the server sees (grpc-timeout); a
-// stream's first message's is a timer, which stops once the message
-// arrives, the stream going on under the call's deadline.
-func (c *client) attemptContext(actx context.Context, n int, stream bool) (context.Context, attemptTimer) {
-	if stream {
-		// The stream goes on past the attempt that delivered its first
-		// message, whose context the loop cancels as it returns: it runs
-		// under the call's, and a context of its own ends it when given up.
-		actx = retry.CallContext(actx)
-	}
+// previous returns ctx with the count of attempts before attempt n in its
+// outgoing metadata, after the first.
+func previous(ctx context.Context, n int) context.Context {
 	if n > 1 {
-		actx = metadata.AppendToOutgoingContext(actx, PreviousAttemptsHeader, strconv.Itoa(n-1))
+		ctx = metadata.AppendToOutgoingContext(ctx, PreviousAttemptsHeader, strconv.Itoa(n-1))
 	}
-	d := c.cfg.attemptTimeout
-	switch {
-	case stream:
-		// A stream's attempt has a context of its own even with no
-		// timeout, so that one given up on is closed at once.
-		octx, cancel := context.WithCancelCause(actx)
-		t := attemptTimer{ctx: octx, cancel: cancel}
-		if d > 0 {
-			t.timer = time.AfterFunc(d, func() { cancel(errAttemptTimeout) })
-		}
-		return octx, t
-	case d > 0:
-		octx, cancel := context.WithTimeoutCause(actx, d, errAttemptTimeout)
-		return octx, attemptTimer{ctx: octx, cancel: func(error) { cancel() }}
-	}
-	return actx, attemptTimer{}
+	return ctx
 }
 
-// errAttemptTimeout is the cause of an attempt's context ended by
-// WithAttemptTimeout.
+// streamContext returns the context of a stream's attempt n, timed out
+// after d, under actx's call: the stream goes on past the attempt that delivered its first
+// message, whose context the loop cancels as it returns. It has a context
+// of its own, so that a stream given up on is closed at once, and a timer
+// for its first message under retry.WithAttemptTimeout, which stops once
+// the message arrives, the stream going on under the call's deadline.
+func streamContext(actx context.Context, n int, d time.Duration) (context.Context, attemptTimer) {
+	octx, cancel := context.WithCancelCause(previous(retry.CallContext(actx), n))
+	t := attemptTimer{ctx: octx, cancel: cancel}
+	if d > 0 {
+		t.timer = time.AfterFunc(d, func() { cancel(errAttemptTimeout) })
+	}
+	return octx, t
+}
+
+// errAttemptTimeout is the cause of a stream's attempt's context ended by
+// retry.WithAttemptTimeout before its first message.
 var errAttemptTimeout = errors.New("retrygrpc: attempt timed out")
 
-// attemptTimer bounds an attempt under WithAttemptTimeout; the zero
-// attemptTimer bounds nothing.
+// attemptTimer is a stream's attempt's context, bounded until its first
+// message under retry.WithAttemptTimeout; the zero attemptTimer is none.
 type attemptTimer struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-	timer  *time.Timer // a stream's, until its first message; nil for a deadline
+	timer  *time.Timer // until the first message; nil without a timeout
 }
 
 // end ends the attempt's context, and reports whether its timeout ended
@@ -230,12 +207,22 @@ func (t attemptTimer) stop() {
 	}
 }
 
-// classify returns what the loop is told of an attempt that failed with
-// err: err when it may be retried, with the wait a server asked; marked
-// Permanent when it must not be. actx is the attempt's context, ctx the
-// call's; fired says the attempt's own timeout ended it.
-func (c *client) classify(actx, ctx context.Context, err error, trailer metadata.MD, fired bool) error {
-	if fired && ctx.Err() == nil {
+// outcome is an attempt that failed: its context, its error and trailer,
+// and whether its context had ended (by the attempt's own timeout, when
+// the call's lives).
+type outcome struct {
+	actx     context.Context
+	err      error
+	trailer  metadata.MD
+	timedOut bool
+}
+
+// classify returns what the loop is told of an attempt of the call whose
+// context is ctx that failed: its error when it may be retried, with the
+// wait a server asked; marked Permanent when it must not be.
+func (c *client) classify(ctx context.Context, o outcome) error {
+	err, trailer := o.err, o.trailer
+	if o.timedOut && ctx.Err() == nil {
 		return err // an attempt's own deadline: retried, as Unavailable is
 	}
 	st, _ := status.FromError(err)
@@ -245,7 +232,7 @@ func (c *client) classify(actx, ctx context.Context, err error, trailer metadata
 	if c.marked(err, trailer) {
 		// Retried below, in the server: this attempt is not retried (Do
 		// gives up RetriedBelow), and the layer above hears of it.
-		retry.Report(actx)
+		retry.Report(o.actx)
 		retry.Report(ctx)
 	}
 	switch asked := trailer[PushbackTrailer]; len(asked) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -246,7 +247,7 @@ func (f *blockFirst) invoke(ctx context.Context, _ string, _, _ any, _ *grpc.Cli
 
 func TestAnAttemptTimeoutIsRetried(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		in, err := retrygrpc.UnaryClientInterceptor(bounded(3), safeCheck, retrygrpc.WithAttemptTimeout(time.Second))
+		in, err := retrygrpc.UnaryClientInterceptor(bounded(3), safeCheck, retry.WithAttemptTimeout(time.Second))
 		require.NoError(t, err)
 		f := &blockFirst{}
 		require.NoError(t, in(context.Background(), checkMethod, nil, nil, nil, f.invoke))
@@ -257,7 +258,7 @@ func TestAnAttemptTimeoutIsRetried(t *testing.T) {
 
 func TestTheCallsOwnDeadlineIsNotRetried(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		in, err := retrygrpc.UnaryClientInterceptor(bounded(3), safeCheck, retrygrpc.WithAttemptTimeout(time.Hour))
+		in, err := retrygrpc.UnaryClientInterceptor(bounded(3), safeCheck, retry.WithAttemptTimeout(time.Hour))
 		require.NoError(t, err)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
@@ -301,7 +302,7 @@ func (f *fakeStream) RecvMsg(any) error {
 
 func TestAStreamsAttemptTimeoutBoundsItsFirstMessageOnly(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		in, err := retrygrpc.StreamClientInterceptor(bounded(3), retrygrpc.WithSafeMethods(watchMethod), retrygrpc.WithAttemptTimeout(time.Second))
+		in, err := retrygrpc.StreamClientInterceptor(bounded(3), retrygrpc.WithSafeMethods(watchMethod), retry.WithAttemptTimeout(time.Second))
 		require.NoError(t, err)
 		attempts := 0
 		cs, err := in(context.Background(), &grpc.StreamDesc{ServerStreams: true}, nil, watchMethod,
@@ -368,10 +369,10 @@ func TestInvalidOptionsAreRefused(t *testing.T) {
 		"a code of 17": {[]retry.Option{retrygrpc.WithCodes(codes.Code(17))}, "retrygrpc: retrygrpc.WithCodes: Code(17) is not an error code a call can fail with"},
 		"a method":     {[]retry.Option{retrygrpc.WithSafeMethods("Check")}, `retrygrpc: retrygrpc.WithSafeMethods: "Check" is not a full method name, such as "/package.Service/Method"`},
 		"a nil func":   {[]retry.Option{retrygrpc.WithSafe(nil)}, "retrygrpc: retrygrpc.WithSafe: the function is nil"},
-		"a timeout":    {[]retry.Option{retrygrpc.WithAttemptTimeout(-time.Second)}, "retrygrpc: retrygrpc.WithAttemptTimeout: must be positive, got -1s"},
+		"a timeout":    {[]retry.Option{retry.WithAttemptTimeout(-time.Second)}, "retrygrpc: retry.WithAttemptTimeout: must be positive, got -1s"},
 		"a loop's":     {[]retry.Option{retry.WithWaitLimit(0)}, "retrygrpc: retry.WithWaitLimit: must be positive, got 0s"},
 		"budgets":      {[]retry.Option{retry.WithBudget(budget), retry.WithoutBudget()}, "retrygrpc: retry.WithBudget and retry.WithoutBudget: choose one"},
-		"another's":    {[]retry.Option{retry.AdapterOption("retryhttp.WithClassifier", func(*struct{ x int }) {})}, "retrygrpc: retryhttp.WithClassifier is an option of retryhttp, not of this one"},
+		"another's":    {[]retry.Option{retry.NewAdapterSetting[struct{ x int }]("retryhttp.WithClassifier").Option(func(*struct{ x int }) {})}, "retrygrpc: retryhttp.WithClassifier is an option of retryhttp, not of this one"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -384,6 +385,40 @@ func TestInvalidOptionsAreRefused(t *testing.T) {
 	_, err = retrygrpc.UnaryClientInterceptor(retrypolicy.Strategy{Kind: retrypolicy.Bounded})
 	var ve *retrypolicy.ValidationError
 	assert.ErrorAs(t, err, &ve)
+}
+
+// TestARepeatedSettingIsRefused: a setting of one value, the
+// interceptor's or the loop's, given twice in one list is refused at
+// construction, naming it, by both client interceptors, while the safe
+// methods of each WithSafeMethods and WithSafe add up.
+func TestARepeatedSettingIsRefused(t *testing.T) {
+	budget, err := retry.NewBudget(0.1, 10)
+	require.NoError(t, err)
+	for _, c := range []struct {
+		opts []retry.Option
+		want string
+	}{
+		{[]retry.Option{retrygrpc.WithCodes(codes.Unavailable), retrygrpc.WithCodes(codes.Aborted)}, "retrygrpc: retrygrpc.WithCodes: given twice; give each setting once"},
+		{[]retry.Option{retry.WithBudget(budget), retry.WithBudget(budget)}, "retrygrpc: retry.WithBudget: given twice; give each setting once"},
+		{[]retry.Option{retry.WithAttemptTimeout(time.Second), retry.WithAttemptTimeout(time.Second)}, "retrygrpc: retry.WithAttemptTimeout: given twice; give each setting once"},
+		{[]retry.Option{retry.WithNestedRetries(), retry.WithNestedRetries()}, "retrygrpc: retry.WithNestedRetries: given twice; give each setting once"},
+	} {
+		_, err := retrygrpc.UnaryClientInterceptor(bounded(3), c.opts...)
+		assert.EqualError(t, err, c.want)
+		_, err = retrygrpc.StreamClientInterceptor(bounded(3), c.opts...)
+		assert.EqualError(t, err, c.want)
+	}
+	h := &health{answer: func(n int, _ context.Context) error {
+		if n%2 == 1 {
+			return status.Error(codes.Unavailable, "down")
+		}
+		return nil
+	}}
+	in, err := retrygrpc.UnaryClientInterceptor(bounded(2), retry.WithoutBudget(),
+		retrygrpc.WithSafeMethods("/other.S/M"), retrygrpc.WithSafeMethods(checkMethod), retrygrpc.WithSafe(func(string) bool { return false }))
+	require.NoError(t, err)
+	require.NoError(t, check(context.Background(), serve(t, h, nil, grpc.WithUnaryInterceptor(in))))
+	assert.Equal(t, 2, h.Calls(), "the second WithSafeMethods' method is safe too: retried")
 }
 
 // failFirst is a stream whose first attempt fails with Unavailable at
@@ -453,16 +488,71 @@ func TestACallsOwnOptions(t *testing.T) {
 	assert.Equal(t, 5, h.Calls(), "unsent")
 }
 
-// TestACallIsNamedByItsMethodForAStartHook: an interceptor whose loop has
-// a start hook (otelretry's options) names each call by its method
-// (retry.CallName), so that an instrumentation labels calls per method.
-func TestACallIsNamedByItsMethodForAStartHook(t *testing.T) {
-	var names []string
-	h := &health{}
-	cc := client(t, h, bounded(3), safeCheck, retry.WithStart(func(ctx context.Context) context.Context {
-		names = append(names, retry.CallName(ctx))
-		return ctx
-	}))
-	require.NoError(t, check(context.Background(), cc))
-	assert.Equal(t, []string{checkMethod}, names)
+// TestACallIsNamedByItsMethod: every call, unary or streaming, is named by
+// its method (retry.CallName) in every observer and end callback, with or
+// without a start hook (which sees the name too).
+func TestACallIsNamedByItsMethod(t *testing.T) {
+	for _, started := range []bool{false, true} {
+		var names []string
+		name := func(ctx context.Context) { names = append(names, retry.CallName(ctx)) }
+		opts := []retry.Option{safeCheck, retrygrpc.WithSafeMethods(watchMethod), retry.WithoutBudget(),
+			retry.WithObserver(func(e retry.Event) { name(e.Context) }), retry.WithEnd(func(e retry.End) { name(e.Context) })}
+		if started {
+			opts = append(opts, retry.WithStart(func(ctx context.Context) context.Context { name(ctx); return ctx }))
+		}
+		unary, err := retrygrpc.UnaryClientInterceptor(bounded(3), opts...)
+		require.NoError(t, err)
+		stream, err := retrygrpc.StreamClientInterceptor(bounded(3), opts...)
+		require.NoError(t, err)
+		h := &health{answer: failing(1, codes.Unavailable), watch: func(n int, send func() error) error {
+			if n == 3 { // the unary call made the first two
+				return status.Error(codes.Unavailable, "not yet")
+			}
+			return send()
+		}}
+		cc := serve(t, h, nil, grpc.WithUnaryInterceptor(unary), grpc.WithStreamInterceptor(stream))
+		require.NoError(t, check(context.Background(), cc))
+		ss, err := grpc_health_v1.NewHealthClient(cc).Watch(context.Background(), &grpc_health_v1.HealthCheckRequest{})
+		require.NoError(t, err)
+		_, err = ss.Recv()
+		require.NoError(t, err)
+		want := []string{checkMethod, checkMethod, watchMethod, watchMethod} // an observer's retry and the end, each call
+		if started {
+			want = []string{checkMethod, checkMethod, checkMethod, watchMethod, watchMethod, watchMethod}
+		}
+		assert.Equal(t, want, names, "with a start hook: %v", started)
+	}
+}
+
+// TestConcurrentCallsWithTheirOwnOptions: calls with CallOptions, Disable,
+// an invalid call option, and none, made at once, each keep their own
+// state (go test -race finds none shared), and each ends as its options say.
+func TestConcurrentCallsWithTheirOwnOptions(t *testing.T) {
+	h := &health{answer: func(int, context.Context) error { return nil }}
+	cc := client(t, h, bounded(3), safeCheck)
+	var wg sync.WaitGroup
+	errs := make([]error, 40)
+	for i := range errs {
+		wg.Go(func() {
+			switch i % 4 {
+			case 0:
+				errs[i] = check(context.Background(), cc, retrygrpc.CallOptions(retry.WithObserver(func(retry.Event) {})))
+			case 1:
+				errs[i] = check(context.Background(), cc, retrygrpc.Disable())
+			case 2:
+				errs[i] = check(context.Background(), cc, retrygrpc.CallOptions(retry.WithWaitLimit(-1)))
+			default:
+				errs[i] = check(context.Background(), cc)
+			}
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if i%4 == 2 {
+			assert.EqualError(t, err, "retrygrpc: CallOptions: retry.WithWaitLimit: must be positive, got -1ns", "call %d", i)
+		} else {
+			assert.NoError(t, err, "call %d", i)
+		}
+	}
+	assert.Equal(t, 30, h.Calls(), "every valid call sent once, the invalid ones not at all")
 }

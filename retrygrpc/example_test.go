@@ -74,3 +74,15 @@ func ExampleUnaryClientInterceptor() {
 	// failure 2: Unavailable
 	// SERVING
 }
+
+// The strategy recommended for a client interceptor: HTTP's, three
+// attempts, the retries about 200 ms and 400 ms apart.
+func ExampleRecommendedStrategy() {
+	s := retrygrpc.RecommendedStrategy()
+	fmt.Println(s.Kind, s.MaxAttempts, s.Backoff.BaseDelay)
+	in, err := retrygrpc.UnaryClientInterceptor(s, retrygrpc.WithSafeMethods("/inventory.Stock/Get"))
+	fmt.Println(in != nil, err)
+	// Output:
+	// bounded 3 200ms
+	// true <nil>
+}

@@ -41,7 +41,9 @@
 //     gives up with the reason RetryAfterTooLong and the wait.
 //   - Each attempt after the first sends "grpc-previous-rpc-attempts", the
 //     count of attempts before it, as gRPC's own retries do.
-//   - [WithAttemptTimeout] gives each attempt a deadline of its own; an
+//   - retry.WithAttemptTimeout gives each unary attempt a deadline of its
+//     own, under the call's, which gRPC sends the server, and a
+//     server-streaming attempt as long to deliver its first message; an
 //     attempt it ends is retried while the call's context lives.
 //
 // What the caller gets: the first reply that succeeds; an error whose
@@ -51,9 +53,12 @@
 // *retry.GiveUpError wrapping it when the loop gave up after retrying, or
 // for a spent budget, a deadline, a wait beyond the limit.
 //
-// [StreamClientInterceptor] retries server-streaming calls until the first
-// response message arrives, never after; client-streaming and
-// bidirectional calls pass through it untried.
+// [StreamClientInterceptor] retries safe server-streaming calls until the
+// first response message arrives, never after; client-streaming and
+// bidirectional calls, like unsafe ones, are sent once, through the loop
+// all the same: counted, observed, budgeted and reported until their first
+// response message. Every call is named by its method ([retry.CallName])
+// for the loop's hooks.
 //
 // # Retrying at one layer
 //
@@ -84,7 +89,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"google.golang.org/grpc/codes"
 
@@ -114,18 +118,20 @@ const (
 
 // config is what a client interceptor's own options set.
 type config struct {
-	codes          []codes.Code
-	setCodes       bool
-	safeMethods    []string
-	safe           []func(string) bool
-	attemptTimeout time.Duration
-	err            string // the first option that is invalid, and why
+	codes       []codes.Code
+	setCodes    bool
+	safeMethods []string
+	safe        []func(string) bool
+	err         string // the first option that is invalid, and why
 }
 
-// option returns a retry.Option of a client interceptor's own, named name.
-func option(name string, set func(*config)) retry.Option {
-	return retry.AdapterOption("retrygrpc."+name, set)
-}
+// A client interceptor's settings: the codes of one value, the safe
+// methods added to by each option.
+var (
+	withCodes       = retry.NewAdapterSetting[config]("retrygrpc.WithCodes")
+	withSafeMethods = retry.NewAdditiveSetting[config]("retrygrpc.WithSafeMethods")
+	withSafe        = retry.NewAdditiveSetting[config]("retrygrpc.WithSafe")
+)
 
 // refuse records that the option named name is invalid, unless an earlier
 // one was.
@@ -138,10 +144,10 @@ func (c *config) refuse(name, why string) {
 // WithCodes replaces the codes a client interceptor retries, Unavailable
 // and ResourceExhausted by default; give the server interceptors the same
 // with WithMarkedCodes. Each must be a code a call can fail with, and at
-// least one given.
+// least one given; a list gives it once.
 func WithCodes(c ...codes.Code) retry.Option {
 	c = append([]codes.Code(nil), c...)
-	return option("WithCodes", func(cf *config) {
+	return withCodes.Option(func(cf *config) {
 		if len(c) == 0 {
 			cf.refuse("WithCodes", "give at least one code")
 		}
@@ -162,7 +168,7 @@ func failing(code codes.Code) bool { return code != codes.OK && code <= codes.Un
 // Given more than once, each adds its methods.
 func WithSafeMethods(fullMethods ...string) retry.Option {
 	m := append([]string(nil), fullMethods...)
-	return option("WithSafeMethods", func(c *config) {
+	return withSafeMethods.Option(func(c *config) {
 		for _, name := range m {
 			if !fullMethod(name) {
 				c.refuse("WithSafeMethods", strconv.Quote(name)+" is not a full method name, such as \"/package.Service/Method\"")
@@ -176,27 +182,11 @@ func WithSafeMethods(fullMethods ...string) retry.Option {
 // safe to retry. Given more than once, a method any of them matches is
 // safe.
 func WithSafe(safe func(fullMethod string) bool) retry.Option {
-	return option("WithSafe", func(c *config) {
+	return withSafe.Option(func(c *config) {
 		if safe == nil {
 			c.refuse("WithSafe", "the function is nil")
 		}
 		c.safe = append(c.safe, safe)
-	})
-}
-
-// WithAttemptTimeout bounds each attempt. A unary attempt gets a deadline
-// of its own, under the call's, which gRPC sends the server. A
-// server-streaming attempt gets d to deliver its first response message;
-// the stream then goes on under the call's deadline. An attempt the
-// timeout ends, while the call's context lives, is retried, as
-// Unavailable is. The default is no bound of its own: the call's
-// deadline. d must be positive.
-func WithAttemptTimeout(d time.Duration) retry.Option {
-	return option("WithAttemptTimeout", func(c *config) {
-		if d <= 0 {
-			c.refuse("WithAttemptTimeout", "must be positive, got "+d.String())
-		}
-		c.attemptTimeout = d
 	})
 }
 

@@ -34,8 +34,7 @@ func WithMarkedCodes(c ...codes.Code) ServerOption {
 
 // WithoutMark makes a server interceptor never set [RetriedBelowTrailer],
 // so that the clients above retry a call as if nothing retried below it:
-// the server's side of retry.WithNestedRetries. (It was WithNestedRetries
-// on a server interceptor.)
+// the server's side of retry.WithNestedRetries.
 func WithoutMark() ServerOption {
 	return ServerOption{func(s *server) { s.withoutMark = true }}
 }

@@ -18,15 +18,18 @@ import (
 // StreamClientInterceptor returns an interceptor that retries the safe
 // server-streaming calls under s until the first response message
 // arrives, never after: the request message is held and sent again with
-// each attempt, so it must not be changed once sent. Client-streaming and
-// bidirectional calls, and calls that are not safe, pass through it
-// untried. The stream is opened when the first message is received (or
-// its header asked for): an error in opening it is returned then. It
-// takes the options UnaryClientInterceptor takes; a call's Disable makes
-// it pass through untried, and its CallOptions apply to it alone. It
-// returns the strategy's *retrypolicy.ValidationError when s is invalid,
-// and an error naming the option when an option is. The interceptor is
-// safe for concurrent use.
+// each attempt, so it must not be changed once sent. Every stream goes
+// through the loop until its first response message, and is counted,
+// observed, budgeted and reported as a unary call is: client-streaming and
+// bidirectional calls, calls that are not safe, and calls given Disable
+// are sent once, their messages passed through as they are sent. A stream
+// is opened when it is first used (a message sent or received, its header
+// asked for): an error in opening it is returned then. It takes the
+// options UnaryClientInterceptor takes; a call's CallOptions apply to it
+// alone. Each call is named by its method (retry.CallName) for the loop's
+// hooks. It returns the strategy's *retrypolicy.ValidationError when s is
+// invalid, and an error naming the option when an option is. The
+// interceptor is safe for concurrent use.
 func StreamClientInterceptor(s retrypolicy.Strategy, opts ...retry.Option) (grpc.StreamClientInterceptor, error) {
 	c, err := newClient(s, opts)
 	if err != nil {
@@ -34,25 +37,24 @@ func StreamClientInterceptor(s retrypolicy.Strategy, opts ...retry.Option) (grpc
 	}
 	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, callOpts ...grpc.CallOption) (grpc.ClientStream, error) {
 		own, rest := ownCallOptions(callOpts)
-		if own.disabled || !desc.ServerStreams || desc.ClientStreams || !c.isSafe(ctx, method) {
-			return streamer(ctx, desc, cc, method, rest...)
-		}
 		loop, err := own.apply(c.loop)
 		if err != nil {
 			return nil, err
 		}
-		return &retryStream{c: c, loop: loop, ctx: c.name(ctx, method), desc: desc, cc: cc, method: method, streamer: streamer, opts: rest}, nil
+		once := own.disabled || !desc.ServerStreams || desc.ClientStreams || !c.isSafe(ctx, method)
+		return &retryStream{c: c, loop: loop, ctx: retry.NamedContext{Context: ctx, Name: method}, once: once, desc: desc, cc: cc, streamer: streamer, opts: rest}, nil
 	}, nil
 }
 
-// retryStream is a server-streaming call retried until its first message.
+// retryStream is a streaming call under the loop until its first message:
+// retried, when it is a safe server-streaming call, or else sent once.
 type retryStream struct {
 	c        *client
 	loop     *retry.Loop[struct{}] // the interceptor's, or the call's own
-	ctx      context.Context
+	ctx      retry.NamedContext    // the call's, named by its method
+	once     bool                  // sent once: its messages are passed through, not held
 	desc     *grpc.StreamDesc
 	cc       *grpc.ClientConn
-	method   string
 	streamer grpc.Streamer
 	opts     []grpc.CallOption
 
@@ -67,34 +69,86 @@ type retryStream struct {
 	sent   int
 	done   bool  // the first message arrived, or the loop ended
 	err    error // the loop's error, returned by every RecvMsg after it
+	failed error // opening a stream sent once failed before the loop ran
 }
 
 // errSecondMessage is what SendMsg returns for a second request message.
 var errSecondMessage = status.Error(codes.Internal, "retrygrpc: a server-streaming call sends one request message")
 
-// SendMsg holds the request message until the stream is opened.
+// SendMsg holds the request message until the stream is opened; a stream
+// sent once is opened, and the message passed through.
 func (s *retryStream) SendMsg(m any) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cur != nil && s.done {
-		return s.cur.SendMsg(m)
+	cur, err := s.passing()
+	switch {
+	case cur != nil || err != nil:
+	case s.hasReq:
+		err = errSecondMessage
+	default:
+		s.req, s.hasReq = m, true
 	}
-	if s.hasReq {
-		return errSecondMessage
+	failed := s.failed != nil
+	s.mu.Unlock()
+	if failed {
+		return s.settle()
 	}
-	s.req, s.hasReq = m, true
-	return nil
+	if cur == nil {
+		return err
+	}
+	return cur.SendMsg(m)
 }
 
 // CloseSend closes the sending side, now or when the stream is opened.
 func (s *retryStream) CloseSend() error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.closed = true
-	if s.cur != nil && s.done {
-		return s.cur.CloseSend()
+	cur, err := s.passing()
+	if cur == nil {
+		s.closed = true
 	}
-	return nil
+	failed := s.failed != nil
+	s.mu.Unlock()
+	if failed {
+		return s.settle()
+	}
+	if cur == nil {
+		return err
+	}
+	return cur.CloseSend()
+}
+
+// settle runs the loop of a stream sent once that could not be opened
+// before its first receive, so that the call is counted, observed and
+// reported all the same, and returns its error.
+func (s *retryStream) settle() error {
+	s.recv.Lock()
+	defer s.recv.Unlock()
+	s.mu.Lock()
+	done, err := s.done, s.err
+	s.mu.Unlock()
+	if done {
+		return err
+	}
+	return s.first(nil) // its attempt fails opening: it receives nothing
+}
+
+// passing returns the stream what is sent goes to at once: the current
+// one once the first message arrived, or a stream sent once, opened now
+// if it is not (an error in opening it is the loop's first attempt's
+// too); nil while the request message is held. s.mu is held.
+func (s *retryStream) passing() (grpc.ClientStream, error) {
+	switch {
+	case s.cur != nil && (s.done || s.once):
+		return s.cur, nil
+	case !s.once || s.done:
+		return nil, s.err
+	case s.failed != nil:
+		return nil, s.failed
+	}
+	if err := s.open(&s.ctx); err != nil {
+		s.failed = err
+		return nil, err
+	}
+	return s.cur, nil
 }
 
 // Header returns the header of the stream, opening its first attempt when
@@ -104,16 +158,22 @@ func (s *retryStream) CloseSend() error {
 func (s *retryStream) Header() (metadata.MD, error) {
 	s.mu.Lock()
 	var err error
-	if s.cur == nil && !s.done {
-		if err = s.open(s.ctx); err != nil {
+	if s.cur == nil && !s.done && s.failed == nil {
+		if err = s.open(&s.ctx); err != nil {
 			s.timer.end() // the first message's loop opens the next attempt
+			if s.once {
+				s.failed = err // and a stream sent once is not opened again
+			}
 		}
 	}
-	cur := s.cur
+	cur, failed := s.cur, s.failed != nil
 	if err == nil {
 		err = s.err
 	}
 	s.mu.Unlock()
+	if failed {
+		return nil, s.settle()
+	}
 	if cur == nil {
 		return nil, err
 	}
@@ -136,7 +196,7 @@ func (s *retryStream) Context() context.Context {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.cur == nil {
-		return s.ctx
+		return &s.ctx
 	}
 	return s.cur.Context()
 }
@@ -167,10 +227,10 @@ func (s *retryStream) RecvMsg(m any) error {
 // first runs the loop until the first message arrives, or it gives up.
 func (s *retryStream) first(m any) error {
 	var eof bool
-	_, err := s.loop.Do(s.ctx, func(actx context.Context) (struct{}, error) {
+	_, err := s.loop.Do(&s.ctx, func(actx context.Context) (struct{}, error) {
 		cur, err := s.current(actx)
 		if err != nil {
-			return struct{}{}, s.failed(actx, err, nil)
+			return struct{}{}, s.fail(actx, err, nil)
 		}
 		err = cur.RecvMsg(m)
 		switch {
@@ -187,7 +247,7 @@ func (s *retryStream) first(m any) error {
 		s.mu.Lock()
 		s.cur = nil
 		s.mu.Unlock()
-		return struct{}{}, s.failed(actx, err, cur.Trailer())
+		return struct{}{}, s.fail(actx, err, cur.Trailer())
 	})
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -202,10 +262,13 @@ func (s *retryStream) first(m any) error {
 }
 
 // current returns the attempt's stream, opening one under actx when none
-// is open.
+// is open: a stream sent once is not opened again after it failed to.
 func (s *retryStream) current(actx context.Context) (grpc.ClientStream, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.failed != nil {
+		return nil, s.failed
+	}
 	if s.cur == nil {
 		if err := s.open(actx); err != nil {
 			return nil, err
@@ -226,8 +289,8 @@ func (s *retryStream) endAttempt() {
 // caller has sent; s.mu is held.
 func (s *retryStream) open(actx context.Context) error {
 	s.sent++
-	octx, t := s.c.attemptContext(actx, s.sent, true)
-	cs, err := s.streamer(octx, s.desc, s.cc, s.method, s.opts...)
+	octx, t := streamContext(actx, s.sent, s.loop.AttemptTimeout())
+	cs, err := s.streamer(octx, s.desc, s.cc, s.ctx.Name, s.opts...)
 	if err != nil {
 		s.timer = t
 		return err
@@ -249,11 +312,15 @@ func (s *retryStream) open(actx context.Context) error {
 	return nil
 }
 
-// failed returns what the loop is told of an attempt that failed with err.
-func (s *retryStream) failed(actx context.Context, err error, trailer metadata.MD) error {
+// fail returns what the loop is told of an attempt that failed with err:
+// a stream sent once is not sent again.
+func (s *retryStream) fail(actx context.Context, err error, trailer metadata.MD) error {
 	s.mu.Lock()
 	t := s.timer
 	s.mu.Unlock()
-	fired := t.end()
-	return s.c.classify(actx, s.ctx, err, trailer, fired)
+	err = s.c.classify(&s.ctx, outcome{actx: actx, err: err, trailer: trailer, timedOut: t.end()})
+	if s.once && !retry.IsPermanent(err) {
+		return retry.PermanentFailure(err) // as a unary call sent once
+	}
+	return err
 }

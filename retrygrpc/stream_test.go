@@ -108,18 +108,36 @@ func TestAStreamsHeaderBeforeItsFirstMessage(t *testing.T) {
 	assert.Equal(t, 2, h.Calls())
 }
 
-func TestClientAndBidirectionalStreamsPassThrough(t *testing.T) {
-	in, err := retrygrpc.StreamClientInterceptor(bounded(3), retrygrpc.WithSafe(func(string) bool { return true }))
+// TestClientAndBidirectionalStreamsAreSentOnce: a client-streaming or
+// bidirectional call goes through the loop, sent once: opened as it is
+// first used, its error returned there and by its first receive, with no
+// second attempt, and counted by the end callback.
+func TestClientAndBidirectionalStreamsAreSentOnce(t *testing.T) {
+	var ends []retry.End
+	in, err := retrygrpc.StreamClientInterceptor(bounded(3), retrygrpc.WithSafe(func(string) bool { return true }),
+		retry.WithEnd(func(e retry.End) { ends = append(ends, e) }))
 	require.NoError(t, err)
 	refused := status.Error(codes.Unavailable, "down")
 	for _, desc := range []*grpc.StreamDesc{{ClientStreams: true}, {ClientStreams: true, ServerStreams: true}} {
 		calls := 0
-		_, err := in(context.Background(), desc, nil, "/s.S/M", func(context.Context, *grpc.StreamDesc, *grpc.ClientConn, string, ...grpc.CallOption) (grpc.ClientStream, error) {
+		cs, err := in(context.Background(), desc, nil, "/s.S/M", func(context.Context, *grpc.StreamDesc, *grpc.ClientConn, string, ...grpc.CallOption) (grpc.ClientStream, error) {
 			calls++
 			return nil, refused
 		})
-		assert.True(t, errors.Is(err, refused), "the streamer's own error, got %v", err)
-		assert.Equal(t, 1, calls)
+		require.NoError(t, err, "opened as it is first used")
+		ended := len(ends)
+		assert.True(t, errors.Is(cs.SendMsg(1), refused), "the streamer's own error")
+		assert.Len(t, ends, ended+1, "the call ended as it failed to open, before any receive")
+		assert.True(t, errors.Is(cs.RecvMsg(new(int)), refused), "the streamer's own error")
+		assert.True(t, errors.Is(cs.CloseSend(), refused), "the streamer's own error")
+		_, err = cs.Header()
+		assert.True(t, errors.Is(err, refused), "the streamer's own error")
+		assert.Equal(t, 1, calls, "sent once")
+	}
+	require.Len(t, ends, 2)
+	for _, e := range ends {
+		assert.Equal(t, 1, e.Attempts)
+		assert.Equal(t, "/s.S/M", retry.CallName(e.Context))
 	}
 }
 
@@ -131,7 +149,7 @@ func TestAStreamCallsSecondRequestIsRefused(t *testing.T) {
 	require.NoError(t, cs.SendMsg(1))
 	assert.Equal(t, codes.Internal, status.Code(cs.SendMsg(2)))
 	assert.Nil(t, cs.Trailer())
-	assert.Equal(t, context.Background(), cs.Context())
+	assert.Equal(t, "/s.S/M", retry.CallName(cs.Context()), "the call's context, named by its method")
 }
 
 // TestAStreamsOtherMethodsAreNotHeldByItsLoop: while the first message's
@@ -201,4 +219,43 @@ func TestAnEmptyStreamEndsItsAttempt(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	assert.LessOrEqual(t, runtime.NumGoroutine(), before+20, "goroutines left watching the caller's context after 100 empty streams")
+}
+
+// TestAStreamSentOnceIsALayer: a server-streaming call that may not be
+// sent again (not safe, or Disable) still goes through the loop: its
+// end callback is called, and a status the server marks retried below
+// reports to the layer above, so that a retry.Do around it makes one
+// attempt, RetriedBelow, not three.
+func TestAStreamSentOnceIsALayer(t *testing.T) {
+	for _, disable := range []bool{false, true} {
+		var ends []retry.End
+		opts := []retry.Option{retry.WithEnd(func(e retry.End) { ends = append(ends, e) })}
+		var callOpts []grpc.CallOption
+		if disable {
+			opts = append(opts, retrygrpc.WithSafeMethods(watchMethod))
+			callOpts = append(callOpts, retrygrpc.Disable())
+		}
+		in, err := retrygrpc.StreamClientInterceptor(bounded(3), opts...)
+		require.NoError(t, err)
+		h := &health{}
+		h.watch = func(int, func() error) error { return retriedThenFails(h.ctx, codes.Unavailable) }
+		cc := serve(t, h, []grpc.ServerOption{grpc.StreamInterceptor(retrygrpc.StreamServerInterceptor())}, grpc.WithStreamInterceptor(in))
+		attempts := 0
+		_, err = retry.Do(context.Background(), bounded(3), func(ctx context.Context) (int, error) {
+			attempts++
+			ss, err := grpc_health_v1.NewHealthClient(cc).Watch(ctx, &grpc_health_v1.HealthCheckRequest{}, callOpts...)
+			if err != nil {
+				return 0, err
+			}
+			_, err = ss.Recv()
+			return 0, err
+		})
+		var gu *retry.GiveUpError
+		require.ErrorAs(t, err, &gu)
+		assert.Equal(t, retry.RetriedBelow, gu.Reason, "disabled: %v", disable)
+		assert.Equal(t, 1, attempts, "attempts of the retry.Do around the stream")
+		assert.Equal(t, 1, h.Calls(), "the stream sent once")
+		require.Len(t, ends, 1, "the stream's end callback")
+		assert.Equal(t, 1, ends[0].Attempts)
+	}
 }

@@ -155,7 +155,7 @@ func TestTheDefaultBudgetRecoversFromACollapse(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			server := newQueueServer(4, 200, 100*time.Millisecond)
 			defer server.close()
-			tr, err := retryhttp.NewTransport(server, strategy, append([]retry.Option{retryhttp.WithAttemptTimeout(time.Second)}, opts...)...)
+			tr, err := retryhttp.NewTransport(server, strategy, append([]retry.Option{retry.WithAttemptTimeout(time.Second)}, opts...)...)
 			require.NoError(t, err)
 			goodput = collapseRun(t, tr, 32, 3, at*time.Second, span*time.Second, secs)
 		})

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/retry"
 	"github.com/retrypolicy/retrypolicy/retryhttp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -38,7 +39,7 @@ func (b *stallingBody) Read(p []byte) (int, error) {
 
 func (b *stallingBody) Close() error { return nil }
 
-// TestTheAttemptTimeoutBoundsTheDrain (N9): with WithAttemptTimeout of
+// TestTheAttemptTimeoutBoundsTheDrain (N9): with retry.WithAttemptTimeout of
 // 200 ms, five 503s whose bodies stall take 5 × 200 ms and the waits
 // between them, not 5 × 20 s: draining a retried response is part of its
 // attempt.
@@ -50,7 +51,7 @@ func TestTheAttemptTimeoutBoundsTheDrain(t *testing.T) {
 		})
 		s := retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 5,
 			Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: 10 * time.Millisecond}}
-		tr, err := retryhttp.NewTransport(base, s, retryhttp.WithAttemptTimeout(200*time.Millisecond))
+		tr, err := retryhttp.NewTransport(base, s, retry.WithAttemptTimeout(200*time.Millisecond))
 		require.NoError(t, err)
 		req, err := http.NewRequest(http.MethodGet, "http://example.test/", nil)
 		require.NoError(t, err)

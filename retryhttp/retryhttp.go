@@ -68,6 +68,25 @@
 // *retry.GiveUpError with the reason Deferred and the wait, and the job
 // runs again after it.
 //
+// # A budget per host
+//
+// A transport gives each host a retry budget of its own by default
+// ([retry.DefaultBudget]), or one [WithHostBudgets] makes, unless it is given
+// one budget for every request (retry.WithBudget) or told to take none
+// (retry.WithoutBudget). Its host table keys a server by the request
+// URL's scheme, its host in lower case ASCII without a trailing dot, and
+// its port as a number with the scheme's default filled in, so that one
+// server however spelled ("HTTP://Example.COM.:0080") has one budget. The
+// budget's constructor is called once as the transport is made, for the
+// overflow budget (an error refuses the transport), and again for each new
+// host; a later error makes that host share the overflow budget, and is
+// told to the transport's observers (an Event of no failure whose Err is a
+// [*HostBudgetError]). The table holds at most [MaxHosts] hosts: a new one
+// beyond them takes the place of a host whose budget is full, and shares
+// the overflow budget when none is, so that a host's drained budget is
+// never forgotten (a chain of redirects to new names cannot launder it)
+// and a crowd of new names cannot take the budgets of the hosts in use.
+//
 // A strategy that never gives up (unless_stopped, the default) retries
 // until the request's context ends: give requests a deadline
 // ([http.Client.Timeout] does) or use a bounded strategy.
@@ -82,7 +101,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/retrypolicy/retrypolicy"
@@ -94,8 +112,9 @@ import (
 // rather than the time to read it.
 const DrainLimit = 64 << 10
 
-// MaxHosts is the most hosts that get a budget of their own under
-// [WithHostBudgets]; the hosts beyond it share one more.
+// MaxHosts is the most hosts that get a budget of their own, by default
+// or under [WithHostBudgets]; a new host beyond it takes the place of one
+// whose budget is full, or else shares the transport's overflow budget.
 const MaxHosts = 1024
 
 // Transport is an [http.RoundTripper] that retries what its strategy,
@@ -103,28 +122,28 @@ const MaxHosts = 1024
 // safe for concurrent use by multiple goroutines, as its base transport
 // must be.
 type Transport struct {
-	base           http.RoundTripper
-	transient      func(*http.Response, error) bool
-	attemptTimeout time.Duration
-	loop           *retry.Loop[*http.Response] // every request's, unless per host
-	hosts          *hostBudgets                // nil unless WithHostBudgets
-	signals        bool                        // the headers of other stacks are read
-	started        bool                        // the loop has a start hook (retry.WithStart)
+	base      http.RoundTripper
+	transient func(*http.Response, error) bool
+	loop      *retry.Loop[*http.Response] // every request's, unless per host
+	hosts     *hostTable                  // each host's budget; nil when the options name a budget
+	signals   bool                        // the headers of other stacks are read
+	started   bool                        // the loop has a start hook (retry.WithStart)
 }
 
 // config is what the transport's own options set.
 type config struct {
-	transient      func(*http.Response, error) bool
-	attemptTimeout time.Duration
-	noSignals      bool
-	hostBudget     func() (*retry.Budget, error) // makes a host's budget, nil unless per host
-	err            string                        // the first option that is invalid, and why
+	transient  func(*http.Response, error) bool
+	noSignals  bool
+	hostBudget func() (*retry.Budget, error) // makes a host's budget, nil unless per host
+	err        string                        // the first option that is invalid, and why
 }
 
-// option returns a retry.Option of the transport's own, named name.
-func option(name string, set func(*config)) retry.Option {
-	return retry.AdapterOption("retryhttp."+name, set)
-}
+// The transport's settings, each of one value.
+var (
+	withoutServerSignals = retry.NewAdapterSetting[config]("retryhttp.WithoutServerSignals")
+	withClassifier       = retry.NewAdapterSetting[config]("retryhttp.WithClassifier")
+	withHostBudgets      = retry.NewAdapterSetting[config]("retryhttp.WithHostBudgets")
+)
 
 // refuse records that the option named name is invalid, unless an earlier
 // one was.
@@ -138,7 +157,7 @@ func (c *config) refuse(name, why string) {
 // Retry-After-Ms, X-Ms-Retry-After-Ms, X-Should-Retry or
 // X-Envoy-Overloaded. A wait Retry-After asks is still never cut short.
 func WithoutServerSignals() retry.Option {
-	return option("WithoutServerSignals", func(c *config) { c.noSignals = true })
+	return withoutServerSignals.Option(func(c *config) { c.noSignals = true })
 }
 
 // WithClassifier replaces [Transient]: transient reports whether an
@@ -147,7 +166,7 @@ func WithoutServerSignals() retry.Option {
 // servers' signals (X-Should-Retry and the others, see
 // [WithoutServerSignals]) still apply.
 func WithClassifier(transient func(resp *http.Response, err error) bool) retry.Option {
-	return option("WithClassifier", func(c *config) {
+	return withClassifier.Option(func(c *config) {
 		if transient == nil {
 			c.refuse("WithClassifier", "the function is nil")
 		}
@@ -155,40 +174,20 @@ func WithClassifier(transient func(resp *http.Response, err error) bool) retry.O
 	})
 }
 
-// WithHostBudgets gives each host (the request URL's host and port) a
-// retry budget of its own, made by newBudget (a closure over
-// retry.NewBudget or retry.NewWindowBudget): a host that fails does not
-// spend the retries of the others. Beyond [MaxHosts] hosts, the rest share
-// one more. It conflicts with retry.WithBudget and retry.WithoutBudget.
-// (It was WithHostBudgets(ratio, burst) and WithHostWindowBudgets.)
+// WithHostBudgets gives each host a retry budget of its own made by
+// newBudget (a closure over retry.NewBudget or retry.NewWindowBudget), in
+// place of the default's: a host that fails does not spend the retries of
+// the others. The host table is the package doc's. NewTransport calls
+// newBudget once, for the overflow budget, and refuses the transport when
+// it fails; then once per new host. It conflicts with retry.WithBudget and
+// retry.WithoutBudget.
 func WithHostBudgets(newBudget func() (*retry.Budget, error)) retry.Option {
-	return option("WithHostBudgets", func(c *config) {
+	return withHostBudgets.Option(func(c *config) {
 		if newBudget == nil {
 			c.refuse("WithHostBudgets", "the function is nil")
 			return
 		}
-		switch b, err := newBudget(); {
-		case err != nil:
-			c.refuse("WithHostBudgets", err.Error())
-		case b == nil:
-			c.refuse("WithHostBudgets", "the function made no budget")
-		}
 		c.hostBudget = newBudget
-	})
-}
-
-// WithAttemptTimeout bounds each attempt, from sending the request to the
-// response's headers (and, for a response that is retried, to the end of
-// reading its body). An attempt that takes longer fails with an error
-// whose Timeout method reports true, and is retried like any timeout. The
-// default is no bound of its own: the base transport's and the request's.
-// d must be positive.
-func WithAttemptTimeout(d time.Duration) retry.Option {
-	return option("WithAttemptTimeout", func(c *config) {
-		if d <= 0 {
-			c.refuse("WithAttemptTimeout", "must be positive, got "+d.String())
-		}
-		c.attemptTimeout = d
 	})
 }
 
@@ -209,12 +208,13 @@ type attemptKey struct{}
 // NewTransport returns a Transport that sends requests through base (nil:
 // [http.DefaultTransport]) and retries them under s. It takes the loop's
 // options (retry.WithBudget, retry.WithObserver, retry.WithEnd,
-// retry.WithWaitLimit, retry.WithFullJitter, retry.WithNestedRetries, ...,
-// and otelretry's) beside its own (WithClassifier, WithAttemptTimeout,
-// WithoutServerSignals, WithHostBudgets). It returns the strategy's
-// *retrypolicy.ValidationError when s is invalid, and an error naming the
-// option when an option is invalid, is another adapter's, or conflicts
-// with another (naming both).
+// retry.WithWaitLimit, retry.WithFullJitter, retry.WithNestedRetries,
+// retry.WithAttemptTimeout, ..., and otelretry's) beside its own
+// (WithClassifier, WithoutServerSignals, WithHostBudgets). It returns the
+// strategy's *retrypolicy.ValidationError when s is invalid, and an error
+// naming the option when an option is invalid, is another adapter's,
+// gives a setting of one value twice, or conflicts with another (naming
+// both), or when the hosts' budget constructor fails.
 func NewTransport(base http.RoundTripper, s retrypolicy.Strategy, opts ...retry.Option) (*Transport, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
@@ -230,8 +230,8 @@ func NewTransport(base http.RoundTripper, s retrypolicy.Strategy, opts ...retry.
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	t := &Transport{base: base, transient: c.transient, attemptTimeout: c.attemptTimeout, signals: !c.noSignals}
-	t.started = slices.ContainsFunc(loopOpts, func(o retry.Option) bool { return o.Name() == "retry.WithStart" })
+	t := &Transport{base: base, transient: c.transient, signals: !c.noSignals}
+	t.started = slices.ContainsFunc(loopOpts, retry.Option.IsStart)
 	if t.transient == nil {
 		t.transient = Transient
 	}
@@ -241,21 +241,22 @@ func NewTransport(base http.RoundTripper, s retrypolicy.Strategy, opts ...retry.
 	if t.loop, err = retry.New[*http.Response](s, loopOpts...); err != nil {
 		return nil, errors.New("retryhttp: " + err.Error())
 	}
-	if c.hostBudget == nil && !slices.ContainsFunc(loopOpts, namesBudget) {
+	named := "retryhttp.WithHostBudgets" // what made the hosts' budgets, for an error
+	if c.hostBudget == nil {
+		named = "the default host budget"
+	}
+	if c.hostBudget == nil && !slices.ContainsFunc(loopOpts, retry.Option.NamesBudget) {
 		// Each host's budget unless given one or told to take none: one
 		// that only calls that end well refill, so that retrying a host
 		// stops when most of its calls fail.
 		c.hostBudget = func() (*retry.Budget, error) { return retry.DefaultBudget(), nil }
 	}
 	if c.hostBudget != nil {
-		t.hosts = &hostBudgets{newBudget: c.hostBudget, shared: t.loop}
+		if t.hosts, err = newHostTable(c.hostBudget, t.loop); err != nil {
+			return nil, errors.New("retryhttp: " + named + ": " + err.Error())
+		}
 	}
 	return t, nil
-}
-
-// namesBudget reports whether o says which budget the loop takes.
-func namesBudget(o retry.Option) bool {
-	return o.Name() == "retry.WithBudget" || o.Name() == "retry.WithoutBudget"
 }
 
 // check returns the error of the first option that is invalid, or that
@@ -267,10 +268,8 @@ func (c *config) check(loopOpts []retry.Option) error {
 	if c.hostBudget == nil {
 		return nil
 	}
-	for _, o := range loopOpts {
-		if namesBudget(o) {
-			return errors.New("retryhttp: retryhttp.WithHostBudgets and " + o.Name() + ": choose one")
-		}
+	if i := slices.IndexFunc(loopOpts, retry.Option.NamesBudget); i >= 0 {
+		return errors.New("retryhttp: retryhttp.WithHostBudgets and " + loopOpts[i].Name() + ": choose one")
 	}
 	return nil
 }
@@ -281,9 +280,9 @@ func (c *config) check(loopOpts []retry.Option) error {
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	loop := t.loop
 	if t.hosts != nil {
-		loop = t.hosts.loop(req.URL.Host)
+		loop = t.hosts.loop(req)
 	}
-	c := call{t: t, req: req, resend: replayable(req)}
+	c := call{t: t, req: req, resend: replayable(req), timeout: loop.AttemptTimeout()}
 	ctx := req.Context()
 	//lint:ignore SA1019 an http.Client with a Timeout still sets it for a transport it does not know
 	if req.Cancel != nil {
@@ -399,11 +398,12 @@ func drain(body io.Reader) {
 
 // call is one request's retry loop.
 type call struct {
-	t      *Transport
-	req    *http.Request
-	resend bool                    // the request may be sent again
-	sent   int                     // attempts sent
-	cancel context.CancelCauseFunc // ends the loop's context, when req has a Cancel channel
+	t       *Transport
+	req     *http.Request
+	resend  bool                    // the request may be sent again
+	timeout time.Duration           // each attempt's (retry.WithAttemptTimeout), 0 for none
+	sent    int                     // attempts sent
+	cancel  context.CancelCauseFunc // ends the loop's context, when req has a Cancel channel
 }
 
 // errRequestCanceled is the cause of a loop that ended because its
@@ -440,12 +440,15 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 		return nil, retry.Permanent(err)
 	}
 	var timer *attemptTimer
-	if c.t.attemptTimeout > 0 {
-		req, timer = c.withTimeout(req)
+	if c.timeout > 0 {
+		req, timer = withTimeout(req, c.timeout)
 	}
 	resp, err := c.t.base.RoundTrip(req)
 	if err != nil {
-		return nil, c.failed(ctx, resp, err, timer)
+		if resp != nil && resp.Body != nil {
+			resp.Body.Close() // a transport's error and a response both: the error is the outcome
+		}
+		return nil, c.failed(ctx, err, timer)
 	}
 	if timer != nil {
 		timer.closeWith(resp)
@@ -507,12 +510,9 @@ func (t *Transport) retried(resp *http.Response) (retried, refused bool) {
 // failed returns what the loop is told of an attempt whose base transport
 // failed with err: err, a timeout when the attempt's own timer ended it,
 // marked Permanent when the request must not be sent again.
-func (c *call) failed(ctx context.Context, resp *http.Response, err error, timer *attemptTimer) error {
-	if resp != nil && resp.Body != nil {
-		resp.Body.Close()
-	}
-	if timer != nil && timer.end() && ctx.Err() == nil {
-		err = &timeoutError{c.t.attemptTimeout, err}
+func (c *call) failed(ctx context.Context, err error, timer *attemptTimer) error {
+	if timer != nil && timer.end() && retry.CallContext(ctx).Err() == nil {
+		err = &timeoutError{timer.after, err}
 	}
 	if c.canceled() {
 		return err // the loop's context is done: it gives up as ContextDone
@@ -547,22 +547,23 @@ func (c *call) next(ctx context.Context) (*http.Request, error) {
 	return r, nil
 }
 
-// withTimeout returns req under a context that the attempt timeout
+// withTimeout returns req under a context that the attempt timeout d
 // cancels, and its timer.
-func (c *call) withTimeout(req *http.Request) (*http.Request, *attemptTimer) {
+func withTimeout(req *http.Request, d time.Duration) (*http.Request, *attemptTimer) {
 	actx, cancel := context.WithCancelCause(req.Context())
-	t := &attemptTimer{cancel: cancel}
-	t.timer = time.AfterFunc(c.t.attemptTimeout, func() { cancel(errAttemptTimeout) })
+	t := &attemptTimer{cancel: cancel, after: d}
+	t.timer = time.AfterFunc(d, func() { cancel(errAttemptTimeout) })
 	return req.WithContext(actx), t
 }
 
 // errAttemptTimeout is the cause of an attempt's context that timed out.
 var errAttemptTimeout = errors.New("retryhttp: attempt timed out")
 
-// attemptTimer bounds an attempt under WithAttemptTimeout.
+// attemptTimer bounds an attempt under retry.WithAttemptTimeout.
 type attemptTimer struct {
 	timer  *time.Timer
 	cancel context.CancelCauseFunc
+	after  time.Duration // the timeout
 }
 
 // end ends the attempt's context, and reports whether its timer had
@@ -603,7 +604,7 @@ func (b *cancelOnClose) Close() error {
 	return err
 }
 
-// timeoutError is an attempt that took longer than WithAttemptTimeout. It
+// timeoutError is an attempt that took longer than retry.WithAttemptTimeout. It
 // does not unwrap to the transport's error, which is the attempt context's
 // cancellation: Retry never retries a context.Canceled.
 type timeoutError struct {
@@ -643,52 +644,4 @@ func hasValue(values []string) bool {
 		}
 	}
 	return false
-}
-
-// hostBudgets are WithHostBudgets' budgets, by host: a loop each, the
-// transport's with the host's budget.
-type hostBudgets struct {
-	newBudget func() (*retry.Budget, error) // checked by NewTransport
-	shared    *retry.Loop[*http.Response]   // the transport's, without a budget
-	byHost    sync.Map                      // host → *retry.Loop[*http.Response]
-	n         atomic.Int64
-	mu        sync.Mutex
-	overflow  *retry.Loop[*http.Response]
-}
-
-// loop returns the loop of host's requests: the transport's, with host's
-// budget.
-func (h *hostBudgets) loop(host string) *retry.Loop[*http.Response] {
-	if l, ok := h.byHost.Load(host); ok {
-		return l.(*retry.Loop[*http.Response])
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if l, ok := h.byHost.Load(host); ok {
-		return l.(*retry.Loop[*http.Response])
-	}
-	if h.n.Load() >= MaxHosts {
-		if h.overflow == nil {
-			h.overflow = h.with()
-		}
-		return h.overflow
-	}
-	l := h.with()
-	h.byHost.Store(host, l)
-	h.n.Add(1)
-	return l
-}
-
-// with returns the shared loop with a new budget; the shared loop itself
-// when newBudget, which made one when NewTransport checked it, makes none.
-func (h *hostBudgets) with() *retry.Loop[*http.Response] {
-	b, err := h.newBudget()
-	if err != nil || b == nil {
-		return h.shared
-	}
-	l, err := h.shared.With(retry.WithBudget(b)) // the shared loop names no budget: NewTransport checked
-	if err != nil {
-		return h.shared
-	}
-	return l
 }

@@ -152,7 +152,7 @@ func TestScriptedFailures(t *testing.T) {
 				case <-r.Context().Done():
 				}
 			}, status(200)}
-		}, opts: []retry.Option{retryhttp.WithAttemptTimeout(2 * time.Second)},
+		}, opts: []retry.Option{retry.WithAttemptTimeout(2 * time.Second)},
 			attempts: 2, took: 2*time.Second + 100*time.Millisecond, status: 200, body: "200 2"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -454,7 +454,7 @@ func TestNewTransportRefuses(t *testing.T) {
 		want string
 	}{
 		{[]retry.Option{retry.WithWaitLimit(-time.Second)}, "retryhttp: retry.WithWaitLimit: must be positive, got -1s"},
-		{[]retry.Option{retryhttp.WithAttemptTimeout(-time.Second)}, "retryhttp: retryhttp.WithAttemptTimeout: must be positive, got -1s"},
+		{[]retry.Option{retry.WithAttemptTimeout(-time.Second)}, "retryhttp: retry.WithAttemptTimeout: must be positive, got -1s"},
 		{[]retry.Option{retryhttp.WithClassifier(nil)}, "retryhttp: retryhttp.WithClassifier: the function is nil"},
 		{[]retry.Option{retry.WithBudget(budget), retryhttp.WithHostBudgets(func() (*retry.Budget, error) { return retry.NewBudget(0.1, 10) })},
 			"retryhttp: retryhttp.WithHostBudgets and retry.WithBudget: choose one"},
@@ -466,11 +466,40 @@ func TestNewTransportRefuses(t *testing.T) {
 		{[]retry.Option{retryhttp.WithHostBudgets(func() (*retry.Budget, error) { return retry.NewWindowBudget(20, 0, 100) })},
 			"retryhttp: retryhttp.WithHostBudgets: retrypolicy: NewWindowBudget: interval must be between 1ms and 1h, got 0s"},
 		{[]retry.Option{retryhttp.WithHostBudgets(func() (*retry.Budget, error) { return nil, nil })}, "retryhttp: retryhttp.WithHostBudgets: the function made no budget"},
-		{[]retry.Option{retry.AdapterOption("othermod.WithThing", func(*struct{}) {})}, "retryhttp: othermod.WithThing is an option of othermod, not of this one"},
+		{[]retry.Option{retry.NewAdapterSetting[struct{}]("othermod.WithThing").Option(func(*struct{}) {})}, "retryhttp: othermod.WithThing is an option of othermod, not of this one"},
 	} {
 		_, err := retryhttp.NewTransport(nil, fixed100ms, c.opt...)
 		assert.EqualError(t, err, c.want)
 	}
+}
+
+// TestARepeatedSettingIsRefused: a setting of one value, the
+// transport's or the loop's, given twice in one list is refused at
+// construction, naming it; hooks given twice are both called.
+func TestARepeatedSettingIsRefused(t *testing.T) {
+	hosts := retryhttp.WithHostBudgets(func() (*retry.Budget, error) { return retry.NewBudget(0.1, 10) })
+	for _, c := range []struct {
+		opts []retry.Option
+		want string
+	}{
+		{[]retry.Option{retryhttp.WithClassifier(retryhttp.Transient), retryhttp.WithClassifier(retryhttp.Transient)}, "retryhttp: retryhttp.WithClassifier: given twice; give each setting once"},
+		{[]retry.Option{retryhttp.WithoutServerSignals(), retry.WithFullJitter(), retryhttp.WithoutServerSignals()}, "retryhttp: retryhttp.WithoutServerSignals: given twice; give each setting once"},
+		{[]retry.Option{hosts, hosts}, "retryhttp: retryhttp.WithHostBudgets: given twice; give each setting once"},
+		{[]retry.Option{retry.WithAttemptTimeout(time.Second), retry.WithAttemptTimeout(time.Minute)}, "retryhttp: retry.WithAttemptTimeout: given twice; give each setting once"},
+		{[]retry.Option{retry.WithWaitLimit(time.Second), retry.WithWaitLimit(time.Second)}, "retryhttp: retry.WithWaitLimit: given twice; give each setting once"},
+	} {
+		_, err := retryhttp.NewTransport(nil, fixed100ms, c.opts...)
+		assert.EqualError(t, err, c.want)
+	}
+	var seen []int
+	tr, err := retryhttp.NewTransport(roundTripFunc(func(*http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody}, nil
+	}), fixed100ms, retry.WithEnd(func(retry.End) { seen = append(seen, 1) }), retry.WithEnd(func(retry.End) { seen = append(seen, 2) }))
+	require.NoError(t, err)
+	resp, err := tr.RoundTrip(httptest.NewRequest(http.MethodGet, "http://a.test/", nil))
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, []int{1, 2}, seen, "both end callbacks, in the order given")
 }
 
 // TestOnLoopback: what only a real network shows. A connection reset (the
@@ -615,7 +644,7 @@ func TestSharedBudgetUnderConcurrency(t *testing.T) {
 // it sends (1, 2, 3, with or without an attempt timeout); WithEnd says
 // once how the request's retries ended, a give-up on a status included.
 func TestAttemptAndEnd(t *testing.T) {
-	for _, opts := range [][]retry.Option{nil, {retryhttp.WithAttemptTimeout(time.Minute)}} {
+	for _, opts := range [][]retry.Option{nil, {retry.WithAttemptTimeout(time.Minute)}} {
 		synctest.Test(t, func(t *testing.T) {
 			var attempts []int
 			base := roundTripFunc(func(r *http.Request) (*http.Response, error) {

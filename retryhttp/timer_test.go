@@ -19,7 +19,7 @@ import (
 // TestDiscardedResponseStopsItsTimer: a retried response, read and closed
 // by the transport, stops its attempt's timer: it had stayed queued until
 // the attempt timeout passed (about 390 bytes a retry, 3.9 MB over 10,000
-// retries under WithAttemptTimeout(time.Hour)).
+// retries under retry.WithAttemptTimeout(time.Hour)).
 func TestDiscardedResponseStopsItsTimer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		n := 0
@@ -33,7 +33,7 @@ func TestDiscardedResponseStopsItsTimer(t *testing.T) {
 		})
 		var retried []*StatusError
 		s := retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped, Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: time.Millisecond}}
-		tr, err := NewTransport(base, s, WithAttemptTimeout(time.Hour), retry.WithObserver(func(e retry.Event) {
+		tr, err := NewTransport(base, s, retry.WithAttemptTimeout(time.Hour), retry.WithObserver(func(e retry.Event) {
 			var se *StatusError
 			if errors.As(e.Err, &se) {
 				retried = append(retried, se)

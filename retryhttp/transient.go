@@ -17,7 +17,7 @@ import (
 //	outcome                                                  retried
 //	408, 429, 500, 502, 503, 504                             yes
 //	any other status (2xx, 3xx, other 4xx, 501, 505, ...)    no: the response is the answer
-//	a timeout (net.Error's Timeout, WithAttemptTimeout)       yes
+//	a timeout (net.Error's Timeout, retry.WithAttemptTimeout) yes
 //	a connection refused, reset or aborted, a broken pipe,
 //	  the connection closed before the response (EOF)        yes
 //	another error of the network (*net.OpError)              yes

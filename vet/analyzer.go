@@ -23,14 +23,15 @@ const (
 )
 
 // Analyzer reports invalid strategies, lint's warnings on constant ones,
-// nested retry loops that multiply, and operations that ignore their
-// context (the package documentation lists each).
+// nested retry loops that multiply, operations that ignore their context,
+// and adapters' options given where they are refused (the package
+// documentation lists each).
 var Analyzer = &analysis.Analyzer{
 	Name:      "retrypolicy",
-	Doc:       "report retry strategies the library refuses or lint warns of, nested retry loops that multiply, and retry operations that ignore their context",
+	Doc:       "report retry strategies the library refuses or lint warns of, nested retry loops that multiply, retry operations that ignore their context, and adapters' options given where they are refused",
 	URL:       "https://pkg.go.dev/github.com/retrypolicy/retrypolicy/vet",
 	Requires:  []*analysis.Analyzer{inspect.Analyzer},
-	FactTypes: []analysis.Fact{new(runsRetries)},
+	FactTypes: []analysis.Fact{new(runsRetries), new(makesAdapterOption)},
 	Run:       run,
 }
 
@@ -65,6 +66,9 @@ type checker struct {
 	// visiting are the operation bodies being walked for the loops they
 	// run, so that an operation that runs its own loop ends the walk.
 	visiting map[ast.Node]bool
+	// adapters are the import paths of the packages whose functions make
+	// adapters' options, this one's and its dependencies'.
+	adapters map[string]bool
 }
 
 func run(pass *analysis.Pass) (any, error) {
@@ -76,6 +80,7 @@ func run(pass *analysis.Pass) (any, error) {
 		visiting: map[ast.Node]bool{}}
 	c.collect(ins)
 	c.summarize()
+	c.markOptionMakers()
 	ins.WithStack([]ast.Node{(*ast.CompositeLit)(nil), (*ast.CallExpr)(nil)}, func(n ast.Node, push bool, stack []ast.Node) bool {
 		if !push {
 			return true

@@ -22,7 +22,13 @@
 //     draw nothing;
 //   - ignored-context: an operation of retry.Do whose context parameter is
 //     unnamed or never referenced: the loop cannot stop a running attempt,
-//     and a loop below it cannot report to it.
+//     and a loop below it cannot report to it;
+//   - foreign-option: an adapter's own option (one an AdapterSetting of
+//     package retry makes, such as retryhttp.WithClassifier) given to
+//     retry.Do, retry.New or a Loop's With, or to a function of another
+//     adapter's package (retryhttp.NewTransport given a retrygrpc option):
+//     it compiles, as every option is a retry.Option, and is refused each
+//     time it runs. An option list spread with ... is not followed.
 //
 // Every check uses the library's own rules (Strategy.Validate, Parse,
 // ParseFlags and plan.LintGo), not a copy of them.

@@ -315,6 +315,7 @@ func (c *checker) call(call *ast.CallExpr) {
 		return
 	}
 	c.parseCall(call, fn)
+	c.foreignOptions(call, fn)
 	if !isFunc(fn, retryPath, "Do") || len(call.Args) < 3 {
 		return
 	}

@@ -84,7 +84,7 @@ func spike(s settings, opts []retry.Option) ([]int, error) {
 	defer srv.close()
 	base := &http.Transport{MaxIdleConnsPerHost: 1000}
 	defer base.CloseIdleConnections()
-	tr, err := retryhttp.NewTransport(base, strategy, append([]retry.Option{retryhttp.WithAttemptTimeout(250 * time.Millisecond)}, opts...)...)
+	tr, err := retryhttp.NewTransport(base, strategy, append([]retry.Option{retry.WithAttemptTimeout(250 * time.Millisecond)}, opts...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -16,5 +16,5 @@ func main() {
 	_ = retrygrpc.UnaryServerInterceptor(retrygrpc.WithSafeMethods("/s.S/M"))
 	_ = retrygrpc.StreamServerInterceptor(retrygrpc.WithCodes(codes.Unavailable))
 	_ = retrygrpc.UnaryServerInterceptor(retry.WithNestedRetries())
-	_, _ = retrygrpc.UnaryClientInterceptor(retrypolicy.Strategy{}, retrygrpc.WithoutMark(), retrygrpc.WithAttemptTimeout(time.Second))
+	_, _ = retrygrpc.UnaryClientInterceptor(retrypolicy.Strategy{}, retrygrpc.WithoutMark(), retry.WithAttemptTimeout(time.Second))
 }
