@@ -370,8 +370,14 @@ func TestA429BeyondTheTransportsCapWaitsInJetStream(t *testing.T) {
 			require.NoError(t, err)
 			var runs [2]atomic.Int64 // each run's start, Unix nanoseconds
 			var run atomic.Int64
-			var returned atomic.Int64
-			e.consume(t, natsretry.Config{Hooks: got.hooks()}, func(ctx context.Context, _ jetstream.Msg) error {
+			var returned, decided atomic.Int64 // the first run's return and its decision, Unix nanoseconds
+			hooks := got.hooks()
+			record := hooks.Decided
+			hooks.Decided = func(ctx context.Context, subject string, d retrypolicy.Decision, gaveUp retry.Reason) {
+				decided.CompareAndSwap(0, time.Now().UnixNano())
+				record(ctx, subject, d, gaveUp)
+			}
+			e.consume(t, natsretry.Config{Hooks: hooks}, func(ctx context.Context, _ jetstream.Msg) error {
 				if n := run.Add(1); n <= 2 {
 					runs[n-1].Store(time.Now().UnixNano())
 				}
@@ -392,9 +398,12 @@ func TestA429BeyondTheTransportsCapWaitsInJetStream(t *testing.T) {
 			assert.EqualValues(t, 1, calls.Load(), "the API was called once in the run")
 			assert.Equal(t, retrypolicy.Wait, d.Action)
 			asked := time.Duration(c.asked) * time.Second
-			failedAt := d.Due.Add(-asked) // the failure, to the millisecond
-			assert.False(t, failedAt.Before(time.Unix(0, runs[0].Load()).Truncate(ms)), "due %v, the run from %v", d.Due, time.Unix(0, runs[0].Load()))
-			assert.False(t, failedAt.After(time.Unix(0, returned.Load())), "due %v, the run returned at %v", d.Due, time.Unix(0, returned.Load()))
+			// The failure, to the millisecond: read by the policy after the
+			// run returned and before it decided, so neither bound moves
+			// with the machine's load.
+			failedAt := d.Due.Add(-asked)
+			assert.False(t, failedAt.Before(time.Unix(0, returned.Load()).Truncate(ms)), "due %v, the run returned at %v", d.Due, time.Unix(0, returned.Load()))
+			assert.False(t, failedAt.After(time.Unix(0, decided.Load())), "due %v, decided at %v", d.Due, time.Unix(0, decided.Load()))
 			if c.asked > 10 {
 				return
 			}
