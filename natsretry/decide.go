@@ -99,32 +99,21 @@ func (p *Policy) decide(ctx context.Context, m delivery, hist history, o outcome
 
 // judge returns the verdict on the failure of m's delivery, which ran
 // over ran and failed as f says (nil for a delivery that ended unseen),
-// and m's history after it. The wait it decides is the strategy's delay
-// and jitter (cut to Config.MaxHeaderDelay for a strategy from the
-// message's header), or a wait a server asked or a loop in the run
-// deferred (queuekit.Judge: never cut, given up beyond the job's limit),
-// whichever is longer: a clock stepped back never makes it longer.
+// and m's history after it: queuekit.Settle's, a strategy from the
+// message's header waiting no longer than Config.MaxHeaderDelay.
 func (p *Policy) judge(ctx context.Context, m delivery, hist history, f *failure, ran span) (history, queuekit.Verdict) {
-	at := ran.end.Truncate(time.Millisecond)
-	hist.failures = append(hist.failures, at.UnixNano())
-	uptime := ran.end.Sub(ran.start)
-	d := queuekit.Decide(m.pol, hist.failures, uptime, m.seed, at)
-	if d.Action == retrypolicy.Wait {
-		owed := d.Delay + d.Jitter // from the failure, whatever instants the history holds
-		if m.own {
-			owed = min(owed, p.headerDelay(m.msg.Subject())) // a publisher chooses a strategy, not to park the consumer
-		}
-		if d.Due.Sub(at) > owed {
-			d.Due = at.Add(owed)
-		}
+	in := queuekit.Failure{Policy: m.pol, Failures: hist.failures, Ended: ran.end, Uptime: ran.end.Sub(ran.start),
+		Seed: m.seed, Limit: p.policies.WaitLimit(m.msg.Subject())}
+	if m.own {
+		in.MaxDelay = p.headerDelay(m.msg.Subject()) // a publisher chooses a strategy, not to park the consumer
 	}
-	var marks retry.Marks
 	if f != nil {
-		marks = f.marks
+		in.Marks = f.marks
 	}
-	v := queuekit.Judge(d, marks, at, p.policies.WaitLimit(m.msg.Subject()))
-	p.decided(ctx, m, hist.failures, uptime, v)
-	hist.failures = queuekit.Keep(m.pol, hist.failures, v.Decision)
+	s := queuekit.Settle(in)
+	v := s.Verdict
+	p.decided(ctx, m, s.Decided, in.Uptime, v)
+	hist.failures = s.Kept
 	hist.seen, hist.due, hist.wait = m.md.NumDelivered, 0, 0
 	switch v.Action {
 	case retrypolicy.Fatal:
@@ -137,7 +126,7 @@ func (p *Policy) judge(ctx context.Context, m delivery, hist history, f *failure
 		}
 	case retrypolicy.Wait:
 		hist.due = v.Due.UnixMilli()
-		hist.wait = v.Due.Sub(at).Milliseconds()
+		hist.wait = v.Due.Sub(s.At).Milliseconds()
 	}
 	return hist, v
 }

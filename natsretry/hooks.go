@@ -9,16 +9,16 @@ import (
 	"github.com/retrypolicy/retrypolicy/queuekit"
 )
 
-// decided tells the Decided hook of v, the verdict on m's failures after a
-// run of uptime, and logs it at the Debug level.
-func (p *Policy) decided(ctx context.Context, m delivery, failures []int64, uptime time.Duration, v queuekit.Verdict) {
+// decided tells the Decided hook of v, the verdict on m's failures, n of
+// them, after a run of uptime, and logs it at the Debug level.
+func (p *Policy) decided(ctx context.Context, m delivery, n int, uptime time.Duration, v queuekit.Verdict) {
 	if p.hooks.Decided != nil {
 		p.hook(ctx, "Decided", func() { p.hooks.Decided(ctx, m.msg.Subject(), v.Decision, v.GaveUp) })
 	}
 	if p.logger.Enabled(ctx, slog.LevelDebug) {
 		p.logger.DebugContext(ctx, "natsretry: decided", slog.String("subject", m.msg.Subject()),
 			slog.Uint64("sequence", m.md.Sequence.Stream), slog.Uint64("delivery", m.md.NumDelivered),
-			slog.Int("failures", len(failures)), slog.Duration("uptime", uptime),
+			slog.Int("failures", n), slog.Duration("uptime", uptime),
 			slog.Any("decision", v.Decision), slog.String("gave_up", v.GaveUp.String()))
 	}
 }

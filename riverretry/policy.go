@@ -226,14 +226,14 @@ func (p *Policy) Work(ctx context.Context, job *rivertype.JobRow, doInner func(c
 	pol, rec, added := p.read(ctx, job, p.now(), room[:])
 	if added > 0 {
 		slices.Sort(rec.Failures)
-		newest := time.Unix(0, rec.Failures[len(rec.Failures)-1])
+		n := len(rec.Failures) - 1
 		// NextRetry decided on these failures and reported it when River
 		// asked it for their retry: this acts on them, and reports nothing.
-		d := p.decide(job, pol, rec.Failures, 0, newest)
-		if d.Action == retrypolicy.Fatal {
-			rec.Seen, rec.GaveUp = job.Attempt, retry.Reason(d.Reason)
-			p.setRecord(ctx, pol, rec, d)
-			return river.JobCancel(&FatalError{Decision: d, Reason: retry.Reason(d.Reason), Err: errors.New(lastError(job))})
+		s := queuekit.Settle(p.failure(job, pol, rec.Failures[:n], time.Unix(0, rec.Failures[n]), 0))
+		if s.Action == retrypolicy.Fatal {
+			rec.Seen, rec.GaveUp, rec.Failures = job.Attempt, s.GaveUp, s.Kept
+			p.setRecord(ctx, rec)
+			return river.JobCancel(&FatalError{Decision: s.Decision, Reason: s.GaveUp, Err: errors.New(lastError(job))})
 		}
 	}
 	r := run{job: job, pol: pol, rec: rec, start: p.now()}
@@ -265,31 +265,38 @@ type run struct {
 // error for River: err, or river.JobCancel of it when the job ends. err is
 // nil for a panic.
 func (p *Policy) failed(ctx context.Context, r run, err error) error {
-	job, pol, rec, start := r.job, r.pol, r.rec, r.start
+	job, rec := r.job, r.rec
 	end := p.now()
-	at := end.Truncate(time.Millisecond)
-	rec.Failures = append(rec.Failures, at.UnixNano())
-	v := queuekit.Judge(p.decide(job, pol, rec.Failures, end.Sub(start), at), retry.ReadMarks(err), at, p.policies.WaitLimit(job.Kind))
-	p.logDecision(ctx, job, rec.Failures, end.Sub(start), v)
-	rec.Seen = job.Attempt
-	if v.Action == retrypolicy.Fatal {
-		rec.GaveUp, rec.Asked = v.GaveUp, v.Asked
+	in := p.failure(job, r.pol, rec.Failures, end, end.Sub(r.start))
+	in.Marks = retry.ReadMarks(err)
+	s := queuekit.Settle(in)
+	p.logDecision(ctx, job, s, in.Uptime)
+	rec.Seen, rec.Failures = job.Attempt, s.Kept
+	if s.Action == retrypolicy.Fatal {
+		rec.GaveUp, rec.Asked = s.GaveUp, s.Asked
 	}
-	p.setRecord(ctx, pol, rec, v.Decision)
-	if v.Action == retrypolicy.Fatal && err != nil {
+	p.setRecord(ctx, rec)
+	if s.Action == retrypolicy.Fatal && err != nil {
 		if p.next != nil {
 			p.next.HandleError(ctx, job, err)
 		}
-		return river.JobCancel(&FatalError{Decision: v.Decision, Reason: v.GaveUp, Wait: v.Asked, Err: err})
+		return river.JobCancel(&FatalError{Decision: s.Decision, Reason: s.GaveUp, Wait: s.Asked, Err: err})
 	}
-	p.pending.put(job.ID, job.Attempt, v.Decision, at)
+	p.pending.put(job.ID, job.Attempt, s.Decision, s.At)
 	return err
 }
 
-// setRecord writes rec into the job's metadata when the attempt ends,
-// keeping of its failures only those that can count again (queuekit.Keep).
-func (p *Policy) setRecord(ctx context.Context, pol *retrypolicy.Policy, rec queuekit.Record, d retrypolicy.Decision) {
-	rec.Failures = queuekit.Keep(pol, rec.Failures, d)
+// failure is a failed run of job under pol, as queuekit.Settle takes it:
+// after the failures given, it ended at end after a run of uptime.
+func (p *Policy) failure(job *rivertype.JobRow, pol *retrypolicy.Policy, failures []int64, end time.Time, uptime time.Duration) queuekit.Failure {
+	return queuekit.Failure{Policy: pol, Failures: failures, Ended: end, Uptime: uptime, Seed: queuekit.Seed(job.ID),
+		Limit: p.policies.WaitLimit(job.Kind)}
+}
+
+// setRecord writes rec, which keeps of its failures only those that can
+// count again (queuekit.Settle), into the job's metadata when the attempt
+// ends.
+func (p *Policy) setRecord(ctx context.Context, rec queuekit.Record) {
 	if err := p.setMetadata(ctx, MetadataKey, json.RawMessage(rec.AppendJSON(nil))); err != nil {
 		p.logger.ErrorContext(ctx, "riverretry: cannot record the failure in the job's metadata", slog.String("error", err.Error()))
 	}
@@ -432,9 +439,9 @@ func (p *Policy) NextRetry(job *rivertype.JobRow) time.Time {
 func (p *Policy) decideUnseen(ctx context.Context, job *rivertype.JobRow, now time.Time, uptime time.Duration) retrypolicy.Decision {
 	var room [16]int64
 	pol, rec, _ := p.read(ctx, job, now, room[:])
-	rec.Failures = append(rec.Failures, now.UnixNano())
-	d := p.decide(job, pol, rec.Failures, uptime, now)
-	p.logDecision(ctx, job, rec.Failures, uptime, queuekit.Judge(d, retry.Marks{}, now, 0))
+	s := queuekit.Settle(p.failure(job, pol, rec.Failures, now, uptime))
+	p.logDecision(ctx, job, s, uptime)
+	d := s.Decision
 	if d.Action == retrypolicy.Fatal {
 		p.logger.InfoContext(ctx, "riverretry: the strategy gives up on a failure River reports outside a run; the job is cancelled when next fetched",
 			slog.Int64("job_id", job.ID), slog.String("kind", job.Kind), slog.Any("decision", d))
@@ -442,24 +449,18 @@ func (p *Policy) decideUnseen(ctx context.Context, job *rivertype.JobRow, now ti
 	return d
 }
 
-// decide decides at now on job's failures (Unix nanoseconds, in any
-// order), the newest after a run of uptime.
-func (p *Policy) decide(job *rivertype.JobRow, pol *retrypolicy.Policy, failures []int64, uptime time.Duration, now time.Time) retrypolicy.Decision {
-	return queuekit.Decide(pol, failures, uptime, queuekit.Seed(job.ID), now)
-}
-
-// logDecision tells the Decided hook of v, the verdict on job's failures
+// logDecision tells the Decided hook of s, the settlement of job's failure
 // after a run of uptime, and logs it at the Debug level.
-func (p *Policy) logDecision(ctx context.Context, job *rivertype.JobRow, failures []int64, uptime time.Duration, v queuekit.Verdict) {
+func (p *Policy) logDecision(ctx context.Context, job *rivertype.JobRow, s queuekit.Settlement, uptime time.Duration) {
 	if p.hooks.Decided != nil {
-		p.hooks.Decided(ctx, job.Kind, v.Decision, v.GaveUp)
+		p.hooks.Decided(ctx, job.Kind, s.Decision, s.GaveUp)
 	}
 	if !p.logger.Enabled(ctx, slog.LevelDebug) {
 		return
 	}
 	p.logger.DebugContext(ctx, "riverretry: decided", slog.Int64("job_id", job.ID), slog.Int("attempt", job.Attempt),
-		slog.Time("failed_at", time.Unix(0, slices.Max(failures)).UTC()), slog.Int("failures", len(failures)),
-		slog.Duration("uptime", uptime), slog.Any("decision", v.Decision), slog.String("gave_up", v.GaveUp.String()))
+		slog.Time("failed_at", s.At.UTC()), slog.Int("failures", s.Decided),
+		slog.Duration("uptime", uptime), slog.Any("decision", s.Decision), slog.String("gave_up", s.GaveUp.String()))
 }
 
 // policyFor returns the policy of a job: its own strategy (the raw
