@@ -65,7 +65,8 @@ func (p *Policy) Wrap(ctx context.Context, c jetstream.Consumer, h Handler) (han
 			}
 		})
 	}
-	return func(msg jetstream.Msg) { p.handle(run.ctx, msg, h, ackWait, run.park) }, stop, nil
+	cons := consumer{h: h, ackWait: ackWait, parking: run.park}
+	return func(msg jetstream.Msg) { p.handle(run.ctx, msg, cons) }, stop, nil
 }
 
 // Consume runs h on every message of consumer c under the policy, as

@@ -13,14 +13,15 @@ import (
 	"github.com/retrypolicy/retrypolicy/retry"
 )
 
-// giveUp marks hist dead, then moves m to the dead-letter subject.
-func (p *Policy) giveUp(ctx context.Context, m delivery, hist history) {
-	hist.dead, hist.due = true, 0
-	if !p.save(ctx, m, hist) {
-		p.nak(ctx, m, StoreRetry)
+// giveUp marks m's history dead, then moves m to the dead-letter subject.
+func (m *delivery) giveUp(ctx context.Context) {
+	m.hist.dead, m.hist.due = true, 0
+	if !m.save(ctx) {
+		m.nak(ctx, StoreRetry)
 		return
 	}
-	p.deadLetter(ctx, m, hist)
+	m.kept = true // it has a history now, removed with its dead letter
+	m.deadLetter(ctx)
 }
 
 // deadLetter publishes m's copy to the dead-letter subject, then
@@ -31,38 +32,35 @@ func (p *Policy) giveUp(ctx context.Context, m delivery, hist history) {
 // headers the policy adds (shed), so that it is never refused for its
 // size; a refusal for its size all the same (the stream's limit lowered
 // since it was read) reads the limit again and tries once more.
-func (p *Policy) deadLetter(ctx context.Context, m delivery, hist history) {
-	out, opts := p.deadCopy(m, hist)
+func (m *delivery) deadLetter(ctx context.Context) {
+	p := m.p
+	out, opts := m.deadCopy()
 	ack, err := p.js.PublishMsg(ctx, out, opts...)
 	if errors.Is(err, jetstream.ErrStreamMessageExceedsMaximum) || errors.Is(err, nats.ErrMaxPayload) {
 		if p.readDeadLimit(ctx) == nil {
-			out, opts = p.deadCopy(m, hist)
+			out, opts = m.deadCopy()
 			ack, err = p.js.PublishMsg(ctx, out, opts...)
 		}
 	}
 	if err != nil {
-		p.logger.ErrorContext(ctx, "natsretry: cannot publish the message to the dead-letter subject; it is retried", p.ids(m, err)...)
-		p.nak(ctx, m, StoreRetry)
+		p.logger.ErrorContext(ctx, "natsretry: cannot publish the message to the dead-letter subject; it is retried", m.ids(err)...)
+		m.nak(ctx, StoreRetry)
 		return
 	}
 	if !ack.Duplicate && p.hooks.DeadLettered != nil {
-		p.hook(ctx, "DeadLettered", func() { p.hooks.DeadLettered(ctx, m.msg.Subject(), hist.reason) })
+		p.hook(ctx, "DeadLettered", func() { p.hooks.DeadLettered(ctx, m.msg.Subject(), m.hist.reason) })
 	}
-	if err := m.msg.TermWithReason(hist.reason.String()); err != nil {
-		p.logger.ErrorContext(ctx, "natsretry: cannot terminate the dead-lettered message", p.ids(m, err)...)
+	if err := m.msg.TermWithReason(m.hist.reason.String()); err != nil {
+		p.logger.ErrorContext(ctx, "natsretry: cannot terminate the dead-lettered message", m.ids(err)...)
 		return // redelivered, it finds the mark and its copy already made
 	}
-	if m.rec != nil {
-		p.remove(ctx, m, m.key, m.rec.origin)
-		m.parkedIn.forget(m.key)
-		return
-	}
-	p.remove(ctx, m, m.key)
+	m.removeAll(ctx)
 }
 
 // deadCopy is m's dead letter, within the limit, and its publish options.
-func (p *Policy) deadCopy(m delivery, hist history) (*nats.Msg, []jetstream.PublishOpt) {
-	out := nats.NewMsg(p.deadLetterSubject)
+func (m *delivery) deadCopy() (*nats.Msg, []jetstream.PublishOpt) {
+	hist := &m.hist
+	out := nats.NewMsg(m.p.deadLetterSubject)
 	out.Data = m.msg.Data()
 	for name, values := range m.msg.Headers() {
 		if !strings.HasPrefix(name, "Nats-") { // JetStream's own: an expected sequence would refuse the copy
@@ -79,7 +77,7 @@ func (p *Policy) deadCopy(m delivery, hist history) (*nats.Msg, []jetstream.Publ
 	out.Header.Set(HeaderStream, m.md.Stream)
 	out.Header.Set(HeaderSequence, strconv.FormatUint(m.md.Sequence.Stream, 10))
 	id := "retrypolicy." + m.workKey()
-	if shed(out, id, p.deadLimit.Load()) {
+	if shed(out, id, m.p.deadLimit.Load()) {
 		return out, []jetstream.PublishOpt{jetstream.WithMsgID(id)}
 	}
 	return out, nil

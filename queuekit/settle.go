@@ -42,8 +42,10 @@ type Failure struct {
 // on, and what the job's record keeps.
 type Settlement struct {
 	Verdict
-	// At is the failure, to the millisecond, as the record keeps it.
-	At time.Time
+	// At is the failure, to the millisecond, as the record keeps it, and
+	// Uptime the run's, as decided on (Failure.Uptime).
+	At     time.Time
+	Uptime time.Duration
 	// Decided is how many failures the verdict was made on, the new one
 	// included.
 	Decided int
@@ -74,7 +76,7 @@ func Settle(f Failure) Settlement {
 			d.Due = at.Add(owed)
 		}
 	}
-	s := Settlement{Verdict: Judge(d, f.Marks, at, f.Limit), At: at, Decided: len(failures)}
+	s := Settlement{Verdict: Judge(d, f.Marks, at, f.Limit), At: at, Uptime: f.Uptime, Decided: len(failures)}
 	s.Kept = Keep(f.Policy, failures, s.Decision)
 	return s
 }
