@@ -229,7 +229,8 @@ func (p *Policy) Work(ctx context.Context, job *rivertype.JobRow, doInner func(c
 		n := len(rec.Failures) - 1
 		// NextRetry decided on these failures and reported it when River
 		// asked it for their retry: this acts on them, and reports nothing.
-		s := queuekit.Settle(p.failure(job, pol, rec.Failures[:n], time.Unix(0, rec.Failures[n]), 0))
+		newest := time.Unix(0, rec.Failures[n])
+		s := queuekit.Settle(p.failure(run{job: job, pol: pol, rec: queuekit.Record{Failures: rec.Failures[:n]}, start: newest}, newest))
 		if s.Action == retrypolicy.Fatal {
 			rec.Seen, rec.GaveUp, rec.Failures = job.Attempt, s.GaveUp, s.Kept
 			p.setRecord(ctx, rec)
@@ -266,11 +267,10 @@ type run struct {
 // nil for a panic.
 func (p *Policy) failed(ctx context.Context, r run, err error) error {
 	job, rec := r.job, r.rec
-	end := p.now()
-	in := p.failure(job, r.pol, rec.Failures, end, end.Sub(r.start))
+	in := p.failure(r, p.now())
 	in.Marks = retry.ReadMarks(err)
 	s := queuekit.Settle(in)
-	p.logDecision(ctx, job, s, in.Uptime)
+	p.logDecision(ctx, job, s)
 	rec.Seen, rec.Failures = job.Attempt, s.Kept
 	if s.Action == retrypolicy.Fatal {
 		rec.GaveUp, rec.Asked = s.GaveUp, s.Asked
@@ -282,15 +282,16 @@ func (p *Policy) failed(ctx context.Context, r run, err error) error {
 		}
 		return river.JobCancel(&FatalError{Decision: s.Decision, Reason: s.GaveUp, Wait: s.Asked, Err: err})
 	}
-	p.pending.put(job.ID, job.Attempt, s.Decision, s.At)
+	p.pending.put(job, s.Decision, s.At)
 	return err
 }
 
-// failure is a failed run of job under pol, as queuekit.Settle takes it:
-// after the failures given, it ended at end after a run of uptime.
-func (p *Policy) failure(job *rivertype.JobRow, pol *retrypolicy.Policy, failures []int64, end time.Time, uptime time.Duration) queuekit.Failure {
-	return queuekit.Failure{Policy: pol, Failures: failures, Ended: end, Uptime: uptime, Seed: queuekit.Seed(job.ID),
-		Limit: p.policies.WaitLimit(job.Kind)}
+// failure is the failure of the run r, which ended at end, as
+// queuekit.Settle takes it: after the failures r's record holds, with the
+// uptime from r's start.
+func (p *Policy) failure(r run, end time.Time) queuekit.Failure {
+	return queuekit.Failure{Policy: r.pol, Failures: r.rec.Failures, Ended: end, Uptime: end.Sub(r.start), Seed: queuekit.Seed(r.job.ID),
+		Limit: p.policies.WaitLimit(r.job.Kind)}
 }
 
 // setRecord writes rec, which keeps of its failures only those that can
@@ -323,8 +324,7 @@ func (p *Policy) read(ctx context.Context, job *rivertype.JobRow, now time.Time,
 			p.hooks.Repaired(ctx, job.Kind)
 		}
 	}
-	var added int
-	rec.Failures, added = unseen(job, rec.Seen, rec.Failures, now)
+	added := unseen(job, &rec, now)
 	return pol, rec, added
 }
 
@@ -393,12 +393,12 @@ func (p *Policy) handle(ctx context.Context, job *rivertype.JobRow) bool {
 	fatal, ok := p.pending.peek(job.ID, job.Attempt)
 	if !ok {
 		now := p.now().Truncate(time.Millisecond)
-		var uptime time.Duration
-		if job.AttemptedAt != nil {
-			uptime = max(now.Sub(*job.AttemptedAt), 0)
+		r := run{job: job, start: now}
+		if job.AttemptedAt != nil && job.AttemptedAt.Before(now) {
+			r.start = *job.AttemptedAt
 		}
-		d := p.decideUnseen(ctx, job, now, uptime)
-		p.pending.put(job.ID, job.Attempt, d, now)
+		d := p.decideUnseen(ctx, r, now)
+		p.pending.put(job, d, now)
 		fatal = d.Action == retrypolicy.Fatal
 	}
 	if job.Attempt >= job.MaxAttempts {
@@ -422,7 +422,8 @@ func (p *Policy) NextRetry(job *rivertype.JobRow) time.Time {
 	now := p.now()
 	fatal, due, ok := p.pending.take(job.ID, job.Attempt)
 	if !ok {
-		d := p.decideUnseen(context.Background(), job, now.Truncate(time.Millisecond), 0)
+		at := now.Truncate(time.Millisecond)
+		d := p.decideUnseen(context.Background(), run{job: job, start: at}, at)
 		fatal, due = d.Action == retrypolicy.Fatal, d.Due
 	}
 	switch {
@@ -434,13 +435,15 @@ func (p *Policy) NextRetry(job *rivertype.JobRow) time.Time {
 	return due
 }
 
-// decideUnseen decides on a failure of job at now (a whole millisecond)
-// that the middleware did not record.
-func (p *Policy) decideUnseen(ctx context.Context, job *rivertype.JobRow, now time.Time, uptime time.Duration) retrypolicy.Decision {
+// decideUnseen decides on a failure of the run r at now (a whole
+// millisecond) that the middleware did not record: r's job, run since
+// r.start.
+func (p *Policy) decideUnseen(ctx context.Context, r run, now time.Time) retrypolicy.Decision {
+	job := r.job
 	var room [16]int64
-	pol, rec, _ := p.read(ctx, job, now, room[:])
-	s := queuekit.Settle(p.failure(job, pol, rec.Failures, now, uptime))
-	p.logDecision(ctx, job, s, uptime)
+	r.pol, r.rec, _ = p.read(ctx, job, now, room[:])
+	s := queuekit.Settle(p.failure(r, now))
+	p.logDecision(ctx, job, s)
 	d := s.Decision
 	if d.Action == retrypolicy.Fatal {
 		p.logger.InfoContext(ctx, "riverretry: the strategy gives up on a failure River reports outside a run; the job is cancelled when next fetched",
@@ -449,9 +452,9 @@ func (p *Policy) decideUnseen(ctx context.Context, job *rivertype.JobRow, now ti
 	return d
 }
 
-// logDecision tells the Decided hook of s, the settlement of job's failure
-// after a run of uptime, and logs it at the Debug level.
-func (p *Policy) logDecision(ctx context.Context, job *rivertype.JobRow, s queuekit.Settlement, uptime time.Duration) {
+// logDecision tells the Decided hook of s, the settlement of job's
+// failure, and logs it at the Debug level.
+func (p *Policy) logDecision(ctx context.Context, job *rivertype.JobRow, s queuekit.Settlement) {
 	if p.hooks.Decided != nil {
 		p.hooks.Decided(ctx, job.Kind, s.Decision, s.GaveUp)
 	}
@@ -460,7 +463,7 @@ func (p *Policy) logDecision(ctx context.Context, job *rivertype.JobRow, s queue
 	}
 	p.logger.DebugContext(ctx, "riverretry: decided", slog.Int64("job_id", job.ID), slog.Int("attempt", job.Attempt),
 		slog.Time("failed_at", s.At.UTC()), slog.Int("failures", s.Decided),
-		slog.Duration("uptime", uptime), slog.Any("decision", s.Decision), slog.String("gave_up", s.GaveUp.String()))
+		slog.Duration("uptime", s.Uptime), slog.Any("decision", s.Decision), slog.String("gave_up", s.GaveUp.String()))
 }
 
 // policyFor returns the policy of a job: its own strategy (the raw
@@ -602,9 +605,11 @@ type decided struct {
 	set, fatal     bool
 }
 
-func (e *decided) fill(id int64, attempt int, fatal bool, due time.Time, at int64) {
-	e.id, e.attempt, e.set, e.fatal = id, attempt, true, fatal
-	e.dueSec, e.dueNsec, e.at = due.Unix(), int32(due.Nanosecond()), at
+// fill sets e to d, the decision on job's attempt, put at at (Unix
+// nanoseconds).
+func (e *decided) fill(job *rivertype.JobRow, d *retrypolicy.Decision, at int64) {
+	e.id, e.attempt, e.set, e.fatal = job.ID, job.Attempt, true, d.Action == retrypolicy.Fatal
+	e.dueSec, e.dueNsec, e.at = d.Due.Unix(), int32(d.Due.Nanosecond()), at
 }
 
 func (e *decided) due() time.Time { return time.Unix(e.dueSec, int64(e.dueNsec)) }
@@ -623,14 +628,15 @@ func (q *pending) slot(id int64) *decided {
 	return &q.slots[uint64(id)%pendingSlots]
 }
 
-func (q *pending) put(id int64, attempt int, d retrypolicy.Decision, at time.Time) {
-	fatal, now := d.Action == retrypolicy.Fatal, at.UnixNano()
+// put keeps d, the decision on job's current attempt, made at at.
+func (q *pending) put(job *rivertype.JobRow, d retrypolicy.Decision, at time.Time) {
+	id, now := job.ID, at.UnixNano()
 	q.mu.Lock()
 	if q.slots == nil {
 		q.slots = new([pendingSlots]decided)
 	}
 	if s := q.slot(id); !s.set || s.id == id || now-s.at > int64(stalePending) {
-		s.fill(id, attempt, fatal, d.Due, now)
+		s.fill(job, &d, now)
 		if len(q.more) > 0 {
 			delete(q.more, id)
 		}
@@ -648,7 +654,7 @@ func (q *pending) put(id int64, attempt int, d retrypolicy.Decision, at time.Tim
 		}
 	}
 	var e decided
-	e.fill(id, attempt, fatal, d.Due, now)
+	e.fill(job, &d, now)
 	q.more[id] = e
 	q.mu.Unlock()
 }

@@ -75,18 +75,18 @@ func unixNano(t time.Time) int64 {
 	return t.UnixNano()
 }
 
-// unseen appends to failures those River holds that the middleware never
-// saw end (a run rescued after its process died, a failure before the
-// middleware ran), at the time River gives each to the millisecond, no
-// later than now, and returns how many it appended. River appends its
-// errors in attempt order.
-func unseen(job *rivertype.JobRow, seen int, failures []int64, now time.Time) ([]int64, int) {
-	n := len(failures)
+// unseen appends to rec's failures those River holds that the middleware
+// never saw end (past rec.Seen: a run rescued after its process died, a
+// failure before the middleware ran), at the time River gives each to the
+// millisecond, no later than now, and returns how many it appended. River
+// appends its errors in attempt order.
+func unseen(job *rivertype.JobRow, rec *queuekit.Record, now time.Time) int {
+	n := len(rec.Failures)
 	nowMs := now.UnixMilli()
-	for i := len(job.Errors) - 1; i >= 0 && job.Errors[i].Attempt > seen; i-- {
+	for i := len(job.Errors) - 1; i >= 0 && job.Errors[i].Attempt > rec.Seen; i-- {
 		if e := job.Errors[i]; e.Attempt < job.Attempt {
-			failures = append(failures, min(e.At.UnixMilli(), nowMs)*int64(time.Millisecond))
+			rec.Failures = append(rec.Failures, min(e.At.UnixMilli(), nowMs)*int64(time.Millisecond))
 		}
 	}
-	return failures, len(failures) - n
+	return len(rec.Failures) - n
 }
