@@ -47,6 +47,9 @@ func (p *Policy) Wrap(ctx context.Context, c jetstream.Consumer, h Handler) (han
 	if err := p.checkStreams(ctx, info.Stream); err != nil {
 		return nil, nil, fmt.Errorf("natsretry: consumer %s: %w", queuekit.Quote(info.Name), err)
 	}
+	if err := p.checkTTL(p.historyTTL, info.Config.AckWait); err != nil {
+		return nil, nil, fmt.Errorf("natsretry: consumer %s: %w", queuekit.Quote(info.Name), err)
+	}
 	run := &consumption{}
 	run.ctx, run.stop = context.WithCancel(context.WithoutCancel(ctx))
 	if p.parkPrefix != "" {

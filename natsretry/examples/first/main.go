@@ -111,11 +111,13 @@ func declare(ctx context.Context, js jetstream.JetStream) (orders, error) {
 		Storage: jetstream.FileStorage, Retention: jetstream.WorkQueuePolicy}); err != nil {
 		return orders{}, err
 	}
-	// The TTL removes a history that a delivery after an ack left behind:
-	// longer than any wait of the strategy, plus AckWait. LimitMarkerTTL
-	// lets the marker a removed history leaves expire.
+	// The TTL removes a history that a delivery after an ack left behind.
+	// It must be above the longest wait the policy can make, plus AckWait
+	// and a second (New and Consume refuse a shorter one): here an hour, the
+	// job's limit on a wait a server asks. LimitMarkerTTL lets the marker a
+	// removed history leaves expire.
 	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "retrypolicy", Storage: jetstream.FileStorage,
-		TTL: time.Hour, LimitMarkerTTL: time.Minute})
+		TTL: 2 * time.Hour, LimitMarkerTTL: time.Minute})
 	if err != nil {
 		return orders{}, err
 	}
