@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -30,15 +31,23 @@ func (m *delivery) giveUp(ctx context.Context) {
 // first, by its message id, which its work message's identity makes. A
 // copy too large for the server or the dead-letter stream sheds the
 // headers the policy adds (shed), so that it is never refused for its
-// size; a refusal for its size all the same (the stream's limit lowered
-// since it was read) reads the limit again and tries once more.
+// size. The limit is read again, and the copy made again, before a copy
+// sheds a header when it was read deadLimitAge ago or more (the stream's
+// limit may have been raised since); at once before a copy that would not
+// fit even bare (the work stream took a message larger than the limit
+// read: the limits were raised); and at once when a publish is refused
+// for its size (lowered). A copy that fits reads nothing, and keeps every
+// header: no stream info request is made per dead letter.
 func (m *delivery) deadLetter(ctx context.Context) {
 	p := m.p
-	out, opts := m.deadCopy()
+	out, opts, whole := m.deadCopy()
+	if !whole && (opts == nil || p.deadLimitStale()) && p.readDeadLimit(ctx) == nil {
+		out, opts, _ = m.deadCopy()
+	}
 	ack, err := p.js.PublishMsg(ctx, out, opts...)
 	if errors.Is(err, jetstream.ErrStreamMessageExceedsMaximum) || errors.Is(err, nats.ErrMaxPayload) {
 		if p.readDeadLimit(ctx) == nil {
-			out, opts = m.deadCopy()
+			out, opts, _ = m.deadCopy()
 			ack, err = p.js.PublishMsg(ctx, out, opts...)
 		}
 	}
@@ -57,10 +66,11 @@ func (m *delivery) deadLetter(ctx context.Context) {
 	m.removeAll(ctx)
 }
 
-// deadCopy is m's dead letter, within the limit, and its publish options.
-func (m *delivery) deadCopy() (*nats.Msg, []jetstream.PublishOpt) {
+// deadCopy is m's dead letter, within the limit, its publish options, and
+// whether it keeps every header.
+func (m *delivery) deadCopy() (out *nats.Msg, opts []jetstream.PublishOpt, whole bool) {
 	hist := &m.hist
-	out := nats.NewMsg(m.p.deadLetterSubject)
+	out = nats.NewMsg(m.p.deadLetterSubject)
 	out.Data = m.msg.Data()
 	for name, values := range m.msg.Headers() {
 		if !strings.HasPrefix(name, "Nats-") { // JetStream's own: an expected sequence would refuse the copy
@@ -77,16 +87,31 @@ func (m *delivery) deadCopy() (*nats.Msg, []jetstream.PublishOpt) {
 	out.Header.Set(HeaderStream, m.md.Stream)
 	out.Header.Set(HeaderSequence, strconv.FormatUint(m.md.Sequence.Stream, 10))
 	id := "retrypolicy." + m.workKey()
-	if shed(out, id, m.p.deadLimit.Load()) {
-		return out, []jetstream.PublishOpt{jetstream.WithMsgID(id)}
+	kept, whole := shed(out, id, m.p.deadLimit.Load())
+	if kept {
+		return out, []jetstream.PublishOpt{jetstream.WithMsgID(id)}, whole
 	}
-	return out, nil
+	return out, nil, false
+}
+
+// deadLimitAge is how long a dead letter's limit read is trusted for a
+// copy that would shed a header: the stream's limit raised is seen within
+// it, at the cost of one stream info request.
+const deadLimitAge = 30 * time.Second
+
+// deadLimitStale reports whether the dead letter's limit was read
+// deadLimitAge ago or more by the policy's clock, or after now (the clock
+// stepped back).
+func (p *Policy) deadLimitStale() bool {
+	age := p.now().Sub(time.Unix(0, p.deadLimitRead.Load()))
+	return age >= deadLimitAge || age < 0
 }
 
 // readDeadLimit reads the most bytes a dead letter may take, headers and
 // payload: the smaller of the server's maximum payload and the dead-letter
-// stream's MaxMsgSize. New reads it; a copy refused for its size reads it
-// again: no stream's information is read for each dead letter.
+// stream's MaxMsgSize. New reads it; a copy that would shed a header reads
+// it again when it is stale (deadLimitStale), and a copy refused for its
+// size at once: no stream's information is read for each dead letter.
 func (p *Policy) readDeadLimit(ctx context.Context) error {
 	limit := p.js.Conn().MaxPayload()
 	s, err := p.js.Stream(ctx, p.deadStream)
@@ -97,6 +122,7 @@ func (p *Policy) readDeadLimit(ctx context.Context) error {
 		limit = min(limit, n)
 	}
 	p.deadLimit.Store(limit)
+	p.deadLimitRead.Store(p.now().UnixNano())
 	return nil
 }
 
@@ -107,16 +133,17 @@ var shedOrder = [...]string{HeaderError, HeaderWaitAsked, HeaderFailures, Header
 
 // shed drops the headers of shedOrder from out, one after another, until
 // out with the message id id fits in limit bytes, and reports whether it
-// then keeps the id: dropped last, when the copy would not fit with it.
-func shed(out *nats.Msg, id string, limit int64) bool {
+// then keeps the id (dropped last, when the copy would not fit with it),
+// and whether it keeps every header.
+func shed(out *nats.Msg, id string, limit int64) (kept, whole bool) {
 	idSize := int64(len(jetstream.MsgIDHeader) + len(": \r\n") + len(id))
-	for _, name := range shedOrder {
+	for i, name := range shedOrder {
 		if wireSize(out)+idSize <= limit {
-			return true
+			return true, i == 0
 		}
 		out.Header.Del(name)
 	}
-	return wireSize(out)+idSize <= limit
+	return wireSize(out)+idSize <= limit, false
 }
 
 // wireSize is the bytes a message takes against the server's and a

@@ -211,6 +211,7 @@ type Policy struct {
 	deadLetterSubject string
 	deadStream        string       // the stream that captures deadLetterSubject
 	deadLimit         atomic.Int64 // the most bytes a dead letter may take (readDeadLimit)
+	deadLimitRead     atomic.Int64 // when it was read, Unix nanoseconds by the policy's clock
 	logger            *slog.Logger
 	now               func() time.Time
 	hooks             Hooks
@@ -258,11 +259,11 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Policy, erro
 	if err := p.checkTTL(ttl, 0); err != nil {
 		return nil, fmt.Errorf("natsretry: %w", err)
 	}
-	if err := p.readDeadLimit(ctx); err != nil {
-		return nil, err
-	}
 	if p.now == nil {
 		p.now = time.Now
+	}
+	if err := p.readDeadLimit(ctx); err != nil {
+		return nil, err
 	}
 	// The lint has no tick: JetStream redelivers a message when it is due.
 	strategies.LogLint(p.logger, "natsretry:", "none: JetStream redelivers each message when due")
