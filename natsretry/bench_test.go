@@ -56,10 +56,11 @@ func BenchmarkFailedDelivery(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				m.hist = hist
-				m.pol, m.own = m.policyOf(ctx)
-				m.judge(ctx, fail, span{now, now})
-				out = appendHistory(out[:0], m.hist)
+				d := m // a delivery of its own, on the stack as handle makes it
+				d.hist = hist
+				d.pol, d.own = d.policyOf(ctx)
+				d.judge(ctx, fail, span{now, now})
+				out = appendHistory(out[:0], d.hist)
 			}
 			b.ReportMetric(float64(len(out)), "history-bytes")
 		})
