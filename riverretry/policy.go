@@ -223,7 +223,7 @@ func (p *Policy) IsMiddleware() bool { return true }
 // on first: a job they make fatal is cancelled without running.
 func (p *Policy) Work(ctx context.Context, job *rivertype.JobRow, doInner func(context.Context) error) error {
 	var room [16]int64
-	pol, rec, added := p.read(ctx, job, p.now(), room[:])
+	pol, rec, added := p.read(ctx, reading{job: job, now: p.now(), room: room[:]})
 	if added > 0 {
 		slices.Sort(rec.Failures)
 		n := len(rec.Failures) - 1
@@ -303,12 +303,21 @@ func (p *Policy) setRecord(ctx context.Context, rec queuekit.Record) {
 	}
 }
 
-// read returns what deciding on job's failures at now needs: its policy,
-// its record, checked against River's columns (and repaired from them,
-// with a log line, when it cannot be trusted), with the failures the
-// middleware never saw appended to it, and how many those were. The
-// failures are appended to room.
-func (p *Policy) read(ctx context.Context, job *rivertype.JobRow, now time.Time, room []int64) (*retrypolicy.Policy, queuekit.Record, int) {
+// reading is a read of a job's record: the job, the time of the read, and
+// room for its failures.
+type reading struct {
+	job  *rivertype.JobRow
+	now  time.Time
+	room []int64
+}
+
+// read returns what deciding on the failures of rd's job at rd.now needs:
+// its policy, its record, checked against River's columns (and repaired
+// from them, with a log line, when it cannot be trusted), with the
+// failures the middleware never saw appended to it, and how many those
+// were. The failures are appended to rd.room.
+func (p *Policy) read(ctx context.Context, rd reading) (*retrypolicy.Policy, queuekit.Record, int) {
+	job := rd.job
 	m := readMetadata(job.Metadata)
 	pol, err := p.policyFor(job.Kind, m.Strategy)
 	if err != nil {
@@ -316,7 +325,7 @@ func (p *Policy) read(ctx context.Context, job *rivertype.JobRow, now time.Time,
 		p.logger.WarnContext(ctx, "riverretry: the job's strategy is invalid; its kind's strategy applies",
 			slog.Int64("job_id", job.ID), slog.String("kind", job.Kind), slog.String("error", err.Error()))
 	}
-	rec, problem := checkRecord(job, m, now, queuekit.MostKept(pol), room)
+	rec, problem := checkRecord(rd, m, queuekit.MostKept(pol))
 	if problem != "" {
 		p.logger.WarnContext(ctx, "riverretry: "+problem+"; its failures are read from River's errors instead",
 			slog.Int64("job_id", job.ID), slog.String("kind", job.Kind))
@@ -324,7 +333,7 @@ func (p *Policy) read(ctx context.Context, job *rivertype.JobRow, now time.Time,
 			p.hooks.Repaired(ctx, job.Kind)
 		}
 	}
-	added := unseen(job, &rec, now)
+	added := unseen(job, &rec, rd.now)
 	return pol, rec, added
 }
 
@@ -441,7 +450,7 @@ func (p *Policy) NextRetry(job *rivertype.JobRow) time.Time {
 func (p *Policy) decideUnseen(ctx context.Context, r run, now time.Time) retrypolicy.Decision {
 	job := r.job
 	var room [16]int64
-	r.pol, r.rec, _ = p.read(ctx, job, now, room[:])
+	r.pol, r.rec, _ = p.read(ctx, reading{job: job, now: now, room: room[:]})
 	s := queuekit.Settle(p.failure(r, now))
 	p.logDecision(ctx, job, s)
 	d := s.Decision

@@ -22,14 +22,15 @@ func readMetadata(metadata []byte) queuekit.Metadata {
 	return queuekit.ReadMetadata(metadata, MetadataStrategy, MetadataKey)
 }
 
-// checkRecord returns the failures of m's record that job can have had,
-// at most limit, ascending, with instants later than the job's current
-// attempt or now moved back to the earlier of the two; or what is wrong
-// with the record, checked against River's own columns: more attempts
-// seen than the job has had, more failures than it has had attempts or
-// errors, or instants further than MaxClockSkew after that moment or
-// before the job was created.
-func checkRecord(job *rivertype.JobRow, m queuekit.Metadata, now time.Time, limit int, room []int64) (queuekit.Record, string) {
+// checkRecord returns the failures of m's record that rd's job can have
+// had, at most limit, ascending, in rd.room, with instants later than the
+// job's current attempt or rd.now moved back to the earlier of the two;
+// or what is wrong with the record, checked against River's own columns:
+// more attempts seen than the job has had, more failures than it has had
+// attempts or errors, or instants further than MaxClockSkew after that
+// moment or before the job was created.
+func checkRecord(rd reading, m queuekit.Metadata, limit int) (queuekit.Record, string) {
+	job, now, room := rd.job, rd.now, rd.room
 	if m.Problem != "" || !m.HasRecord {
 		return queuekit.Record{Failures: room[:0]}, m.Problem
 	}

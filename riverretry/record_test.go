@@ -136,7 +136,7 @@ func TestCheckRecord(t *testing.T) {
 			{"not a history", 2, 1, readMetadata([]byte(`{"retrypolicy":{"seen_attempt":1,"history":"AgEA"}}`)), 10, "not a list of failure times", nil},
 		} {
 			job := &rivertype.JobRow{ID: 1, Attempt: tc.attempt, CreatedAt: now.Add(-24 * time.Hour), Errors: make([]rivertype.AttemptError, tc.errors)}
-			rec, problem := checkRecord(job, tc.m, now, tc.limit, nil)
+			rec, problem := checkRecord(reading{job: job, now: now}, tc.m, tc.limit)
 			if tc.problem == "" {
 				assert.Empty(t, problem, tc.name)
 			} else {

@@ -139,7 +139,7 @@ func consume(ctx context.Context, out io.Writer, o orders, down time.Duration) e
 		defer mu.Unlock()
 		fmt.Fprintf(out, format+"\n", args...)
 	}
-	policy, err := newPolicy(ctx, o.js, o.kv, say, settled)
+	policy, err := o.policy(ctx, say, settled)
 	if err != nil {
 		return err
 	}
@@ -174,17 +174,17 @@ func consume(ctx context.Context, out io.Writer, o orders, down time.Duration) e
 	return report(ctx, out, o.js)
 }
 
-// newPolicy returns the orders' policy, which says what it decides and
+// policy returns the orders' policy, which says what it decides and
 // tells settled of each order it dead-letters.
-func newPolicy(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, say func(string, ...any), settled chan<- struct{}) (*natsretry.Policy, error) {
-	return natsretry.New(ctx, js, natsretry.Config{
+func (o orders) policy(ctx context.Context, say func(string, ...any), settled chan<- struct{}) (*natsretry.Policy, error) {
+	return natsretry.New(ctx, o.js, natsretry.Config{
 		// Five failures within a minute give an order up; waits of 0.5 s,
 		// 1 s, 2 s … at most 5 s between: 7.5 s into an outage, brisk for
 		// an example (retrypolicy-vet would report it; here it is meant).
 		//retrypolicy-vet:ignore gives-up-fast
 		Default: retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 5, Window: time.Minute,
 			Backoff: retrypolicy.Backoff{Kind: retrypolicy.Exponential, BaseDelay: 500 * time.Millisecond, Multiplier: 2, MaxDelay: 5 * time.Second}},
-		History:    kv,
+		History:    o.kv,
 		DeadLetter: "dead.orders",
 		Park:       "park",
 		Logger:     slog.New(slog.DiscardHandler),
