@@ -85,7 +85,7 @@ func run(ctx context.Context, out io.Writer, url string, down time.Duration) err
 	if err != nil {
 		return err
 	}
-	return consume(ctx, out, o, down)
+	return o.consume(ctx, out, down)
 }
 
 // orders is what the example declares in JetStream: the consumer of the
@@ -131,7 +131,7 @@ func declare(ctx context.Context, js jetstream.JetStream) (orders, error) {
 
 // consume publishes five orders and consumes them until each is acked or
 // dead-lettered.
-func consume(ctx context.Context, out io.Writer, o orders, down time.Duration) error {
+func (o orders) consume(ctx context.Context, out io.Writer, down time.Duration) error {
 	var mu sync.Mutex
 	settled := make(chan struct{}, 5)
 	say := func(format string, args ...any) {
