@@ -21,8 +21,9 @@ import (
 // handleParked runs one delivery of a parked copy, as its record says: the
 // message as it was published, its history, identity and strategy. Only
 // the copy whose sequence the record holds claims it; a copy that arrives
-// before its record holds one (its publish not yet acknowledged, or a crash
-// in between) is looked at again shortly, never judged. A copy whose id
+// before its record holds one (the move binds it just after its publish)
+// waits for the bind a moment (awaitBind), and is looked at again shortly
+// when it does not come (a crash in between), never judged. A copy whose id
 // has no record, or whose sequence is not the record's, claims nothing: it
 // runs as a message of its own, with no failures.
 func (p *Policy) handleParked(runCtx context.Context, msg jetstream.Msg, pk *parking) {
@@ -45,6 +46,9 @@ func (p *Policy) handleParked(runCtx context.Context, msg jetstream.Msg, pk *par
 	if err == nil {
 		rec, err = readParked(e.Value(), room[:])
 	}
+	if err == nil && rec.copySeq == 0 {
+		rec, err = p.awaitBind(ctx, key, room[:], pk.ackWait/2)
+	}
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, errParked), err == nil && rec.copySeq != 0 && rec.copySeq != md.Sequence.Stream:
 		own.deliverOwn(runCtx, ctx) // claims nothing
@@ -60,6 +64,35 @@ func (p *Policy) handleParked(runCtx context.Context, msg jetstream.Msg, pk *par
 	own.parkedIn = pk
 	m := own.parked(ctx, key, &rec)
 	m.deliver(runCtx, ctx)
+}
+
+// bindPoll is how often awaitBind reads a parked record again.
+const bindPoll = 10 * time.Millisecond
+
+// awaitBind reads the parked record under key (its failures into room)
+// until it is bound to its copy, or for at most within (at most a
+// second): a copy delivered between its publish and its bind waits for it
+// here, in its delivery, rather than come back as a delivery the policy
+// never saw end. It returns the record as last read.
+func (p *Policy) awaitBind(ctx context.Context, key string, room []int64, within time.Duration) (parkedRecord, error) {
+	deadline := time.Now().Add(min(within, time.Second))
+	for {
+		timer := time.NewTimer(bindPoll)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return parkedRecord{}, ctx.Err()
+		case <-timer.C:
+		}
+		e, err := p.kv.Get(ctx, key)
+		if err != nil {
+			return parkedRecord{}, err
+		}
+		rec, err := readParked(e.Value(), room)
+		if err != nil || rec.copySeq != 0 || !time.Now().Before(deadline) {
+			return rec, err
+		}
+	}
 }
 
 // parked is the delivery that m, a parked copy, stands for, whose record

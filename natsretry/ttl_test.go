@@ -63,8 +63,8 @@ func TestNewRefusesATTLShorterThanAWait(t *testing.T) {
 }
 
 // TestAWaitAsLongAsTheTTLAllowsLosesNothing: a bucket whose TTL is just
-// above what the rule asks (a server's wait of up to 2 s, the job's limit,
-// plus an AckWait of 1 s and a second), and a message whose server asks 2
+// above what the rule asks (a server's wait of up to 1 s, the job's limit,
+// plus an AckWait of 1 s and a second), and a message whose server asks 1
 // s each run, parked each time: every parked copy finds its record, so the
 // message is dead-lettered after its three failures, none lost (a record
 // gone would make its copy a message of its own, with no failures, and
@@ -75,20 +75,20 @@ func TestAWaitAsLongAsTheTTLAllowsLosesNothing(t *testing.T) {
 	e := setup(t, s.ClientURL(), 1, time.Second, 0)
 	brisk := retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 3, Window: time.Hour,
 		Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: 100 * ms}}
-	cfg := natsretry.Config{Default: brisk, WaitLimit: 2 * time.Second, MaxHeaderDelay: 100 * ms, ParkAfter: 100 * ms}
+	cfg := natsretry.Config{Default: brisk, WaitLimit: time.Second, MaxHeaderDelay: 100 * ms, ParkAfter: 100 * ms}
 
 	p, err := natsretry.New(context.Background(), e.js, natsretry.Config{Default: brisk, WaitLimit: cfg.WaitLimit,
-		MaxHeaderDelay: cfg.MaxHeaderDelay, History: e.bucket(t, "exact", 4*time.Second), DeadLetter: "dead.jobs", Park: "park"})
+		MaxHeaderDelay: cfg.MaxHeaderDelay, History: e.bucket(t, "exact", 3*time.Second), DeadLetter: "dead.jobs", Park: "park"})
 	require.NoError(t, err, "New counts no AckWait")
 	_, err = p.Consume(context.Background(), e.consumer, func(context.Context, jetstream.Msg) error { return nil })
-	require.ErrorContains(t, err, "must be above 4s", "2 s, AckWait's 1 s and a second: not above")
+	require.ErrorContains(t, err, "must be above 3s", "1 s, AckWait's 1 s and a second: not above")
 
-	cfg.History = e.bucket(t, "tight", 4*time.Second+100*ms)
+	cfg.History = e.bucket(t, "tight", 3*time.Second+100*ms)
 	var lost, runs atomic.Int64
 	cfg.Hooks = natsretry.Hooks{Lost: func(context.Context, string) { lost.Add(1) }}
 	e.consume(t, cfg, func(context.Context, jetstream.Msg) error {
 		runs.Add(1)
-		return retry.After(errors.New("busy"), 2*time.Second)
+		return retry.After(errors.New("busy"), time.Second)
 	})
 	e.publish(t, "jobs.a", "x", nil)
 	dead := e.deadMessages(t, 1)[0]
