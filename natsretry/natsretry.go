@@ -228,9 +228,11 @@ type Policy struct {
 }
 
 // New returns a Policy for cfg on js. It returns an error naming the field
-// for an invalid strategy, a missing History or DeadLetter, or a
-// DeadLetter subject no stream captures; and logs at Warn, once, each trap
-// that plan.LintGo finds in the strategies.
+// for an invalid strategy, a missing History or DeadLetter, a DeadLetter
+// subject no stream captures, or a History bucket whose TTL could drop a
+// waiting message's history (Config.History says how long it must be);
+// and logs at Warn, once, each trap that plan.LintGo finds in the
+// strategies.
 func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Policy, error) {
 	strategies := queuekit.Config{Default: cfg.Default, Kinds: cfg.Subjects, KindsField: "Config.Subjects", WaitLimit: cfg.WaitLimit}
 	policies, err := queuekit.NewPolicies(strategies)
