@@ -120,13 +120,15 @@ func TestJitterIsTheMessages(t *testing.T) {
 }
 
 // TestUptimeCredit pins that a long run earns credit: the wait after a
-// failure that ends a run of a second is less than what the failure owes.
+// failure that ends a run of 11 s is less than what the failure owes. The
+// steps (100 ms, 1 s, 10 s) are far apart, so that a run slowed by a
+// loaded machine earns no credit it should not.
 func TestUptimeCredit(t *testing.T) {
 	e := newEnv(t)
 	got := newDecisions()
 	var c clock
 	strategy := retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped,
-		Backoff: retrypolicy.Backoff{Kind: retrypolicy.Exponential, BaseDelay: 100 * ms, Multiplier: 2}}
+		Backoff: retrypolicy.Backoff{Kind: retrypolicy.Exponential, BaseDelay: 100 * ms, Multiplier: 10}}
 	var calls atomic.Int64
 	e.consume(t, natsretry.Config{Default: strategy, Hooks: got.hooks(), Now: c.now},
 		func(context.Context, jetstream.Msg) error {
@@ -134,19 +136,19 @@ func TestUptimeCredit(t *testing.T) {
 			case 1, 2:
 				return errors.New("down at once")
 			case 3:
-				c.advance(time.Second) // a run of a second, then a failure
-				return errors.New("down after a second")
+				c.advance(11 * time.Second) // a run of 11 s, then a failure
+				return errors.New("down after 11 s")
 			}
 			return nil
 		})
 	e.publish(t, "jobs.a", "x", nil)
 	ds := got.wait(t, 3)
-	assert.Equal(t, 200*ms, ds[1].Delay, "the second failure, after a run of (nearly) no length, owes and waits 200ms")
-	// Three failures owe 400ms; the run of a second pays back the steps of
-	// 400 and 200ms, leaving the first step's 100ms.
+	assert.Equal(t, time.Second, ds[1].Delay, "the second failure, after a run of (nearly) no length, owes and waits 1 s")
+	// Three failures owe 10 s; the run of 11 s pays back the steps of 10
+	// and 1 s, leaving the first step's 100ms.
 	assert.Equal(t, 3, ds[2].InWindow, "credit takes no failure out of the window")
-	assert.Equal(t, 400*ms, ds[2].Owed)
-	assert.Equal(t, 100*ms, ds[2].Delay, "the run of a second earns credit: %v", ds[2])
+	assert.Equal(t, 10*time.Second, ds[2].Owed)
+	assert.Equal(t, 100*ms, ds[2].Delay, "the run of 11 s earns credit: %v", ds[2])
 }
 
 // TestWindow pins that failures leave the window as they age: a bounded
