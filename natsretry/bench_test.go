@@ -44,7 +44,7 @@ func BenchmarkFailedDelivery(b *testing.B) {
 			h.failures = append(h.failures, now.Add(time.Duration(i-n)*time.Minute).Truncate(time.Millisecond).UnixNano())
 		}
 		stored := appendHistory(nil, h)
-		m := delivery{msg: benchMsg{header: nats.Header{HeaderStrategy: []string{descriptor}}},
+		m := delivery{p: p, msg: benchMsg{header: nats.Header{HeaderStrategy: []string{descriptor}}},
 			md: &jetstream.MsgMetadata{NumDelivered: uint64(n + 1)}, seed: queuekit.Seed(7)}
 		b.Run(fmt.Sprintf("failures=%d/part=adapter", n), func(b *testing.B) {
 			ctx, fail := context.Background(), &failure{text: "down"}
@@ -56,9 +56,11 @@ func BenchmarkFailedDelivery(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				m.pol, m.own = p.policyOf(ctx, m)
-				hist, _ = p.judge(ctx, m, hist, fail, span{now, now})
-				out = appendHistory(out[:0], hist)
+				d := m // a delivery of its own, on the stack as handle makes it
+				d.hist = hist
+				d.pol, d.own = d.policyOf(ctx)
+				d.judge(ctx, fail, span{now, now})
+				out = appendHistory(out[:0], d.hist)
 			}
 			b.ReportMetric(float64(len(out)), "history-bytes")
 		})

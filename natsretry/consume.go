@@ -32,8 +32,9 @@ type consumption struct {
 // whose BackOff is set (the strategy decides every redelivery); whose
 // stream captures Config.DeadLetter (a message given up would come back to
 // it); whose stream takes larger messages than the dead-letter stream does
-// (a message given up would not fit there); and a parking stream that
-// could lose a parked copy (Config.Park). A run that returns its context's
+// (a message given up would not fit there); whose AckWait leaves the
+// history bucket's TTL too short (Config.History); and a parking stream
+// that could lose a parked copy (Config.Park). A run that returns its context's
 // error once stop is called is no failure: the message is redelivered at
 // once, and counts nothing.
 func (p *Policy) Wrap(ctx context.Context, c jetstream.Consumer, h Handler) (handler jetstream.MessageHandler, stop func(), err error) {
@@ -45,6 +46,9 @@ func (p *Policy) Wrap(ctx context.Context, c jetstream.Consumer, h Handler) (han
 		return nil, nil, fmt.Errorf("natsretry: consumer %s: %w", queuekit.Quote(info.Name), err)
 	}
 	if err := p.checkStreams(ctx, info.Stream); err != nil {
+		return nil, nil, fmt.Errorf("natsretry: consumer %s: %w", queuekit.Quote(info.Name), err)
+	}
+	if err := p.checkTTL(p.historyTTL, info.Config.AckWait); err != nil {
 		return nil, nil, fmt.Errorf("natsretry: consumer %s: %w", queuekit.Quote(info.Name), err)
 	}
 	run := &consumption{}
@@ -65,7 +69,8 @@ func (p *Policy) Wrap(ctx context.Context, c jetstream.Consumer, h Handler) (han
 			}
 		})
 	}
-	return func(msg jetstream.Msg) { p.handle(run.ctx, msg, h, ackWait, run.park) }, stop, nil
+	cons := consumer{h: h, ackWait: ackWait, parking: run.park}
+	return func(msg jetstream.Msg) { p.handle(run.ctx, msg, cons) }, stop, nil
 }
 
 // Consume runs h on every message of consumer c under the policy, as

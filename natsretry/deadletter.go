@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -13,14 +14,15 @@ import (
 	"github.com/retrypolicy/retrypolicy/retry"
 )
 
-// giveUp marks hist dead, then moves m to the dead-letter subject.
-func (p *Policy) giveUp(ctx context.Context, m delivery, hist history) {
-	hist.dead, hist.due = true, 0
-	if !p.save(ctx, m, hist) {
-		p.nak(ctx, m, StoreRetry)
+// giveUp marks m's history dead, then moves m to the dead-letter subject.
+func (m *delivery) giveUp(ctx context.Context) {
+	m.hist.dead, m.hist.due = true, 0
+	if !m.save(ctx) {
+		m.nak(ctx, StoreRetry)
 		return
 	}
-	p.deadLetter(ctx, m, hist)
+	m.kept = true // it has a history now, removed with its dead letter
+	m.deadLetter(ctx)
 }
 
 // deadLetter publishes m's copy to the dead-letter subject, then
@@ -29,40 +31,46 @@ func (p *Policy) giveUp(ctx context.Context, m delivery, hist history) {
 // first, by its message id, which its work message's identity makes. A
 // copy too large for the server or the dead-letter stream sheds the
 // headers the policy adds (shed), so that it is never refused for its
-// size; a refusal for its size all the same (the stream's limit lowered
-// since it was read) reads the limit again and tries once more.
-func (p *Policy) deadLetter(ctx context.Context, m delivery, hist history) {
-	out, opts := p.deadCopy(m, hist)
+// size. The limit is read again, and the copy made again, before a copy
+// sheds a header when it was read deadLimitAge ago or more (the stream's
+// limit may have been raised since); at once before a copy that would not
+// fit even bare (the work stream took a message larger than the limit
+// read: the limits were raised); and at once when a publish is refused
+// for its size (lowered). A copy that fits reads nothing, and keeps every
+// header: no stream info request is made per dead letter.
+func (m *delivery) deadLetter(ctx context.Context) {
+	p := m.p
+	out, opts, whole := m.deadCopy()
+	if !whole && (opts == nil || p.deadLimitStale()) && p.readDeadLimit(ctx) == nil {
+		out, opts, _ = m.deadCopy()
+	}
 	ack, err := p.js.PublishMsg(ctx, out, opts...)
 	if errors.Is(err, jetstream.ErrStreamMessageExceedsMaximum) || errors.Is(err, nats.ErrMaxPayload) {
 		if p.readDeadLimit(ctx) == nil {
-			out, opts = p.deadCopy(m, hist)
+			out, opts, _ = m.deadCopy()
 			ack, err = p.js.PublishMsg(ctx, out, opts...)
 		}
 	}
 	if err != nil {
-		p.logger.ErrorContext(ctx, "natsretry: cannot publish the message to the dead-letter subject; it is retried", p.ids(m, err)...)
-		p.nak(ctx, m, StoreRetry)
+		p.logger.ErrorContext(ctx, "natsretry: cannot publish the message to the dead-letter subject; it is retried", m.ids(err)...)
+		m.nak(ctx, StoreRetry)
 		return
 	}
 	if !ack.Duplicate && p.hooks.DeadLettered != nil {
-		p.hook(ctx, "DeadLettered", func() { p.hooks.DeadLettered(ctx, m.msg.Subject(), hist.reason) })
+		p.hook(ctx, "DeadLettered", func() { p.hooks.DeadLettered(ctx, m.msg.Subject(), m.hist.reason) })
 	}
-	if err := m.msg.TermWithReason(hist.reason.String()); err != nil {
-		p.logger.ErrorContext(ctx, "natsretry: cannot terminate the dead-lettered message", p.ids(m, err)...)
+	if err := m.msg.TermWithReason(m.hist.reason.String()); err != nil {
+		p.logger.ErrorContext(ctx, "natsretry: cannot terminate the dead-lettered message", m.ids(err)...)
 		return // redelivered, it finds the mark and its copy already made
 	}
-	if m.rec != nil {
-		p.remove(ctx, m, m.key, m.rec.origin)
-		m.parkedIn.forget(m.key)
-		return
-	}
-	p.remove(ctx, m, m.key)
+	m.removeAll(ctx)
 }
 
-// deadCopy is m's dead letter, within the limit, and its publish options.
-func (p *Policy) deadCopy(m delivery, hist history) (*nats.Msg, []jetstream.PublishOpt) {
-	out := nats.NewMsg(p.deadLetterSubject)
+// deadCopy is m's dead letter, within the limit, its publish options, and
+// whether it keeps every header.
+func (m *delivery) deadCopy() (out *nats.Msg, opts []jetstream.PublishOpt, whole bool) {
+	hist := &m.hist
+	out = nats.NewMsg(m.p.deadLetterSubject)
 	out.Data = m.msg.Data()
 	for name, values := range m.msg.Headers() {
 		if !strings.HasPrefix(name, "Nats-") { // JetStream's own: an expected sequence would refuse the copy
@@ -79,16 +87,31 @@ func (p *Policy) deadCopy(m delivery, hist history) (*nats.Msg, []jetstream.Publ
 	out.Header.Set(HeaderStream, m.md.Stream)
 	out.Header.Set(HeaderSequence, strconv.FormatUint(m.md.Sequence.Stream, 10))
 	id := "retrypolicy." + m.workKey()
-	if shed(out, id, p.deadLimit.Load()) {
-		return out, []jetstream.PublishOpt{jetstream.WithMsgID(id)}
+	kept, whole := shed(out, id, m.p.deadLimit.Load())
+	if kept {
+		return out, []jetstream.PublishOpt{jetstream.WithMsgID(id)}, whole
 	}
-	return out, nil
+	return out, nil, false
+}
+
+// deadLimitAge is how long a dead letter's limit read is trusted for a
+// copy that would shed a header: the stream's limit raised is seen within
+// it, at the cost of one stream info request.
+const deadLimitAge = 30 * time.Second
+
+// deadLimitStale reports whether the dead letter's limit was read
+// deadLimitAge ago or more by the policy's clock, or after now (the clock
+// stepped back).
+func (p *Policy) deadLimitStale() bool {
+	age := p.now().Sub(time.Unix(0, p.deadLimitRead.Load()))
+	return age >= deadLimitAge || age < 0
 }
 
 // readDeadLimit reads the most bytes a dead letter may take, headers and
 // payload: the smaller of the server's maximum payload and the dead-letter
-// stream's MaxMsgSize. New reads it; a copy refused for its size reads it
-// again: no stream's information is read for each dead letter.
+// stream's MaxMsgSize. New reads it; a copy that would shed a header reads
+// it again when it is stale (deadLimitStale), and a copy refused for its
+// size at once: no stream's information is read for each dead letter.
 func (p *Policy) readDeadLimit(ctx context.Context) error {
 	limit := p.js.Conn().MaxPayload()
 	s, err := p.js.Stream(ctx, p.deadStream)
@@ -99,6 +122,7 @@ func (p *Policy) readDeadLimit(ctx context.Context) error {
 		limit = min(limit, n)
 	}
 	p.deadLimit.Store(limit)
+	p.deadLimitRead.Store(p.now().UnixNano())
 	return nil
 }
 
@@ -109,16 +133,17 @@ var shedOrder = [...]string{HeaderError, HeaderWaitAsked, HeaderFailures, Header
 
 // shed drops the headers of shedOrder from out, one after another, until
 // out with the message id id fits in limit bytes, and reports whether it
-// then keeps the id: dropped last, when the copy would not fit with it.
-func shed(out *nats.Msg, id string, limit int64) bool {
+// then keeps the id (dropped last, when the copy would not fit with it),
+// and whether it keeps every header.
+func shed(out *nats.Msg, id string, limit int64) (kept, whole bool) {
 	idSize := int64(len(jetstream.MsgIDHeader) + len(": \r\n") + len(id))
-	for _, name := range shedOrder {
+	for i, name := range shedOrder {
 		if wireSize(out)+idSize <= limit {
-			return true
+			return true, i == 0
 		}
 		out.Header.Del(name)
 	}
-	return wireSize(out)+idSize <= limit
+	return wireSize(out)+idSize <= limit, false
 }
 
 // wireSize is the bytes a message takes against the server's and a

@@ -28,35 +28,35 @@ type step struct {
 	due, now time.Time
 }
 
-// admit returns what m, whose history is hist, comes to before it runs,
-// at now, and its history: an old copy is skipped, a message given up
-// before is dead-lettered, an early redelivery waits for its due time, and
+// admit returns what m comes to before it runs, at now, its history
+// brought up to date: an old copy is skipped, a message given up before is
+// dead-lettered, an early redelivery waits for its due time, and
 // deliveries that ended unseen count as one failure; else it runs. A
 // history that claims a delivery far beyond this one is repaired, not
 // obeyed.
-func (p *Policy) admit(ctx context.Context, m delivery, hist history, now time.Time) (step, history) {
+func (m *delivery) admit(ctx context.Context, now time.Time) step {
 	md := m.md
-	if hist.seen > md.NumDelivered+maxStale {
+	if m.hist.seen > md.NumDelivered+maxStale {
 		// No copy lags so far behind: a history written by a stranger.
-		p.logger.WarnContext(ctx, "natsretry: the message's history claims a delivery far beyond this one; it starts anew", p.ids(m, repairedText(m, hist))...)
-		p.repaired(ctx, m)
-		hist = history{}
+		m.p.logger.WarnContext(ctx, "natsretry: the message's history claims a delivery far beyond this one; it starts anew", m.ids(m.repairedText())...)
+		m.repaired(ctx)
+		m.hist = history{}
 	}
-	switch due := hist.dueTime(); {
-	case hist.seen >= md.NumDelivered && md.NumDelivered > 1:
-		return step{act: skip}, hist // an earlier delivery's copy, held in the client's buffer while JetStream redelivered it
-	case hist.dead:
-		return step{act: deadLetter}, hist // given up before, its copy perhaps made
-	case due.After(now) && due.Sub(now) <= hist.waitFor()+m.ackWait:
+	switch due := m.hist.dueTime(); {
+	case m.hist.seen >= md.NumDelivered && md.NumDelivered > 1:
+		return step{act: skip} // an earlier delivery's copy, held in the client's buffer while JetStream redelivered it
+	case m.hist.dead:
+		return step{act: deadLetter} // given up before, its copy perhaps made
+	case due.After(now) && due.Sub(now) <= m.hist.waitFor()+m.ackWait:
 		// Redelivered early: back to its time. A due time farther away
 		// than the wait decided (the clock stepped back, a replica's is
 		// skewed) is not trusted: the message runs.
-		hist.seen = md.NumDelivered
-		return step{act: wait, due: due, now: now}, hist
-	case hist.seen+1 < md.NumDelivered:
-		return p.unseen(ctx, m, hist, now)
+		m.hist.seen = md.NumDelivered
+		return step{act: wait, due: due, now: now}
+	case m.hist.seen+1 < md.NumDelivered:
+		return m.unseen(ctx, now)
 	}
-	return step{act: runIt}, hist
+	return step{act: runIt}
 }
 
 // unseen counts the deliveries of m before this one that ended unseen (a
@@ -65,66 +65,56 @@ func (p *Policy) admit(ctx context.Context, m delivery, hist history, now time.T
 // failed and deliveries that never ran, the history unreadable. It returns
 // what m comes to: given up, a wait, or a run, its history written first
 // so that a crash in this run is a gap of its own.
-func (p *Policy) unseen(ctx context.Context, m delivery, hist history, now time.Time) (step, history) {
-	hist, v := p.judge(ctx, m, hist, nil, span{now, now})
+func (m *delivery) unseen(ctx context.Context, now time.Time) step {
+	v := m.judge(ctx, nil, span{now, now})
 	switch {
 	case v.Action == retrypolicy.Fatal:
-		hist.lastError = "a delivery ended without an ack or a nak (its consumer stopped mid-run)"
-		return step{act: giveUp}, hist
+		m.hist.lastError = "a delivery ended without an ack or a nak (its consumer stopped mid-run)"
+		return step{act: giveUp}
 	case v.Due.After(now):
-		return step{act: wait, due: v.Due, now: now}, hist
+		return step{act: wait, due: v.Due, now: now}
 	}
-	hist.seen--
-	p.save(ctx, m, hist)
-	return step{act: runIt}, hist
+	m.hist.seen--
+	m.save(ctx)
+	return step{act: runIt}
 }
 
-// decide returns what m, whose history is hist, comes to after a run over
-// ran that ended as o says, and its history: done, redelivered at once
-// (interrupted by its consumer stopping: no failure), or judged.
-func (p *Policy) decide(ctx context.Context, m delivery, hist history, o outcome, ran span) (step, history) {
+// decide returns what m comes to after a run over ran that ended as o
+// says: done, redelivered at once (interrupted by its consumer stopping:
+// no failure), or judged.
+func (m *delivery) decide(ctx context.Context, o outcome, ran span) step {
 	switch {
 	case !o.failed:
-		return step{act: ack}, hist
+		return step{act: ack}
 	case o.stopped:
-		hist.seen = m.md.NumDelivered
-		return step{act: redeliver}, hist
+		m.hist.seen = m.md.NumDelivered
+		return step{act: redeliver}
 	}
-	hist, v := p.judge(ctx, m, hist, &o.failure, ran)
+	v := m.judge(ctx, &o.failure, ran)
 	if v.Action == retrypolicy.Fatal {
-		return step{act: giveUp}, hist
+		return step{act: giveUp}
 	}
-	return step{act: wait, due: v.Due, now: ran.end}, hist
+	return step{act: wait, due: v.Due, now: ran.end}
 }
 
-// judge returns the verdict on the failure of m's delivery, which ran
-// over ran and failed as f says (nil for a delivery that ended unseen),
-// and m's history after it. The wait it decides is the strategy's delay
-// and jitter (cut to Config.MaxHeaderDelay for a strategy from the
-// message's header), or a wait a server asked or a loop in the run
-// deferred (queuekit.Judge: never cut, given up beyond the job's limit),
-// whichever is longer: a clock stepped back never makes it longer.
-func (p *Policy) judge(ctx context.Context, m delivery, hist history, f *failure, ran span) (history, queuekit.Verdict) {
-	at := ran.end.Truncate(time.Millisecond)
-	hist.failures = append(hist.failures, at.UnixNano())
-	uptime := ran.end.Sub(ran.start)
-	d := queuekit.Decide(m.pol, hist.failures, uptime, m.seed, at)
-	if d.Action == retrypolicy.Wait {
-		owed := d.Delay + d.Jitter // from the failure, whatever instants the history holds
-		if m.own {
-			owed = min(owed, p.headerDelay(m.msg.Subject())) // a publisher chooses a strategy, not to park the consumer
-		}
-		if d.Due.Sub(at) > owed {
-			d.Due = at.Add(owed)
-		}
+// judge returns the verdict on the failure of m, which ran over ran and
+// failed as f says (nil for a delivery that ended unseen), and brings m's
+// history up to date with it: queuekit.Settle's verdict, a strategy from
+// the message's header waiting no longer than Config.MaxHeaderDelay.
+func (m *delivery) judge(ctx context.Context, f *failure, ran span) queuekit.Verdict {
+	p, hist := m.p, &m.hist
+	in := queuekit.Failure{Policy: m.pol, Failures: hist.failures, Ended: ran.end, Uptime: ran.end.Sub(ran.start),
+		Seed: m.seed, Limit: p.policies.WaitLimit(m.msg.Subject())}
+	if m.own {
+		in.MaxDelay = p.headerDelay(m.msg.Subject()) // a publisher chooses a strategy, not to park the consumer
 	}
-	var marks retry.Marks
 	if f != nil {
-		marks = f.marks
+		in.Marks = f.marks
 	}
-	v := queuekit.Judge(d, marks, at, p.policies.WaitLimit(m.msg.Subject()))
-	p.decided(ctx, m, hist.failures, uptime, v)
-	hist.failures = queuekit.Keep(m.pol, hist.failures, v.Decision)
+	s := queuekit.Settle(in)
+	v := s.Verdict
+	m.decided(ctx, s)
+	hist.failures = s.Kept
 	hist.seen, hist.due, hist.wait = m.md.NumDelivered, 0, 0
 	switch v.Action {
 	case retrypolicy.Fatal:
@@ -137,9 +127,9 @@ func (p *Policy) judge(ctx context.Context, m delivery, hist history, f *failure
 		}
 	case retrypolicy.Wait:
 		hist.due = v.Due.UnixMilli()
-		hist.wait = v.Due.Sub(at).Milliseconds()
+		hist.wait = v.Due.Sub(s.At).Milliseconds()
 	}
-	return hist, v
+	return v
 }
 
 // headerDelay is the longest a message's own strategy may make it wait:

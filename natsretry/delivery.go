@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/queuekit"
 )
 
 // maxStale is the most deliveries a copy of a message may lag behind the
@@ -19,9 +20,22 @@ import (
 // policy: it is repaired, not obeyed.
 const maxStale = 16
 
+// consumer is what a consumer's deliveries are handled with: its handler,
+// its AckWait, and where its long waits go.
+type consumer struct {
+	h       Handler
+	ackWait time.Duration
+	// parking is where a long wait moves a message; nil when it cannot
+	// be moved (waits stay in place, or the message is parked already).
+	parking *parking
+}
+
 // delivery is a message being handled, with what the policy derives from
-// it once.
+// it once and what it carries: its history. The functions that act on a
+// delivery are its methods, and change its history in place.
 type delivery struct {
+	p *Policy
+	consumer
 	msg  jetstream.Msg
 	md   *jetstream.MsgMetadata
 	key  string // its history's: a work message's, or its parked record's
@@ -31,16 +45,19 @@ type delivery struct {
 	// kept: the message may have a history under key (not a first
 	// delivery of a work message).
 	kept bool
-	// park is where a long wait moves the message; nil when it cannot be
-	// moved (waits stay in place, or the message is parked already).
-	park *parking
 	// rec is, for a parked message, its record (it is saved in it), and
 	// parkedIn the parking it runs from.
 	rec      *parkedRecord
 	parkedIn *parking
-	// h runs the message, as a consumer of ackWait's.
-	h       Handler
-	ackWait time.Duration
+	// hist is its history: what the policy knows of its earlier runs.
+	hist history
+}
+
+// open is the delivery of msg, whose metadata is md, handled as c says:
+// under its own history key and jitter seed.
+func (p *Policy) open(msg jetstream.Msg, md *jetstream.MsgMetadata, c consumer) delivery {
+	return delivery{p: p, consumer: c, msg: msg, md: md, key: historyKey(md),
+		seed: queuekit.Seed(int64(md.Sequence.Stream)), kept: md.NumDelivered > 1}
 }
 
 // workKey is the history key of the work message m is or stands for: a
@@ -55,10 +72,11 @@ func (m *delivery) workKey() string {
 // span is when a run of a delivery started and ended.
 type span struct{ start, end time.Time }
 
-// policyOf returns the policy of a delivery's message: its own strategy
+// policyOf returns the policy of m's message: its own strategy
 // (HeaderStrategy), and true, else its subject's; an invalid own strategy
 // is logged at its first delivery and its subject's applies.
-func (p *Policy) policyOf(ctx context.Context, m delivery) (*retrypolicy.Policy, bool) {
+func (m *delivery) policyOf(ctx context.Context) (*retrypolicy.Policy, bool) {
+	p := m.p
 	raw := m.msg.Headers().Get(HeaderStrategy)
 	if raw == "" {
 		return p.policies.Kind(m.msg.Subject()), false
@@ -75,12 +93,12 @@ func (p *Policy) policyOf(ctx context.Context, m delivery) (*retrypolicy.Policy,
 }
 
 // ids are the log attributes of m and err.
-func (p *Policy) ids(m delivery, err error) []any {
+func (m *delivery) ids(err error) []any {
 	return []any{slog.String("subject", m.msg.Subject()), slog.String("stream", m.md.Stream),
 		slog.Uint64("sequence", m.md.Sequence.Stream), slog.String("error", err.Error())}
 }
 
-// repairedText says why a history was started anew.
-func repairedText(m delivery, hist history) error {
-	return fmt.Errorf("delivery %d, history's last seen %d", m.md.NumDelivered, hist.seen)
+// repairedText says why m's history was started anew.
+func (m *delivery) repairedText() error {
+	return fmt.Errorf("delivery %d, history's last seen %d", m.md.NumDelivered, m.hist.seen)
 }

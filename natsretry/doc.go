@@ -12,7 +12,7 @@
 // # Consuming
 //
 //	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "retrypolicy",
-//		Storage: jetstream.FileStorage, TTL: time.Hour, LimitMarkerTTL: time.Minute})
+//		Storage: jetstream.FileStorage, TTL: 2 * time.Hour, LimitMarkerTTL: time.Minute})
 //	_, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: "PARK", Subjects: []string{"park.>"},
 //		Storage: jetstream.FileStorage, Retention: jetstream.WorkQueuePolicy})
 //	policy, err := natsretry.New(ctx, js, natsretry.Config{
@@ -65,7 +65,8 @@
 // to it (NakWithDelay) and counts nothing; one older than a delivery
 // already seen to end is left alone. JetStream delivers at least once, so
 // a message may come again after its ack and leave a history behind: give
-// the bucket a TTL longer than any strategy's longest wait plus AckWait.
+// the bucket a TTL, as long as Config.History says (New, Wrap and Consume
+// refuse a TTL that could drop a waiting message's history).
 //
 // # The dead-letter subject
 //

@@ -162,7 +162,9 @@ func runWorkloadWith(t *testing.T, e *env, n int, disrupt func(), cfg natsretry.
 		w.dead[id]++
 		w.settle(id)
 	}
-	cfg.Default, cfg.Hooks = strategy, hooks
+	// Limits of a few seconds, so that the bucket's TTL (faultTTL) is
+	// above the longest wait the policy can make.
+	cfg.Default, cfg.Hooks, cfg.WaitLimit, cfg.MaxHeaderDelay = strategy, hooks, 5*time.Second, 5*time.Second
 	e.consume(t, cfg, w.handle)
 	for i := range n {
 		e.publish(t, fmt.Sprintf("jobs.ok-%d", i), "", nil)
@@ -200,9 +202,10 @@ func runWorkloadWith(t *testing.T, e *env, n int, disrupt func(), cfg natsretry.
 	t.Logf("%d histories left by deliveries after an ack, for the bucket's TTL", left)
 }
 
-// faultTTL is the history bucket's TTL in the tests of faults: longer
-// than any wait of their strategy and than the outage (a client's request
-// waits 5 s for a server that is away).
+// faultTTL is the history bucket's TTL in the tests of faults: above the
+// longest wait their policy can make (its limits of 5 s) plus AckWait, and
+// longer than the outage (a client's request waits 5 s for a server that
+// is away).
 const faultTTL = 20 * time.Second
 
 // TestServerRestartsMidRun stops the server (file storage) while messages

@@ -4,27 +4,28 @@ import (
 	"context"
 	"log/slog"
 	"runtime/debug"
-	"time"
 
 	"github.com/retrypolicy/retrypolicy/queuekit"
 )
 
-// decided tells the Decided hook of v, the verdict on m's failures after a
-// run of uptime, and logs it at the Debug level.
-func (p *Policy) decided(ctx context.Context, m delivery, failures []int64, uptime time.Duration, v queuekit.Verdict) {
+// decided tells the Decided hook of s, the settlement of m's failure, and
+// logs it at the Debug level.
+func (m *delivery) decided(ctx context.Context, s queuekit.Settlement) {
+	p := m.p
 	if p.hooks.Decided != nil {
-		p.hook(ctx, "Decided", func() { p.hooks.Decided(ctx, m.msg.Subject(), v.Decision, v.GaveUp) })
+		p.hook(ctx, "Decided", func() { p.hooks.Decided(ctx, m.msg.Subject(), s.Decision, s.GaveUp) })
 	}
 	if p.logger.Enabled(ctx, slog.LevelDebug) {
 		p.logger.DebugContext(ctx, "natsretry: decided", slog.String("subject", m.msg.Subject()),
 			slog.Uint64("sequence", m.md.Sequence.Stream), slog.Uint64("delivery", m.md.NumDelivered),
-			slog.Int("failures", len(failures)), slog.Duration("uptime", uptime),
-			slog.Any("decision", v.Decision), slog.String("gave_up", v.GaveUp.String()))
+			slog.Int("failures", s.Decided), slog.Duration("uptime", s.Uptime),
+			slog.Any("decision", s.Decision), slog.String("gave_up", s.GaveUp.String()))
 	}
 }
 
 // repaired tells the Repaired hook that m's history was started anew.
-func (p *Policy) repaired(ctx context.Context, m delivery) {
+func (m *delivery) repaired(ctx context.Context) {
+	p := m.p
 	if p.hooks.Repaired != nil {
 		p.hook(ctx, "Repaired", func() { p.hooks.Repaired(ctx, m.msg.Subject()) })
 	}

@@ -87,11 +87,21 @@ type Config struct {
 	// History is the key-value bucket that keeps each failing message's
 	// history between its deliveries, and each parked message's record;
 	// required. Give it the storage and replicas of the consumer's stream,
-	// so that it survives what the messages survive, no TTL (a parked
-	// message may wait longer than any TTL), and a LimitMarkerTTL (a
-	// minute, say: New refuses a bucket without one), so that the marker a
-	// removed history leaves expires. One bucket serves any number of
-	// policies.
+	// so that it survives what the messages survive, and a LimitMarkerTTL
+	// (a minute, say: New refuses a bucket without one), so that the
+	// marker a removed history leaves expires. Its TTL, if it has one,
+	// collects the histories that deliveries after an ack leave behind,
+	// and must not drop one a waiting message still needs: it must be
+	// above the longest wait the policy can make (each strategy's longest
+	// delay, a quarter more with jitter; MaxHeaderDelay's limit on a
+	// message's own strategy; WaitLimit's on a wait a server asked) plus
+	// the consumer's AckWait and a second of rounding. New refuses a
+	// shorter TTL (AckWait counted as zero), Wrap and Consume one shorter
+	// than the consumer's AckWait requires, and both refuse any TTL when a
+	// strategy's delays have no cap (an exponential backoff without
+	// MaxDelay). Under the default strategy and limits the longest wait is
+	// an hour (its longest delay, and the job's limit): a TTL of two hours
+	// does. One bucket serves any number of policies.
 	History jetstream.KeyValue
 
 	// DeadLetter is the subject a given-up message is published to;
@@ -201,6 +211,7 @@ type Policy struct {
 	deadLetterSubject string
 	deadStream        string       // the stream that captures deadLetterSubject
 	deadLimit         atomic.Int64 // the most bytes a dead letter may take (readDeadLimit)
+	deadLimitRead     atomic.Int64 // when it was read, Unix nanoseconds by the policy's clock
 	logger            *slog.Logger
 	now               func() time.Time
 	hooks             Hooks
@@ -209,15 +220,19 @@ type Policy struct {
 	maxHeaderDelay    time.Duration
 	parkPrefix        string
 	parkAfter         time.Duration
+	historyTTL        time.Duration // Config.History's TTL, 0 for none
+	subjects          []string      // subjectsOf(Config)
 
 	mu       sync.Mutex
 	parkings map[string]*parking // by work stream and consumer: one each, however often Wrap is called
 }
 
 // New returns a Policy for cfg on js. It returns an error naming the field
-// for an invalid strategy, a missing History or DeadLetter, or a
-// DeadLetter subject no stream captures; and logs at Warn, once, each trap
-// that plan.LintGo finds in the strategies.
+// for an invalid strategy, a missing History or DeadLetter, a DeadLetter
+// subject no stream captures, or a History bucket whose TTL could drop a
+// waiting message's history (Config.History says how long it must be);
+// and logs at Warn, once, each trap that plan.LintGo finds in the
+// strategies.
 func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Policy, error) {
 	strategies := queuekit.Config{Default: cfg.Default, Kinds: cfg.Subjects, KindsField: "Config.Subjects", WaitLimit: cfg.WaitLimit}
 	policies, err := queuekit.NewPolicies(strategies)
@@ -231,7 +246,8 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Policy, erro
 	if err != nil {
 		return nil, fmt.Errorf("natsretry: Config.DeadLetter: no stream captures %s: %w", queuekit.Quote(cfg.DeadLetter), err)
 	}
-	if err := checkBucket(ctx, cfg.History); err != nil {
+	ttl, err := checkBucket(ctx, cfg.History)
+	if err != nil {
 		return nil, err
 	}
 	p := &Policy{
@@ -240,13 +256,16 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Policy, erro
 		deferAfter: cmp.Or(cfg.DeferAfter, DefaultDeferAfter), maxRun: cmp.Or(cfg.MaxRun, DefaultMaxRun),
 		maxHeaderDelay: cfg.MaxHeaderDelay,
 		parkPrefix:     cfg.Park, parkAfter: cmp.Or(cfg.ParkAfter, DefaultParkAfter),
-		parkings: map[string]*parking{},
+		parkings: map[string]*parking{}, historyTTL: ttl, subjects: subjectsOf(cfg),
 	}
-	if err := p.readDeadLimit(ctx); err != nil {
-		return nil, err
+	if err := p.checkTTL(ttl, 0); err != nil {
+		return nil, fmt.Errorf("natsretry: %w", err)
 	}
 	if p.now == nil {
 		p.now = time.Now
+	}
+	if err := p.readDeadLimit(ctx); err != nil {
+		return nil, err
 	}
 	// The lint has no tick: JetStream redelivers a message when it is due.
 	strategies.LogLint(p.logger, "natsretry:", "none: JetStream redelivers each message when due")
@@ -276,18 +295,19 @@ func checkConfig(cfg Config) error {
 	return nil
 }
 
-// checkBucket returns why bucket cannot keep histories: it must let a
-// message carry a TTL of its own (LimitMarkerTTL set), so that the marker
-// a removed history leaves is dropped rather than kept for ever.
-func checkBucket(ctx context.Context, bucket jetstream.KeyValue) error {
+// checkBucket returns bucket's TTL (0 for none), or why bucket cannot keep
+// histories: it must let a message carry a TTL of its own (LimitMarkerTTL
+// set), so that the marker a removed history leaves is dropped rather than
+// kept for ever.
+func checkBucket(ctx context.Context, bucket jetstream.KeyValue) (time.Duration, error) {
 	st, err := bucket.Status(ctx)
 	if err != nil {
-		return fmt.Errorf("natsretry: Config.History: the bucket's status: %w", err)
+		return 0, fmt.Errorf("natsretry: Config.History: the bucket's status: %w", err)
 	}
 	if st.LimitMarkerTTL() <= 0 {
-		return fmt.Errorf("natsretry: Config.History: bucket %s has no LimitMarkerTTL: make it with one (a minute, say), so that a removed history's marker expires (JetStream 2.11 or later)", queuekit.Quote(bucket.Bucket()))
+		return 0, fmt.Errorf("natsretry: Config.History: bucket %s has no LimitMarkerTTL: make it with one (a minute, say), so that a removed history's marker expires (JetStream 2.11 or later)", queuekit.Quote(bucket.Bucket()))
 	}
-	return nil
+	return st.TTL(), nil
 }
 
 // Handler handles a message. It returns nil when the message is done, and

@@ -120,13 +120,15 @@ func TestJitterIsTheMessages(t *testing.T) {
 }
 
 // TestUptimeCredit pins that a long run earns credit: the wait after a
-// failure that ends a run of a second is less than what the failure owes.
+// failure that ends a run of 11 s is less than what the failure owes. The
+// steps (100 ms, 1 s, 10 s) are far apart, so that a run slowed by a
+// loaded machine earns no credit it should not.
 func TestUptimeCredit(t *testing.T) {
 	e := newEnv(t)
 	got := newDecisions()
 	var c clock
 	strategy := retrypolicy.Strategy{Kind: retrypolicy.UnlessStopped,
-		Backoff: retrypolicy.Backoff{Kind: retrypolicy.Exponential, BaseDelay: 100 * ms, Multiplier: 2}}
+		Backoff: retrypolicy.Backoff{Kind: retrypolicy.Exponential, BaseDelay: 100 * ms, Multiplier: 10}}
 	var calls atomic.Int64
 	e.consume(t, natsretry.Config{Default: strategy, Hooks: got.hooks(), Now: c.now},
 		func(context.Context, jetstream.Msg) error {
@@ -134,19 +136,19 @@ func TestUptimeCredit(t *testing.T) {
 			case 1, 2:
 				return errors.New("down at once")
 			case 3:
-				c.advance(time.Second) // a run of a second, then a failure
-				return errors.New("down after a second")
+				c.advance(11 * time.Second) // a run of 11 s, then a failure
+				return errors.New("down after 11 s")
 			}
 			return nil
 		})
 	e.publish(t, "jobs.a", "x", nil)
 	ds := got.wait(t, 3)
-	assert.Equal(t, 200*ms, ds[1].Delay, "the second failure, after a run of (nearly) no length, owes and waits 200ms")
-	// Three failures owe 400ms; the run of a second pays back the steps of
-	// 400 and 200ms, leaving the first step's 100ms.
+	assert.Equal(t, time.Second, ds[1].Delay, "the second failure, after a run of (nearly) no length, owes and waits 1 s")
+	// Three failures owe 10 s; the run of 11 s pays back the steps of 10
+	// and 1 s, leaving the first step's 100ms.
 	assert.Equal(t, 3, ds[2].InWindow, "credit takes no failure out of the window")
-	assert.Equal(t, 400*ms, ds[2].Owed)
-	assert.Equal(t, 100*ms, ds[2].Delay, "the run of a second earns credit: %v", ds[2])
+	assert.Equal(t, 10*time.Second, ds[2].Owed)
+	assert.Equal(t, 100*ms, ds[2].Delay, "the run of 11 s earns credit: %v", ds[2])
 }
 
 // TestWindow pins that failures leave the window as they age: a bounded
@@ -341,8 +343,14 @@ func TestA429BeyondTheTransportsCapWaitsInJetStream(t *testing.T) {
 			require.NoError(t, err)
 			var runs [2]atomic.Int64 // each run's start, Unix nanoseconds
 			var run atomic.Int64
-			var returned atomic.Int64
-			e.consume(t, natsretry.Config{Hooks: got.hooks()}, func(ctx context.Context, _ jetstream.Msg) error {
+			var returned, decided atomic.Int64 // the first run's return and its decision, Unix nanoseconds
+			hooks := got.hooks()
+			record := hooks.Decided
+			hooks.Decided = func(ctx context.Context, subject string, d retrypolicy.Decision, gaveUp retry.Reason) {
+				decided.CompareAndSwap(0, time.Now().UnixNano())
+				record(ctx, subject, d, gaveUp)
+			}
+			e.consume(t, natsretry.Config{Hooks: hooks}, func(ctx context.Context, _ jetstream.Msg) error {
 				if n := run.Add(1); n <= 2 {
 					runs[n-1].Store(time.Now().UnixNano())
 				}
@@ -363,9 +371,12 @@ func TestA429BeyondTheTransportsCapWaitsInJetStream(t *testing.T) {
 			assert.EqualValues(t, 1, calls.Load(), "the API was called once in the run")
 			assert.Equal(t, retrypolicy.Wait, d.Action)
 			asked := time.Duration(c.asked) * time.Second
-			failedAt := d.Due.Add(-asked) // the failure, to the millisecond
-			assert.False(t, failedAt.Before(time.Unix(0, runs[0].Load()).Truncate(ms)), "due %v, the run from %v", d.Due, time.Unix(0, runs[0].Load()))
-			assert.False(t, failedAt.After(time.Unix(0, returned.Load())), "due %v, the run returned at %v", d.Due, time.Unix(0, returned.Load()))
+			// The failure, to the millisecond: read by the policy after the
+			// run returned and before it decided, so neither bound moves
+			// with the machine's load.
+			failedAt := d.Due.Add(-asked)
+			assert.False(t, failedAt.Before(time.Unix(0, returned.Load()).Truncate(ms)), "due %v, the run returned at %v", d.Due, time.Unix(0, returned.Load()))
+			assert.False(t, failedAt.After(time.Unix(0, decided.Load())), "due %v, decided at %v", d.Due, time.Unix(0, decided.Load()))
 			if c.asked > 10 {
 				return
 			}

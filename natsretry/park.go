@@ -14,62 +14,62 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// park moves m, whose history is hist, to the parking stream to wait
-// delay: its parked record (where it came from, its strategy, its history)
-// is written under a new random id first, then m's own history names that
-// id, then the copy, carrying only the id, is published (move). A crash
-// between any two steps finishes the move at m's redelivery (finishMove).
-// When the bucket cannot be written, or the copy would not fit, m waits in
-// its consumer instead.
-func (p *Policy) park(ctx context.Context, m delivery, hist history, delay time.Duration) {
+// park moves m to the parking stream to wait delay: its parked record
+// (where it came from, its strategy, its history) is written under a new
+// random id first, then m's own history names that id, then the copy,
+// carrying only the id, is published (move). A crash between any two
+// steps finishes the move at m's redelivery (finishMove). When the bucket
+// cannot be written, or the copy would not fit, m waits in its consumer
+// instead.
+func (m *delivery) park(ctx context.Context, delay time.Duration) {
 	id := newParkedID()
-	if wireSize(parkedCopy(m, id)) > m.park.limit {
-		p.logger.WarnContext(ctx, "natsretry: the message is too large to park (its copy adds a header); it waits in its consumer",
-			p.ids(m, fmt.Errorf("the copy's limit is %d bytes", m.park.limit))...)
-		p.save(ctx, m, hist)
-		p.nak(ctx, m, delay)
+	if wireSize(m.parkedCopy(id)) > m.parking.limit {
+		m.p.logger.WarnContext(ctx, "natsretry: the message is too large to park (its copy adds a header); it waits in its consumer",
+			m.ids(fmt.Errorf("the copy's limit is %d bytes", m.parking.limit))...)
+		m.save(ctx)
+		m.nak(ctx, delay)
 		return
 	}
 	rec := parkedRecord{origin: m.key, subject: m.msg.Subject(), stream: m.md.Stream, seq: m.md.Sequence.Stream,
-		stamp: m.md.Timestamp.UnixNano(), state: hist}
+		stamp: m.md.Timestamp.UnixNano(), state: m.hist}
 	rec.state.seen, rec.state.parkedID = 0, ""
 	if m.own {
 		if b, err := m.pol.Strategy().MarshalJSON(); err == nil {
 			rec.strategy = string(b)
 		}
 	}
-	hist.parkedID = id
+	m.hist.parkedID = id
 	var room [512]byte
-	if !p.put(ctx, m, parkedKey(m.park.subject, id), appendParked(room[:0], rec)) || !p.save(ctx, m, hist) {
-		p.nak(ctx, m, delay) // it holds its slot: better than losing its place
+	if !m.put(ctx, parkedKey(m.parking.subject, id), appendParked(room[:0], rec)) || !m.save(ctx) {
+		m.nak(ctx, delay) // it holds its slot: better than losing its place
 		return
 	}
-	p.move(ctx, m, id, time.UnixMilli(hist.due))
+	m.move(ctx, id, time.UnixMilli(m.hist.due))
 }
 
-// finishMove finishes moving m, whose history names the parked record id,
+// finishMove finishes moving m, whose history names its parked record,
 // for a delivery of m after the move began (a crash, a lost ack, a copy
 // from the client's buffer): a record gone means its parked copy ran to
 // its end, and m is acked; a record whose copy is bound means only m's
 // ack was lost; else the copy is published again (move).
-func (p *Policy) finishMove(ctx context.Context, m delivery, hist history) {
-	key := parkedKey(m.park.subject, hist.parkedID)
-	e, err := p.kv.Get(ctx, key)
+func (m *delivery) finishMove(ctx context.Context) {
+	key := parkedKey(m.parking.subject, m.hist.parkedID)
+	e, err := m.p.kv.Get(ctx, key)
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound):
 		m.kept = true
-		p.done(ctx, m) // its parked copy ran to its end
+		m.done(ctx) // its parked copy ran to its end
 		return
 	case err != nil:
-		p.logger.ErrorContext(ctx, "natsretry: cannot read a parked message's record; it is retried", p.ids(m, err)...)
-		p.nak(ctx, m, StoreRetry)
+		m.p.logger.ErrorContext(ctx, "natsretry: cannot read a parked message's record; it is retried", m.ids(err)...)
+		m.nak(ctx, StoreRetry)
 		return
 	}
 	if rec, err := readParked(e.Value(), nil); err == nil && rec.copySeq != 0 {
-		p.ackMoved(ctx, m)
+		m.ackMoved(ctx)
 		return
 	}
-	p.move(ctx, m, hist.parkedID, time.UnixMilli(hist.due))
+	m.move(ctx, m.hist.parkedID, time.UnixMilli(m.hist.due))
 }
 
 // move publishes m's copy to the parking subject of id, binds its parked
@@ -80,26 +80,26 @@ func (p *Policy) finishMove(ctx context.Context, m delivery, hist history) {
 // history, which names the record, stays until the copy ends: a copy of m
 // that waited in the client's buffer, or a redelivery after an ack that
 // was lost, finds it and finishes the move rather than run beside the copy.
-func (p *Policy) move(ctx context.Context, m delivery, id string, due time.Time) {
-	out := parkedCopy(m, id)
+func (m *delivery) move(ctx context.Context, id string, due time.Time) {
+	out := m.parkedCopy(id)
 	var seq uint64
-	ack, err := p.js.PublishMsg(ctx, out, jetstream.WithMsgID("park."+id), jetstream.WithExpectLastSequencePerSubject(0))
+	ack, err := m.p.js.PublishMsg(ctx, out, jetstream.WithMsgID("park."+id), jetstream.WithExpectLastSequencePerSubject(0))
 	switch {
 	case err == nil:
 		seq = ack.Sequence
 	case parkedAlready(err):
-		seq, err = m.park.copySeq(ctx, out.Subject)
+		seq, err = m.parking.copySeq(ctx, out.Subject)
 	}
 	if err == nil {
-		err = p.bind(ctx, parkedKey(m.park.subject, id), seq)
+		err = m.p.bind(ctx, parkedKey(m.parking.subject, id), seq)
 	}
 	if err != nil {
-		p.logger.ErrorContext(ctx, "natsretry: cannot park the message; it is retried", p.ids(m, err)...)
-		p.nak(ctx, m, StoreRetry)
+		m.p.logger.ErrorContext(ctx, "natsretry: cannot park the message; it is retried", m.ids(err)...)
+		m.nak(ctx, StoreRetry)
 		return
 	}
-	m.park.watch(parkedKey(m.park.subject, id), due)
-	p.ackMoved(ctx, m)
+	m.parking.watch(parkedKey(m.parking.subject, id), due)
+	m.ackMoved(ctx)
 }
 
 // bind writes seq into the parked record under key as its copy's: the one
@@ -119,16 +119,16 @@ func (p *Policy) bind(ctx context.Context, key string, seq uint64) error {
 }
 
 // ackMoved acks m, whose copy is parked.
-func (p *Policy) ackMoved(ctx context.Context, m delivery) {
+func (m *delivery) ackMoved(ctx context.Context) {
 	if err := m.msg.DoubleAck(ctx); err != nil {
-		p.logger.ErrorContext(ctx, "natsretry: the ack of a parked message is not confirmed; it may be redelivered, and then finds its copy", p.ids(m, err)...)
+		m.p.logger.ErrorContext(ctx, "natsretry: the ack of a parked message is not confirmed; it may be redelivered, and then finds its copy", m.ids(err)...)
 	}
 }
 
 // parkedCopy is m's copy for the parking stream under id: its payload, its
 // own headers (not JetStream's), and the id.
-func parkedCopy(m delivery, id string) *nats.Msg {
-	out := nats.NewMsg(m.park.subject + "." + id)
+func (m *delivery) parkedCopy(id string) *nats.Msg {
+	out := nats.NewMsg(m.parking.subject + "." + id)
 	out.Data = m.msg.Data()
 	for name, values := range m.msg.Headers() {
 		if !strings.HasPrefix(name, "Nats-") && name != HeaderParked {

@@ -7,6 +7,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/retrypolicy/retrypolicy/queuekit"
 	"github.com/retrypolicy/retrypolicy/retry"
 )
@@ -200,20 +202,20 @@ func (h history) dueTime() time.Time {
 // waitFor is the wait decided for h's delivery.
 func (h history) waitFor() time.Duration { return time.Duration(h.wait) * time.Millisecond }
 
-// historyKey is the key of a message's history: its stream, its consumer,
-// its stream sequence and the message's own timestamp (stable across its
-// redeliveries, so that a stream deleted and made again, its sequences
-// restarting, never meets an old history), the names escaped to the
-// characters a key may hold.
-func historyKey(stream, consumer string, seq uint64, stamp time.Time) string {
-	b := make([]byte, 0, len(stream)+len(consumer)+44)
-	b = escapeKey(b, stream)
+// historyKey is the key of the history of the message md describes: its
+// stream, its consumer, its stream sequence and the message's own
+// timestamp (stable across its redeliveries, so that a stream deleted and
+// made again, its sequences restarting, never meets an old history), the
+// names escaped to the characters a key may hold.
+func historyKey(md *jetstream.MsgMetadata) string {
+	b := make([]byte, 0, len(md.Stream)+len(md.Consumer)+44)
+	b = escapeKey(b, md.Stream)
 	b = append(b, '.')
-	b = escapeKey(b, consumer)
+	b = escapeKey(b, md.Consumer)
 	b = append(b, '.')
-	b = strconv.AppendUint(b, seq, 10)
+	b = strconv.AppendUint(b, md.Sequence.Stream, 10)
 	b = append(b, '.')
-	return string(strconv.AppendInt(b, stamp.UnixNano(), 10))
+	return string(strconv.AppendInt(b, md.Timestamp.UnixNano(), 10))
 }
 
 // escapeKey appends s with every byte but letters, digits, '-' and '_'

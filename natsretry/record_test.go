@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -60,8 +61,11 @@ func TestHistoryReadsVersion1(t *testing.T) {
 
 func TestHistoryKey(t *testing.T) {
 	at := time.Unix(1_700_000_000, 123)
-	assert.Equal(t, "JOBS.worker.42.1700000000000000123", historyKey("JOBS", "worker", 42, at))
-	assert.Equal(t, "a=2Eb.c=20d=C3=A9.7.1700000000000000123", historyKey("a.b", "c dé", 7, at), "a dot, a space and é escaped")
+	key := func(stream, consumer string, seq uint64) string {
+		return historyKey(&jetstream.MsgMetadata{Stream: stream, Consumer: consumer, Sequence: jetstream.SequencePair{Stream: seq}, Timestamp: at})
+	}
+	assert.Equal(t, "JOBS.worker.42.1700000000000000123", key("JOBS", "worker", 42))
+	assert.Equal(t, "a=2Eb.c=20d=C3=A9.7.1700000000000000123", key("a.b", "c dé", 7), "a dot, a space and é escaped")
 }
 
 func TestClip(t *testing.T) {

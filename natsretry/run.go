@@ -41,17 +41,17 @@ const goexitText = "natsretry: the handler called runtime.Goexit"
 
 // run runs m's handler on m in a goroutine of its own, telling JetStream
 // every AckWait/2 that the delivery is in progress until it ends or the
-// consumption's ctx is done. A panic in h, in its error's methods, or a
-// runtime.Goexit is a failure of the run, logged with its stack. A run
-// longer than MaxRun is abandoned: its context cancelled, logged, and
-// whatever it returns later discarded.
-func (p *Policy) run(ctx context.Context, m delivery) outcome {
-	msg, h, ackWait := m.msg, m.h, m.ackWait
+// consumption's ctx is done. A panic in the handler, in its error's
+// methods, or a runtime.Goexit is a failure of the run, logged with its
+// stack. A run longer than MaxRun is abandoned: its context cancelled,
+// logged, and whatever it returns later discarded.
+func (m *delivery) run(ctx context.Context) outcome {
+	p, msg := m.p, m.msg
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan outcome, 1) // an abandoned run's outcome lands here, unread
-	go p.runHandler(ctx, runCtx, msg, h, done)
-	tick := time.NewTicker(max(ackWait/2, time.Millisecond))
+	go p.runHandler(ctx, runCtx, handlerRun{msg: msg, h: m.h, done: done})
+	tick := time.NewTicker(max(m.ackWait/2, time.Millisecond))
 	defer tick.Stop()
 	limit := time.NewTimer(p.maxRun)
 	defer limit.Stop()
@@ -73,8 +73,18 @@ func (p *Policy) run(ctx context.Context, m delivery) outcome {
 	}
 }
 
-// runHandler calls h and sends how it ended to done, whatever h does.
-func (p *Policy) runHandler(ctx, runCtx context.Context, msg jetstream.Msg, h Handler, done chan<- outcome) {
+// handlerRun is one call of a handler, h, on msg, and where how it ended
+// goes: a value of its own, copied to the goroutine that runs it.
+type handlerRun struct {
+	msg  jetstream.Msg
+	h    Handler
+	done chan<- outcome
+}
+
+// runHandler calls r's handler and sends how it ended to r.done, whatever
+// the handler does.
+func (p *Policy) runHandler(ctx, runCtx context.Context, r handlerRun) {
+	msg := r.msg
 	var o outcome
 	exited := true // until h returns or panics: it called runtime.Goexit
 	defer func() {
@@ -82,7 +92,7 @@ func (p *Policy) runHandler(ctx, runCtx context.Context, msg jetstream.Msg, h Ha
 			o = outcome{failed: true, failure: failure{text: goexitText}}
 			p.logger.ErrorContext(ctx, goexitText, slog.String("subject", msg.Subject()), slog.String("stack", string(debug.Stack())))
 		}
-		done <- o
+		r.done <- o
 	}()
 	defer func() {
 		if r := recover(); r != nil {
@@ -91,7 +101,7 @@ func (p *Policy) runHandler(ctx, runCtx context.Context, msg jetstream.Msg, h Ha
 			p.logger.ErrorContext(ctx, o.text, slog.String("subject", msg.Subject()), slog.String("stack", string(debug.Stack())))
 		}
 	}()
-	err := h(retry.DeferAfter(runCtx, p.deferAfter), msg)
+	err := r.h(retry.DeferAfter(runCtx, p.deferAfter), msg)
 	exited = false
 	o = p.settle(ctx, msg, err)
 }

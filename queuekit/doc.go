@@ -8,11 +8,14 @@
 //     each kind, compiled at start and linted for the traps a crash loop
 //     shows ([Config.Lint]); a job's own strategy, carried with it as a
 //     descriptor, compiled once and cached by its bytes.
-//   - [Decide] and [Judge]: the decision on a job's failures, then what
-//     its run's error changes in it (retry.ReadMarks): a permanent error
-//     gives the job up; a wait a server asked, or a loop in the run
-//     deferred, is waited in full, never cut, and beyond the job's limit
-//     ([Policies.WaitLimit]) gives the job up as retry.RetryAfterTooLong.
+//   - [Settle]: the one call an adapter makes for a failed run, returning
+//     what it acts on: the decision on the job's failures ([Decide]), then
+//     what the run's error changes in it ([Judge], on retry.ReadMarks: a
+//     permanent error gives the job up; a wait a server asked, or a loop
+//     in the run deferred, is waited in full, never cut, and beyond the
+//     job's limit, [Policies.WaitLimit], gives the job up as
+//     retry.RetryAfterTooLong), and the failures the job's record keeps
+//     ([Keep]).
 //   - [Record]: what an adapter keeps of a job between its runs (the last
 //     attempt it saw end and the failures that can still count), in the
 //     binary encoding of the root History, as bytes ([Record.AppendBinary])

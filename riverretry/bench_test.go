@@ -83,14 +83,14 @@ func BenchmarkNextRetry(b *testing.B) {
 	b.Run("impl=decided", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			p.pending.put(job.ID, job.Attempt, d, at)
+			p.pending.put(job, d, at)
 			sink = p.NextRetry(job)
 		}
 	})
 	b.Run("impl=handoff", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			p.pending.put(job.ID, job.Attempt, d, at)
+			p.pending.put(job, d, at)
 			_, sink, _ = p.pending.take(job.ID, job.Attempt)
 		}
 	})

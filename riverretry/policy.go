@@ -223,17 +223,18 @@ func (p *Policy) IsMiddleware() bool { return true }
 // on first: a job they make fatal is cancelled without running.
 func (p *Policy) Work(ctx context.Context, job *rivertype.JobRow, doInner func(context.Context) error) error {
 	var room [16]int64
-	pol, rec, added := p.read(ctx, job, p.now(), room[:])
+	pol, rec, added := p.read(ctx, reading{job: job, now: p.now(), room: room[:]})
 	if added > 0 {
 		slices.Sort(rec.Failures)
-		newest := time.Unix(0, rec.Failures[len(rec.Failures)-1])
+		n := len(rec.Failures) - 1
 		// NextRetry decided on these failures and reported it when River
 		// asked it for their retry: this acts on them, and reports nothing.
-		d := p.decide(job, pol, rec.Failures, 0, newest)
-		if d.Action == retrypolicy.Fatal {
-			rec.Seen, rec.GaveUp = job.Attempt, retry.Reason(d.Reason)
-			p.setRecord(ctx, pol, rec, d)
-			return river.JobCancel(&FatalError{Decision: d, Reason: retry.Reason(d.Reason), Err: errors.New(lastError(job))})
+		newest := time.Unix(0, rec.Failures[n])
+		s := queuekit.Settle(p.failure(run{job: job, pol: pol, rec: queuekit.Record{Failures: rec.Failures[:n]}, start: newest}, newest))
+		if s.Action == retrypolicy.Fatal {
+			rec.Seen, rec.GaveUp, rec.Failures = job.Attempt, s.GaveUp, s.Kept
+			p.setRecord(ctx, rec)
+			return river.JobCancel(&FatalError{Decision: s.Decision, Reason: s.GaveUp, Err: errors.New(lastError(job))})
 		}
 	}
 	r := run{job: job, pol: pol, rec: rec, start: p.now()}
@@ -265,42 +266,58 @@ type run struct {
 // error for River: err, or river.JobCancel of it when the job ends. err is
 // nil for a panic.
 func (p *Policy) failed(ctx context.Context, r run, err error) error {
-	job, pol, rec, start := r.job, r.pol, r.rec, r.start
-	end := p.now()
-	at := end.Truncate(time.Millisecond)
-	rec.Failures = append(rec.Failures, at.UnixNano())
-	v := queuekit.Judge(p.decide(job, pol, rec.Failures, end.Sub(start), at), retry.ReadMarks(err), at, p.policies.WaitLimit(job.Kind))
-	p.logDecision(ctx, job, rec.Failures, end.Sub(start), v)
-	rec.Seen = job.Attempt
-	if v.Action == retrypolicy.Fatal {
-		rec.GaveUp, rec.Asked = v.GaveUp, v.Asked
+	job, rec := r.job, r.rec
+	in := p.failure(r, p.now())
+	in.Marks = retry.ReadMarks(err)
+	s := queuekit.Settle(in)
+	p.logDecision(ctx, job, s)
+	rec.Seen, rec.Failures = job.Attempt, s.Kept
+	if s.Action == retrypolicy.Fatal {
+		rec.GaveUp, rec.Asked = s.GaveUp, s.Asked
 	}
-	p.setRecord(ctx, pol, rec, v.Decision)
-	if v.Action == retrypolicy.Fatal && err != nil {
+	p.setRecord(ctx, rec)
+	if s.Action == retrypolicy.Fatal && err != nil {
 		if p.next != nil {
 			p.next.HandleError(ctx, job, err)
 		}
-		return river.JobCancel(&FatalError{Decision: v.Decision, Reason: v.GaveUp, Wait: v.Asked, Err: err})
+		return river.JobCancel(&FatalError{Decision: s.Decision, Reason: s.GaveUp, Wait: s.Asked, Err: err})
 	}
-	p.pending.put(job.ID, job.Attempt, v.Decision, at)
+	p.pending.put(job, s.Decision, s.At)
 	return err
 }
 
-// setRecord writes rec into the job's metadata when the attempt ends,
-// keeping of its failures only those that can count again (queuekit.Keep).
-func (p *Policy) setRecord(ctx context.Context, pol *retrypolicy.Policy, rec queuekit.Record, d retrypolicy.Decision) {
-	rec.Failures = queuekit.Keep(pol, rec.Failures, d)
+// failure is the failure of the run r, which ended at end, as
+// queuekit.Settle takes it: after the failures r's record holds, with the
+// uptime from r's start.
+func (p *Policy) failure(r run, end time.Time) queuekit.Failure {
+	return queuekit.Failure{Policy: r.pol, Failures: r.rec.Failures, Ended: end, Uptime: end.Sub(r.start), Seed: queuekit.Seed(r.job.ID),
+		Limit: p.policies.WaitLimit(r.job.Kind)}
+}
+
+// setRecord writes rec, which keeps of its failures only those that can
+// count again (queuekit.Settle), into the job's metadata when the attempt
+// ends.
+func (p *Policy) setRecord(ctx context.Context, rec queuekit.Record) {
 	if err := p.setMetadata(ctx, MetadataKey, json.RawMessage(rec.AppendJSON(nil))); err != nil {
 		p.logger.ErrorContext(ctx, "riverretry: cannot record the failure in the job's metadata", slog.String("error", err.Error()))
 	}
 }
 
-// read returns what deciding on job's failures at now needs: its policy,
-// its record, checked against River's columns (and repaired from them,
-// with a log line, when it cannot be trusted), with the failures the
-// middleware never saw appended to it, and how many those were. The
-// failures are appended to room.
-func (p *Policy) read(ctx context.Context, job *rivertype.JobRow, now time.Time, room []int64) (*retrypolicy.Policy, queuekit.Record, int) {
+// reading is a read of a job's record: the job, the time of the read, and
+// room for its failures.
+type reading struct {
+	job  *rivertype.JobRow
+	now  time.Time
+	room []int64
+}
+
+// read returns what deciding on the failures of rd's job at rd.now needs:
+// its policy, its record, checked against River's columns (and repaired
+// from them, with a log line, when it cannot be trusted), with the
+// failures the middleware never saw appended to it, and how many those
+// were. The failures are appended to rd.room.
+func (p *Policy) read(ctx context.Context, rd reading) (*retrypolicy.Policy, queuekit.Record, int) {
+	job := rd.job
 	m := readMetadata(job.Metadata)
 	pol, err := p.policyFor(job.Kind, m.Strategy)
 	if err != nil {
@@ -308,7 +325,7 @@ func (p *Policy) read(ctx context.Context, job *rivertype.JobRow, now time.Time,
 		p.logger.WarnContext(ctx, "riverretry: the job's strategy is invalid; its kind's strategy applies",
 			slog.Int64("job_id", job.ID), slog.String("kind", job.Kind), slog.String("error", err.Error()))
 	}
-	rec, problem := checkRecord(job, m, now, queuekit.MostKept(pol), room)
+	rec, problem := checkRecord(rd, m, queuekit.MostKept(pol))
 	if problem != "" {
 		p.logger.WarnContext(ctx, "riverretry: "+problem+"; its failures are read from River's errors instead",
 			slog.Int64("job_id", job.ID), slog.String("kind", job.Kind))
@@ -316,8 +333,7 @@ func (p *Policy) read(ctx context.Context, job *rivertype.JobRow, now time.Time,
 			p.hooks.Repaired(ctx, job.Kind)
 		}
 	}
-	var added int
-	rec.Failures, added = unseen(job, rec.Seen, rec.Failures, now)
+	added := unseen(job, &rec, rd.now)
 	return pol, rec, added
 }
 
@@ -386,12 +402,12 @@ func (p *Policy) handle(ctx context.Context, job *rivertype.JobRow) bool {
 	fatal, ok := p.pending.peek(job.ID, job.Attempt)
 	if !ok {
 		now := p.now().Truncate(time.Millisecond)
-		var uptime time.Duration
-		if job.AttemptedAt != nil {
-			uptime = max(now.Sub(*job.AttemptedAt), 0)
+		r := run{job: job, start: now}
+		if job.AttemptedAt != nil && job.AttemptedAt.Before(now) {
+			r.start = *job.AttemptedAt
 		}
-		d := p.decideUnseen(ctx, job, now, uptime)
-		p.pending.put(job.ID, job.Attempt, d, now)
+		d := p.decideUnseen(ctx, r, now)
+		p.pending.put(job, d, now)
 		fatal = d.Action == retrypolicy.Fatal
 	}
 	if job.Attempt >= job.MaxAttempts {
@@ -415,7 +431,8 @@ func (p *Policy) NextRetry(job *rivertype.JobRow) time.Time {
 	now := p.now()
 	fatal, due, ok := p.pending.take(job.ID, job.Attempt)
 	if !ok {
-		d := p.decideUnseen(context.Background(), job, now.Truncate(time.Millisecond), 0)
+		at := now.Truncate(time.Millisecond)
+		d := p.decideUnseen(context.Background(), run{job: job, start: at}, at)
 		fatal, due = d.Action == retrypolicy.Fatal, d.Due
 	}
 	switch {
@@ -427,14 +444,16 @@ func (p *Policy) NextRetry(job *rivertype.JobRow) time.Time {
 	return due
 }
 
-// decideUnseen decides on a failure of job at now (a whole millisecond)
-// that the middleware did not record.
-func (p *Policy) decideUnseen(ctx context.Context, job *rivertype.JobRow, now time.Time, uptime time.Duration) retrypolicy.Decision {
+// decideUnseen decides on a failure of the run r at now (a whole
+// millisecond) that the middleware did not record: r's job, run since
+// r.start.
+func (p *Policy) decideUnseen(ctx context.Context, r run, now time.Time) retrypolicy.Decision {
+	job := r.job
 	var room [16]int64
-	pol, rec, _ := p.read(ctx, job, now, room[:])
-	rec.Failures = append(rec.Failures, now.UnixNano())
-	d := p.decide(job, pol, rec.Failures, uptime, now)
-	p.logDecision(ctx, job, rec.Failures, uptime, queuekit.Judge(d, retry.Marks{}, now, 0))
+	r.pol, r.rec, _ = p.read(ctx, reading{job: job, now: now, room: room[:]})
+	s := queuekit.Settle(p.failure(r, now))
+	p.logDecision(ctx, job, s)
+	d := s.Decision
 	if d.Action == retrypolicy.Fatal {
 		p.logger.InfoContext(ctx, "riverretry: the strategy gives up on a failure River reports outside a run; the job is cancelled when next fetched",
 			slog.Int64("job_id", job.ID), slog.String("kind", job.Kind), slog.Any("decision", d))
@@ -442,24 +461,18 @@ func (p *Policy) decideUnseen(ctx context.Context, job *rivertype.JobRow, now ti
 	return d
 }
 
-// decide decides at now on job's failures (Unix nanoseconds, in any
-// order), the newest after a run of uptime.
-func (p *Policy) decide(job *rivertype.JobRow, pol *retrypolicy.Policy, failures []int64, uptime time.Duration, now time.Time) retrypolicy.Decision {
-	return queuekit.Decide(pol, failures, uptime, queuekit.Seed(job.ID), now)
-}
-
-// logDecision tells the Decided hook of v, the verdict on job's failures
-// after a run of uptime, and logs it at the Debug level.
-func (p *Policy) logDecision(ctx context.Context, job *rivertype.JobRow, failures []int64, uptime time.Duration, v queuekit.Verdict) {
+// logDecision tells the Decided hook of s, the settlement of job's
+// failure, and logs it at the Debug level.
+func (p *Policy) logDecision(ctx context.Context, job *rivertype.JobRow, s queuekit.Settlement) {
 	if p.hooks.Decided != nil {
-		p.hooks.Decided(ctx, job.Kind, v.Decision, v.GaveUp)
+		p.hooks.Decided(ctx, job.Kind, s.Decision, s.GaveUp)
 	}
 	if !p.logger.Enabled(ctx, slog.LevelDebug) {
 		return
 	}
 	p.logger.DebugContext(ctx, "riverretry: decided", slog.Int64("job_id", job.ID), slog.Int("attempt", job.Attempt),
-		slog.Time("failed_at", time.Unix(0, slices.Max(failures)).UTC()), slog.Int("failures", len(failures)),
-		slog.Duration("uptime", uptime), slog.Any("decision", v.Decision), slog.String("gave_up", v.GaveUp.String()))
+		slog.Time("failed_at", s.At.UTC()), slog.Int("failures", s.Decided),
+		slog.Duration("uptime", s.Uptime), slog.Any("decision", s.Decision), slog.String("gave_up", s.GaveUp.String()))
 }
 
 // policyFor returns the policy of a job: its own strategy (the raw
@@ -601,9 +614,11 @@ type decided struct {
 	set, fatal     bool
 }
 
-func (e *decided) fill(id int64, attempt int, fatal bool, due time.Time, at int64) {
-	e.id, e.attempt, e.set, e.fatal = id, attempt, true, fatal
-	e.dueSec, e.dueNsec, e.at = due.Unix(), int32(due.Nanosecond()), at
+// fill sets e to d, the decision on job's attempt, put at at (Unix
+// nanoseconds).
+func (e *decided) fill(job *rivertype.JobRow, d *retrypolicy.Decision, at int64) {
+	e.id, e.attempt, e.set, e.fatal = job.ID, job.Attempt, true, d.Action == retrypolicy.Fatal
+	e.dueSec, e.dueNsec, e.at = d.Due.Unix(), int32(d.Due.Nanosecond()), at
 }
 
 func (e *decided) due() time.Time { return time.Unix(e.dueSec, int64(e.dueNsec)) }
@@ -622,14 +637,15 @@ func (q *pending) slot(id int64) *decided {
 	return &q.slots[uint64(id)%pendingSlots]
 }
 
-func (q *pending) put(id int64, attempt int, d retrypolicy.Decision, at time.Time) {
-	fatal, now := d.Action == retrypolicy.Fatal, at.UnixNano()
+// put keeps d, the decision on job's current attempt, made at at.
+func (q *pending) put(job *rivertype.JobRow, d retrypolicy.Decision, at time.Time) {
+	id, now := job.ID, at.UnixNano()
 	q.mu.Lock()
 	if q.slots == nil {
 		q.slots = new([pendingSlots]decided)
 	}
 	if s := q.slot(id); !s.set || s.id == id || now-s.at > int64(stalePending) {
-		s.fill(id, attempt, fatal, d.Due, now)
+		s.fill(job, &d, now)
 		if len(q.more) > 0 {
 			delete(q.more, id)
 		}
@@ -647,7 +663,7 @@ func (q *pending) put(id int64, attempt int, d retrypolicy.Decision, at time.Tim
 		}
 	}
 	var e decided
-	e.fill(id, attempt, fatal, d.Due, now)
+	e.fill(job, &d, now)
 	q.more[id] = e
 	q.mu.Unlock()
 }

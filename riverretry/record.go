@@ -22,14 +22,15 @@ func readMetadata(metadata []byte) queuekit.Metadata {
 	return queuekit.ReadMetadata(metadata, MetadataStrategy, MetadataKey)
 }
 
-// checkRecord returns the failures of m's record that job can have had,
-// at most limit, ascending, with instants later than the job's current
-// attempt or now moved back to the earlier of the two; or what is wrong
-// with the record, checked against River's own columns: more attempts
-// seen than the job has had, more failures than it has had attempts or
-// errors, or instants further than MaxClockSkew after that moment or
-// before the job was created.
-func checkRecord(job *rivertype.JobRow, m queuekit.Metadata, now time.Time, limit int, room []int64) (queuekit.Record, string) {
+// checkRecord returns the failures of m's record that rd's job can have
+// had, at most limit, ascending, in rd.room, with instants later than the
+// job's current attempt or rd.now moved back to the earlier of the two;
+// or what is wrong with the record, checked against River's own columns:
+// more attempts seen than the job has had, more failures than it has had
+// attempts or errors, or instants further than MaxClockSkew after that
+// moment or before the job was created.
+func checkRecord(rd reading, m queuekit.Metadata, limit int) (queuekit.Record, string) {
+	job, now, room := rd.job, rd.now, rd.room
 	if m.Problem != "" || !m.HasRecord {
 		return queuekit.Record{Failures: room[:0]}, m.Problem
 	}
@@ -75,18 +76,18 @@ func unixNano(t time.Time) int64 {
 	return t.UnixNano()
 }
 
-// unseen appends to failures those River holds that the middleware never
-// saw end (a run rescued after its process died, a failure before the
-// middleware ran), at the time River gives each to the millisecond, no
-// later than now, and returns how many it appended. River appends its
-// errors in attempt order.
-func unseen(job *rivertype.JobRow, seen int, failures []int64, now time.Time) ([]int64, int) {
-	n := len(failures)
+// unseen appends to rec's failures those River holds that the middleware
+// never saw end (past rec.Seen: a run rescued after its process died, a
+// failure before the middleware ran), at the time River gives each to the
+// millisecond, no later than now, and returns how many it appended. River
+// appends its errors in attempt order.
+func unseen(job *rivertype.JobRow, rec *queuekit.Record, now time.Time) int {
+	n := len(rec.Failures)
 	nowMs := now.UnixMilli()
-	for i := len(job.Errors) - 1; i >= 0 && job.Errors[i].Attempt > seen; i-- {
+	for i := len(job.Errors) - 1; i >= 0 && job.Errors[i].Attempt > rec.Seen; i-- {
 		if e := job.Errors[i]; e.Attempt < job.Attempt {
-			failures = append(failures, min(e.At.UnixMilli(), nowMs)*int64(time.Millisecond))
+			rec.Failures = append(rec.Failures, min(e.At.UnixMilli(), nowMs)*int64(time.Millisecond))
 		}
 	}
-	return failures, len(failures) - n
+	return len(rec.Failures) - n
 }

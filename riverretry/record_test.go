@@ -127,7 +127,7 @@ func TestCheckRecord(t *testing.T) {
 		{"not a history", 2, 1, readMetadata([]byte(`{"retrypolicy":{"seen_attempt":1,"history":"AgEA"}}`)), 10, "not a list of failure times", nil},
 	} {
 		job := &rivertype.JobRow{ID: 1, Attempt: tc.attempt, CreatedAt: now.Add(-24 * time.Hour), Errors: make([]rivertype.AttemptError, tc.errors)}
-		rec, problem := checkRecord(job, tc.m, now, tc.limit, nil)
+		rec, problem := checkRecord(reading{job: job, now: now}, tc.m, tc.limit)
 		if tc.problem == "" {
 			assert.Empty(t, problem, tc.name)
 		} else {
@@ -158,12 +158,12 @@ func TestPendingDropsStaleEntries(t *testing.T) {
 	// Every slot taken, then maxPending more jobs on those slots: all
 	// live, so all kept.
 	for i := range pendingSlots + maxPending {
-		q.put(int64(i), 1, retrypolicy.Decision{}, t0)
+		q.put(&rivertype.JobRow{ID: int64(i), Attempt: 1}, retrypolicy.Decision{}, t0)
 	}
 	assert.Len(t, q.more, maxPending)
 	later := t0.Add(stalePending + time.Second)
-	q.put(-1, 1, retrypolicy.Decision{}, later) // a slot of a stale entry
-	q.put(-1-pendingSlots, 1, retrypolicy.Decision{}, later)
+	q.put(&rivertype.JobRow{ID: -1, Attempt: 1}, retrypolicy.Decision{}, later) // a slot of a stale entry
+	q.put(&rivertype.JobRow{ID: -1 - pendingSlots, Attempt: 1}, retrypolicy.Decision{}, later)
 	assert.Len(t, q.more, 1, "the overflow past its bound drops its stale entries")
 	_, _, ok := q.take(-1, 2)
 	assert.False(t, ok, "a decision for another attempt is not this failure's")
@@ -190,7 +190,7 @@ func TestPendingLosesNoDecision(t *testing.T) {
 			k, attempt := id.Draw(t, "id"), rapid.IntRange(1, 3).Draw(t, "attempt")
 			switch rapid.IntRange(0, 3).Draw(t, "op") {
 			case 0, 1:
-				q.put(k, attempt, retrypolicy.Decision{Due: t0.Add(time.Duration(k))}, t0)
+				q.put(&rivertype.JobRow{ID: k, Attempt: attempt}, retrypolicy.Decision{Due: t0.Add(time.Duration(k))}, t0)
 				model[k] = attempt
 			case 2:
 				_, due, ok := q.take(k, attempt)
@@ -297,9 +297,9 @@ func TestNextRetryIsNeverBeforeNow(t *testing.T) {
 	p, err := New(Config{Now: func() time.Time { return now }})
 	require.NoError(t, err)
 	job := &rivertype.JobRow{ID: 1, Attempt: 1, MaxAttempts: MaxAttempts, Metadata: []byte(`{}`)}
-	p.pending.put(1, 1, retrypolicy.Decision{Action: retrypolicy.Wait, Due: now.Add(-time.Second)}, now)
+	p.pending.put(&rivertype.JobRow{ID: 1, Attempt: 1}, retrypolicy.Decision{Action: retrypolicy.Wait, Due: now.Add(-time.Second)}, now)
 	assert.True(t, p.NextRetry(job).Equal(now))
-	p.pending.put(1, 1, retrypolicy.Decision{Action: retrypolicy.Wait, Due: now.Add(time.Second)}, now)
+	p.pending.put(&rivertype.JobRow{ID: 1, Attempt: 1}, retrypolicy.Decision{Action: retrypolicy.Wait, Due: now.Add(time.Second)}, now)
 	assert.True(t, p.NextRetry(job).Equal(now.Add(time.Second)))
 	// Without a decision (a rescue): decided now, as a first failure of the
 	// default strategy, which owes 1 s.
@@ -315,7 +315,7 @@ func TestLongHistoriesCountWhole(t *testing.T) {
 	job.Metadata = bytes.Replace(job.Metadata, []byte(benchStrategy), []byte(`{"strategy":"bounded","max_attempts":1500,"window_secs":604800}`), 1)
 	p, err := New(Config{})
 	require.NoError(t, err)
-	d := p.decideUnseen(t.Context(), job, now, 0)
+	d := p.decideUnseen(t.Context(), run{job: job, start: now}, now)
 	assert.Equal(t, 1500, d.InWindow)
 	assert.Equal(t, retrypolicy.Fatal, d.Action)
 }

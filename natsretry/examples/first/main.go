@@ -85,7 +85,7 @@ func run(ctx context.Context, out io.Writer, url string, down time.Duration) err
 	if err != nil {
 		return err
 	}
-	return consume(ctx, out, o, down)
+	return o.consume(ctx, out, down)
 }
 
 // orders is what the example declares in JetStream: the consumer of the
@@ -111,11 +111,13 @@ func declare(ctx context.Context, js jetstream.JetStream) (orders, error) {
 		Storage: jetstream.FileStorage, Retention: jetstream.WorkQueuePolicy}); err != nil {
 		return orders{}, err
 	}
-	// The TTL removes a history that a delivery after an ack left behind:
-	// longer than any wait of the strategy, plus AckWait. LimitMarkerTTL
-	// lets the marker a removed history leaves expire.
+	// The TTL removes a history that a delivery after an ack left behind.
+	// It must be above the longest wait the policy can make, plus AckWait
+	// and a second (New and Consume refuse a shorter one): here an hour, the
+	// job's limit on a wait a server asks. LimitMarkerTTL lets the marker a
+	// removed history leaves expire.
 	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "retrypolicy", Storage: jetstream.FileStorage,
-		TTL: time.Hour, LimitMarkerTTL: time.Minute})
+		TTL: 2 * time.Hour, LimitMarkerTTL: time.Minute})
 	if err != nil {
 		return orders{}, err
 	}
@@ -129,7 +131,7 @@ func declare(ctx context.Context, js jetstream.JetStream) (orders, error) {
 
 // consume publishes five orders and consumes them until each is acked or
 // dead-lettered.
-func consume(ctx context.Context, out io.Writer, o orders, down time.Duration) error {
+func (o orders) consume(ctx context.Context, out io.Writer, down time.Duration) error {
 	var mu sync.Mutex
 	settled := make(chan struct{}, 5)
 	say := func(format string, args ...any) {
@@ -137,7 +139,7 @@ func consume(ctx context.Context, out io.Writer, o orders, down time.Duration) e
 		defer mu.Unlock()
 		fmt.Fprintf(out, format+"\n", args...)
 	}
-	policy, err := newPolicy(ctx, o.js, o.kv, say, settled)
+	policy, err := o.policy(ctx, say, settled)
 	if err != nil {
 		return err
 	}
@@ -172,17 +174,17 @@ func consume(ctx context.Context, out io.Writer, o orders, down time.Duration) e
 	return report(ctx, out, o.js)
 }
 
-// newPolicy returns the orders' policy, which says what it decides and
+// policy returns the orders' policy, which says what it decides and
 // tells settled of each order it dead-letters.
-func newPolicy(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, say func(string, ...any), settled chan<- struct{}) (*natsretry.Policy, error) {
-	return natsretry.New(ctx, js, natsretry.Config{
+func (o orders) policy(ctx context.Context, say func(string, ...any), settled chan<- struct{}) (*natsretry.Policy, error) {
+	return natsretry.New(ctx, o.js, natsretry.Config{
 		// Five failures within a minute give an order up; waits of 0.5 s,
 		// 1 s, 2 s … at most 5 s between: 7.5 s into an outage, brisk for
 		// an example (retrypolicy-vet would report it; here it is meant).
 		//retrypolicy-vet:ignore gives-up-fast
 		Default: retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 5, Window: time.Minute,
 			Backoff: retrypolicy.Backoff{Kind: retrypolicy.Exponential, BaseDelay: 500 * time.Millisecond, Multiplier: 2, MaxDelay: 5 * time.Second}},
-		History:    kv,
+		History:    o.kv,
 		DeadLetter: "dead.orders",
 		Park:       "park",
 		Logger:     slog.New(slog.DiscardHandler),
