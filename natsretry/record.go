@@ -13,8 +13,8 @@ import (
 	"github.com/retrypolicy/retrypolicy/retry"
 )
 
-// recordVersion is the first byte of a history as this package writes it:
-// 2 since a history keeps the wait decided; 1 is read as a wait unknown.
+// recordVersion is the first byte of a history as this package writes it;
+// a history of another version is not read.
 const recordVersion = 2
 
 // The states a history may be in besides waiting: one bit each.
@@ -103,15 +103,12 @@ func readHistory(b []byte, room []int64) (history, error) {
 func (r *reader) history(room []int64) history {
 	var h history
 	version, states := r.byte(), r.byte()
-	if !r.ok || version != recordVersion && version != 1 || states&^statesKnown != 0 || version == 1 && states&^stateDead != 0 {
+	if !r.ok || version != recordVersion || states&^statesKnown != 0 {
 		r.ok = false
 		return h
 	}
 	h.dead = states&stateDead != 0
-	h.seen, h.due = r.uvarint(), r.varint()
-	if version > 1 {
-		h.wait = r.varint()
-	}
+	h.seen, h.due, h.wait = r.uvarint(), r.varint(), r.varint()
 	if states&stateMoved != 0 {
 		if h.parkedID = r.text(maxText); h.parkedID == "" {
 			r.ok = false

@@ -47,16 +47,14 @@ func TestHistoryRefusesWhatItDidNotWrite(t *testing.T) {
 	assert.Error(t, err)
 }
 
-// TestHistoryReadsVersion1: a history written before the wait was kept
-// reads with a wait unknown (0).
-func TestHistoryReadsVersion1(t *testing.T) {
-	v1 := []byte{1, 0, 3, 4} // seen 3, due 2 (zigzag), no failures
+// TestHistoryReadsOnlyItsVersion: a history of any other version, the
+// shorter layout of a version 1 that no release wrote included, is not a
+// history.
+func TestHistoryReadsOnlyItsVersion(t *testing.T) {
+	v1 := []byte{1, 0, 3, 4} // seen 3, due 2 (zigzag), no wait
 	v1 = append(v1, appendHistory(nil, history{})[5:]...)
-	h, err := readHistory(v1, nil)
-	require.NoError(t, err)
-	assert.Equal(t, uint64(3), h.seen)
-	assert.Equal(t, int64(2), h.due)
-	assert.Zero(t, h.wait)
+	_, err := readHistory(v1, nil)
+	assert.ErrorIs(t, err, errHistory)
 }
 
 func TestHistoryKey(t *testing.T) {

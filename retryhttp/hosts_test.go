@@ -51,7 +51,7 @@ func hostGet(t *testing.T, tr http.RoundTripper, url string) int {
 // by its scheme, its host in lower case without a trailing dot, and its
 // port as a number with the scheme's default filled in, so 40 spellings
 // of one server that always answers 503 get the default budget's burst of
-// 10 retries in all (it was 10 each, 400), and its https side a budget
+// 10 retries in all (not 10 each, 400), and its https side a budget
 // of its own.
 func TestOneServerSpelledManyWaysHasOneBudget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

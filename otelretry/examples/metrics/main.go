@@ -53,10 +53,7 @@ func run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	budget, err := retry.NewBudget(0.1, 10)
-	if err != nil {
-		return err
-	}
+	budget := retry.DefaultBudget()
 	reg, err := in.ObserveBudget("reports", budget)
 	if err != nil {
 		return err
