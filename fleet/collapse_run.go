@@ -56,14 +56,15 @@ type collapseRun struct {
 	failures *rand.Rand // FailShare's draws
 	timeouts int        // the engine's FIFO queue of timeouts
 
-	calls   []collapseCall
-	free    []int32
-	budgets []*retry.Budget // a client's, nil for none
-	busy    int
-	waiting []queued // the server's FIFO queue: waiting[head:]
-	head    int
-	nextID  int
-	r       CollapseResult
+	calls     []collapseCall
+	free      []int32
+	budgets   []*retry.Budget   // a client's, nil for none
+	throttles []*retry.Throttle // a client's, nil for none
+	busy      int
+	waiting   []queued // the server's FIFO queue: waiting[head:]
+	head      int
+	nextID    int
+	r         CollapseResult
 }
 
 // runPolicy runs policy kind, the strategy compiled as policy.
@@ -75,7 +76,7 @@ func (c Collapse) runPolicy(ctx context.Context, kind CollapsePolicy, policy *re
 	r.eng.fifoTies = true
 	r.timeouts = r.eng.newQueue()
 	r.r = CollapseResult{Policy: kind, Arrivals: make([]int, secs), Attempts: make([]int, secs), Goodput: make([]int, secs),
-		Queue: make([]int, secs), Retries: make([]int, secs), Wasted: make([]int, secs)}
+		Queue: make([]int, secs), Retries: make([]int, secs), Wasted: make([]int, secs), Throttled: make([]int, secs)}
 	if err := r.makeBudgets(); err != nil {
 		return CollapseResult{}, err
 	}
@@ -92,18 +93,23 @@ func (c Collapse) runPolicy(ctx context.Context, kind CollapsePolicy, policy *re
 	return r.r, nil
 }
 
-// makeBudgets gives each client the policy's budget, or none.
+// makeBudgets gives each client the policy's budget and throttle, or
+// none.
 func (r *collapseRun) makeBudgets() error {
 	r.budgets = make([]*retry.Budget, r.c.Clients)
+	r.throttles = make([]*retry.Throttle, r.c.Clients)
 	for i := range r.budgets {
 		var err error
 		switch r.kind {
 		case CollapseToken:
 			r.budgets[i], err = r.c.tokenBudget()
-		case CollapseDefault:
+		case CollapseDefault, CollapseThrottleDefault:
 			r.budgets[i] = retry.DefaultBudget() // a retryhttp transport's, a host
 		case CollapseWindowed:
 			r.budgets[i], err = r.c.windowBudget()
+		}
+		if err == nil && r.kind.throttled() {
+			r.throttles[i], err = r.c.newThrottle(i)
 		}
 		if err != nil {
 			return fmt.Errorf("fleet: Collapse: %w", err)
@@ -119,6 +125,9 @@ func (r *collapseRun) step(t time.Duration, e collapseEvent) {
 		r.arrive(t)
 	case evAttempt:
 		if c := &r.calls[e.call]; c.gen == e.gen {
+			if th := r.throttles[c.client]; th != nil {
+				th.SentAt(simStart.Add(t)) // a retry: a request
+			}
 			r.send(e.call, t)
 		}
 	case evServed:
@@ -177,6 +186,11 @@ func (r *collapseRun) arrive(t time.Duration) {
 	client := int32(r.nextID % r.c.Clients)
 	r.nextID++
 	r.calls[id] = collapseCall{seq: r.nextID - 1, client: client, gen: r.calls[id].gen, trigger: trigger}
+	if th := r.throttles[client]; th != nil && !th.AllowAt(simStart.Add(t)) {
+		r.r.Throttled[int(t/time.Second)]++ // rejected: not sent, a request all the same
+		r.end(id)
+		return
+	}
 	budgetStart(r.budgets[client], t)
 	r.send(id, t)
 }
@@ -264,6 +278,9 @@ func (r *collapseRun) succeeded(id int32, t time.Duration) {
 		r.r.TriggerSucceeded++
 	}
 	budgetDeposit(r.budgets[c.client])
+	if th := r.throttles[c.client]; th != nil {
+		th.AcceptAt(simStart.Add(t)) // an attempt abandoned, or refused, never gets here
+	}
 	r.end(id)
 }
 
@@ -271,7 +288,7 @@ func (r *collapseRun) succeeded(id int32, t time.Duration) {
 // due time, or the call given up.
 func (r *collapseRun) failed(id int32, t time.Duration) {
 	c := &r.calls[id]
-	if r.kind == CollapseNone {
+	if !r.kind.retries() {
 		r.end(id)
 		return
 	}

@@ -5,10 +5,11 @@
 // And Jitter"), and [Layers] requests down a chain of layers that each
 // retry, through an outage of the bottom. [Collapse] runs a server near its
 // capacity through a trigger (a spike, a capacity drop, or random
-// failures) under five policies (one attempt, the strategy alone, a token
-// budget, a windowed budget, the transports' default), to show a collapse
-// that outlives its trigger, the budgets that prevent it, and what a
-// budget costs where failures do not come from load. [Replay] runs a strategy on a
+// failures) under policies side by side (one attempt, the strategy alone, a
+// token budget, a windowed budget, the transports' default, each of three
+// under a client-side throttle), to show a collapse that outlives its
+// trigger, the budgets and throttles that prevent it, and what they cost
+// where failures do not come from load. [Replay] runs a strategy on a
 // recorded [Log] of attempts instead ([ReadLog] reads one): what it would
 // have done with the same jobs through the same outages.
 //

@@ -63,18 +63,22 @@ refused at once). --rate calls a second (80: 0.8 of its capacity) arrive, Poisso
 shorter than a full queue's wait); an attempt abandoned stays queued and is served anyway,
 unless --check-deadlines. One trigger, from --trigger-at (1m) for --trigger-for (10s):
 --spike times the load (3), --drop of the workers lost, or --fail-share of the attempts
-served failing whatever the load; over --duration (5m). The same arrivals run under five
+served failing whatever the load; over --duration (5m). The same arrivals run under eight
 policies: none (one attempt), strategy (the strategy given, else bounded 4 attempts with
 exponential jitter from 1s, no budget), token (a token budget a client, --budget-ratio and
 --budget-burst, by default the library's default budget), windowed (a windowed budget a
-client, the windowed budget's options, 20%, 10s, 10 a second) and default (what a retryhttp
-transport does given only the strategy). Prints the strategy, and for each policy how long
+client, the windowed budget's options, 20%, 10s, 10 a second), default (what a retryhttp
+transport does given only the strategy), and under a client-side throttle a client
+(--throttle-k 2, --throttle-window 1s) throttle (one attempt), throttle-strategy (the
+strategy, no budget) and throttle-default (the strategy, the default budget); a call the
+throttle rejects is not sent. Prints the strategy, and for each policy how long
 after the trigger's end goodput recovered (its 5s mean back above 90% of the 30s before the
 trigger for 10s) and its load settled (attempts within 1.1x arrivals, on the same 5s mean,
 for 10s), or "not judged" for a run cut short (--max-runs) or collapsed before its trigger;
-the attempts over arrivals from the trigger on, the attempts served in vain (wasted), and the
-share of the trigger's calls that succeeded. At these defaults, over seeds 1-10, none, token
-and default recover every time and strategy never does. --svg draws goodput over time.`
+the attempts over arrivals from the trigger on, the attempts served in vain (wasted), the
+calls the throttle rejected, and the share of the trigger's calls that succeeded. At these
+defaults, over seeds 1-10, none, token, default and the throttled policies recover every time
+and strategy never does. --svg draws goodput over time.`
 )
 
 func runSimulate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -280,12 +284,12 @@ func (t collapseTable) write(w io.Writer) {
 		c.Rate, c.Clients, c.Workers, say.Duration(c.Service), c.Queue, deadlines, say.Duration(c.Timeout), report.CollapseTrigger(c), say.Duration(c.TriggerFor), say.Duration(c.TriggerAt))
 	fmt.Fprintf(w, "strategy (%s): %s\n\n", t.strategy, descriptor)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "policy\trecovered after\tsettled after\tattempts a call\twasted\ttrigger's calls that succeeded\t")
+	fmt.Fprintln(tw, "policy\trecovered after\tsettled after\tattempts a call\twasted\tthrottled\ttrigger's calls that succeeded\t")
 	for _, r := range t.results {
 		recovered, settled := report.CollapseVerdict(r)
-		wasted := 0
-		for _, n := range r.Wasted {
-			wasted += n
+		wasted, throttled := 0, 0
+		for s := range r.Wasted {
+			wasted, throttled = wasted+r.Wasted[s], throttled+r.Throttled[s]
 		}
 		succeeded := "-"
 		if r.TriggerArrivals > 0 {
@@ -295,7 +299,7 @@ func (t collapseTable) write(w io.Writer) {
 		if r.Amplification > 0 {
 			amplification = fmt.Sprintf("%.2f", r.Amplification)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t\n", r.Policy, recovered, settled, amplification, wasted, succeeded)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t\n", r.Policy, recovered, settled, amplification, wasted, throttled, succeeded)
 	}
 	tw.Flush()
 	for _, r := range t.results {

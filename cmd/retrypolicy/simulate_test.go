@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/fleet"
 	"github.com/retrypolicy/retrypolicy/internal/front/whatif"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -116,7 +117,7 @@ func TestDocsCollapseChartIsCurrent(t *testing.T) {
 	for _, el := range elements {
 		classes[el.attrs["class"]]++
 	}
-	assert.Equal(t, 5, classes["load"], "a line a policy")
+	assert.Equal(t, len(fleet.CollapsePolicies()), classes["load"], "a line a policy")
 	assert.Equal(t, 1, classes["outage"], "the trigger")
 	// none's, token's and default's lines lie on each other: the legend
 	// says so of the two drawn under the third.
@@ -135,13 +136,13 @@ func TestCollapseSaysWhatItJudged(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	require.Equal(t, 0, run([]string{"simulate", "--scenario", "collapse", "--max-runs", "1000"}, nil, &stdout, &stderr), stderr.String())
 	assert.NotContains(t, stdout.String(), "yes")
-	assert.Equal(t, 5, strings.Count(stdout.String(), "not judged     not judged"), stdout.String())
-	assert.Equal(t, 5, strings.Count(stdout.String(), "truncated at --max-runs calls"))
+	assert.Equal(t, len(fleet.CollapsePolicies()), strings.Count(stdout.String(), "not judged     not judged"), stdout.String())
+	assert.Equal(t, len(fleet.CollapsePolicies()), strings.Count(stdout.String(), "truncated at --max-runs calls"))
 
 	stdout.Reset()
 	require.Equal(t, 0, run([]string{"simulate", "--scenario", "collapse", "--max-runs", "1000", "--json"}, nil, &stdout, &stderr), stderr.String())
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
-	require.Len(t, lines, 5)
+	require.Len(t, lines, len(fleet.CollapsePolicies()))
 	for _, l := range lines {
 		assert.Contains(t, l, `"judged":false,"recovered":null,"recovery_secs":null,"settled":null,"settled_secs":null`)
 	}
@@ -154,7 +155,7 @@ func TestCollapseSaysWhatItJudged(t *testing.T) {
 			row = f
 		}
 	}
-	require.Len(t, row, 6, stdout.String())
+	require.Len(t, row, 7, stdout.String())
 	assert.Equal(t, "0s", row[1], "its goodput recovered at once")
 	settled, err := time.ParseDuration(row[2])
 	require.NoError(t, err, "settled after: %q", row[2])

@@ -101,6 +101,7 @@ var scenarioOptions = map[string]struct {
 	"queue": {collapseOnly, nil}, "check-deadlines": {collapseOnly, nil}, "timeout": {collapseOnly, nil},
 	"spike": {collapseOnly, nil}, "drop": {collapseOnly, nil}, "fail-share": {collapseOnly, nil},
 	"trigger-at": {collapseOnly, nil}, "trigger-for": {collapseOnly, nil},
+	"throttle-k": {collapseOnly, nil}, "throttle-window": {collapseOnly, nil},
 }
 
 // The scenarios that take the budgets' options, and the collapse's own.
@@ -193,6 +194,8 @@ func (o *SimulateOptions) defineCollapse(fs *flag.FlagSet) {
 	fs.Float64Var(&o.Collapse.FailShare, "fail-share", 0, "collapse: the trigger, the share `F` of the attempts served that fail, transiently, after their service (above 0, below 1), in place of --spike")
 	fs.DurationVar(&o.Collapse.TriggerAt, "trigger-at", d.TriggerAt, "collapse: when the trigger starts, a `DURATION`")
 	fs.DurationVar(&o.Collapse.TriggerFor, "trigger-for", d.TriggerFor, "collapse: how long the trigger lasts, a `DURATION`")
+	fs.Float64Var(&o.Collapse.ThrottleK, "throttle-k", d.ThrottleK, "collapse: the throttled policies' throttle, a client, rejects calls once requests pass `K` times\naccepts (1 to 10)")
+	fs.DurationVar(&o.Collapse.ThrottleWindow, "throttle-window", d.ThrottleWindow, "collapse: the throttle's window, a `DURATION` from 100ms to 10m; it should hold five requests or\nmore of a client")
 }
 
 // budgets returns which kinds of budget the options set: a token one when
@@ -371,6 +374,14 @@ var collapseFlags = map[string]string{"Workers": "workers", "Service": "service"
 // checkCollapse returns the collapse's option out of range, if any, named
 // as a flag (the budgets' are checkBudgets').
 func (o *SimulateOptions) checkCollapse() []Option {
+	if _, err := retry.NewThrottle(o.Collapse.ThrottleK, o.Collapse.ThrottleWindow); err != nil {
+		// The throttle's own rule, on its arguments k and window: the flags
+		// throttle-k and throttle-window (their zero, a default in fleet, is
+		// refused here as the throttle refuses it).
+		why := err.Error()
+		name, rule, _ := strings.Cut(why[strings.LastIndex(why, ": ")+2:], " ")
+		return []Option{{"throttle-" + name, rule}}
+	}
 	err := o.CollapseOf(nil).Validate()
 	if err == nil {
 		return nil
