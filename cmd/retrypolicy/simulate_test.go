@@ -125,6 +125,24 @@ func TestDocsCollapseChartIsCurrent(t *testing.T) {
 	docsPicture(t, "simulate-collapse", data, elements)
 }
 
+// TestDocsTailChartIsCurrent: the tail's picture in docs/ is what
+// simulate --scenario tail --seed 1 --svg draws: three bars a policy, its
+// p50, p99 and p99.9.
+func TestDocsTailChartIsCurrent(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tail.svg")
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 0, run([]string{"simulate", "--scenario", "tail", "--seed", "1", "--svg", path}, nil, &stdout, &stderr), stderr.String())
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	elements := parseSVG(t, data)
+	classes := map[string]int{}
+	for _, el := range elements {
+		classes[el.attrs["class"]]++
+	}
+	assert.Equal(t, 3*len(fleet.TailPolicies()), classes["quantile"], "three bars a policy")
+	docsPicture(t, "simulate-tail", data, elements)
+}
+
 // TestCollapseSaysWhatItJudged: a collapse run cut short before its
 // trigger (--max-runs 1000) judges no policy, in the table (no "yes", no
 // time after the trigger) and in --json (every verdict null), and exits

@@ -97,7 +97,7 @@ func TestSimulateOptionsDefaultsAndRanges(t *testing.T) {
 	require.NoError(t, parse(t, o.Define, "-scenario", "contention", "-jobs", "5"))
 	assert.Equal(t, []Option{{"jobs", "only the outage scenario takes it; in the contention scenario, clients plays its part"}}, o.Check(CommandLimits))
 	require.NoError(t, parse(t, o.Define, "-scenario", "storm"))
-	assert.Equal(t, []Option{{"scenario", `must be outage, contention, layers or collapse, got "storm"`}}, o.Check(CommandLimits))
+	assert.Equal(t, []Option{{"scenario", `must be outage, contention, layers, collapse or tail, got "storm"`}}, o.Check(CommandLimits))
 	require.NoError(t, parse(t, o.Define, "-jobs", "2000000", "-outage", "0"))
 	assert.Equal(t, []Option{{"jobs", "must be between 1 and 1000000, got 2000000"}, {"outage", "must be more than 0"}}, o.Check(CommandLimits))
 }
@@ -231,26 +231,29 @@ func TestHelpStatesEachScenariosDefaults(t *testing.T) {
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	o.Define(fs)
 	require.NoError(t, fs.Parse(nil))
-	c := o.CollapseOf(nil)
+	c, tail := o.CollapseOf(nil), o.TailOf()
 	runs := map[string]map[string]any{ // flag, scenario: what it runs
 		"jobs":            {"outage": o.Outage().Jobs},
 		"outage":          {"outage": o.Outage().Down, "layers": o.Layers().Down},
 		"capacity":        {"outage": o.Outage().Capacity, "layers": o.Layers().Capacity},
 		"tick":            {"outage": o.Outage().Tick},
-		"max-runs":        {"outage": o.Outage().MaxRuns, "layers": o.Layers().MaxCalls, "collapse": c.MaxCalls},
-		"clients":         {"contention": o.Contention().Clients, "collapse": c.Clients},
+		"max-runs":        {"outage": o.Outage().MaxRuns, "layers": o.Layers().MaxCalls, "collapse": c.MaxCalls, "tail": tail.MaxCalls},
+		"clients":         {"contention": o.Contention().Clients, "collapse": c.Clients, "tail": tail.Clients},
 		"runs":            {"contention": o.Contention().Runs},
-		"rate":            {"layers": o.Layers().Rate, "collapse": c.Rate},
-		"duration":        {"layers": o.Layers().Duration, "collapse": c.Duration},
+		"rate":            {"layers": o.Layers().Rate, "collapse": c.Rate, "tail": tail.Rate},
+		"duration":        {"layers": o.Layers().Duration, "collapse": c.Duration, "tail": tail.Duration},
 		"budget-ratio":    {"collapse": c.BudgetRatio},
 		"budget-burst":    {"collapse": c.BudgetBurst},
 		"budget-percent":  {"collapse": c.BudgetPercent},
 		"budget-interval": {"collapse": c.BudgetInterval},
-		"workers":         {"collapse": c.Workers}, "service": {"collapse": c.Service}, "queue": {"collapse": c.Queue},
-		"timeout": {"collapse": c.Timeout}, "spike": {"collapse": c.Spike},
+		"workers":         {"collapse": c.Workers, "tail": tail.Workers}, "service": {"collapse": c.Service}, "queue": {"collapse": c.Queue},
+		"median": {"tail": tail.Median}, "sigma": {"tail": tail.Sigma}, "slow-share": {"tail": tail.SlowShare},
+		"slow-extra": {"tail": tail.SlowExtra}, "attempts": {"tail": tail.Attempts}, "quantile": {"tail": tail.Quantile},
+		"min-delay": {"tail": tail.MinDelay},
+		"timeout":   {"collapse": c.Timeout}, "spike": {"collapse": c.Spike},
 		"trigger-at": {"collapse": c.TriggerAt}, "trigger-for": {"collapse": c.TriggerFor},
 	}
-	stated := regexp.MustCompile(`\b(outage|contention|layers|collapse)\b[^;()]*\(default ([^)]+)\)`)
+	stated := regexp.MustCompile(`\b(outage|contention|layers|collapse|tail)\b[^;()]*\(default ([^)]+)\)`)
 	for name, scenarios := range runs {
 		f := fs.Lookup(name)
 		require.NotNil(t, f, name)
