@@ -46,6 +46,14 @@ import (
 // accept; an attempt its client abandoned is a request and never an
 // accept. A call it rejects is not sent.
 //
+// The hedging policies hedge in place of retrying: a call's second
+// attempt is sent once HedgeDelay has passed since its first with no
+// answer, or at once when the first fails; the first answer ends the call,
+// and the other attempt is cancelled by its client (the server, not told,
+// serves it all the same, as it does an abandoned one). A hedge withdraws
+// from the client's budget before it is sent, and a call deposits once
+// when it ends well.
+//
 // Memory is a function of the queue, the calls in flight and the seconds
 // shown; every run is bounded by the one event engine (MaxCalls calls,
 // 16 events each at most).
@@ -79,6 +87,9 @@ type Collapse struct {
 	// a client: retry.NewThrottle's k and window, 2 and 1 s unless set.
 	ThrottleK      float64
 	ThrottleWindow time.Duration
+	// HedgeDelay is the hedging policies' delay, after which a call that
+	// has no answer sends its second attempt: 150 ms unless set.
+	HedgeDelay time.Duration
 
 	Duration time.Duration
 	Seed     uint64
@@ -121,14 +132,22 @@ const (
 	// CollapseThrottleDefault runs the strategy under retry.DefaultBudget
 	// and a throttle, a client each.
 	CollapseThrottleDefault
+	// CollapseHedge hedges in place of retrying: a call's second attempt
+	// is sent once HedgeDelay has passed since its first with no answer,
+	// or at once when the first fails, under retry.DefaultBudget a client.
+	CollapseHedge
+	// CollapseHedgeUnbudgeted hedges as CollapseHedge does, with no
+	// budget.
+	CollapseHedgeUnbudgeted
 )
 
 // collapsePolicyNames are the policies' names, by CollapsePolicy.
 var collapsePolicyNames = [...]string{"none", "strategy", "token", "windowed", "default",
-	"throttle", "throttle-strategy", "throttle-default"}
+	"throttle", "throttle-strategy", "throttle-default", "hedge", "hedge-unbudgeted"}
 
 // String returns the policy's name: none, strategy, token, windowed,
-// default, throttle, throttle-strategy or throttle-default.
+// default, throttle, throttle-strategy, throttle-default, hedge or
+// hedge-unbudgeted.
 func (p CollapsePolicy) String() string {
 	if int(p) < len(collapsePolicyNames) {
 		return collapsePolicyNames[p]
@@ -138,7 +157,7 @@ func (p CollapsePolicy) String() string {
 
 // CollapsePolicies returns the policies a Collapse compares, in the order
 // it runs them: none, strategy, token, windowed, default, throttle,
-// throttle-strategy, throttle-default.
+// throttle-strategy, throttle-default, hedge, hedge-unbudgeted.
 func CollapsePolicies() []CollapsePolicy {
 	out := make([]CollapsePolicy, len(collapsePolicyNames))
 	for i := range out {
@@ -148,7 +167,25 @@ func CollapsePolicies() []CollapsePolicy {
 }
 
 // retries reports whether p retries under the strategy.
-func (p CollapsePolicy) retries() bool { return p != CollapseNone && p != CollapseThrottle }
+func (p CollapsePolicy) retries() bool {
+	return p != CollapseNone && p != CollapseThrottle && !p.hedges()
+}
+
+// hedges reports whether p hedges in place of retrying.
+func (p CollapsePolicy) hedges() bool { return p == CollapseHedge || p == CollapseHedgeUnbudgeted }
+
+// hedgeAttempts returns the most attempts a hedged call sends: 2, or the
+// strategy's bound when it is lower (a strategy that never retries never
+// hedges).
+func (c Collapse) hedgeAttempts() uint8 {
+	switch {
+	case c.Strategy.Kind == retrypolicy.None:
+		return 1
+	case c.Strategy.Kind == retrypolicy.Bounded && c.Strategy.MaxAttempts < 2:
+		return uint8(max(c.Strategy.MaxAttempts, 1))
+	}
+	return 2
+}
 
 // throttled reports whether p's clients each have a throttle.
 func (p CollapsePolicy) throttled() bool {
@@ -170,7 +207,7 @@ func DefaultCollapse() Collapse {
 		Spike: 3, TriggerAt: time.Minute, TriggerFor: 10 * time.Second,
 		Strategy: retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 4,
 			Backoff: retrypolicy.Backoff{Kind: retrypolicy.ExponentialWithJitter, BaseDelay: time.Second, Multiplier: 2}},
-		ThrottleK: DefaultThrottleK, ThrottleWindow: DefaultThrottleWindow,
+		ThrottleK: DefaultThrottleK, ThrottleWindow: DefaultThrottleWindow, HedgeDelay: DefaultHedgeDelay,
 		Duration: 5 * time.Minute, Seed: 1,
 	}
 }
@@ -230,6 +267,7 @@ func (c Collapse) check() (Collapse, error) {
 	c.BudgetMinRetries = cmp.Or(c.BudgetMinRetries, 100)
 	c.ThrottleK = cmp.Or(c.ThrottleK, DefaultThrottleK)
 	c.ThrottleWindow = cmp.Or(c.ThrottleWindow, DefaultThrottleWindow)
+	c.HedgeDelay = cmp.Or(c.HedgeDelay, DefaultHedgeDelay)
 	c.MaxCalls = cmp.Or(c.MaxCalls, DefaultMaxCollapseCalls)
 	for _, check := range []func() string{c.checkServer, c.checkClients, c.checkTrigger, c.checkBudgets, c.checkThrottle} {
 		if why := check(); why != "" {
@@ -267,9 +305,14 @@ func (c Collapse) checkClients() string {
 		return fmt.Sprintf("Timeout must be between 1ns and 1h, got %v", c.Timeout)
 	case c.MaxCalls < 1 || c.MaxCalls > 100_000_000:
 		return fmt.Sprintf("MaxCalls must be between 1 and 100000000, got %d", c.MaxCalls)
+	case c.HedgeDelay < 0 || c.HedgeDelay > time.Hour:
+		return fmt.Sprintf("HedgeDelay must be between 0 (150ms) and 1h, got %v", c.HedgeDelay)
 	}
 	return ""
 }
+
+// DefaultHedgeDelay is the collapse's hedging policies' delay unless set.
+const DefaultHedgeDelay = 150 * time.Millisecond
 
 // checkTrigger says which of the run's and the trigger's settings is out
 // of range, if any.

@@ -6,10 +6,10 @@
 // retry, through an outage of the bottom. [Collapse] runs a server near its
 // capacity through a trigger (a spike, a capacity drop, or random
 // failures) under policies side by side (one attempt, the strategy alone, a
-// token budget, a windowed budget, the transports' default, each of three
-// under a client-side throttle), to show a collapse that outlives its
-// trigger, the budgets and throttles that prevent it, and what they cost
-// where failures do not come from load. [Tail] runs a server whose
+// token budget, a windowed budget, the transports' default, three under a
+// client-side throttle, and hedging with and without a budget), to show a
+// collapse that outlives its trigger, the budgets and throttles that
+// prevent it, and what they cost where failures do not come from load. [Tail] runs a server whose
 // service time has a slow tail under hedged calls (a second attempt sent
 // once the first has not answered within a delay), to show what hedging
 // buys and costs. [Replay] runs a strategy on a

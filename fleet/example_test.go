@@ -59,7 +59,9 @@ func ExampleReplay() {
 // the load for 10 s; one attempt and the budgets that only successes
 // refill recover (goodput back) and settle (attempts back within 1.1x the
 // arrivals) 32 s and 0 s after it; the strategy alone and the windowed
-// budget do neither.
+// budget do neither. Behind a throttle, calls the server cannot serve are
+// not sent, and every throttled policy recovers sooner. Hedging on the
+// budget recovers; hedging with no budget collapses.
 func ExampleCollapse() {
 	results, err := fleet.DefaultCollapse().Run(context.Background())
 	if err != nil {
@@ -78,6 +80,8 @@ func ExampleCollapse() {
 	// throttle          recovered true  settled true  0.49 attempts a call
 	// throttle-strategy recovered true  settled true  0.61 attempts a call
 	// throttle-default  recovered true  settled true  0.53 attempts a call
+	// hedge             recovered true  settled true  1.01 attempts a call
+	// hedge-unbudgeted  recovered false settled false 2.00 attempts a call
 }
 
 // ExampleCollapse_randomFailures: 90% of the attempts failing for 20 s, at
@@ -105,6 +109,8 @@ func ExampleCollapse_randomFailures() {
 	// throttle           10% of the span's calls succeeded
 	// throttle-strategy  46% of the span's calls succeeded
 	// throttle-default   11% of the span's calls succeeded
+	// hedge              12% of the span's calls succeeded
+	// hedge-unbudgeted   20% of the span's calls succeeded
 }
 
 // ExampleTail: hedging after the service time's 95th percentile (17.5 ms)

@@ -63,15 +63,17 @@ refused at once). --rate calls a second (80: 0.8 of its capacity) arrive, Poisso
 shorter than a full queue's wait); an attempt abandoned stays queued and is served anyway,
 unless --check-deadlines. One trigger, from --trigger-at (1m) for --trigger-for (10s):
 --spike times the load (3), --drop of the workers lost, or --fail-share of the attempts
-served failing whatever the load; over --duration (5m). The same arrivals run under eight
+served failing whatever the load; over --duration (5m). The same arrivals run under ten
 policies: none (one attempt), strategy (the strategy given, else bounded 4 attempts with
 exponential jitter from 1s, no budget), token (a token budget a client, --budget-ratio and
 --budget-burst, by default the library's default budget), windowed (a windowed budget a
 client, the windowed budget's options, 20%, 10s, 10 a second), default (what a retryhttp
 transport does given only the strategy), and under a client-side throttle a client
 (--throttle-k 2, --throttle-window 1s) throttle (one attempt), throttle-strategy (the
-strategy, no budget) and throttle-default (the strategy, the default budget); a call the
-throttle rejects is not sent. Prints the strategy, and for each policy how long
+strategy, no budget) and throttle-default (the strategy, the default budget), a call the
+throttle rejects not sent; and hedging in place of retrying, a second attempt once
+--hedge-delay (150ms) has passed with no answer or at once on a failure, hedge (the default
+budget) and hedge-unbudgeted. Prints the strategy, and for each policy how long
 after the trigger's end goodput recovered (its 5s mean back above 90% of the 30s before the
 trigger for 10s) and its load settled (attempts within 1.1x arrivals, on the same 5s mean,
 for 10s), or "not judged" for a run cut short (--max-runs) or collapsed before its trigger;

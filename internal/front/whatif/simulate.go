@@ -106,7 +106,7 @@ var scenarioOptions = map[string]struct {
 	"queue": {collapseOnly, nil}, "check-deadlines": {collapseOnly, nil}, "timeout": {collapseOnly, nil},
 	"spike": {collapseOnly, nil}, "drop": {collapseOnly, nil}, "fail-share": {collapseOnly, nil},
 	"trigger-at": {collapseOnly, nil}, "trigger-for": {collapseOnly, nil},
-	"throttle-k": {collapseOnly, nil}, "throttle-window": {collapseOnly, nil},
+	"throttle-k": {collapseOnly, nil}, "throttle-window": {collapseOnly, nil}, "hedge-delay": {collapseOnly, nil},
 	"median": {tailOnly, nil}, "sigma": {tailOnly, nil}, "slow-share": {tailOnly, nil}, "slow-extra": {tailOnly, nil},
 	"slow-together": {tailOnly, nil}, "attempts": {tailOnly, nil}, "delay": {tailOnly, nil}, "quantile": {tailOnly, nil},
 	"min-delay": {tailOnly, nil},
@@ -205,6 +205,7 @@ func (o *SimulateOptions) defineCollapse(fs *flag.FlagSet) {
 	fs.DurationVar(&o.Collapse.TriggerAt, "trigger-at", d.TriggerAt, "collapse: when the trigger starts, a `DURATION`")
 	fs.DurationVar(&o.Collapse.TriggerFor, "trigger-for", d.TriggerFor, "collapse: how long the trigger lasts, a `DURATION`")
 	fs.Float64Var(&o.Collapse.ThrottleK, "throttle-k", d.ThrottleK, "collapse: the throttled policies' throttle, a client, rejects calls once requests pass `K` times\naccepts (1 to 10)")
+	fs.DurationVar(&o.Collapse.HedgeDelay, "hedge-delay", d.HedgeDelay, "collapse: the hedging policies' delay, after which a call with no answer sends its second\nattempt, a `DURATION` up to 1h")
 	fs.DurationVar(&o.Collapse.ThrottleWindow, "throttle-window", d.ThrottleWindow, "collapse: the throttle's window, a `DURATION` from 100ms to 10m; it should hold five requests or\nmore of a client")
 }
 
@@ -401,7 +402,7 @@ func (o *SimulateOptions) Layers() fleet.Layers {
 // fleet.Collapse's errors give them.
 var collapseFlags = map[string]string{"Workers": "workers", "Service": "service", "Queue": "queue", "Rate": "rate",
 	"Clients": "clients", "Timeout": "timeout", "Duration": "duration", "TriggerAt": "trigger-at", "Spike": "spike",
-	"Drop": "drop", "FailShare": "fail-share", "MaxCalls": "max-runs"}
+	"Drop": "drop", "FailShare": "fail-share", "MaxCalls": "max-runs", "HedgeDelay": "hedge-delay"}
 
 // checkCollapse returns the collapse's option out of range, if any, named
 // as a flag (the budgets' are checkBudgets').

@@ -45,7 +45,9 @@ func controlRun(t *testing.T, trigger string, seed uint64, policy CollapsePolicy
 	r, err := c.runPolicy(context.Background(), policy, compiled)
 	require.NoError(t, err)
 	require.False(t, r.Truncated)
-	require.True(t, r.Judged, "%s, seed %d, %s", trigger, seed, policy)
+	if policy != CollapseHedgeUnbudgeted { // which collapses before the trigger (TestHedgingOnTheBudgetDoesNotCollapse)
+		require.True(t, r.Judged, "%s, seed %d, %s", trigger, seed, policy)
+	}
 	controlRuns[key] = r
 	return r
 }
@@ -117,4 +119,56 @@ func TestAnAbandonedAttemptIsNeverAnAccept(t *testing.T) {
 	assert.Zero(t, sum(r.Goodput))
 	assert.Greater(t, float64(rejected)/float64(arrived), 0.8, "%d of %d calls rejected", rejected, arrived)
 	assert.Equal(t, arrived, rejected+sum(r.Attempts), "a call rejected is not sent; one sent is one attempt")
+}
+
+// TestHedgingOnTheBudgetDoesNotCollapse pins the hedging policies'
+// controls at the collapse's defaults (hedging in place of retrying, a
+// second attempt 150 ms after the first), over seeds 1 to 10 through the
+// spike: on the default budget hedging recovers every time, at about 1.01
+// attempts a call (a hedge is a token, and a call that ends badly
+// deposits none); with no budget it recovers at most once, every call
+// sending its two attempts. It does not even wait for the spike: at 0.8 of
+// the capacity, the queue's waits past 50 ms now and then send hedges,
+// whose work the server does as well, which lengthens the waits; within
+// 5 to 20 s the queue is full, so its run is not judged (it collapsed with
+// no trigger). About 0.2 s, 3 s under the race detector; the runs of none
+// are shared.
+func TestHedgingOnTheBudgetDoesNotCollapse(t *testing.T) {
+	hedgeRecovered, unbudgetedRecovered := 0, 0
+	for seed := uint64(1); seed <= 10; seed++ {
+		hedge, unbudgeted := controlRun(t, "spike", seed, CollapseHedge), controlRun(t, "spike", seed, CollapseHedgeUnbudgeted)
+		if hedge.Recovered {
+			hedgeRecovered++
+		}
+		if unbudgeted.Recovered {
+			unbudgetedRecovered++
+		}
+		assert.Less(t, hedge.Amplification, 1.1, "seed %d", seed)
+		assert.GreaterOrEqual(t, unbudgeted.Amplification, 1.9, "seed %d", seed)
+		assert.Equal(t, controlRun(t, "spike", seed, CollapseNone).Arrivals, hedge.Arrivals, "seed %d: the same arrivals", seed)
+	}
+	assert.Equal(t, 10, hedgeRecovered, "hedging on the default budget")
+	assert.LessOrEqual(t, unbudgetedRecovered, 1, "hedging with no budget")
+}
+
+// TestAFailedAttemptSendsTheNextHedgeAtOnce: a server of one worker and no
+// queue refuses most calls at once; a hedging call refused sends its
+// second attempt at once (refused again, mostly), not after the delay, so
+// that with no budget nearly every call makes both its attempts; on the
+// default budget the hedges are at most the clients' bursts plus a tenth
+// of the calls that succeeded (each deposits once, whichever attempt won).
+func TestAFailedAttemptSendsTheNextHedgeAtOnce(t *testing.T) {
+	c := DefaultCollapse()
+	c.Workers, c.Queue, c.Duration = 1, 0, 90*time.Second
+	c, err := c.check()
+	require.NoError(t, err)
+	compiled, err := retrypolicy.Compile(c.Strategy)
+	require.NoError(t, err)
+	unbudgeted, err := c.runPolicy(context.Background(), CollapseHedgeUnbudgeted, compiled)
+	require.NoError(t, err)
+	assert.Greater(t, float64(sum(unbudgeted.Attempts)), 1.8*float64(sum(unbudgeted.Arrivals)))
+	hedge, err := c.runPolicy(context.Background(), CollapseHedge, compiled)
+	require.NoError(t, err)
+	assert.LessOrEqual(t, sum(hedge.Retries), 10*c.Clients+sum(hedge.Goodput)/10, "burst + ratio x calls that ended well")
+	assert.Equal(t, sum(hedge.Attempts), sum(hedge.Arrivals)+sum(hedge.Retries), "an attempt is a call's first, or a hedge")
 }
