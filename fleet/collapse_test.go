@@ -181,7 +181,7 @@ func TestACapacityDropCollapsesToo(t *testing.T) {
 	assert.True(t, controlRun(t, "drop", 1, CollapseToken).Recovered, "token")
 }
 
-// BenchmarkCollapse: the collapse what-if at its defaults, its five
+// BenchmarkCollapse: the collapse what-if at its defaults, its ten
 // policies on five minutes of 80 calls a second (about 24,000 calls, 3.9
 // attempts each under the strategy alone).
 func BenchmarkCollapse(b *testing.B) {
