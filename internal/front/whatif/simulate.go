@@ -166,7 +166,7 @@ func (o *SimulateOptions) Define(fs *flag.FlagSet) {
 	fs.Var(&o.Spread, "spread", "outage: the jobs' first runs spread over this `DURATION` (0: all at t = 0)")
 	fs.Var(&o.Capacity, "capacity", "the most a second the dependency serves once up, `C` (0: no limit): outage, runs the provider\nserves (default 0); layers, calls the bottom serves (default 150)")
 	o.TickOption.Define(fs, "outage: ")
-	fs.Var(&o.MaxRuns, "max-runs", "outage, layers and collapse: the most runs (layers and collapse: calls) followed in all, `N`; the\nsimulation stops there and says it was truncated")
+	fs.Var(&o.MaxRuns, "max-runs", "outage, layers, collapse and tail: the most runs (layers, collapse and tail: calls, each policy's)\nfollowed in all, `N`; the simulation stops there and says it was truncated")
 	fs.Var(&o.Runs, "runs", "contention: how many runs to average, `R` from 1 to 100000")
 	o.Rate, o.Span = 100, Duration(5*time.Minute)
 	fs.Var(&o.Rate, "rate", "how many calls a second arrive, `R` from 1 to 100000: layers, requests at the top (default 100);\ncollapse, calls at the server (default 80); tail, the same (default 500)")
