@@ -192,6 +192,46 @@ func TestCollapseOptions(t *testing.T) {
 	assert.Equal(t, []Option{{"spike", "one trigger, --spike, --drop or --fail-share, not two or none"}}, errs)
 }
 
+// TestThrottleAndTailOptions: the throttle's options reach the collapse
+// and are refused, by the throttle's own ranges, named as flags (0 too,
+// which the collapse would take as its default); the tail takes
+// --workers, --rate, --clients and --duration when given, its own
+// defaults (50, 500, 10, 1m) when not, and names a setting out of range
+// by its flag.
+func TestThrottleAndTailOptions(t *testing.T) {
+	parse := func(scenario string, args ...string) (*SimulateOptions, []Option) {
+		var o SimulateOptions
+		fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
+		o.Define(fs)
+		require.NoError(t, fs.Parse(append([]string{"--scenario", scenario}, args...)))
+		return &o, o.Check(CommandLimits)
+	}
+	o, errs := parse("collapse", "--throttle-k", "3", "--throttle-window", "5s", "--hedge-delay", "300ms")
+	assert.Empty(t, errs)
+	c := o.CollapseOf(nil)
+	assert.Equal(t, 3.0, c.ThrottleK)
+	assert.Equal(t, 5*time.Second, c.ThrottleWindow)
+	assert.Equal(t, 300*time.Millisecond, c.HedgeDelay)
+	_, errs = parse("collapse", "--throttle-k", "0")
+	assert.Equal(t, []Option{{"throttle-k", "must be between 1 and 10, got 0"}}, errs)
+	_, errs = parse("collapse", "--throttle-window", "20m")
+	assert.Equal(t, []Option{{"throttle-window", "must be between 100ms and 10m, got 20m0s"}}, errs)
+
+	o, errs = parse("tail")
+	assert.Empty(t, errs)
+	tail := o.TailOf()
+	assert.Equal(t, []any{50, 500.0, 10, time.Minute}, []any{tail.Workers, tail.Rate, tail.Clients, tail.Duration})
+	o, errs = parse("tail", "--workers", "7", "--rate", "100", "--clients", "2", "--duration", "10s", "--slow-together", "--delay", "20ms")
+	assert.Empty(t, errs)
+	tail = o.TailOf()
+	assert.Equal(t, []any{7, 100.0, 2, 10 * time.Second, true, 20 * time.Millisecond},
+		[]any{tail.Workers, tail.Rate, tail.Clients, tail.Duration, tail.SlowTogether, tail.Delay})
+	_, errs = parse("tail", "--sigma", "4")
+	assert.Equal(t, []Option{{"sigma", "must be between 0 and 3, got 4"}}, errs)
+	_, errs = parse("tail", "--duration", "500ms")
+	assert.Equal(t, []Option{{"duration", "must be between 1s and 24h, got 500ms"}}, errs)
+}
+
 // TestTheWindowedBudgetDoesNotBurst pins the pace of the windowed budget
 // in the run docs/what-if.md shows (the gateway's numbers: 20% over 10 s,
 // at least 10 retries a second): every layer retrying through a minute's
