@@ -158,6 +158,7 @@ func TestPageShowsErrorsInPlaceAndWhatAStrategyDoes(t *testing.T) {
 	wait("compare-canonical", `"multiplier":2.0`)
 	wait("layers-summary", "the calls multiply with the layers")
 	wait("collapse-summary", "none: recovered")
+	wait("tail-summary", "hedge: p50 ")
 	checkNarrowDetails(t, ctx)
 	screenshot(t, ctx, 420, "serve-page-narrow.png")
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 1500)); err != nil {

@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/retrypolicy/retrypolicy"
@@ -38,6 +39,21 @@ import (
 // transiently, after their service time (a dependency failing whatever
 // its load, where a budget costs successful calls and saves nothing).
 //
+// The throttled policies give each client a retry.Throttle
+// (ThrottleK, ThrottleWindow) on the simulation's clock, its draws seeded
+// from Seed: it counts every attempt sent and every call it rejected as a
+// request, and an attempt that succeeded, when its answer arrives, as an
+// accept; an attempt its client abandoned is a request and never an
+// accept. A call it rejects is not sent.
+//
+// The hedging policies hedge in place of retrying: a call's second
+// attempt is sent once HedgeDelay has passed since its first with no
+// answer, or at once when the first fails; the first answer ends the call,
+// and the other attempt is cancelled by its client (the server, not told,
+// serves it all the same, as it does an abandoned one). A hedge withdraws
+// from the client's budget before it is sent, and a call deposits once
+// when it ends well.
+//
 // Memory is a function of the queue, the calls in flight and the seconds
 // shown; every run is bounded by the one event engine (MaxCalls calls,
 // 16 events each at most).
@@ -67,6 +83,13 @@ type Collapse struct {
 	// (retry.DefaultBudget's settings unless set), and the windowed
 	// policy's, a client (20, 10 s, 100 unless set).
 	BudgetSettings
+	// ThrottleK and ThrottleWindow are the throttled policies' throttle,
+	// a client: retry.NewThrottle's k and window, 2 and 1 s unless set.
+	ThrottleK      float64
+	ThrottleWindow time.Duration
+	// HedgeDelay is the hedging policies' delay, after which a call that
+	// has no answer sends its second attempt: 150 ms unless set.
+	HedgeDelay time.Duration
 
 	Duration time.Duration
 	Seed     uint64
@@ -100,13 +123,31 @@ const (
 	// the same as CollapseToken at its defaults, shown apart so that a
 	// change of the default shows here.
 	CollapseDefault
+	// CollapseThrottle makes one attempt a call, under a throttle a
+	// client: a call the throttle rejects is not sent.
+	CollapseThrottle
+	// CollapseThrottleStrategy runs the strategy with no budget, under a
+	// throttle a client.
+	CollapseThrottleStrategy
+	// CollapseThrottleDefault runs the strategy under retry.DefaultBudget
+	// and a throttle, a client each.
+	CollapseThrottleDefault
+	// CollapseHedge hedges in place of retrying: a call's second attempt
+	// is sent once HedgeDelay has passed since its first with no answer,
+	// or at once when the first fails, under retry.DefaultBudget a client.
+	CollapseHedge
+	// CollapseHedgeUnbudgeted hedges as CollapseHedge does, with no
+	// budget.
+	CollapseHedgeUnbudgeted
 )
 
 // collapsePolicyNames are the policies' names, by CollapsePolicy.
-var collapsePolicyNames = [...]string{"none", "strategy", "token", "windowed", "default"}
+var collapsePolicyNames = [...]string{"none", "strategy", "token", "windowed", "default",
+	"throttle", "throttle-strategy", "throttle-default", "hedge", "hedge-unbudgeted"}
 
-// String returns the policy's name: none, strategy, token, windowed or
-// default.
+// String returns the policy's name: none, strategy, token, windowed,
+// default, throttle, throttle-strategy, throttle-default, hedge or
+// hedge-unbudgeted.
 func (p CollapsePolicy) String() string {
 	if int(p) < len(collapsePolicyNames) {
 		return collapsePolicyNames[p]
@@ -115,9 +156,40 @@ func (p CollapsePolicy) String() string {
 }
 
 // CollapsePolicies returns the policies a Collapse compares, in the order
-// it runs them: none, strategy, token, windowed, default.
+// it runs them: none, strategy, token, windowed, default, throttle,
+// throttle-strategy, throttle-default, hedge, hedge-unbudgeted.
 func CollapsePolicies() []CollapsePolicy {
-	return []CollapsePolicy{CollapseNone, CollapseStrategy, CollapseToken, CollapseWindowed, CollapseDefault}
+	out := make([]CollapsePolicy, len(collapsePolicyNames))
+	for i := range out {
+		out[i] = CollapsePolicy(i)
+	}
+	return out
+}
+
+// retries reports whether p retries under the strategy.
+func (p CollapsePolicy) retries() bool {
+	return p != CollapseNone && p != CollapseThrottle && !p.hedges()
+}
+
+// hedges reports whether p hedges in place of retrying.
+func (p CollapsePolicy) hedges() bool { return p == CollapseHedge || p == CollapseHedgeUnbudgeted }
+
+// hedgeAttempts returns the most attempts a hedged call sends: 2, or the
+// strategy's bound when it is lower (a strategy that never retries never
+// hedges).
+func (c Collapse) hedgeAttempts() uint8 {
+	switch {
+	case c.Strategy.Kind == retrypolicy.None:
+		return 1
+	case c.Strategy.Kind == retrypolicy.Bounded && c.Strategy.MaxAttempts < 2:
+		return uint8(max(c.Strategy.MaxAttempts, 1))
+	}
+	return 2
+}
+
+// throttled reports whether p's clients each have a throttle.
+func (p CollapsePolicy) throttled() bool {
+	return p == CollapseThrottle || p == CollapseThrottleStrategy || p == CollapseThrottleDefault
 }
 
 // DefaultCollapse is the collapse what-if's defaults: a server in the
@@ -125,7 +197,9 @@ func CollapsePolicies() []CollapsePolicy {
 // than a full queue's wait) and a trigger of three times the load for
 // 10 s, under a strategy of 4 attempts with exponential jitter from 1 s.
 // Over seeds 1 to 10, none recovers every time, strategy collapses, and
-// the token and default budgets recover.
+// the token and default budgets recover; so does the strategy under a
+// throttle, and one attempt under a throttle recovers sooner than one
+// alone.
 func DefaultCollapse() Collapse {
 	return Collapse{
 		Workers: 10, Service: 100 * time.Millisecond, Queue: 500,
@@ -133,6 +207,7 @@ func DefaultCollapse() Collapse {
 		Spike: 3, TriggerAt: time.Minute, TriggerFor: 10 * time.Second,
 		Strategy: retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 4,
 			Backoff: retrypolicy.Backoff{Kind: retrypolicy.ExponentialWithJitter, BaseDelay: time.Second, Multiplier: 2}},
+		ThrottleK: DefaultThrottleK, ThrottleWindow: DefaultThrottleWindow, HedgeDelay: DefaultHedgeDelay,
 		Duration: 5 * time.Minute, Seed: 1,
 	}
 }
@@ -169,8 +244,9 @@ type CollapseResult struct {
 	TriggerArrivals, TriggerSucceeded int
 	// Per second: calls that arrived, attempts sent, calls that succeeded
 	// (at their success), the queue's length at the second's end, retries
-	// decided, and attempts served after their client had given up.
-	Arrivals, Attempts, Goodput, Queue, Retries, Wasted []int
+	// decided, attempts served after their client had given up, and calls
+	// a throttle rejected (never sent).
+	Arrivals, Attempts, Goodput, Queue, Retries, Wasted, Throttled []int
 	// Truncated reports that the run stopped at a bound (MaxCalls, the
 	// calls in flight): its counts are then lower bounds, and it is not
 	// judged. TruncatedBy names the bound.
@@ -189,8 +265,11 @@ func (c Collapse) check() (Collapse, error) {
 	c.BudgetPercent = cmp.Or(c.BudgetPercent, 20)
 	c.BudgetInterval = cmp.Or(c.BudgetInterval, 10*time.Second)
 	c.BudgetMinRetries = cmp.Or(c.BudgetMinRetries, 100)
+	c.ThrottleK = cmp.Or(c.ThrottleK, DefaultThrottleK)
+	c.ThrottleWindow = cmp.Or(c.ThrottleWindow, DefaultThrottleWindow)
+	c.HedgeDelay = cmp.Or(c.HedgeDelay, DefaultHedgeDelay)
 	c.MaxCalls = cmp.Or(c.MaxCalls, DefaultMaxCollapseCalls)
-	for _, check := range []func() string{c.checkServer, c.checkClients, c.checkTrigger, c.checkBudgets} {
+	for _, check := range []func() string{c.checkServer, c.checkClients, c.checkTrigger, c.checkBudgets, c.checkThrottle} {
 		if why := check(); why != "" {
 			return c, errors.New(collapseErr + why)
 		}
@@ -226,9 +305,14 @@ func (c Collapse) checkClients() string {
 		return fmt.Sprintf("Timeout must be between 1ns and 1h, got %v", c.Timeout)
 	case c.MaxCalls < 1 || c.MaxCalls > 100_000_000:
 		return fmt.Sprintf("MaxCalls must be between 1 and 100000000, got %d", c.MaxCalls)
+	case c.HedgeDelay < 0 || c.HedgeDelay > time.Hour:
+		return fmt.Sprintf("HedgeDelay must be between 0 (150ms) and 1h, got %v", c.HedgeDelay)
 	}
 	return ""
 }
+
+// DefaultHedgeDelay is the collapse's hedging policies' delay unless set.
+const DefaultHedgeDelay = 150 * time.Millisecond
 
 // checkTrigger says which of the run's and the trigger's settings is out
 // of range, if any.
@@ -280,6 +364,44 @@ func (c Collapse) checkBudgets() string {
 	}
 	return ""
 }
+
+// The throttled policies' throttle unless set: K = 2 (a dependency may
+// fail half of what it is sent before anything is rejected) and a window
+// of 1 s (one of minutes acts too late for a trigger of seconds, and
+// recovers later than no retries at all; it should hold five requests or
+// more of a client).
+const (
+	DefaultThrottleK      = 2
+	DefaultThrottleWindow = time.Second
+)
+
+// checkThrottle says which of the throttle's settings is out of range, if
+// any, by the throttle's own rule.
+func (c Collapse) checkThrottle() string {
+	if _, err := c.newThrottle(0); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+// newThrottle returns a new throttle of c's, its draws seeded from the
+// run's seed and the client's number; or an error naming the setting out
+// of range, by the throttle's own rule.
+func (c Collapse) newThrottle(client int) (*retry.Throttle, error) {
+	t, err := retry.NewThrottle(c.ThrottleK, c.ThrottleWindow)
+	if err != nil {
+		why := err.Error()
+		why = why[strings.LastIndex(why, ": ")+2:] // "k must be …" or "window must be …"
+		name, rule, _ := strings.Cut(why, " ")
+		return nil, errors.New(map[string]string{"k": "ThrottleK", "window": "ThrottleWindow"}[name] + " " + rule)
+	}
+	t.Seed(jobSeed(c.Seed^throttleSalt, client))
+	return t, nil
+}
+
+// throttleSalt sets a throttle's draws apart from the jitter's, which
+// jobSeed derives from the same seed.
+const throttleSalt = 0x7468726f74746c65
 
 // Validate returns an error naming the first setting out of range, as Run
 // would, and nil when c would run.

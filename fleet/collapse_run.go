@@ -11,11 +11,13 @@ import (
 )
 
 // collapseEvent is an event of a Collapse run: a call's arrival, an
-// attempt due, a service's end, an attempt's timeout, or the trigger's end.
+// attempt due, a service's end, an attempt's timeout, the trigger's end,
+// or a hedge's delay passed.
 type collapseEvent struct {
 	kind uint8
-	call int32
-	gen  uint32 // the attempt's, for events of one
+	try  uint8  // the attempt's number in its call, from 0
+	call int32  // the call's slot
+	gen  uint32 // the call's generation, for events of one
 }
 
 const (
@@ -24,24 +26,29 @@ const (
 	evServed
 	evTimeout
 	evRestore
+	evHedge
 )
 
-// collapseCall is a call in flight: its client, its attempt's generation
-// (every attempt of every call a slot held has a new one), and its History.
+// collapseCall is a call in flight: its client, its generation (every
+// call a slot holds has a new one), its attempts, and its History.
 type collapseCall struct {
 	seq     int // its arrival's number: its jitter's seed
 	client  int32
 	gen     uint32
-	live    bool // its current attempt awaits an answer
-	trigger bool // it arrived during the trigger
+	sent    uint8 // its attempts sent
+	live    uint8 // the attempts that await an answer, a bit each
+	stopped bool  // a budget refused a hedge: no more are sent
+	trigger bool  // it arrived during the trigger
 	history history
-	started time.Duration // its current attempt's start
+	started time.Duration // its last attempt's start
 }
 
-// queued is a call waiting at the server: which attempt, sent when.
+// queued is an attempt waiting at the server: which call's, which of its
+// attempts, sent when.
 type queued struct {
 	call int32
 	gen  uint32
+	try  uint8
 	sent time.Duration
 }
 
@@ -56,14 +63,17 @@ type collapseRun struct {
 	failures *rand.Rand // FailShare's draws
 	timeouts int        // the engine's FIFO queue of timeouts
 
-	calls   []collapseCall
-	free    []int32
-	budgets []*retry.Budget // a client's, nil for none
-	busy    int
-	waiting []queued // the server's FIFO queue: waiting[head:]
-	head    int
-	nextID  int
-	r       CollapseResult
+	calls     []collapseCall
+	free      []int32
+	budgets   []*retry.Budget   // a client's, nil for none
+	throttles []*retry.Throttle // a client's, nil for none
+
+	hedgeAttempts uint8 // the most attempts a hedged call sends
+	busy          int
+	waiting       []queued // the server's FIFO queue: waiting[head:]
+	head          int
+	nextID        int
+	r             CollapseResult
 }
 
 // runPolicy runs policy kind, the strategy compiled as policy.
@@ -74,8 +84,9 @@ func (c Collapse) runPolicy(ctx context.Context, kind CollapsePolicy, policy *re
 		arrivals: newCollapseRNG(c.Seed, 0x617272), service: newCollapseRNG(c.Seed, 0x736572), failures: newCollapseRNG(c.Seed, 0x666169)}
 	r.eng.fifoTies = true
 	r.timeouts = r.eng.newQueue()
+	r.hedgeAttempts = c.hedgeAttempts()
 	r.r = CollapseResult{Policy: kind, Arrivals: make([]int, secs), Attempts: make([]int, secs), Goodput: make([]int, secs),
-		Queue: make([]int, secs), Retries: make([]int, secs), Wasted: make([]int, secs)}
+		Queue: make([]int, secs), Retries: make([]int, secs), Wasted: make([]int, secs), Throttled: make([]int, secs)}
 	if err := r.makeBudgets(); err != nil {
 		return CollapseResult{}, err
 	}
@@ -92,18 +103,23 @@ func (c Collapse) runPolicy(ctx context.Context, kind CollapsePolicy, policy *re
 	return r.r, nil
 }
 
-// makeBudgets gives each client the policy's budget, or none.
+// makeBudgets gives each client the policy's budget and throttle, or
+// none.
 func (r *collapseRun) makeBudgets() error {
 	r.budgets = make([]*retry.Budget, r.c.Clients)
+	r.throttles = make([]*retry.Throttle, r.c.Clients)
 	for i := range r.budgets {
 		var err error
 		switch r.kind {
 		case CollapseToken:
 			r.budgets[i], err = r.c.tokenBudget()
-		case CollapseDefault:
+		case CollapseDefault, CollapseThrottleDefault, CollapseHedge:
 			r.budgets[i] = retry.DefaultBudget() // a retryhttp transport's, a host
 		case CollapseWindowed:
 			r.budgets[i], err = r.c.windowBudget()
+		}
+		if err == nil && r.kind.throttled() {
+			r.throttles[i], err = r.c.newThrottle(i)
 		}
 		if err != nil {
 			return fmt.Errorf("fleet: Collapse: %w", err)
@@ -119,17 +135,24 @@ func (r *collapseRun) step(t time.Duration, e collapseEvent) {
 		r.arrive(t)
 	case evAttempt:
 		if c := &r.calls[e.call]; c.gen == e.gen {
+			if th := r.throttles[c.client]; th != nil {
+				th.SentAt(simStart.Add(t)) // a retry: a request
+			}
 			r.send(e.call, t)
 		}
 	case evServed:
 		r.served(e, t)
 	case evTimeout:
-		if c := &r.calls[e.call]; c.gen == e.gen && c.live {
-			c.live = false
+		if c := &r.calls[e.call]; c.gen == e.gen && c.live&(1<<e.try) != 0 {
+			c.live &^= 1 << e.try
 			r.failed(e.call, t)
 		}
 	case evRestore:
 		r.startNext(t)
+	case evHedge:
+		if c := &r.calls[e.call]; c.gen == e.gen && c.sent == e.try {
+			r.hedge(e.call, t)
+		}
 	}
 	r.r.Queue[int(t/time.Second)] = len(r.waiting) - r.head
 }
@@ -177,6 +200,11 @@ func (r *collapseRun) arrive(t time.Duration) {
 	client := int32(r.nextID % r.c.Clients)
 	r.nextID++
 	r.calls[id] = collapseCall{seq: r.nextID - 1, client: client, gen: r.calls[id].gen, trigger: trigger}
+	if th := r.throttles[client]; th != nil && !th.AllowAt(simStart.Add(t)) {
+		r.r.Throttled[int(t/time.Second)]++ // rejected: not sent, a request all the same
+		r.end(id)
+		return
+	}
 	budgetStart(r.budgets[client], t)
 	r.send(id, t)
 }
@@ -185,20 +213,25 @@ func (r *collapseRun) arrive(t time.Duration) {
 // worker, queued, or refused when the queue is full.
 func (r *collapseRun) send(id int32, t time.Duration) {
 	c := &r.calls[id]
-	c.gen++
-	c.live, c.started = true, t
+	try := c.sent
+	c.sent++
+	c.live |= 1 << try
+	c.started = t
 	r.r.Attempts[int(t/time.Second)]++
+	if r.kind.hedges() && c.sent < r.hedgeAttempts {
+		r.eng.schedule(t+r.c.HedgeDelay, collapseEvent{kind: evHedge, call: id, gen: c.gen, try: c.sent})
+	}
 	switch {
 	case r.busy < r.workers(t):
-		r.serve(queued{id, c.gen, t}, t)
+		r.serve(queued{id, c.gen, try, t}, t)
 	case len(r.waiting)-r.head < r.c.Queue:
-		r.waiting = append(r.waiting, queued{id, c.gen, t})
+		r.waiting = append(r.waiting, queued{id, c.gen, try, t})
 	default:
-		c.live = false
+		c.live &^= 1 << try
 		r.failed(id, t) // refused at once
 		return
 	}
-	r.eng.queue(r.timeouts, t+r.c.Timeout, collapseEvent{kind: evTimeout, call: id, gen: c.gen})
+	r.eng.queue(r.timeouts, t+r.c.Timeout, collapseEvent{kind: evTimeout, call: id, gen: c.gen, try: try})
 }
 
 // workers returns the workers serving at t.
@@ -216,7 +249,7 @@ func (r *collapseRun) serve(q queued, t time.Duration) {
 		d = time.Duration(r.service.ExpFloat64() * float64(r.c.Service))
 	}
 	r.busy++
-	r.eng.schedule(t+d, collapseEvent{kind: evServed, call: q.call, gen: q.gen})
+	r.eng.schedule(t+d, collapseEvent{kind: evServed, call: q.call, gen: q.gen, try: q.try})
 }
 
 // served ends a service at t: its answer goes to its call if the call
@@ -224,9 +257,9 @@ func (r *collapseRun) serve(q queued, t time.Duration) {
 // random failures draw it, and the worker takes the next call queued.
 func (r *collapseRun) served(e collapseEvent, t time.Duration) {
 	r.busy--
-	if c := &r.calls[e.call]; c.gen == e.gen && c.live {
+	if c := &r.calls[e.call]; c.gen == e.gen && c.live&(1<<e.try) != 0 {
+		c.live &^= 1 << e.try
 		if r.c.FailShare > 0 && r.triggered(t) && r.failures.Float64() < r.c.FailShare {
-			c.live = false
 			r.failed(e.call, t) // failed transiently, after its service
 		} else {
 			r.succeeded(e.call, t)
@@ -264,14 +297,25 @@ func (r *collapseRun) succeeded(id int32, t time.Duration) {
 		r.r.TriggerSucceeded++
 	}
 	budgetDeposit(r.budgets[c.client])
+	if th := r.throttles[c.client]; th != nil {
+		th.AcceptAt(simStart.Add(t)) // an attempt abandoned, or refused, never gets here
+	}
 	r.end(id)
 }
 
 // failed decides on the failure at t of call id's attempt: a retry at its
-// due time, or the call given up.
+// due time, or the call given up; for a hedging policy, the next hedge at
+// once, or, when none may be sent, the call given up once no attempt of
+// it awaits an answer.
 func (r *collapseRun) failed(id int32, t time.Duration) {
 	c := &r.calls[id]
-	if r.kind == CollapseNone {
+	switch {
+	case r.kind.hedges():
+		if !r.hedge(id, t) && c.live == 0 {
+			r.end(id)
+		}
+		return
+	case !r.kind.retries():
 		r.end(id)
 		return
 	}
@@ -292,14 +336,33 @@ func (r *collapseRun) failed(id int32, t time.Duration) {
 	r.eng.schedule(next, collapseEvent{kind: evAttempt, call: id, gen: c.gen})
 }
 
-// end frees call id's slot.
+// hedge sends call id's next attempt at t, if it may send one and its
+// budget grants it (a hedge withdraws before it is sent), and reports
+// whether it did. A budget that refuses stops the call's hedges and
+// cancels no attempt in flight.
+func (r *collapseRun) hedge(id int32, t time.Duration) bool {
+	c := &r.calls[id]
+	if c.stopped || c.sent >= r.hedgeAttempts {
+		return false
+	}
+	if !budgetGrant(r.budgets[c.client], t) {
+		c.stopped = true
+		return false
+	}
+	r.r.Retries[int(t/time.Second)]++
+	r.send(id, t)
+	return true
+}
+
+// end frees call id's slot: its attempts still awaiting an answer are
+// cancelled (the server, not told, serves them all the same).
 func (r *collapseRun) end(id int32) {
 	c := &r.calls[id]
 	if c.history.History != nil {
 		r.eng.forget(&c.history)
 		c.history.History = nil
 	}
-	c.live = false
+	c.live = 0
 	c.gen++ // its events still waiting find it gone
 	r.free = append(r.free, id)
 }

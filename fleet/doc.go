@@ -5,10 +5,14 @@
 // And Jitter"), and [Layers] requests down a chain of layers that each
 // retry, through an outage of the bottom. [Collapse] runs a server near its
 // capacity through a trigger (a spike, a capacity drop, or random
-// failures) under five policies (one attempt, the strategy alone, a token
-// budget, a windowed budget, the transports' default), to show a collapse
-// that outlives its trigger, the budgets that prevent it, and what a
-// budget costs where failures do not come from load. [Replay] runs a strategy on a
+// failures) under policies side by side (one attempt, the strategy alone, a
+// token budget, a windowed budget, the transports' default, three under a
+// client-side throttle, and hedging with and without a budget), to show a
+// collapse that outlives its trigger, the budgets and throttles that
+// prevent it, and what they cost where failures do not come from load. [Tail] runs a server whose
+// service time has a slow tail under hedged calls (a second attempt sent
+// once the first has not answered within a delay), to show what hedging
+// buys and costs. [Replay] runs a strategy on a
 // recorded [Log] of attempts instead ([ReadLog] reads one): what it would
 // have done with the same jobs through the same outages.
 //
@@ -34,7 +38,8 @@
 // (a run, a message, an arrival, an attempt, a hop, a timeout), against a
 // budget derived from the run's own
 // option (an Outage's MaxRuns runs, a Contention's MaxMessages messages,
-// EventsPerCall times a Layers run's MaxCalls, 16 times a Collapse's); it holds at most
+// EventsPerCall times a Layers run's MaxCalls, 16 times a Collapse's, 12
+// times a Tail's); it holds at most
 // MaxPendingEvents events waiting at once (a timeout whose attempt has
 // ended leaves with it) and MaxHeldFailures failures in all the run's
 // Histories, MaxJobFailures in one; and it looks at the context every few

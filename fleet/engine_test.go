@@ -227,7 +227,7 @@ func TestLayersTimeoutsLeaveWithTheirCalls(t *testing.T) {
 // per-second counts and a MiB of fixed cost.
 func layersMemoryBound(r *layersRun) int64 {
 	call := int64(unsafe.Sizeof(layerCall{})) + 64
-	return 2*(32*int64(r.eng.peakPending)+8*int64(r.eng.peakHeld)+call*int64(len(r.calls))+8*int64(len(r.latencies))+
+	return 2*(32*int64(r.eng.peakPending)+8*int64(r.eng.peakHeld)+call*int64(len(r.calls))+8*int64(len(r.latencies.kept))+
 		16*int64(len(r.r.Load)+len(r.r.Served))) + 1<<20
 }
 

@@ -210,8 +210,7 @@ type layersRun struct {
 	latency   []time.Duration
 	r         LayersResult
 	followed  int
-	latencies []time.Duration // the successes' latencies, or a sample (keepLatency)
-	sample    *rand.Rand
+	latencies reservoir // the successes' latencies, or a sample
 }
 
 // breaker is a layer's circuit breaker.
@@ -627,23 +626,30 @@ func (r *layersRun) requestEnded(t, arrived time.Duration, ok bool) {
 	sec := int(t / time.Second)
 	r.r.Served = grow(r.r.Served, sec)
 	r.r.Served[sec]++
-	r.keepLatency(t - arrived)
+	r.latencies.keep(t-arrived, r.l.Seed)
 }
 
-// keepLatency keeps a successful request's latency: all of the first
-// maxLatencies, then a uniform sample of that many (reservoir sampling,
-// drawn from a stream of its own so that the run's other draws do not
-// change).
-func (r *layersRun) keepLatency(d time.Duration) {
-	if len(r.latencies) < maxLatencies {
-		r.latencies = append(r.latencies, d)
+// reservoir keeps latencies: all of the first maxLatencies, then a uniform
+// sample of that many (reservoir sampling, drawn from a stream of its own
+// so that a run's other draws do not change).
+type reservoir struct {
+	kept   []time.Duration
+	seen   int
+	sample *rand.Rand
+}
+
+// keep keeps latency v, or not, drawing from a stream of seed's.
+func (s *reservoir) keep(v time.Duration, seed uint64) {
+	s.seen++
+	if len(s.kept) < maxLatencies {
+		s.kept = append(s.kept, v)
 		return
 	}
-	if r.sample == nil {
-		r.sample = rand.New(rand.NewPCG(r.l.Seed, 0x6c6174))
+	if s.sample == nil {
+		s.sample = rand.New(rand.NewPCG(seed, 0x6c6174))
 	}
-	if i := r.sample.IntN(r.r.Succeeded); i < maxLatencies {
-		r.latencies[i] = d
+	if i := s.sample.IntN(s.seen); i < maxLatencies {
+		s.kept[i] = v
 	}
 }
 
@@ -658,7 +664,7 @@ func (r *layersRun) result() LayersResult {
 			res.PeakLoad = max(res.PeakLoad, float64(n)/float64(r.l.Capacity))
 		}
 	}
-	res.Latency = percentiles(slices.Clone(r.latencies))
+	res.Latency = percentiles(slices.Clone(r.latencies.kept))
 	res.Recovery, res.Metastable = r.recovery()
 	return res
 }

@@ -336,7 +336,7 @@ func (h *Handler) simulate(w http.ResponseWriter, r *http.Request, body []byte) 
 	}
 	strategies[0].Strategy = st
 	if o.Scenario == "contention" && wantsSVG(r) {
-		return &apiError{status: http.StatusNotAcceptable, code: "NOT_ACCEPTABLE", message: "only the outage, layers and collapse scenarios draw a picture"}
+		return &apiError{status: http.StatusNotAcceptable, code: "NOT_ACCEPTABLE", message: "only the outage, layers, collapse and tail scenarios draw a picture"}
 	}
 	ctx, cancel := h.work(r)
 	defer cancel()
@@ -346,6 +346,8 @@ func (h *Handler) simulate(w http.ResponseWriter, r *http.Request, body []byte) 
 		return run.layers(ctx)
 	case "collapse":
 		return run.collapse(ctx)
+	case "tail":
+		return run.tail(ctx)
 	case "contention":
 		res, err := o.Contention().Run(ctx, fleet.Contender{Name: "posted", Strategy: st})
 		if e := h.failed(ctx, err); e != nil {
@@ -425,6 +427,23 @@ func (s simRun) collapse(ctx context.Context) *apiError {
 		return writeSVG(s.w, report.CollapseChart(c, results))
 	}
 	return writeJSON(s.w, jsonArray(len(results), func(i int) []byte { return report.CollapseJSON(c, results[i]) }))
+}
+
+// tail runs the tail's policies side by side (the posted strategy plays
+// no part: a hedged call sends at most its attempts), within the
+// request's budget (ctx) and the server's MaxRuns calls each, and answers
+// a JSON array of them, or their chart.
+func (s simRun) tail(ctx context.Context) *apiError {
+	c := s.o.TailOf()
+	results, err := c.Run(ctx)
+	if e := s.h.failed(ctx, err); e != nil {
+		return e
+	}
+	c = c.Filled() // as Run ran it, for the settings shown
+	if wantsSVG(s.r) {
+		return writeSVG(s.w, report.TailChart(c, results))
+	}
+	return writeJSON(s.w, jsonArray(len(results), func(i int) []byte { return report.TailJSON(c, results[i]) }))
 }
 
 // layers runs the chain of four layers (a client, a gateway, a service, a

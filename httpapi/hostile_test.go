@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/retrypolicy/retrypolicy/fleet"
 	"github.com/retrypolicy/retrypolicy/internal/front/report"
 )
 
@@ -386,7 +387,7 @@ func TestACollapseCutShortIsNotJudged(t *testing.T) {
 		Truncated bool   `json:"truncated"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(a.body), &policies))
-	require.Len(t, policies, 5)
+	require.Len(t, policies, len(fleet.CollapsePolicies()))
 	for _, p := range policies {
 		assert.False(t, p.Judged, p.Policy)
 		assert.Nil(t, p.Recovered, p.Policy)
@@ -397,5 +398,38 @@ func TestACollapseCutShortIsNotJudged(t *testing.T) {
 	req.Header.Set("Accept", "image/svg+xml")
 	svg := send(t, h, req)
 	require.Equal(t, 200, svg.status, svg.body)
-	assert.Equal(t, 5, strings.Count(svg.body, "not judged: cut short"))
+	assert.Equal(t, len(fleet.CollapsePolicies()), strings.Count(svg.body, "not judged: cut short"))
+}
+
+// TestTheTailIsServedWithinMaxRuns: /v1/simulate?scenario=tail answers a
+// line a policy, with the fields the command's --json gives, and its
+// picture; the server's MaxRuns bounds each policy's calls, and a run cut
+// there says so.
+func TestTheTailIsServedWithinMaxRuns(t *testing.T) {
+	h := New(Options{MaxRuns: 1000})
+	a := send(t, h, post("/v1/simulate?scenario=tail&duration=5s", "null"))
+	require.Equal(t, 200, a.status, a.body)
+	var policies []struct {
+		Policy      string   `json:"policy"`
+		P99         *float64 `json:"p99_ms"`
+		ExtraLoad   *float64 `json:"extra_load"`
+		Calls       int      `json:"calls"`
+		Truncated   bool     `json:"truncated"`
+		TruncatedBy string   `json:"truncated_by"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(a.body), &policies))
+	require.Len(t, policies, len(fleet.TailPolicies()))
+	for i, p := range policies {
+		assert.Equal(t, fleet.TailPolicies()[i].String(), p.Policy)
+		assert.NotNil(t, p.P99, p.Policy)
+		assert.NotNil(t, p.ExtraLoad, p.Policy)
+		assert.True(t, p.Truncated, p.Policy)
+		assert.Equal(t, "MaxCalls", p.TruncatedBy, p.Policy)
+		assert.LessOrEqual(t, p.Calls, 1000, p.Policy)
+	}
+	req := post("/v1/simulate?scenario=tail&duration=5s", "null")
+	req.Header.Set("Accept", "image/svg+xml")
+	svg := send(t, h, req)
+	require.Equal(t, 200, svg.status, svg.body)
+	assert.Equal(t, 3*len(fleet.TailPolicies()), strings.Count(svg.body, `class="quantile"`))
 }

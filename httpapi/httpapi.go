@@ -36,8 +36,9 @@
 // any of these is answered 503 BUSY with Retry-After at once, never
 // queued. A plan, lint or simulation stops when its Budget is spent
 // (503 TIME_BUDGET_SPENT) or its request's context is done, and a
-// simulation follows at most MaxRuns runs (an outage) or MaxMessages
-// messages (a contention), saying "truncated" when it stops there. A
+// simulation follows at most MaxRuns runs (an outage) or calls (a call
+// chain, a collapse, a tail: each policy's run) or MaxMessages messages (a
+// contention), saying "truncated" when it stops there. A
 // batch's answer is written as it is decided, so its memory does not grow
 // with the batch.
 //

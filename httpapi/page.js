@@ -200,6 +200,9 @@ async function show(canonical, mine) {
   const collapse = "v1/simulate?scenario=collapse" + ($("collapse_deadlines").value ? "&check-deadlines=true" : "");
   const collapseSVG = await post(collapse, canonical, "image/svg+xml");
   const collapseRes = await post(collapse, canonical);
+  const tail = "v1/simulate?scenario=tail" + ($("tail_slow").value ? "&slow-together=true" : "");
+  const tailSVG = await post(tail, canonical, "image/svg+xml");
+  const tailRes = await post(tail, canonical);
   if (mine !== generation) return;
   clearErrors(["uptime", "failures", "jobs", "outage", "tick"]);
   showJSON("compare-canonical", theirs || "");
@@ -214,6 +217,15 @@ async function show(canonical, mine) {
   showFleet(simRes, simSVG, other);
   showLayers(layersRes, layersSVG, JSON.parse(canonical).strategy);
   showCollapse(collapseRes, collapseSVG);
+  showTail(tailRes, tailSVG);
+}
+
+// showTail shows the tail's chart, and each policy's latency and load.
+function showTail(res, svg) {
+  $("tail-chart").innerHTML = svg.ok ? svg.text : "";
+  if (!res.ok) { $("tail-summary").textContent = ""; return; }
+  $("tail-summary").textContent = JSON.parse(res.text).map((p) => p.policy + ": p50 " + p.p50_ms + "ms, p99 " + p.p99_ms +
+    "ms, p99.9 " + p.p999_ms + "ms, " + (p.extra_load * 100).toFixed(1) + "% extra load" + (p.truncated ? " (cut short)" : "")).join("; ") + ".";
 }
 
 // showCollapse shows the collapse's chart, and how each policy fared.
@@ -303,7 +315,7 @@ function showFleet(simRes, simSVG, other) {
 
 let timer;
 function soon(f) { clearTimeout(timer); timer = setTimeout(f, 150); }
-for (const id of fields.concat(["uptime", "failures", "jobs", "outage", "tick", "compare", "layers_budget", "collapse_deadlines"])) {
+for (const id of fields.concat(["uptime", "failures", "jobs", "outage", "tick", "compare", "layers_budget", "collapse_deadlines", "tail_slow"])) {
   $(id).addEventListener("input", () => { enable(); soon(fromFields); });
   $(id).addEventListener("change", () => { enable(); soon(fromFields); });
 }

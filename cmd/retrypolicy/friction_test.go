@@ -67,7 +67,7 @@ func TestSimulateRefusesTheOtherScenariosOptions(t *testing.T) {
 		"retrypolicy: simulate: --tick: only the outage scenario takes it (see retrypolicy simulate --help)\n", stderr)
 	code, _, stderr = runText([]string{"simulate", "--clients", "5", "--runs", "3"}, nil, "")
 	assert.Equal(t, exitInvalid, code)
-	assert.Contains(t, stderr, "--clients: only the contention and collapse scenarios take it; in the outage scenario, jobs plays its part")
+	assert.Contains(t, stderr, "--clients: only the contention, collapse and tail scenarios take it; in the outage scenario, jobs plays its part")
 	assert.Contains(t, stderr, "--runs: only the contention scenario takes it (see")
 }
 

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/retrypolicy/retrypolicy/fleet"
 	"github.com/retrypolicy/retrypolicy/httpapi"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -197,10 +198,10 @@ func TestServeSimulate(t *testing.T) {
 		fromCLI = append(fromCLI, m)
 	}
 	assert.Equal(t, fromCLI, fromServer)
-	assert.Len(t, fromServer, 5)
+	assert.Len(t, fromServer, len(fleet.CollapsePolicies()))
 	r = call(t, "POST", "/v1/simulate?scenario=collapse&duration=90s&trigger-at=40s", "null", "image/svg+xml")
 	require.Equal(t, 200, r.StatusCode)
-	assert.Equal(t, 5, strings.Count(bodyOf(t, r), `class="load"`))
+	assert.Equal(t, len(fleet.CollapsePolicies()), strings.Count(bodyOf(t, r), `class="load"`))
 	probs := apiErr(t, call(t, "POST", "/v1/simulate?scenario=collapse&workers=0", "null", ""), 400, "INVALID_PARAMETER")
 	assert.Equal(t, "workers", probs[0].Field)
 

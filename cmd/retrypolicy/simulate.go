@@ -22,7 +22,7 @@ import (
 
 // simulateUsage and simulateHelp are simulate's usage line and its help.
 const (
-	simulateUsage = `simulate [--scenario outage|contention|layers|collapse] [--jobs N | --clients N | --rate R] [--outage D]
+	simulateUsage = `simulate [--scenario outage|contention|layers|collapse|tail] [--jobs N | --clients N | --rate R] [--outage D]
        [--tick D] [--max-runs N] [--runs R] [--seed S] [--json] [--svg FILE] [STRATEGY.json|- …]`
 	simulateHelp = `Simulates a fleet under one or more strategies side by side (files of descriptors, - for
 standard input), every retry decided by the library. Each option belongs to one scenario.
@@ -63,18 +63,39 @@ refused at once). --rate calls a second (80: 0.8 of its capacity) arrive, Poisso
 shorter than a full queue's wait); an attempt abandoned stays queued and is served anyway,
 unless --check-deadlines. One trigger, from --trigger-at (1m) for --trigger-for (10s):
 --spike times the load (3), --drop of the workers lost, or --fail-share of the attempts
-served failing whatever the load; over --duration (5m). The same arrivals run under five
+served failing whatever the load; over --duration (5m). The same arrivals run under ten
 policies: none (one attempt), strategy (the strategy given, else bounded 4 attempts with
 exponential jitter from 1s, no budget), token (a token budget a client, --budget-ratio and
 --budget-burst, by default the library's default budget), windowed (a windowed budget a
-client, the windowed budget's options, 20%, 10s, 10 a second) and default (what a retryhttp
-transport does given only the strategy). Prints the strategy, and for each policy how long
+client, the windowed budget's options, 20%, 10s, 10 a second), default (what a retryhttp
+transport does given only the strategy), and under a client-side throttle a client
+(--throttle-k 2, --throttle-window 1s) throttle (one attempt), throttle-strategy (the
+strategy, no budget) and throttle-default (the strategy, the default budget), a call the
+throttle rejects not sent; and hedging in place of retrying, a second attempt once
+--hedge-delay (150ms) has passed with no answer or at once on a failure, hedge (the default
+budget) and hedge-unbudgeted. Prints the strategy, and for each policy how long
 after the trigger's end goodput recovered (its 5s mean back above 90% of the 30s before the
 trigger for 10s) and its load settled (attempts within 1.1x arrivals, on the same 5s mean,
 for 10s), or "not judged" for a run cut short (--max-runs) or collapsed before its trigger;
-the attempts over arrivals from the trigger on, the attempts served in vain (wasted), and the
-share of the trigger's calls that succeeded. At these defaults, over seeds 1-10, none, token
-and default recover every time and strategy never does. --svg draws goodput over time.`
+the attempts over arrivals from the trigger on, the attempts served in vain (wasted), the
+calls the throttle rejected, and the share of the trigger's calls that succeeded. At these
+defaults, over seeds 1-10, none, token, default and the throttled policies recover every time
+and strategy never does. --svg draws goodput over time.
+
+tail: hedged calls against a slow tail. A server of --workers workers (50) serves each attempt
+in a time lognormal about --median (10ms, --sigma 0.3), and --slow-share of attempts (2%)
+--slow-extra longer (200ms), each attempt drawn apart (--slow-together: a slow call is slow on
+every attempt). --rate calls a second (500) arrive, Poisson, over --clients clients (10) for
+--duration (1m). The same arrivals run under four policies: none (one attempt), hedge (a
+second attempt once --delay has passed with no answer, by default the service time's 95th
+percentile, about 17.5ms; under the library's default budget a client, a hedge withdrawing a
+token before it is sent), hedge-following (the delay the --quantile of the client's recent
+answers, 0.95, from --min-delay 1ms) and hedge-unbudgeted (hedge with no budget); at most
+--attempts attempts a call (2). The first answer wins and the others are cancelled: one still
+queued is dropped, one in service keeps its worker. Prints for each policy the p50, p99 and
+p99.9 from arrival to answer (nearest rank), the extra load (attempts over calls, minus one),
+the workers' time a call and the hedges a budget refused. A run follows at most --max-runs
+calls. --svg draws the quantiles.`
 )
 
 func runSimulate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -82,7 +103,7 @@ func runSimulate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var o whatif.SimulateOptions
 	o.Define(fs)
 	asJSON := fs.Bool("json", false, "print one JSON object a strategy, a line each (for the outage, with its runs and its jobs FATAL in each minute)")
-	svgPath := fs.String("svg", "", "outage, layers and collapse: also draw the load (collapse: the goodput) over time to the SVG file `FILE`")
+	svgPath := fs.String("svg", "", "outage, layers, collapse and tail: also draw the load (collapse: the goodput; tail: the latency's\nquantiles) to the SVG file `FILE`")
 	logPath := fs.String("log", "", "outage, one strategy: also write the run's attempts to `FILE` as an attempt log (JSON Lines,\nas retrypolicy replay reads), t = 0 at 2026-01-01T00:00:00Z, jobs job-1 … job-N with their jitter seeds")
 	positional, stop := parseArgs(fs, args, stdout, stderr, 64)
 	if stop >= 0 {
@@ -92,7 +113,7 @@ func runSimulate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return flagErrors(stderr, "simulate", errs)
 	}
 	if *svgPath != "" && o.Scenario == "contention" {
-		return flagErrors(stderr, "simulate", []whatif.Option{{Name: "svg", Rule: "only the outage, layers and collapse scenarios draw"}})
+		return flagErrors(stderr, "simulate", []whatif.Option{{Name: "svg", Rule: "only the outage, layers, collapse and tail scenarios draw"}})
 	}
 	if *logPath != "" && (o.Scenario != "outage" || len(positional) != 1) {
 		return flagErrors(stderr, "simulate", []whatif.Option{{Name: "log", Rule: "only the outage scenario of one strategy writes a log"}})
@@ -123,6 +144,8 @@ func (out output) scenario(o *whatif.SimulateOptions, strategies []whatif.Named)
 		return out.layers(o.Layers(), chains(o, strategies))
 	case "collapse":
 		return out.collapse(o, strategies)
+	case "tail":
+		return out.tail(o, strategies)
 	}
 	if len(strategies) == 0 {
 		strategies = whatif.DocumentedStrategies()
@@ -259,6 +282,40 @@ func (out output) collapse(o *whatif.SimulateOptions, strategies []whatif.Named)
 		t.write, func() []byte { return report.CollapseChart(t.c, t.results) }})
 }
 
+// tail runs the tail scenario's policies side by side.
+func (out output) tail(o *whatif.SimulateOptions, strategies []whatif.Named) int {
+	if len(strategies) > 0 {
+		fmt.Fprintln(out.stderr, "retrypolicy: simulate: the tail scenario takes no strategy (hedged calls send at most --attempts), got", len(strategies))
+		return exitInvalid
+	}
+	c := o.TailOf()
+	results, err := c.Run(context.Background()) // bounded by c.MaxCalls
+	if err != nil {
+		return out.refused(err)
+	}
+	c = c.Filled() // as Run ran it, for the settings shown
+	return out.emit(printout{len(results), func(i int) []byte { return report.TailJSON(c, results[i]) },
+		func(w io.Writer) { writeTail(w, c, results) }, func() []byte { return report.TailChart(c, results) }})
+}
+
+// writeTail prints the tail scenario's table, and a line for each policy
+// cut short.
+func writeTail(w io.Writer, c fleet.Tail, results []fleet.TailResult) {
+	fmt.Fprintf(w, "%s\n\n", report.TailSettings(c))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "policy\tp50\tp99\tp99.9\textra load\twork a call\thedges refused\t")
+	for _, r := range results {
+		fmt.Fprintf(tw, "%s\t%sms\t%sms\t%sms\t%.1f%%\t%sms\t%d\t\n", r.Policy, report.Ms(r.P50), report.Ms(r.P99), report.Ms(r.P999),
+			r.ExtraLoad*100, report.Ms(r.WorkPerCall), r.Refused)
+	}
+	tw.Flush()
+	for _, r := range results {
+		if r.Truncated {
+			fmt.Fprint(w, report.Truncated(r.Policy.String(), r.TruncatedBy, fmt.Sprintf("after %d calls, its figures are over the calls answered", r.Calls)))
+		}
+	}
+}
+
 // collapseTable is the collapse scenario's run, to be printed: its
 // settings, the name of its strategy, and each policy's result.
 type collapseTable struct {
@@ -280,12 +337,12 @@ func (t collapseTable) write(w io.Writer) {
 		c.Rate, c.Clients, c.Workers, say.Duration(c.Service), c.Queue, deadlines, say.Duration(c.Timeout), report.CollapseTrigger(c), say.Duration(c.TriggerFor), say.Duration(c.TriggerAt))
 	fmt.Fprintf(w, "strategy (%s): %s\n\n", t.strategy, descriptor)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "policy\trecovered after\tsettled after\tattempts a call\twasted\ttrigger's calls that succeeded\t")
+	fmt.Fprintln(tw, "policy\trecovered after\tsettled after\tattempts a call\twasted\tthrottled\ttrigger's calls that succeeded\t")
 	for _, r := range t.results {
 		recovered, settled := report.CollapseVerdict(r)
-		wasted := 0
-		for _, n := range r.Wasted {
-			wasted += n
+		wasted, throttled := 0, 0
+		for s := range r.Wasted {
+			wasted, throttled = wasted+r.Wasted[s], throttled+r.Throttled[s]
 		}
 		succeeded := "-"
 		if r.TriggerArrivals > 0 {
@@ -295,7 +352,7 @@ func (t collapseTable) write(w io.Writer) {
 		if r.Amplification > 0 {
 			amplification = fmt.Sprintf("%.2f", r.Amplification)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t\n", r.Policy, recovered, settled, amplification, wasted, succeeded)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t\n", r.Policy, recovered, settled, amplification, wasted, throttled, succeeded)
 	}
 	tw.Flush()
 	for _, r := range t.results {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/fleet"
 	"github.com/retrypolicy/retrypolicy/internal/front/whatif"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -116,12 +117,30 @@ func TestDocsCollapseChartIsCurrent(t *testing.T) {
 	for _, el := range elements {
 		classes[el.attrs["class"]]++
 	}
-	assert.Equal(t, 5, classes["load"], "a line a policy")
+	assert.Equal(t, len(fleet.CollapsePolicies()), classes["load"], "a line a policy")
 	assert.Equal(t, 1, classes["outage"], "the trigger")
 	// none's, token's and default's lines lie on each other: the legend
 	// says so of the two drawn under the third.
 	assert.Equal(t, 2, strings.Count(string(data), "its line is under default&#39;s"))
 	docsPicture(t, "simulate-collapse", data, elements)
+}
+
+// TestDocsTailChartIsCurrent: the tail's picture in docs/ is what
+// simulate --scenario tail --seed 1 --svg draws: three bars a policy, its
+// p50, p99 and p99.9.
+func TestDocsTailChartIsCurrent(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tail.svg")
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 0, run([]string{"simulate", "--scenario", "tail", "--seed", "1", "--svg", path}, nil, &stdout, &stderr), stderr.String())
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	elements := parseSVG(t, data)
+	classes := map[string]int{}
+	for _, el := range elements {
+		classes[el.attrs["class"]]++
+	}
+	assert.Equal(t, 3*len(fleet.TailPolicies()), classes["quantile"], "three bars a policy")
+	docsPicture(t, "simulate-tail", data, elements)
 }
 
 // TestCollapseSaysWhatItJudged: a collapse run cut short before its
@@ -135,13 +154,13 @@ func TestCollapseSaysWhatItJudged(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	require.Equal(t, 0, run([]string{"simulate", "--scenario", "collapse", "--max-runs", "1000"}, nil, &stdout, &stderr), stderr.String())
 	assert.NotContains(t, stdout.String(), "yes")
-	assert.Equal(t, 5, strings.Count(stdout.String(), "not judged     not judged"), stdout.String())
-	assert.Equal(t, 5, strings.Count(stdout.String(), "truncated at --max-runs calls"))
+	assert.Equal(t, len(fleet.CollapsePolicies()), strings.Count(stdout.String(), "not judged     not judged"), stdout.String())
+	assert.Equal(t, len(fleet.CollapsePolicies()), strings.Count(stdout.String(), "truncated at --max-runs calls"))
 
 	stdout.Reset()
 	require.Equal(t, 0, run([]string{"simulate", "--scenario", "collapse", "--max-runs", "1000", "--json"}, nil, &stdout, &stderr), stderr.String())
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
-	require.Len(t, lines, 5)
+	require.Len(t, lines, len(fleet.CollapsePolicies()))
 	for _, l := range lines {
 		assert.Contains(t, l, `"judged":false,"recovered":null,"recovery_secs":null,"settled":null,"settled_secs":null`)
 	}
@@ -154,7 +173,7 @@ func TestCollapseSaysWhatItJudged(t *testing.T) {
 			row = f
 		}
 	}
-	require.Len(t, row, 6, stdout.String())
+	require.Len(t, row, 7, stdout.String())
 	assert.Equal(t, "0s", row[1], "its goodput recovered at once")
 	settled, err := time.ParseDuration(row[2])
 	require.NoError(t, err, "settled after: %q", row[2])

@@ -28,6 +28,7 @@ func CollapseJSON(c fleet.Collapse, r fleet.CollapseResult) []byte {
 	b = appendInts(append(b, `,"queue_per_sec":`...), r.Queue)
 	b = appendInts(append(b, `,"retries_per_sec":`...), r.Retries)
 	b = appendInts(append(b, `,"wasted_per_sec":`...), r.Wasted)
+	b = appendInts(append(b, `,"throttled_per_sec":`...), r.Throttled)
 	return append(appendCollapseSettings(append(b, `,"settings":`...), c), '}')
 }
 
@@ -67,10 +68,12 @@ func appendCollapseSettings(b []byte, c fleet.Collapse) []byte {
 	strategy, _ := c.Strategy.MarshalJSON() // a strategy Run validated
 	return fmt.Appendf(b, `{"workers":%d,"service_secs":%s,"exponential_service":%t,"queue":%d,"check_deadlines":%t,`+
 		`"rate":%s,"clients":%d,"timeout_secs":%s,"spike":%s,"drop":%s,"fail_share":%s,"trigger_at_secs":%s,"trigger_for_secs":%s,`+
-		`"duration_secs":%s,"seed":%d,"strategy":%s,"budget_ratio":%s,"budget_burst":%d,"budget_percent":%s,"budget_interval_secs":%s,"budget_min_retries":%d}`,
+		`"duration_secs":%s,"seed":%d,"strategy":%s,"budget_ratio":%s,"budget_burst":%d,"budget_percent":%s,"budget_interval_secs":%s,"budget_min_retries":%d,`+
+		`"throttle_k":%s,"throttle_window_secs":%s,"hedge_delay_secs":%s}`,
 		c.Workers, secs(c.Service), c.ExponentialService, c.Queue, c.CheckDeadlines,
 		number(c.Rate), c.Clients, secs(c.Timeout), number(c.Spike), number(c.Drop), Hundredths(c.FailShare), secs(c.TriggerAt), secs(c.TriggerFor),
-		secs(c.Duration), c.Seed, strategy, number(c.BudgetRatio), c.BudgetBurst, number(c.BudgetPercent), secs(c.BudgetInterval), c.BudgetMinRetries)
+		secs(c.Duration), c.Seed, strategy, number(c.BudgetRatio), c.BudgetBurst, number(c.BudgetPercent), secs(c.BudgetInterval), c.BudgetMinRetries,
+		number(c.ThrottleK), secs(c.ThrottleWindow), secs(c.HedgeDelay))
 }
 
 // CollapseTrigger says what c's trigger does: "3x the load", "50% of the
@@ -142,7 +145,8 @@ func CollapseChart(c fleet.Collapse, results []fleet.CollapseResult) []byte {
 		}
 	}
 	ch := newLoadChart(secs, time.Second, peak)
-	ch.xLabel, ch.keyGap = "time since the run began", 46
+	ch.xLabel, ch.keyGap = "time since the run began", 46 // a key of three lines
+	ch.tall(len(results))
 	ch.start(fmt.Sprintf("%s calls a second to %d workers of %s: goodput a second (log scale), %s for %s",
 		number(c.Rate), c.Workers, say.Duration(c.Service), CollapseTrigger(c), say.Duration(c.TriggerFor)), 0, "")
 	ch.shade(c.TriggerAt.Seconds(), (c.TriggerAt + c.TriggerFor).Seconds(), "trigger")

@@ -97,11 +97,11 @@ const (
 	chartTop, chartBottom   = 60.0, 50.0
 )
 
-var chartColors = []string{"#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22"}
+var chartColors = []string{"#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#393b79", "#7f7f7f"}
 
 // chartDashes tell the lines apart where they run together: a line drawn
 // over another leaves gaps that show the one under it.
-var chartDashes = []string{"", "9 5", "3 4", "12 4 3 4", "6 3", "2 6", "15 5", "4 2 1 2"}
+var chartDashes = []string{"", "9 5", "3 4", "12 4 3 4", "6 3", "2 6", "15 5", "4 2 1 2", "1 3", "8 2 2 2"}
 
 // LoadChart draws the runs a minute of each strategy over time, on a log
 // scale with a row for minutes of no run, with the outage shaded and each
@@ -142,10 +142,18 @@ type loadChart struct {
 	unit         time.Duration
 	per          int
 	plotW, plotH float64
+	height       float64 // the picture's: chartHeight unless taller
 	decades      float64
 	xLabel       string       // what the time axis counts from
 	keyGap       float64      // the legend's keys' spacing, 0 for 32 pixels
 	b            bytes.Buffer // the picture drawn so far
+}
+
+// tall makes the picture tall enough for n keys in its legend, each
+// keyGap apart: its plot grows with it.
+func (c *loadChart) tall(n int) {
+	c.height = max(chartHeight, chartTop+c.keyGap*float64(n)+chartBottom)
+	c.plotH = c.height - chartTop - chartBottom
 }
 
 // end closes the picture and returns it.
@@ -157,7 +165,7 @@ func (c *loadChart) end() []byte {
 func newLoadChart(units int, unit time.Duration, peak int) *loadChart {
 	units = min(max(units, 1), int(math.MaxInt64/int64(unit))) // their span fits a Duration: the axis's ticks stay few
 	return &loadChart{units: units, unit: unit, per: (units + MaxChartPoints - 1) / MaxChartPoints,
-		plotW: chartWidth - chartLeft - chartRight, plotH: chartHeight - chartTop - chartBottom,
+		plotW: chartWidth - chartLeft - chartRight, plotH: chartHeight - chartTop - chartBottom, height: chartHeight,
 		decades: math.Ceil(math.Log10(float64(max(peak, 1)))), xLabel: "time since the outage began"}
 }
 
@@ -175,7 +183,7 @@ func (c *loadChart) bucket(counts []int, p int) (most, sum int) {
 func (c *loadChart) start(title string, down time.Duration, downLabel string) {
 	b := &c.b
 	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="sans-serif" font-size="12">`+"\n",
-		chartWidth, chartHeight, chartWidth, chartHeight)
+		chartWidth, c.height, chartWidth, c.height)
 	b.WriteString(`<rect width="100%" height="100%" fill="white"/>` + "\n")
 	fmt.Fprintf(b, `<text x="10" y="22" font-size="15" font-weight="bold">%s</text>`+"\n", esc(title))
 	if downLabel != "" {
@@ -226,7 +234,7 @@ func (c *loadChart) axes() {
 	for u := 0; u <= c.units; u += step {
 		fmt.Fprintf(b, `<text x="%.1f" y="%.0f" text-anchor="middle">%s</text>`+"\n", c.x(float64(u)), chartTop+c.plotH+18, esc(tickLabel(time.Duration(u)*c.unit)))
 	}
-	fmt.Fprintf(b, `<text x="%.0f" y="%.0f" text-anchor="middle">%s</text>`+"\n", chartLeft+c.plotW/2, chartHeight-10, esc(c.xLabel))
+	fmt.Fprintf(b, `<text x="%.0f" y="%.0f" text-anchor="middle">%s</text>`+"\n", chartLeft+c.plotW/2, c.height-10, esc(c.xLabel))
 }
 
 // line draws the i-th series: its count in each unit, and the units in

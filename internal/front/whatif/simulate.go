@@ -73,7 +73,12 @@ type SimulateOptions struct {
 	// --spike, --drop, --fail-share, --trigger-at, --trigger-for); --rate,
 	// --clients and --duration are its arrivals.
 	Collapse fleet.Collapse
-	fs       *flag.FlagSet // Define's, to tell the options set
+	// The tail's server and hedges (--median, --sigma, --slow-share,
+	// --slow-extra, --slow-together, --attempts, --delay, --quantile,
+	// --min-delay); --workers, --rate, --clients and --duration are its
+	// server and arrivals.
+	Tail fleet.Tail
+	fs   *flag.FlagSet // Define's, to tell the options set
 }
 
 // scenarioOptions names the scenarios that take each option that not all
@@ -83,31 +88,36 @@ var scenarioOptions = map[string]struct {
 	counterpart map[string]string
 }{
 	"jobs":         {[]string{"outage"}, map[string]string{"contention": "clients", "layers": "rate", "collapse": "rate"}},
-	"clients":      {[]string{"contention", "collapse"}, map[string]string{"outage": "jobs", "layers": "rate"}},
-	"rate":         {[]string{"layers", "collapse"}, map[string]string{"outage": "jobs", "contention": "clients"}},
+	"clients":      {[]string{"contention", "collapse", "tail"}, map[string]string{"outage": "jobs", "layers": "rate"}},
+	"rate":         {[]string{"layers", "collapse", "tail"}, map[string]string{"outage": "jobs", "contention": "clients"}},
 	"outage":       {[]string{"outage", "layers"}, nil},
 	"capacity":     {[]string{"outage", "layers"}, nil},
 	"fail-after":   {[]string{"outage"}, nil},
 	"spread":       {[]string{"outage"}, nil},
 	"tick":         {[]string{"outage"}, nil},
-	"max-runs":     {[]string{"outage", "layers", "collapse"}, nil},
+	"max-runs":     {[]string{"outage", "layers", "collapse", "tail"}, nil},
 	"runs":         {[]string{"contention"}, nil},
-	"duration":     {[]string{"layers", "collapse"}, nil},
+	"duration":     {[]string{"layers", "collapse", "tail"}, nil},
 	"outage-at":    {[]string{"layers"}, nil},
 	"budget-ratio": {budgeted, nil}, "budget-burst": {budgeted, nil},
 	"budget-percent": {budgeted, nil}, "budget-interval": {budgeted, nil},
 	"budget-min-retries": {budgeted, nil}, "budget-min-interval": {budgeted, nil},
-	"workers": {collapseOnly, nil}, "service": {collapseOnly, nil}, "exponential-service": {collapseOnly, nil},
+	"workers": {[]string{"collapse", "tail"}, nil}, "service": {collapseOnly, nil}, "exponential-service": {collapseOnly, nil},
 	"queue": {collapseOnly, nil}, "check-deadlines": {collapseOnly, nil}, "timeout": {collapseOnly, nil},
 	"spike": {collapseOnly, nil}, "drop": {collapseOnly, nil}, "fail-share": {collapseOnly, nil},
 	"trigger-at": {collapseOnly, nil}, "trigger-for": {collapseOnly, nil},
+	"throttle-k": {collapseOnly, nil}, "throttle-window": {collapseOnly, nil}, "hedge-delay": {collapseOnly, nil},
+	"median": {tailOnly, nil}, "sigma": {tailOnly, nil}, "slow-share": {tailOnly, nil}, "slow-extra": {tailOnly, nil},
+	"slow-together": {tailOnly, nil}, "attempts": {tailOnly, nil}, "delay": {tailOnly, nil}, "quantile": {tailOnly, nil},
+	"min-delay": {tailOnly, nil},
 }
 
-// The scenarios that take the budgets' options, and the collapse's own.
-var budgeted, collapseOnly = []string{"layers", "collapse"}, []string{"collapse"}
+// The scenarios that take the budgets' options, the collapse's own and
+// the tail's.
+var budgeted, collapseOnly, tailOnly = []string{"layers", "collapse"}, []string{"collapse"}, []string{"tail"}
 
 // Scenarios are simulate's scenarios.
-var Scenarios = []string{"outage", "contention", "layers", "collapse"}
+var Scenarios = []string{"outage", "contention", "layers", "collapse", "tail"}
 
 // seedStrategies are the default strategy and Amp's four example
 // strategies, as descriptors.
@@ -146,21 +156,21 @@ var CommandLimits = Limits{Jobs: 1_000_000, Clients: 100_000, Runs: 100_000, Max
 // Define defines the options as flags of fs, with their defaults.
 func (o *SimulateOptions) Define(fs *flag.FlagSet) {
 	o.fs = fs
-	fs.StringVar(&o.Scenario, "scenario", "outage", "`outage`, contention, layers or collapse")
+	fs.StringVar(&o.Scenario, "scenario", "outage", "`outage`, contention, layers, collapse or tail")
 	o.Jobs, o.Clients, o.Runs, o.MaxRuns = 1000, 100, 100, fleet.DefaultMaxRuns
 	o.Down = Duration(30 * time.Minute)
 	fs.Var(&o.Jobs, "jobs", "outage: how many jobs, `N` from 1 to 1000000")
-	fs.Var(&o.Clients, "clients", "how many clients, `N` from 1 to 100000: contention, contending (default 100); collapse, the calls spread\nover them, each with its budgets (default 10)")
+	fs.Var(&o.Clients, "clients", "how many clients, `N` from 1 to 100000: contention, contending (default 100); collapse, the calls spread\nover them, each with its budgets (default 10); tail, the same (default 10)")
 	fs.Var(&o.Down, "outage", "how long the dependency is down, a `DURATION` up to 30 days: outage, the provider (default 30m);\nlayers, the bottom (default 30s)")
 	fs.Var(&o.FailAfter, "fail-after", "outage: how long a run lasts before it fails while the provider is down, a `DURATION`")
 	fs.Var(&o.Spread, "spread", "outage: the jobs' first runs spread over this `DURATION` (0: all at t = 0)")
 	fs.Var(&o.Capacity, "capacity", "the most a second the dependency serves once up, `C` (0: no limit): outage, runs the provider\nserves (default 0); layers, calls the bottom serves (default 150)")
 	o.TickOption.Define(fs, "outage: ")
-	fs.Var(&o.MaxRuns, "max-runs", "outage, layers and collapse: the most runs (layers and collapse: calls) followed in all, `N`; the\nsimulation stops there and says it was truncated")
+	fs.Var(&o.MaxRuns, "max-runs", "outage, layers, collapse and tail: the most runs (layers, collapse and tail: calls, each policy's)\nfollowed in all, `N`; the simulation stops there and says it was truncated")
 	fs.Var(&o.Runs, "runs", "contention: how many runs to average, `R` from 1 to 100000")
 	o.Rate, o.Span = 100, Duration(5*time.Minute)
-	fs.Var(&o.Rate, "rate", "how many calls a second arrive, `R` from 1 to 100000: layers, requests at the top (default 100);\ncollapse, calls at the server (default 80)")
-	fs.Var(&o.Span, "duration", "layers: how long requests arrive; collapse: how long the run lasts; a `DURATION` up to 24h")
+	fs.Var(&o.Rate, "rate", "how many calls a second arrive, `R` from 1 to 100000: layers, requests at the top (default 100);\ncollapse, calls at the server (default 80); tail, the same (default 500)")
+	fs.Var(&o.Span, "duration", "a `DURATION` up to 24h: layers, how long requests arrive; collapse, how long the run lasts; tail,\nhow long calls arrive (default 1m)")
 	fs.Var(&o.DownAt, "outage-at", "layers: how long the bottom serves before its outage, a `DURATION` up to 24h (0: down from t = 0)")
 	o.BudgetRatio, o.BudgetBurst = retry.DefaultBudgetRatio, retry.DefaultBudgetBurst
 	o.BudgetPercent, o.BudgetInterval, o.BudgetMinRetries, o.BudgetMinInterval = 20, Duration(10*time.Second), 10, Duration(time.Second)
@@ -172,8 +182,9 @@ func (o *SimulateOptions) Define(fs *flag.FlagSet) {
 	fs.Var(&o.BudgetMinInterval, "budget-min-interval", "layers and collapse: the interval of --budget-min-retries, a `DURATION` from 1ms")
 	fs.Uint64Var(&o.Seed, "seed", 0, "the seed the jitter, the spread and the latencies are drawn from, `S`")
 	o.defineCollapse(fs)
+	o.defineTail(fs)
 	// Their defaults are the scenario's, each stated in its usage.
-	for name, zero := range map[string]string{"rate": "0", "clients": "0", "outage": "0s", "capacity": "0"} {
+	for name, zero := range map[string]string{"rate": "0", "clients": "0", "outage": "0s", "capacity": "0", "workers": "0"} {
 		fs.Lookup(name).DefValue = zero
 	}
 }
@@ -182,7 +193,7 @@ func (o *SimulateOptions) Define(fs *flag.FlagSet) {
 func (o *SimulateOptions) defineCollapse(fs *flag.FlagSet) {
 	d := fleet.DefaultCollapse()
 	o.Collapse = d
-	fs.IntVar(&o.Collapse.Workers, "workers", d.Workers, "collapse: the server's workers, `N` from 1 to 10000")
+	fs.IntVar(&o.Collapse.Workers, "workers", d.Workers, "the server's workers, `N` from 1 to 10000: collapse (default 10); tail (default 50)")
 	fs.DurationVar(&o.Collapse.Service, "service", d.Service, "collapse: a call's service time, a `DURATION` up to 1m")
 	fs.BoolVar(&o.Collapse.ExponentialService, "exponential-service", false, "collapse: service times exponential about --service (else fixed)")
 	fs.IntVar(&o.Collapse.Queue, "queue", d.Queue, "collapse: the most calls queued at the server, `N` from 0 to 1000000; a call beyond is refused")
@@ -193,6 +204,24 @@ func (o *SimulateOptions) defineCollapse(fs *flag.FlagSet) {
 	fs.Float64Var(&o.Collapse.FailShare, "fail-share", 0, "collapse: the trigger, the share `F` of the attempts served that fail, transiently, after their service (above 0, below 1), in place of --spike")
 	fs.DurationVar(&o.Collapse.TriggerAt, "trigger-at", d.TriggerAt, "collapse: when the trigger starts, a `DURATION`")
 	fs.DurationVar(&o.Collapse.TriggerFor, "trigger-for", d.TriggerFor, "collapse: how long the trigger lasts, a `DURATION`")
+	fs.Float64Var(&o.Collapse.ThrottleK, "throttle-k", d.ThrottleK, "collapse: the throttled policies' throttle, a client, rejects calls once requests pass `K` times\naccepts (1 to 10)")
+	fs.DurationVar(&o.Collapse.HedgeDelay, "hedge-delay", d.HedgeDelay, "collapse: the hedging policies' delay, after which a call with no answer sends its second\nattempt, a `DURATION` up to 1h")
+	fs.DurationVar(&o.Collapse.ThrottleWindow, "throttle-window", d.ThrottleWindow, "collapse: the throttle's window, a `DURATION` from 100ms to 10m; it should hold five requests or\nmore of a client")
+}
+
+// defineTail defines the tail's own options, with its defaults.
+func (o *SimulateOptions) defineTail(fs *flag.FlagSet) {
+	d := fleet.DefaultTail()
+	o.Tail = d
+	fs.DurationVar(&o.Tail.Median, "median", d.Median, "tail: the service time's median, a `DURATION` up to 1m (lognormal about it)")
+	fs.Float64Var(&o.Tail.Sigma, "sigma", d.Sigma, "tail: the standard deviation `S` of the service time's log (0 to 3)")
+	fs.Float64Var(&o.Tail.SlowShare, "slow-share", d.SlowShare, "tail: the share `F` of attempts that are slow (0 to below 1)")
+	fs.DurationVar(&o.Tail.SlowExtra, "slow-extra", d.SlowExtra, "tail: how much longer a slow attempt takes, a `DURATION` up to 1h")
+	fs.BoolVar(&o.Tail.SlowTogether, "slow-together", false, "tail: a slow call is slow on every attempt (else each attempt is drawn apart)")
+	fs.IntVar(&o.Tail.Attempts, "attempts", d.Attempts, "tail: the most attempts a hedged call sends, `N` from 2 to 5")
+	fs.DurationVar(&o.Tail.Delay, "delay", 0, "tail: the fixed hedge delay, a `DURATION` up to 1h (0: the service time's 95th percentile)")
+	fs.Float64Var(&o.Tail.Quantile, "quantile", d.Quantile, "tail: the following delay's quantile `Q` of a client's recent answers (above 0, below 1)")
+	fs.DurationVar(&o.Tail.MinDelay, "min-delay", d.MinDelay, "tail: the following delay's floor, a `DURATION` up to 1h")
 }
 
 // budgets returns which kinds of budget the options set: a token one when
@@ -273,7 +302,7 @@ func (o *SimulateOptions) checkBudgets() []Option {
 func (o *SimulateOptions) Check(limits Limits) []Option {
 	errs := o.TickOption.Check()
 	if !slices.Contains(Scenarios, o.Scenario) {
-		errs = append(errs, Option{"scenario", "must be outage, contention, layers or collapse, got " + echo.Quote(o.Scenario)})
+		errs = append(errs, Option{"scenario", "must be outage, contention, layers, collapse or tail, got " + echo.Quote(o.Scenario)})
 	}
 	for _, c := range []struct {
 		name        string
@@ -305,8 +334,11 @@ func (o *SimulateOptions) Check(limits Limits) []Option {
 		errs = append(errs, Option{"outage-at", "must be at most 24h, got " + time.Duration(o.DownAt).String()})
 	}
 	errs = append(errs, o.checkBudgets()...)
-	if o.Scenario == "collapse" {
+	switch o.Scenario {
+	case "collapse":
 		errs = append(errs, o.checkCollapse()...)
+	case "tail":
+		errs = append(errs, o.checkTail()...)
 	}
 	return append(errs, o.otherScenario()...)
 }
@@ -323,7 +355,11 @@ func (o *SimulateOptions) otherScenario() []Option {
 		if !ok || slices.Contains(opt.scenarios, o.Scenario) || !slices.Contains(Scenarios, o.Scenario) {
 			return
 		}
-		rule := "only the " + strings.Join(opt.scenarios, " and ") + " scenario"
+		names := strings.Join(opt.scenarios, " and ")
+		if n := len(opt.scenarios); n > 2 {
+			names = strings.Join(opt.scenarios[:n-1], ", ") + " and " + opt.scenarios[n-1]
+		}
+		rule := "only the " + names + " scenario"
 		if len(opt.scenarios) > 1 {
 			rule += "s take it"
 		} else {
@@ -366,11 +402,19 @@ func (o *SimulateOptions) Layers() fleet.Layers {
 // fleet.Collapse's errors give them.
 var collapseFlags = map[string]string{"Workers": "workers", "Service": "service", "Queue": "queue", "Rate": "rate",
 	"Clients": "clients", "Timeout": "timeout", "Duration": "duration", "TriggerAt": "trigger-at", "Spike": "spike",
-	"Drop": "drop", "FailShare": "fail-share", "MaxCalls": "max-runs"}
+	"Drop": "drop", "FailShare": "fail-share", "MaxCalls": "max-runs", "HedgeDelay": "hedge-delay"}
 
 // checkCollapse returns the collapse's option out of range, if any, named
 // as a flag (the budgets' are checkBudgets').
 func (o *SimulateOptions) checkCollapse() []Option {
+	if _, err := retry.NewThrottle(o.Collapse.ThrottleK, o.Collapse.ThrottleWindow); err != nil {
+		// The throttle's own rule, on its arguments k and window: the flags
+		// throttle-k and throttle-window (their zero, a default in fleet, is
+		// refused here as the throttle refuses it).
+		why := err.Error()
+		name, rule, _ := strings.Cut(why[strings.LastIndex(why, ": ")+2:], " ")
+		return []Option{{"throttle-" + name, rule}}
+	}
 	err := o.CollapseOf(nil).Validate()
 	if err == nil {
 		return nil
@@ -412,6 +456,49 @@ func (o *SimulateOptions) CollapseOf(strategy *retrypolicy.Strategy) fleet.Colla
 		})
 	}
 	return c
+}
+
+// tailFlags are the flags of the tail's settings, by the name fleet.Tail's
+// errors give them.
+var tailFlags = map[string]string{"Workers": "workers", "Median": "median", "Sigma": "sigma", "SlowShare": "slow-share",
+	"SlowExtra": "slow-extra", "Rate": "rate", "Clients": "clients", "Duration": "duration", "Attempts": "attempts",
+	"Delay": "delay", "Quantile": "quantile", "MinDelay": "min-delay", "MaxCalls": "max-runs"}
+
+// checkTail returns the tail's option out of range, if any, named as a
+// flag.
+func (o *SimulateOptions) checkTail() []Option {
+	err := o.TailOf().Validate()
+	if err == nil {
+		return nil
+	}
+	field, rule, _ := strings.Cut(strings.TrimPrefix(err.Error(), "fleet: Tail: "), " ")
+	if name, ok := tailFlags[field]; ok {
+		return []Option{{name, rule}}
+	}
+	return []Option{{"scenario", err.Error()}} // not reached: every setting has its flag
+}
+
+// TailOf is the tail the options describe: its own options, and
+// --workers, --rate, --clients and --duration when given (50, 500, 10 and
+// 1m unless), --seed and --max-runs (the calls followed).
+func (o *SimulateOptions) TailOf() fleet.Tail {
+	t := o.Tail
+	t.Seed, t.MaxCalls = o.Seed, int(o.MaxRuns)
+	if o.fs != nil {
+		o.fs.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "workers":
+				t.Workers = o.Collapse.Workers
+			case "rate":
+				t.Rate = float64(o.Rate)
+			case "clients":
+				t.Clients = int(o.Clients)
+			case "duration":
+				t.Duration = time.Duration(o.Span)
+			}
+		})
+	}
+	return t
 }
 
 // Contention is the contention the options describe.

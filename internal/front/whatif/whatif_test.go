@@ -97,7 +97,7 @@ func TestSimulateOptionsDefaultsAndRanges(t *testing.T) {
 	require.NoError(t, parse(t, o.Define, "-scenario", "contention", "-jobs", "5"))
 	assert.Equal(t, []Option{{"jobs", "only the outage scenario takes it; in the contention scenario, clients plays its part"}}, o.Check(CommandLimits))
 	require.NoError(t, parse(t, o.Define, "-scenario", "storm"))
-	assert.Equal(t, []Option{{"scenario", `must be outage, contention, layers or collapse, got "storm"`}}, o.Check(CommandLimits))
+	assert.Equal(t, []Option{{"scenario", `must be outage, contention, layers, collapse or tail, got "storm"`}}, o.Check(CommandLimits))
 	require.NoError(t, parse(t, o.Define, "-jobs", "2000000", "-outage", "0"))
 	assert.Equal(t, []Option{{"jobs", "must be between 1 and 1000000, got 2000000"}, {"outage", "must be more than 0"}}, o.Check(CommandLimits))
 }
@@ -192,6 +192,46 @@ func TestCollapseOptions(t *testing.T) {
 	assert.Equal(t, []Option{{"spike", "one trigger, --spike, --drop or --fail-share, not two or none"}}, errs)
 }
 
+// TestThrottleAndTailOptions: the throttle's options reach the collapse
+// and are refused, by the throttle's own ranges, named as flags (0 too,
+// which the collapse would take as its default); the tail takes
+// --workers, --rate, --clients and --duration when given, its own
+// defaults (50, 500, 10, 1m) when not, and names a setting out of range
+// by its flag.
+func TestThrottleAndTailOptions(t *testing.T) {
+	parse := func(scenario string, args ...string) (*SimulateOptions, []Option) {
+		var o SimulateOptions
+		fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
+		o.Define(fs)
+		require.NoError(t, fs.Parse(append([]string{"--scenario", scenario}, args...)))
+		return &o, o.Check(CommandLimits)
+	}
+	o, errs := parse("collapse", "--throttle-k", "3", "--throttle-window", "5s", "--hedge-delay", "300ms")
+	assert.Empty(t, errs)
+	c := o.CollapseOf(nil)
+	assert.Equal(t, 3.0, c.ThrottleK)
+	assert.Equal(t, 5*time.Second, c.ThrottleWindow)
+	assert.Equal(t, 300*time.Millisecond, c.HedgeDelay)
+	_, errs = parse("collapse", "--throttle-k", "0")
+	assert.Equal(t, []Option{{"throttle-k", "must be between 1 and 10, got 0"}}, errs)
+	_, errs = parse("collapse", "--throttle-window", "20m")
+	assert.Equal(t, []Option{{"throttle-window", "must be between 100ms and 10m, got 20m0s"}}, errs)
+
+	o, errs = parse("tail")
+	assert.Empty(t, errs)
+	tail := o.TailOf()
+	assert.Equal(t, []any{50, 500.0, 10, time.Minute}, []any{tail.Workers, tail.Rate, tail.Clients, tail.Duration})
+	o, errs = parse("tail", "--workers", "7", "--rate", "100", "--clients", "2", "--duration", "10s", "--slow-together", "--delay", "20ms")
+	assert.Empty(t, errs)
+	tail = o.TailOf()
+	assert.Equal(t, []any{7, 100.0, 2, 10 * time.Second, true, 20 * time.Millisecond},
+		[]any{tail.Workers, tail.Rate, tail.Clients, tail.Duration, tail.SlowTogether, tail.Delay})
+	_, errs = parse("tail", "--sigma", "4")
+	assert.Equal(t, []Option{{"sigma", "must be between 0 and 3, got 4"}}, errs)
+	_, errs = parse("tail", "--duration", "500ms")
+	assert.Equal(t, []Option{{"duration", "must be between 1s and 24h, got 500ms"}}, errs)
+}
+
 // TestTheWindowedBudgetDoesNotBurst pins the pace of the windowed budget
 // in the run docs/what-if.md shows (the gateway's numbers: 20% over 10 s,
 // at least 10 retries a second): every layer retrying through a minute's
@@ -231,26 +271,29 @@ func TestHelpStatesEachScenariosDefaults(t *testing.T) {
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	o.Define(fs)
 	require.NoError(t, fs.Parse(nil))
-	c := o.CollapseOf(nil)
+	c, tail := o.CollapseOf(nil), o.TailOf()
 	runs := map[string]map[string]any{ // flag, scenario: what it runs
 		"jobs":            {"outage": o.Outage().Jobs},
 		"outage":          {"outage": o.Outage().Down, "layers": o.Layers().Down},
 		"capacity":        {"outage": o.Outage().Capacity, "layers": o.Layers().Capacity},
 		"tick":            {"outage": o.Outage().Tick},
-		"max-runs":        {"outage": o.Outage().MaxRuns, "layers": o.Layers().MaxCalls, "collapse": c.MaxCalls},
-		"clients":         {"contention": o.Contention().Clients, "collapse": c.Clients},
+		"max-runs":        {"outage": o.Outage().MaxRuns, "layers": o.Layers().MaxCalls, "collapse": c.MaxCalls, "tail": tail.MaxCalls},
+		"clients":         {"contention": o.Contention().Clients, "collapse": c.Clients, "tail": tail.Clients},
 		"runs":            {"contention": o.Contention().Runs},
-		"rate":            {"layers": o.Layers().Rate, "collapse": c.Rate},
-		"duration":        {"layers": o.Layers().Duration, "collapse": c.Duration},
+		"rate":            {"layers": o.Layers().Rate, "collapse": c.Rate, "tail": tail.Rate},
+		"duration":        {"layers": o.Layers().Duration, "collapse": c.Duration, "tail": tail.Duration},
 		"budget-ratio":    {"collapse": c.BudgetRatio},
 		"budget-burst":    {"collapse": c.BudgetBurst},
 		"budget-percent":  {"collapse": c.BudgetPercent},
 		"budget-interval": {"collapse": c.BudgetInterval},
-		"workers":         {"collapse": c.Workers}, "service": {"collapse": c.Service}, "queue": {"collapse": c.Queue},
-		"timeout": {"collapse": c.Timeout}, "spike": {"collapse": c.Spike},
+		"workers":         {"collapse": c.Workers, "tail": tail.Workers}, "service": {"collapse": c.Service}, "queue": {"collapse": c.Queue},
+		"median": {"tail": tail.Median}, "sigma": {"tail": tail.Sigma}, "slow-share": {"tail": tail.SlowShare},
+		"slow-extra": {"tail": tail.SlowExtra}, "attempts": {"tail": tail.Attempts}, "quantile": {"tail": tail.Quantile},
+		"min-delay": {"tail": tail.MinDelay},
+		"timeout":   {"collapse": c.Timeout}, "spike": {"collapse": c.Spike},
 		"trigger-at": {"collapse": c.TriggerAt}, "trigger-for": {"collapse": c.TriggerFor},
 	}
-	stated := regexp.MustCompile(`\b(outage|contention|layers|collapse)\b[^;()]*\(default ([^)]+)\)`)
+	stated := regexp.MustCompile(`\b(outage|contention|layers|collapse|tail)\b[^;()]*\(default ([^)]+)\)`)
 	for name, scenarios := range runs {
 		f := fs.Lookup(name)
 		require.NotNil(t, f, name)
