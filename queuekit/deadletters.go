@@ -19,10 +19,11 @@ const (
 
 // Driver is what an engine (a JetStream dead-letter stream, River's
 // database) gives the dead-letter kit: a page of dead letters read, one
-// sent back, one removed. The kit's one loop ([List], [Count], [Purge],
-// [Replay]) does the rest: filters, limits, pacing, progress and
-// outcomes. A Driver is safe for concurrent use: two operators may run
-// two replays on one set of dead letters at once.
+// sent back, one removed. The kit's one loop ([DeadLetters.List],
+// [DeadLetters.Count], [DeadLetters.Purge], [DeadLetters.Replay]) does
+// the rest: filters, limits, pacing, progress and outcomes. A Driver is
+// safe for concurrent use: two operators may run two replays on one set
+// of dead letters at once.
 type Driver interface {
 	// Page reads the next page of dead letters after c.After, oldest
 	// first, at most c.Size of them, and moves c on. The first page of a

@@ -1,6 +1,7 @@
-// Package deadlettertest checks that a queuekit.Driver keeps the
-// dead-letter kit's promises, in the manner of testing/fstest: each
-// engine runs the one suite, [Run], against its real server.
+// Package deadlettertest checks that a queuekit.Driver keeps the dead-letter kit's promises.
+//
+// As testing/fstest does for file systems, it is one suite, [Run], that
+// each engine runs against its real server.
 //
 // The suite drives replays on a clock of its own (a sleep moves it
 // forward) and interleaves them through ReplayOptions.Between, so it
