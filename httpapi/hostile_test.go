@@ -398,7 +398,8 @@ func TestACollapseCutShortIsNotJudged(t *testing.T) {
 	req.Header.Set("Accept", "image/svg+xml")
 	svg := send(t, h, req)
 	require.Equal(t, 200, svg.status, svg.body)
-	assert.Equal(t, len(fleet.CollapsePolicies()), strings.Count(svg.body, "not judged: cut short"))
+	assert.Equal(t, len(fleet.CollapsePolicies()), strings.Count(svg.body, ">not judged:</text>"))
+	assert.Equal(t, len(fleet.CollapsePolicies()), strings.Count(svg.body, ">cut short</text>"), "why, on the legend's next line")
 }
 
 // TestTheTailIsServedWithinMaxRuns: /v1/simulate?scenario=tail answers a

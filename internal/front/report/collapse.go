@@ -157,19 +157,23 @@ func CollapseChart(c fleet.Collapse, results []fleet.CollapseResult) []byte {
 		if j := ch.under(results, i); j >= 0 {
 			under = "its line is under " + results[j].Policy.String() + "'s"
 		}
-		ch.legend(i, key{fmt.Sprintf("%s (%.2fx)", r.Policy, r.Amplification), []string{note, under}})
+		notes := []string{note, under}
+		if !r.Judged {
+			notes = []string{note, CollapseUnjudged(r), under}
+		}
+		ch.legend(i, key{fmt.Sprintf("%s (%.2fx)", r.Policy, r.Amplification), notes})
 	}
 	return ch.end()
 }
 
 // collapseNote says in a legend's few words how r fared: "recovered 32s,
-// settled 0s after", "never recovered nor settled", "not judged: cut
-// short".
+// settled 0s after", "never recovered nor settled", "not judged" (why on
+// the line after it, CollapseUnjudged).
 func collapseNote(r fleet.CollapseResult) string {
 	recovered, settled := CollapseVerdict(r)
 	switch {
 	case !r.Judged:
-		return "not judged: " + CollapseUnjudged(r)
+		return "not judged:"
 	case r.Recovered && r.Settled:
 		return "recovered " + recovered + ", settled " + settled + " after"
 	case r.Recovered:
