@@ -101,7 +101,7 @@ func call[T any](ctx context.Context, s *retrypolicy.Strategy, cfg *config, op f
 	}
 	v, err := loop(ctx, s, cfg, op)
 	gaveUp, _ := err.(*GiveUpError)
-	if gaveUp != nil && (cfg.calls > 1 || !cfg.quiet && (gaveUp.Reason == RetriedBelow || gaveUp.Reason == Deferred || gaveUp.Reason == BudgetExhausted)) {
+	if gaveUp != nil && (cfg.calls > 1 || !cfg.quiet && (gaveUp.Reason == RetriedBelow || gaveUp.Reason == Deferred || gaveUp.Reason == BudgetExhausted || gaveUp.Reason == Throttled)) {
 		gaveUp.reported = true
 		if up != nil {
 			up.report()
@@ -127,6 +127,9 @@ type failure struct {
 // loop is Do's loop, for a valid strategy and its options.
 func loop[T any](ctx context.Context, s *retrypolicy.Strategy, cfg *config, op func(context.Context) (T, error)) (T, error) {
 	var zero T
+	if gu := cfg.admit(ctx); gu != nil {
+		return zero, gu
+	}
 	if cfg.budget != nil {
 		cfg.budget.Start()
 	}
@@ -155,7 +158,7 @@ func loop[T any](ctx context.Context, s *retrypolicy.Strategy, cfg *config, op f
 		if cfg.attemptTimeout > 0 {
 			attempt.limit(cfg.attemptTimeout)
 		}
-		cfg.calls++
+		cfg.sent()
 		v, opErr := op(attempt)
 		below := attempt.end()
 		attempt.cancel() // what the attempt left waiting on its context ends
@@ -184,10 +187,14 @@ func loop[T any](ctx context.Context, s *retrypolicy.Strategy, cfg *config, op f
 	}
 }
 
-// endedWell deposits into the budget, if any: the call ended well.
+// endedWell deposits into the budget, if any: the call ended well; and
+// its last attempt is an accept for the throttle, if any.
 func (c *config) endedWell() {
 	if c.budget != nil {
 		c.budget.Deposit()
+	}
+	if c.throttle != nil {
+		c.throttle.Accept()
 	}
 }
 
