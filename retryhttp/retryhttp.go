@@ -87,6 +87,11 @@
 // never forgotten (a chain of redirects to new names cannot launder it)
 // and a crowd of new names cannot take the budgets of the hosts in use.
 //
+// [WithHostThrottles] gives each host, in the same table, a client-side
+// throttle of its own (off by default): a request it rejects is not sent,
+// and the transport gives up with the reason Throttled. An entry is
+// evicted only when its budget is full and its throttle rejects nothing.
+//
 // A strategy that never gives up (unless_stopped, the default) retries
 // until the request's context ends: give requests a deadline
 // ([http.Client.Timeout] does) or use a bounded strategy.
@@ -132,10 +137,11 @@ type Transport struct {
 
 // config is what the transport's own options set.
 type config struct {
-	transient  func(*http.Response, error) bool
-	noSignals  bool
-	hostBudget func() (*retry.Budget, error) // makes a host's budget, nil unless per host
-	err        string                        // the first option that is invalid, and why
+	transient    func(*http.Response, error) bool
+	noSignals    bool
+	hostBudget   func() (*retry.Budget, error)   // makes a host's budget, nil unless per host
+	hostThrottle func() (*retry.Throttle, error) // makes a host's throttle, nil for none
+	err          string                          // the first option that is invalid, and why
 }
 
 // The transport's settings, each of one value.
@@ -210,7 +216,8 @@ type attemptKey struct{}
 // options (retry.WithBudget, retry.WithObserver, retry.WithEnd,
 // retry.WithWaitLimit, retry.WithFullJitter, retry.WithNestedRetries,
 // retry.WithAttemptTimeout, ..., and otelretry's) beside its own
-// (WithClassifier, WithoutServerSignals, WithHostBudgets). It returns the
+// (WithClassifier, WithoutServerSignals, WithHostBudgets,
+// WithHostThrottles). It returns the
 // strategy's *retrypolicy.ValidationError when s is invalid, and an error
 // naming the option when an option is invalid, is another adapter's,
 // gives a setting of one value twice, or conflicts with another (naming
@@ -251,8 +258,11 @@ func NewTransport(base http.RoundTripper, s retrypolicy.Strategy, opts ...retry.
 		// stops when most of its calls fail.
 		c.hostBudget = func() (*retry.Budget, error) { return retry.DefaultBudget(), nil }
 	}
-	if c.hostBudget != nil {
-		if t.hosts, err = newHostTable(c.hostBudget, t.loop); err != nil {
+	if c.hostBudget != nil || c.hostThrottle != nil {
+		if t.hosts, err = newHostTable(c.hostBudget, c.hostThrottle, t.loop); err != nil {
+			if _, ok := err.(*throttleError); ok {
+				named = "retryhttp.WithHostThrottles"
+			}
 			return nil, errors.New("retryhttp: " + named + ": " + err.Error())
 		}
 	}
@@ -264,6 +274,9 @@ func NewTransport(base http.RoundTripper, s retrypolicy.Strategy, opts ...retry.
 func (c *config) check(loopOpts []retry.Option) error {
 	if c.err != "" {
 		return errors.New("retryhttp: " + c.err)
+	}
+	if err := checkThrottles(loopOpts); err != nil {
+		return err
 	}
 	if c.hostBudget == nil {
 		return nil
