@@ -37,10 +37,50 @@ func WithThrottle(t *Throttle) Option {
 // whose context is already done is not asked about: the loop gives it up
 // as ContextDone.
 func (c *config) admit(ctx context.Context) *GiveUpError {
-	if c.throttle == nil || ctx.Err() != nil || c.throttle.Allow() {
+	if c.throttle == nil || ctx.Err() != nil {
+		return nil
+	}
+	ok, decided := admitted(ctx, c.throttle)
+	if !decided {
+		ok = c.throttle.Allow()
+	}
+	if ok {
 		return nil
 	}
 	return &GiveUpError{Reason: Throttled, Err: ErrThrottled}
+}
+
+// admission is the context value of Admit: its throttle's decision on a
+// call.
+type admission struct {
+	throttle *Throttle
+	ok       bool
+}
+
+// admissionKey is the context key of an admission.
+type admissionKey struct{}
+
+// admitted returns the decision Admit made under ctx by t, and whether it
+// made one.
+func admitted(ctx context.Context, t *Throttle) (ok, decided bool) {
+	a, _ := ctx.Value(admissionKey{}).(admission)
+	return a.ok, a.throttle == t
+}
+
+// Admit asks the loop's throttle (WithThrottle) now whether a call may be
+// sent, for an adapter that sends a call's first attempt before it runs
+// the loop (a stream opened as its first message is sent): false when it
+// may not, and the adapter must not send it. The loop's Do under the
+// context it returns keeps that decision rather than ask again: it gives
+// up Throttled, without calling op, when the call was rejected. Without a
+// throttle it returns ctx and true.
+func (l *Loop[T]) Admit(ctx context.Context) (context.Context, bool) {
+	t := l.cfg.throttle
+	if t == nil || ctx.Err() != nil {
+		return ctx, true
+	}
+	ok := t.Allow()
+	return context.WithValue(ctx, admissionKey{}, admission{t, ok}), ok
 }
 
 // sent counts an attempt about to be sent: a call of op, and a request
@@ -52,3 +92,7 @@ func (c *config) sent() {
 		c.throttle.Sent()
 	}
 }
+
+// NamesThrottle reports whether o is WithThrottle: an adapter that takes
+// throttles of its own (a retryhttp transport's, per host) refuses it.
+func (o Option) NamesThrottle() bool { return o.kind == kindThrottle }

@@ -190,3 +190,56 @@ func ExampleWithThrottle() {
 	fmt.Println("sent:", sent, "rejected:", rejected)
 	// Output: sent: 7 rejected: 93
 }
+
+// TestNamesThrottle: an adapter knows WithThrottle by its kind.
+func TestNamesThrottle(t *testing.T) {
+	th, err := NewThrottle(2, time.Second)
+	require.NoError(t, err)
+	assert.True(t, WithThrottle(th).NamesThrottle())
+	assert.False(t, WithBudget(DefaultBudget()).NamesThrottle())
+	assert.False(t, Option{}.NamesThrottle())
+}
+
+// TestALoopKeepsTheDecisionAdmitMade: under Admit's context the loop does
+// not ask its throttle again: a rejected call gives up Throttled without
+// calling op, an admitted one is sent, and each call is one request
+// (without the mark, the loop would ask again: two).
+func TestALoopKeepsTheDecisionAdmitMade(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		th, err := NewThrottle(1, time.Minute)
+		require.NoError(t, err)
+		l, err := New[int](threeAttempts, WithThrottle(th))
+		require.NoError(t, err)
+		for range 9 {
+			th.Sent()
+		}
+		th.Seed(passing())
+		ctx, ok := l.Admit(context.Background())
+		require.True(t, ok)
+		_, err = l.Do(ctx, func(context.Context) (int, error) { return 0, PermanentFailure(errFlaky) })
+		require.ErrorIs(t, err, errFlaky)
+		assert.InDelta(t, 10.0/11, th.Rejection(), 1e-12, "one request for the call")
+
+		th.Seed(failing())
+		ctx, ok = l.Admit(context.Background())
+		require.False(t, ok)
+		calls := 0
+		_, err = l.Do(ctx, func(context.Context) (int, error) { calls++; return 1, nil })
+		var gu *GiveUpError
+		require.ErrorAs(t, err, &gu)
+		assert.Equal(t, Throttled, gu.Reason)
+		assert.Zero(t, calls)
+		assert.InDelta(t, 11.0/12, th.Rejection(), 1e-12, "one request for the call")
+	})
+}
+
+// failing returns a seed whose first draw is below 0.01: a call rejected
+// at any rejection above it.
+func failing() uint64 {
+	for seed := uint64(1); ; seed++ {
+		state := seed
+		if float64(splitmix.Next(&state)>>11)*(1.0/(1<<53)) < 0.01 {
+			return seed
+		}
+	}
+}

@@ -2,6 +2,7 @@ package retryhttp
 
 import (
 	"errors"
+	"slices"
 
 	"github.com/retrypolicy/retrypolicy/retry"
 )
@@ -83,10 +84,8 @@ func hostError(k hostKey, err error) error {
 // checkThrottles returns the error of retry.WithThrottle given to a
 // transport, which takes throttles per host only.
 func checkThrottles(loopOpts []retry.Option) error {
-	for _, o := range loopOpts {
-		if o.Name() == "retry.WithThrottle" {
-			return errors.New("retryhttp: retry.WithThrottle: a transport takes throttles per host; give retryhttp.WithHostThrottles")
-		}
+	if slices.ContainsFunc(loopOpts, retry.Option.NamesThrottle) {
+		return errors.New("retryhttp: retry.WithThrottle: a transport takes throttles per host; give retryhttp.WithHostThrottles")
 	}
 	return nil
 }
