@@ -130,9 +130,6 @@ func loop[T any](ctx context.Context, s *retrypolicy.Strategy, cfg *config, op f
 	if gu := cfg.admit(ctx); gu != nil {
 		return zero, gu
 	}
-	if cfg.budget != nil {
-		cfg.budget.Start()
-	}
 	var h *retrypolicy.History
 	var timer *time.Timer
 	defer func() {

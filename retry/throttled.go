@@ -33,21 +33,24 @@ func WithThrottle(t *Throttle) Option {
 }
 
 // admit asks the throttle, if any, whether the call may be sent, as it
-// begins: a *GiveUpError for the reason Throttled when it may not. A call
-// whose context is already done is not asked about: the loop gives it up
-// as ContextDone.
+// begins: a *GiveUpError for the reason Throttled when it may not.
+// Otherwise the call starts for the budget, if any. A call whose context
+// is already done is not asked about: the loop gives it up as
+// ContextDone.
 func (c *config) admit(ctx context.Context) *GiveUpError {
-	if c.throttle == nil || ctx.Err() != nil {
-		return nil
+	if c.throttle != nil && ctx.Err() == nil {
+		ok, decided := admitted(ctx, c.throttle)
+		if !decided {
+			ok = c.throttle.Allow()
+		}
+		if !ok {
+			return &GiveUpError{Reason: Throttled, Err: ErrThrottled}
+		}
 	}
-	ok, decided := admitted(ctx, c.throttle)
-	if !decided {
-		ok = c.throttle.Allow()
+	if c.budget != nil {
+		c.budget.Start()
 	}
-	if ok {
-		return nil
-	}
-	return &GiveUpError{Reason: Throttled, Err: ErrThrottled}
+	return nil
 }
 
 // admission is the context value of Admit: its throttle's decision on a
