@@ -82,6 +82,8 @@ type config struct {
 	budget         *Budget
 	noBudget       bool
 	throttle       *Throttle // WithThrottle's, nil for none
+	hiddenResends  int       // the attempts' hidden resends so far
+	hiddenSeen     bool      // an adapter saw an attempt's hidden resends
 	seed           uint64
 	seeded         bool
 	fullJitter     bool

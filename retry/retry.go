@@ -23,6 +23,16 @@ type End struct {
 	Took time.Duration
 	// Context is the call's context, as WithStart made it.
 	Context context.Context
+	// HiddenResends counts the sends of the call's attempts that their
+	// transport made on its own, out of the loop's sight (see
+	// HiddenResend): none of them is an attempt. It is known only when
+	// HiddenSeen is true.
+	HiddenResends int
+	// HiddenSeen reports whether the adapter saw the attempts' hidden
+	// resends (a retryhttp transport over net/http's; retrygrpc with its
+	// stats handler, WithHiddenResends): when false, HiddenResends is 0
+	// because none could be seen, not because none were made.
+	HiddenSeen bool
 }
 
 // Event is a retry about to happen; or, with Failures 0, what an adapter
@@ -43,6 +53,11 @@ type Event struct {
 	// Context is the call's context, as WithStart made it (not the
 	// attempt's).
 	Context context.Context
+	// Hidden reports that the event is a hidden resend, not a retry: the
+	// attempt's transport sent it again on its own (see HiddenResend).
+	// Failures then counts the failures before the attempt, Err is
+	// ErrHiddenResend, and Decision, Wait and Wake are zero.
+	Hidden bool
 }
 
 // Do calls op until it succeeds, deciding each retry as a scheduler would:
@@ -108,7 +123,7 @@ func call[T any](ctx context.Context, s *retrypolicy.Strategy, cfg *config, op f
 		}
 	}
 	if cfg.end != nil {
-		cfg.end(End{Attempts: cfg.calls, GaveUp: gaveUp, Took: time.Since(begin), Context: ctx})
+		cfg.end(End{Attempts: cfg.calls, GaveUp: gaveUp, Took: time.Since(begin), Context: ctx, HiddenResends: cfg.hiddenResends, HiddenSeen: cfg.hiddenSeen})
 	}
 	return v, err
 }
@@ -151,13 +166,13 @@ func loop[T any](ctx context.Context, s *retrypolicy.Strategy, cfg *config, op f
 		// Each attempt is a context of its own, so that a report made
 		// through an earlier one after it returned (a goroutine left
 		// behind) counts for none.
-		attempt := newAttempt(ctx)
+		attempt := cfg.startAttempt(ctx, failures-1)
 		if cfg.attemptTimeout > 0 {
 			attempt.limit(cfg.attemptTimeout)
 		}
 		cfg.sent()
 		v, opErr := op(attempt)
-		below := attempt.end()
+		below := cfg.endAttempt(attempt)
 		attempt.cancel() // what the attempt left waiting on its context ends
 		if opErr == nil {
 			cfg.endedWell()

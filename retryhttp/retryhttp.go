@@ -456,13 +456,16 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	if c.timeout > 0 {
 		req, timer = withTimeout(req, c.timeout)
 	}
+	var w *watch
+	req, w, timer = c.watchAttempt(ctx, req, timer)
 	resp, err := c.t.base.RoundTrip(req)
 	if err != nil {
 		if resp != nil && resp.Body != nil {
 			resp.Body.Close() // a transport's error and a response both: the error is the outcome
 		}
-		return nil, c.failed(ctx, err, timer)
+		return nil, c.failed(ctx, stoppedError(w.done(), err), timer)
 	}
+	w.done()
 	if timer != nil {
 		timer.closeWith(resp)
 	}
@@ -531,7 +534,7 @@ func (c *call) failed(ctx context.Context, err error, timer *attemptTimer) error
 		return err // the loop's context is done: it gives up as ContextDone
 	}
 	switch {
-	case !c.t.transient(nil, err):
+	case !errors.Is(err, retry.ErrResendRefused) && !c.t.transient(nil, err):
 		return retry.Permanent(err)
 	case !c.resend:
 		return retry.PermanentFailure(err) // transient, but the request may not be sent again
@@ -574,7 +577,7 @@ var errAttemptTimeout = errors.New("retryhttp: attempt timed out")
 
 // attemptTimer bounds an attempt under retry.WithAttemptTimeout.
 type attemptTimer struct {
-	timer  *time.Timer
+	timer  *time.Timer // nil: no timeout, a context to stop a resend (watchAttempt)
 	cancel context.CancelCauseFunc
 	after  time.Duration // the timeout
 }
@@ -582,7 +585,7 @@ type attemptTimer struct {
 // end ends the attempt's context, and reports whether its timer had
 // fired.
 func (t *attemptTimer) end() bool {
-	fired := !t.timer.Stop()
+	fired := t.timer != nil && !t.timer.Stop()
 	t.cancel(nil)
 	return fired
 }
@@ -590,7 +593,7 @@ func (t *attemptTimer) end() bool {
 // stop stops the timer, for a response handed to the caller: its context
 // then ends when the body is closed. A nil timer is no timer.
 func (t *attemptTimer) stop() {
-	if t != nil {
+	if t != nil && t.timer != nil {
 		t.timer.Stop()
 	}
 }

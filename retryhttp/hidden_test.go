@@ -1,0 +1,255 @@
+package retryhttp_test
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/binary"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/retrypolicy/retrypolicy/retry"
+	"github.com/retrypolicy/retrypolicy/retryhttp"
+)
+
+// testCert returns the certificate of httptest's TLS servers and a pool
+// that trusts it, made outside any bubble.
+func testCert(t *testing.T) (tls.Certificate, *x509.CertPool) {
+	t.Helper()
+	s := httptest.NewUnstartedServer(http.NotFoundHandler())
+	s.EnableHTTP2 = true
+	s.StartTLS()
+	defer s.Close()
+	pool := x509.NewCertPool()
+	pool.AddCert(s.Certificate())
+	return s.TLS.Certificates[0], pool
+}
+
+// h2Server is an HTTP/2 server over TLS on in-memory pipes, written frame
+// by frame, that answers every stream it is sent with a REFUSED_STREAM
+// (or, goAway, a graceful GOAWAY that leaves it unprocessed, then closes
+// the connection), and counts the streams that reached it.
+type h2Server struct {
+	ln      *pipeListener
+	cert    tls.Certificate
+	goAway  bool
+	streams atomic.Int64
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	conns   []net.Conn
+	served  chan struct{} // closed when serve returned
+}
+
+// close closes the listener and every connection, and waits for their
+// goroutines.
+func (s *h2Server) close() {
+	s.ln.Close()
+	<-s.served
+	s.mu.Lock()
+	for _, c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+}
+
+func (s *h2Server) serve() {
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			return
+		}
+		s.mu.Lock()
+		s.conns = append(s.conns, c)
+		s.mu.Unlock()
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			defer c.Close()
+			s.conn(tls.Server(c, &tls.Config{Certificates: []tls.Certificate{s.cert}, NextProtos: []string{"h2"}}))
+		}()
+	}
+}
+
+// conn serves one connection: the preface, SETTINGS, then each frame.
+// Its frames are written by a goroutine of their own, so that it never
+// blocks reading on a pipe the client is writing.
+func (s *h2Server) conn(conn net.Conn) {
+	out := make(chan []byte, 64)
+	wrote := make(chan struct{})
+	go func() {
+		defer close(wrote)
+		for b := range out {
+			if _, err := conn.Write(b); err != nil {
+				break
+			}
+		}
+		for range out {
+		}
+	}()
+	defer func() { close(out); <-wrote }()
+	c := chanWriter(out)
+	r := bufio.NewReader(conn)
+	if _, err := io.ReadFull(r, make([]byte, 24)); err != nil {
+		return
+	}
+	frame(c, 4, 0, 0, nil) // SETTINGS
+	head := make([]byte, 9)
+	for {
+		if _, err := io.ReadFull(r, head); err != nil {
+			return
+		}
+		n := int(head[0])<<16 | int(head[1])<<8 | int(head[2])
+		kind, flags, id := head[3], head[4], binary.BigEndian.Uint32(head[5:])&0x7fffffff
+		payload := make([]byte, n)
+		if _, err := io.ReadFull(r, payload); err != nil {
+			return
+		}
+		switch {
+		case kind == 4 && flags&1 == 0:
+			frame(c, 4, 1, 0, nil) // SETTINGS ACK
+		case kind == 6 && flags&1 == 0:
+			frame(c, 6, 1, 0, payload) // PING ACK
+		case kind == 1: // HEADERS: a request
+			s.streams.Add(1)
+			if s.goAway {
+				// GOAWAY: last stream 0, NO_ERROR; reading on, so that the
+				// client is never left writing to a pipe nobody reads.
+				frame(c, 7, 0, 0, make([]byte, 8))
+				continue
+			}
+			frame(c, 3, 0, id, []byte{0, 0, 0, 7}) // RST_STREAM REFUSED_STREAM
+		}
+	}
+}
+
+// chanWriter hands what is written to a writer goroutine.
+type chanWriter chan []byte
+
+func (w chanWriter) Write(b []byte) (int, error) { w <- b; return len(b), nil }
+
+// frame writes one HTTP/2 frame.
+func frame(w io.Writer, kind, flags byte, id uint32, payload []byte) {
+	b := make([]byte, 9, 9+len(payload))
+	b[0], b[1], b[2] = byte(len(payload)>>16), byte(len(payload)>>8), byte(len(payload))
+	b[3], b[4] = kind, flags
+	binary.BigEndian.PutUint32(b[5:], id)
+	_, _ = w.Write(append(b, payload...))
+}
+
+// newH2Server starts an h2Server and a transport to it, and closes both
+// with the test.
+func newH2Server(t *testing.T, cert tls.Certificate, pool *x509.CertPool, goAway bool) (*h2Server, *http.Transport) {
+	s := &h2Server{ln: &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}, cert: cert, goAway: goAway}
+	s.served = make(chan struct{})
+	go func() { s.serve(); close(s.served) }()
+	tr := &http.Transport{DialContext: s.ln.dial, ForceAttemptHTTP2: true,
+		TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: "example.com"}}
+	t.Cleanup(func() {
+		tr.CloseIdleConnections()
+		s.close()
+	})
+	return s, tr
+}
+
+// emptyBudget returns a token budget with nothing left.
+func emptyBudget(t *testing.T) *retry.Budget {
+	b, err := retry.NewBudget(0, 1)
+	require.NoError(t, err)
+	require.True(t, b.Withdraw())
+	return b
+}
+
+// hiddenGet sends a GET through tr and returns how the call ended.
+func hiddenGet(t *testing.T, base http.RoundTripper, opts ...retry.Option) (retry.End, []retry.Event, error) {
+	return hiddenGetUpTo(t, base, 0, opts...)
+}
+
+// hiddenGetUpTo is hiddenGet, the request cancelled at its limit's hidden
+// resend (0: none).
+func hiddenGetUpTo(t *testing.T, base http.RoundTripper, limit int, opts ...retry.Option) (retry.End, []retry.Event, error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var end retry.End
+	var hidden []retry.Event
+	opts = append(opts, retry.WithEnd(func(e retry.End) { end = e }), retry.WithObserver(func(e retry.Event) {
+		if e.Hidden {
+			if hidden = append(hidden, e); len(hidden) == limit {
+				cancel()
+			}
+		}
+	}))
+	tr, err := retryhttp.NewTransport(base, threeAttempts, opts...)
+	require.NoError(t, err)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://service.test/", nil)
+	require.NoError(t, err)
+	resp, err := tr.RoundTrip(req)
+	if err == nil {
+		resp.Body.Close()
+	}
+	return end, hidden, err
+}
+
+// TestHTTP2ResendsAreSeenAndPaidFor: against an HTTP/2 server that
+// refuses every stream (and one that sends GOAWAY on each), net/http's
+// own resends of one attempt reach the observer and the end's count; with
+// no budget the attempt is sent 8 times (7 resends, over Go's backoff of
+// 63 s, on the bubble's clock), or without end for GOAWAY (each on a new
+// connection, at once: the caller gives up at the 20th), and under an empty budget the first
+// resend is free and the second is stopped at its connection: 2 streams
+// reach the server, and the call gives up budget_exhausted after one
+// attempt.
+func TestHTTP2ResendsAreSeenAndPaidFor(t *testing.T) {
+	cert, pool := testCert(t)
+	for _, goAway := range []bool{false, true} {
+		synctest.Test(t, func(t *testing.T) {
+			srv, base := newH2Server(t, cert, pool, goAway)
+			if goAway {
+				// A GOAWAY on every new connection: net/http sends again at
+				// once, on a new connection each time, without end; the
+				// caller gives up at the 20th.
+				end, hidden, err := hiddenGetUpTo(t, base, 20, retry.WithoutBudget())
+				require.ErrorIs(t, err, context.Canceled)
+				// The 20th resend is told as it asks for its connection, and
+				// cancelled there.
+				assert.Equal(t, int64(20), srv.streams.Load())
+				assert.Equal(t, 20, end.HiddenResends)
+				assert.Len(t, hidden, 20)
+				return
+			}
+			end, hidden, err := hiddenGet(t, base, retry.WithoutBudget())
+			require.Error(t, err)
+			assert.True(t, end.HiddenSeen)
+			assert.Equal(t, 1, end.Attempts, "one attempt: the error net/http gives up with is not transient")
+			assert.Equal(t, int64(8), srv.streams.Load(), "8 sends of one attempt: goAway %v", goAway)
+			assert.Equal(t, 7, end.HiddenResends)
+			assert.Len(t, hidden, 7)
+		})
+		synctest.Test(t, func(t *testing.T) {
+			srv, base := newH2Server(t, cert, pool, goAway)
+			start := time.Now()
+			end, hidden, err := hiddenGet(t, base, retry.WithBudget(emptyBudget(t)))
+			var gu *retry.GiveUpError
+			require.ErrorAs(t, err, &gu)
+			assert.Equal(t, retry.BudgetExhausted, gu.Reason)
+			assert.ErrorIs(t, err, retry.ErrResendRefused)
+			assert.Equal(t, 1, end.Attempts)
+			assert.Equal(t, int64(2), srv.streams.Load(), "the first send and one free resend: goAway %v", goAway)
+			assert.Equal(t, 2, end.HiddenResends, "the free one, and the one refused")
+			assert.Len(t, hidden, 2)
+			assert.LessOrEqual(t, time.Since(start), time.Second, "stopped before Go's second backoff ends")
+		})
+	}
+}
