@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -179,6 +180,13 @@ func hiddenGet(t *testing.T, base http.RoundTripper, opts ...retry.Option) (retr
 // hiddenGetUpTo is hiddenGet, the request cancelled at its limit's hidden
 // resend (0: none).
 func hiddenGetUpTo(t *testing.T, base http.RoundTripper, limit int, opts ...retry.Option) (retry.End, []retry.Event, error) {
+	return hiddenSend(t, base, "https://service.test/", limit, opts...)
+}
+
+// hiddenSend sends a GET of url through a transport over base, cancelled
+// at its limit's hidden resend (0: none), and returns how the call ended
+// and the hidden resends told.
+func hiddenSend(t *testing.T, base http.RoundTripper, url string, limit int, opts ...retry.Option) (retry.End, []retry.Event, error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -193,10 +201,11 @@ func hiddenGetUpTo(t *testing.T, base http.RoundTripper, limit int, opts ...retr
 	}))
 	tr, err := retryhttp.NewTransport(base, threeAttempts, opts...)
 	require.NoError(t, err)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://service.test/", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	require.NoError(t, err)
 	resp, err := tr.RoundTrip(req)
 	if err == nil {
+		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 	}
 	return end, hidden, err
@@ -252,4 +261,190 @@ func TestHTTP2ResendsAreSeenAndPaidFor(t *testing.T) {
 			assert.LessOrEqual(t, time.Since(start), time.Second, "stopped before Go's second backoff ends")
 		})
 	}
+}
+
+// h1Server is an HTTP/1.1 server on in-memory pipes that answers the
+// first request of each connection, keeping it alive, once idle conns
+// connections are open, and drops a connection when it is sent a second
+// request (it closed it as the request arrived): the connections a client
+// holds idle are all dead. It counts the requests that reached it.
+type h1Server struct {
+	ln       *pipeListener
+	idle     int
+	ready    chan struct{} // closed when idle first requests arrived
+	mu       sync.Mutex
+	firsts   int
+	conns    []net.Conn
+	requests atomic.Int64
+	wg       sync.WaitGroup
+	served   chan struct{}
+}
+
+func newH1Server(t *testing.T, idle int) (*h1Server, *http.Transport) {
+	s := &h1Server{ln: &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}, idle: idle, ready: make(chan struct{}), served: make(chan struct{})}
+	go func() { s.serve(); close(s.served) }()
+	tr := &http.Transport{DialContext: s.ln.dial, MaxIdleConnsPerHost: idle}
+	t.Cleanup(func() {
+		tr.CloseIdleConnections()
+		s.ln.Close()
+		<-s.served
+		s.mu.Lock()
+		for _, c := range s.conns {
+			c.Close()
+		}
+		s.mu.Unlock()
+		s.wg.Wait()
+	})
+	return s, tr
+}
+
+func (s *h1Server) serve() {
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			return
+		}
+		s.mu.Lock()
+		s.conns = append(s.conns, c)
+		s.mu.Unlock()
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			defer c.Close()
+			r := bufio.NewReader(c)
+			for n := 0; ; n++ {
+				req, err := http.ReadRequest(r)
+				if err != nil {
+					return
+				}
+				s.requests.Add(1)
+				if n > 0 {
+					return // dropped as the request arrived
+				}
+				s.mu.Lock()
+				if s.firsts++; s.firsts == s.idle {
+					close(s.ready)
+				}
+				s.mu.Unlock()
+				<-s.ready
+				io.Copy(io.Discard, req.Body)
+				if _, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"); err != nil {
+					return
+				}
+			}
+		}()
+	}
+}
+
+// warm opens the server's idle connections from tr, each with an answered
+// request, and leaves them idle in tr's pool.
+func (s *h1Server) warm(t *testing.T, tr *http.Transport) {
+	var wg sync.WaitGroup
+	for range s.idle {
+		wg.Go(func() {
+			resp, err := tr.RoundTrip(httptest.NewRequest(http.MethodGet, "http://service.test/", nil).WithContext(context.Background()))
+			if assert.NoError(t, err) {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		})
+	}
+	wg.Wait()
+	synctest.Wait()
+	s.requests.Store(0)
+}
+
+// TestHTTP1ReplaysAreSeenAndPaidFor: a GET through a pool of 5 idle
+// connections the server has dropped is replayed by net/http on each,
+// then sent on a new one that answers: 6 sends, 5 hidden resends seen
+// and told, one attempt. Under an empty budget the first replay is free
+// and the second is stopped as it asks for its connection: the request is
+// sent once more, and the call gives up budget_exhausted.
+func TestHTTP1ReplaysAreSeenAndPaidFor(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, base := newH1Server(t, 5)
+		srv.warm(t, base)
+		end, hidden, err := hiddenGetHTTP(t, base, retry.WithoutBudget())
+		require.NoError(t, err)
+		assert.Equal(t, int64(6), srv.requests.Load())
+		assert.Equal(t, 1, end.Attempts)
+		assert.True(t, end.HiddenSeen)
+		assert.Equal(t, 5, end.HiddenResends)
+		assert.Len(t, hidden, 5)
+	})
+	synctest.Test(t, func(t *testing.T) {
+		srv, base := newH1Server(t, 5)
+		srv.warm(t, base)
+		end, hidden, err := hiddenGetHTTP(t, base, retry.WithBudget(emptyBudget(t)))
+		var gu *retry.GiveUpError
+		require.ErrorAs(t, err, &gu)
+		assert.Equal(t, retry.BudgetExhausted, gu.Reason)
+		assert.Equal(t, int64(2), srv.requests.Load(), "sent once more, no more")
+		assert.Equal(t, 1, end.Attempts)
+		assert.Equal(t, 2, end.HiddenResends, "the free one, and the one refused")
+		assert.Len(t, hidden, 2)
+	})
+}
+
+// hiddenGetHTTP is hiddenGet of an http URL.
+func hiddenGetHTTP(t *testing.T, base http.RoundTripper, opts ...retry.Option) (retry.End, []retry.Event, error) {
+	return hiddenSend(t, base, "http://service.test/", 0, opts...)
+}
+
+// TestTheCallersTraceStillFires: the transport's trace is composed with
+// the one the caller put in the request's context, whose hooks still see
+// every connection: 6 GotConns for the request replayed on 5 dead
+// connections.
+func TestTheCallersTraceStillFires(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv, base := newH1Server(t, 5)
+		srv.warm(t, base)
+		var got int
+		ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { got++ }})
+		var end retry.End
+		tr, err := retryhttp.NewTransport(base, threeAttempts, retry.WithEnd(func(e retry.End) { end = e }))
+		require.NoError(t, err)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://service.test/", nil)
+		require.NoError(t, err)
+		resp, err := tr.RoundTrip(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, 6, got)
+		assert.Equal(t, 5, end.HiddenResends)
+	})
+}
+
+// TestALoopAboveSeesOneCall: a retry.Do of 3 attempts around a request
+// through a transport whose budget is empty, to an HTTP/2 server that
+// refuses every stream: the transport's one attempt is sent twice (its
+// free resend) and given up budget_exhausted, which reports, so the loop
+// above gives up retried_below after one call. 2 streams in all, where
+// without the transport's stop each of the loop's attempts would be 8.
+func TestALoopAboveSeesOneCall(t *testing.T) {
+	cert, pool := testCert(t)
+	synctest.Test(t, func(t *testing.T) {
+		srv, base := newH2Server(t, cert, pool, false)
+		tr, err := retryhttp.NewTransport(base, threeAttempts, retry.WithBudget(emptyBudget(t)))
+		require.NoError(t, err)
+		client := &http.Client{Transport: tr}
+		calls := 0
+		_, err = retry.Do(context.Background(), threeAttempts, func(ctx context.Context) (int, error) {
+			calls++
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://service.test/", nil)
+			if err != nil {
+				return 0, err
+			}
+			resp, err := client.Do(req)
+			if err != nil {
+				return 0, err
+			}
+			resp.Body.Close()
+			return resp.StatusCode, nil
+		})
+		var gu *retry.GiveUpError
+		require.ErrorAs(t, err, &gu)
+		assert.Equal(t, retry.RetriedBelow, gu.Reason)
+		assert.Equal(t, 1, calls)
+		assert.Equal(t, int64(2), srv.streams.Load())
+	})
 }
