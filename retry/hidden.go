@@ -34,6 +34,7 @@ type hidden struct {
 	failures int         // the call's failures before the attempt
 	n        atomic.Int32
 	watched  atomic.Bool
+	refused  atomic.Bool // the budget refused a resend
 }
 
 // HiddenResend tells the loop whose attempt ctx is (the context the loop
@@ -56,6 +57,9 @@ func HiddenResend(ctx context.Context) bool {
 	h.watched.Store(true)
 	n := h.n.Add(1)
 	ok := n == 1 || h.budget == nil || h.budget.Withdraw()
+	if !ok {
+		h.refused.Store(true)
+	}
 	if h.observe != nil {
 		h.observe(Event{Hidden: true, Failures: h.failures, Err: ErrHiddenResend, Context: a.Context})
 	}
@@ -89,4 +93,13 @@ func (c *config) endAttempt(a *attemptCtx) bool {
 	c.hiddenResends += int(a.hidden.n.Load())
 	c.hiddenSeen = c.hiddenSeen || a.hidden.watched.Load()
 	return below
+}
+
+// ResendRefused reports whether the loop's budget refused a hidden resend
+// of ctx's attempt (HiddenResend returned false): an adapter whose hook
+// runs before each send of the attempt (gRPC's per-call credentials, before
+// each stream's headers) fails every later one.
+func ResendRefused(ctx context.Context) bool {
+	a := enclosingOf(ctx)
+	return a != nil && a.hidden.refused.Load()
 }

@@ -42,7 +42,7 @@ func StreamClientInterceptor(s retrypolicy.Strategy, opts ...retry.Option) (grpc
 			return nil, err
 		}
 		once := own.disabled || !desc.ServerStreams || desc.ClientStreams || !c.isSafe(ctx, method)
-		return &retryStream{c: c, loop: loop, ctx: retry.NamedContext{Context: ctx, Name: method}, once: once, desc: desc, cc: cc, streamer: streamer, opts: rest}, nil
+		return &retryStream{c: c, loop: loop, ctx: retry.NamedContext{Context: ctx, Name: method}, once: once, desc: desc, cc: cc, streamer: streamer, opts: gated(rest[:len(rest):len(rest)])}, nil
 	}, nil
 }
 
