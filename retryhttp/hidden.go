@@ -59,16 +59,17 @@ func (c *call) watchAttempt(actx context.Context, req *http.Request, timer *atte
 	if !c.t.watched() {
 		return req, nil, timer
 	}
+	ctx := req.Context()
 	if timer == nil {
-		ctx, cancel := context.WithCancelCause(req.Context())
-		req = req.WithContext(ctx)
+		var cancel context.CancelCauseFunc
+		ctx, cancel = context.WithCancelCause(ctx)
 		timer = &attemptTimer{cancel: cancel}
 	}
 	w := watches.Get().(*watch)
 	w.trace = w.hooks
 	w.actx, w.stop = actx, timer.cancel
 	retry.WatchHidden(actx)
-	return req.WithContext(httptrace.WithClientTrace(req.Context(), &w.trace)), w, timer
+	return req.WithContext(httptrace.WithClientTrace(ctx, &w.trace)), w, timer // one copy of the request
 }
 
 // done ends the watch of an attempt that returned, and reports whether it

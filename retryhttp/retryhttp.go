@@ -580,6 +580,7 @@ type attemptTimer struct {
 	timer  *time.Timer // nil: no timeout, a context to stop a resend (watchAttempt)
 	cancel context.CancelCauseFunc
 	after  time.Duration // the timeout
+	closer cancelOnClose // the body closeWith hands the caller, made with the timer
 }
 
 // end ends the attempt's context, and reports whether its timer had
@@ -604,7 +605,8 @@ func (t *attemptTimer) closeWith(resp *http.Response) {
 	if _, ok := resp.Body.(io.Writer); ok || resp.Body == nil {
 		return
 	}
-	resp.Body = &cancelOnClose{resp.Body, t.cancel}
+	t.closer = cancelOnClose{resp.Body, t.cancel}
+	resp.Body = &t.closer
 }
 
 // cancelOnClose is a response body whose Close ends its attempt's
