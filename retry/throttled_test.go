@@ -243,3 +243,31 @@ func failing() uint64 {
 		}
 	}
 }
+
+// ExampleLoop_Admit: a Loop prepared once with a throttle for a
+// dependency; an adapter that opens a call before it runs the loop asks
+// the throttle with Admit first, and the loop keeps that decision.
+func ExampleLoop_Admit() {
+	throttle, err := NewThrottle(2, time.Minute)
+	if err != nil {
+		panic(err)
+	}
+	throttle.Seed(1) // for the same output on every run
+	loop, err := New[int](retrypolicy.Strategy{Kind: retrypolicy.None}, WithThrottle(throttle))
+	if err != nil {
+		panic(err)
+	}
+	opened, rejected := 0, 0
+	for range 100 {
+		ctx, ok := loop.Admit(context.Background())
+		if ok {
+			opened++ // the adapter opens the call here, then runs the loop
+		}
+		_, err := loop.Do(ctx, func(context.Context) (int, error) { return 0, errors.New("unavailable") })
+		if gu, isGiveUp := err.(*GiveUpError); isGiveUp && gu.Reason == Throttled {
+			rejected++
+		}
+	}
+	fmt.Println("opened:", opened, "rejected:", rejected)
+	// Output: opened: 7 rejected: 93
+}

@@ -153,3 +153,37 @@ func ExampleWithHostThrottles() {
 	fmt.Println("reached the server:", reached.Load(), "rejected:", rejected)
 	// Output: reached the server: 7 rejected: 43
 }
+
+// TestAnEntryWhoseThrottleRejectsIsNotEvicted: with the table full, new
+// hosts take the place of hosts whose throttle rejects nothing, never of
+// one whose throttle rejects: a down host stays throttled after 2,048 new
+// hosts (a fresh throttle would let its first 5 requests through).
+func TestAnEntryWhoseThrottleRejectsIsNotEvicted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newHostServer()
+		seed := uint64(0)
+		tr, err := retryhttp.NewTransport(srv, retrypolicy.Strategy{Kind: retrypolicy.None}, retry.WithoutBudget(),
+			retryhttp.WithHostThrottles(func() (*retry.Throttle, error) {
+				th, err := retry.NewThrottle(1, time.Minute)
+				seed++
+				th.Seed(seed)
+				return th, err
+			}))
+		require.NoError(t, err)
+		srv.status["down.test"] = 503
+		for range 20 {
+			throttleGet(t, tr, "http://down.test/")
+		}
+		for i := range retryhttp.MaxHosts - 1 {
+			hostGet(t, tr, fmt.Sprintf("http://h%d.test/", i))
+		}
+		for i := range 2 * retryhttp.MaxHosts {
+			hostGet(t, tr, fmt.Sprintf("http://r%d.test/", i))
+		}
+		clear(srv.sent)
+		for range 5 {
+			throttleGet(t, tr, "http://down.test/")
+		}
+		assert.Less(t, srv.sent["down.test"], 5, "still throttled")
+	})
+}
