@@ -25,10 +25,11 @@ import (
 // that nothing is written on it.
 
 // watch is one attempt's trace of its connections. Watches are pooled:
-// its hooks are made once.
+// its hooks are made once, and its trace is never written after, since
+// net/http may read it after the attempt returned (a PutIdleConn as the
+// caller closes the body).
 type watch struct {
-	trace httptrace.ClientTrace // the hooks, composed with the caller's by WithClientTrace
-	hooks httptrace.ClientTrace // GetConn and GotConn, bound to the watch
+	trace httptrace.ClientTrace // GetConn and GotConn, bound to the watch
 
 	mu      sync.Mutex
 	actx    context.Context // the attempt's, for the loop; nil once the attempt returned
@@ -40,7 +41,7 @@ type watch struct {
 
 var watches = sync.Pool{New: func() any {
 	w := &watch{}
-	w.hooks = httptrace.ClientTrace{GetConn: w.getConn, GotConn: w.gotConn}
+	w.trace = httptrace.ClientTrace{GetConn: w.getConn, GotConn: w.gotConn}
 	return w
 }}
 
@@ -66,10 +67,17 @@ func (c *call) watchAttempt(actx context.Context, req *http.Request, timer *atte
 		timer = &attemptTimer{cancel: cancel}
 	}
 	w := watches.Get().(*watch)
-	w.trace = w.hooks
+	w.mu.Lock()
 	w.actx, w.stop = actx, timer.cancel
+	w.mu.Unlock()
 	retry.WatchHidden(actx)
-	return req.WithContext(httptrace.WithClientTrace(ctx, &w.trace)), w, timer // one copy of the request
+	trace := &w.trace
+	if httptrace.ContextClientTrace(ctx) != nil {
+		// The caller's own trace: WithClientTrace composes it into the one
+		// it is given, which is then the request's alone.
+		trace = &httptrace.ClientTrace{GetConn: w.trace.GetConn, GotConn: w.trace.GotConn}
+	}
+	return req.WithContext(httptrace.WithClientTrace(ctx, trace)), w, timer // one copy of the request
 }
 
 // done ends the watch of an attempt that returned, and reports whether it

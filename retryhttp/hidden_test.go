@@ -448,3 +448,47 @@ func TestALoopAboveSeesOneCall(t *testing.T) {
 		assert.Equal(t, int64(2), srv.streams.Load())
 	})
 }
+
+// TestWatchesUnderConcurrency: requests from several goroutines at once,
+// each with a trace of its own that counts its connections and the
+// connections it puts back idle (as the body is closed, after the
+// attempt returned), see one each and no resend, without a data race (go
+// test -race): a watch handed to another request never changes a trace
+// net/http may still read.
+func TestWatchesUnderConcurrency(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := newPipeServer(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") }))
+		var resends atomic.Int64
+		var seen atomic.Int64
+		tr, err := retryhttp.NewTransport(p.Transport, threeAttempts, retry.WithEnd(func(e retry.End) {
+			resends.Add(int64(e.HiddenResends))
+			if e.HiddenSeen {
+				seen.Add(1)
+			}
+		}))
+		require.NoError(t, err)
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() {
+				for range 25 {
+					var got, idle int
+					ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{
+						GotConn:     func(httptrace.GotConnInfo) { got++ },
+						PutIdleConn: func(error) { idle++ },
+					})
+					req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.URL, nil)
+					require.NoError(t, err)
+					resp, err := tr.RoundTrip(req)
+					require.NoError(t, err)
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					assert.Equal(t, 1, got)
+					assert.LessOrEqual(t, idle, 1)
+				}
+			})
+		}
+		wg.Wait()
+		assert.Zero(t, resends.Load())
+		assert.Equal(t, int64(100), seen.Load())
+	})
+}
