@@ -92,6 +92,15 @@
 // and the transport gives up with the reason Throttled. An entry is
 // evicted only when its budget is full and its throttle rejects nothing.
 //
+// Over net/http's [http.Transport], each attempt is watched for the
+// resends net/http makes on its own (a replay on a new connection when a
+// reused one proves dead; an HTTP/2 stream sent again after a
+// REFUSED_STREAM or a GOAWAY): each is told to the observers
+// (retry.Event.Hidden) and counted (retry.End.HiddenResends), an
+// attempt's first is free, and each later one withdraws from the budget
+// and is stopped before it is written when the budget refuses; see
+// retry.HiddenResend. The caller's own httptrace still fires.
+//
 // A strategy that never gives up (unless_stopped, the default) retries
 // until the request's context ends: give requests a deadline
 // ([http.Client.Timeout] does) or use a bounded strategy.
