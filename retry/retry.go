@@ -73,7 +73,8 @@ type Event struct {
 // layer above takes over (Deferred), a wait a server asked beyond the
 // loop's limit (RetryAfterTooLong: never retried sooner than asked), a
 // next retry due past the context's deadline (Do returns at once rather
-// than sleep into it), or a spent budget. Marks are read through every
+// than sleep into it), or a spent budget; before all these, a throttle
+// (WithThrottle) may reject the call unsent (Throttled). Marks are read through every
 // branch of a joined error. An invalid strategy is a
 // *retrypolicy.ValidationError, and an invalid option (one of an adapter's,
 // a nil hook, WithBudget beside WithoutBudget) an error naming it, before
