@@ -78,7 +78,8 @@ type Instruments struct {
 	decisions metric.Int64Counter
 	attempts  metric.Int64Histogram
 	tokens    metric.Float64ObservableGauge
-	events    int // the retries of a call that get a span event each
+	hidden    metric.Int64Counter // retrypolicy.hidden_resends
+	events    int                 // the retries of a call that get a span event each
 }
 
 // DefaultSpanEvents is how many retries of a call get a span event
@@ -156,6 +157,9 @@ func New(opts ...Option) (*Instruments, error) {
 		if err != nil {
 			return nil, err
 		}
+	}
+	if err := in.newHidden(); err != nil {
+		return nil, err
 	}
 	return in, nil
 }
@@ -254,6 +258,10 @@ func (o *operations) recorder(ctx context.Context) (c *call, own bool) {
 }
 
 func (o *operations) retried(e retry.Event) {
+	if e.Hidden {
+		o.hiddenResend(e)
+		return
+	}
 	c, _ := o.recorder(e.Context)
 	c.retried(e)
 }

@@ -16,7 +16,8 @@
 // [Reason]): a fatal decision, an error marked [Permanent], the context
 // done, an attempt retried below, a wait a queue's job takes over, a retry
 // due past the context's deadline, a server asking for a wait beyond the
-// loop's limit, or a spent [Budget]. An error marked with [After] waits at
+// loop's limit, a spent [Budget], or a call its [Throttle] rejected
+// unsent ([WithThrottle]). An error marked with [After] waits at
 // least what a server asked: never sooner. The
 // options ([Option]) observe each retry and the end, share a budget, bound
 // each attempt, fix the jitter's seed or make it full; a list gives each

@@ -45,11 +45,14 @@ const (
 	// than asked; GiveUpError.Wait holds the wait asked, and a loop above
 	// reads it as an After mark (AfterWait), so that it waits as long.
 	RetryAfterTooLong Reason = 9
+	// Throttled: the loop's throttle (WithThrottle) rejected the call
+	// before its first attempt, which was not sent.
+	Throttled Reason = 10
 )
 
 // reasonNames are the reasons' names, by value.
 var reasonNames = [...]string{"", "strategy_none", "attempts_exhausted", "not_retryable", "context_done", "past_deadline", "budget_exhausted",
-	"retried_below", "deferred", "retry_after_too_long"}
+	"retried_below", "deferred", "retry_after_too_long", "throttled"}
 
 // String returns the reason's name ("not_retryable"), "" for the zero
 // Reason, or "Reason(N)".

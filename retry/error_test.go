@@ -14,7 +14,7 @@ import (
 // (and not at all); a fatal decision's reason converts to the Reason of
 // the same name.
 func TestReasonsEncodeAsTheirNames(t *testing.T) {
-	for i, name := range []string{"strategy_none", "attempts_exhausted", "not_retryable", "context_done", "past_deadline", "budget_exhausted", "retried_below", "deferred", "retry_after_too_long"} {
+	for i, name := range []string{"strategy_none", "attempts_exhausted", "not_retryable", "context_done", "past_deadline", "budget_exhausted", "retried_below", "deferred", "retry_after_too_long", "throttled"} {
 		r := Reason(i + 1)
 		assert.Equal(t, name, r.String())
 		text, err := r.MarshalText()
@@ -25,8 +25,8 @@ func TestReasonsEncodeAsTheirNames(t *testing.T) {
 		assert.Equal(t, r, back)
 	}
 	assert.Equal(t, "", Reason(0).String())
-	assert.Equal(t, "Reason(10)", Reason(10).String())
-	_, err := Reason(10).MarshalText()
+	assert.Equal(t, "Reason(11)", Reason(11).String())
+	_, err := Reason(11).MarshalText()
 	assert.Error(t, err)
 	back := NotRetryable
 	assert.Error(t, back.UnmarshalText([]byte("Not_Retryable")))

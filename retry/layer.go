@@ -44,6 +44,8 @@ type attemptCtx struct {
 	ended bool                        // the attempt was cancelled
 	inner atomic.Pointer[cancellable] // made by the first Done
 
+	hidden hidden // its hidden resends
+
 	bound *time.Time // the attempt's own deadline (WithAttemptTimeout), nil for none; last, for the size
 }
 

@@ -97,12 +97,13 @@ func TestReasonsStoredFormsAreStable(t *testing.T) {
 		{7, RetriedBelow, "retried_below"},
 		{8, Deferred, "deferred"},
 		{9, RetryAfterTooLong, "retry_after_too_long"},
+		{10, Throttled, "throttled"},
 	} {
 		assert.Equal(t, c.stored, byte(c.r), c.name)
 		assert.Equal(t, c.name, c.r.String())
 	}
-	_, err := Reason(10).MarshalText()
-	assert.EqualError(t, err, "retry: no reason 10", "a number past the last has no name")
+	_, err := Reason(11).MarshalText()
+	assert.EqualError(t, err, "retry: no reason 11", "a number past the last has no name")
 	for n := 1; n < 256; n++ {
 		core := retrypolicy.Reason(n)
 		name, err := core.MarshalText()

@@ -45,6 +45,7 @@ const (
 	kindFullJitter
 	kindAttemptTimeout
 	kindStart // a hook, but one adapters ask about (IsStart)
+	kindThrottle
 )
 
 // single reports whether k is a setting of one value.
@@ -80,6 +81,9 @@ type config struct {
 	attemptTimeout time.Duration
 	budget         *Budget
 	noBudget       bool
+	throttle       *Throttle // WithThrottle's, nil for none
+	hiddenResends  int       // the attempts' hidden resends so far
+	hiddenSeen     bool      // an adapter saw an attempt's hidden resends
 	seed           uint64
 	seeded         bool
 	fullJitter     bool

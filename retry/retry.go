@@ -23,6 +23,16 @@ type End struct {
 	Took time.Duration
 	// Context is the call's context, as WithStart made it.
 	Context context.Context
+	// HiddenResends counts the sends of the call's attempts that their
+	// transport made on its own, out of the loop's sight (see
+	// HiddenResend): none of them is an attempt. It is known only when
+	// HiddenSeen is true.
+	HiddenResends int
+	// HiddenSeen reports whether the adapter saw the attempts' hidden
+	// resends (a retryhttp transport over net/http's; retrygrpc with its
+	// stats handler, WithHiddenResends): when false, HiddenResends is 0
+	// because none could be seen, not because none were made.
+	HiddenSeen bool
 }
 
 // Event is a retry about to happen; or, with Failures 0, what an adapter
@@ -43,6 +53,11 @@ type Event struct {
 	// Context is the call's context, as WithStart made it (not the
 	// attempt's).
 	Context context.Context
+	// Hidden reports that the event is a hidden resend, not a retry: the
+	// attempt's transport sent it again on its own (see HiddenResend).
+	// Failures then counts the failures before the attempt, Err is
+	// ErrHiddenResend, and Decision, Wait and Wake are zero.
+	Hidden bool
 }
 
 // Do calls op until it succeeds, deciding each retry as a scheduler would:
@@ -58,7 +73,8 @@ type Event struct {
 // layer above takes over (Deferred), a wait a server asked beyond the
 // loop's limit (RetryAfterTooLong: never retried sooner than asked), a
 // next retry due past the context's deadline (Do returns at once rather
-// than sleep into it), or a spent budget. Marks are read through every
+// than sleep into it), or a spent budget; before all these, a throttle
+// (WithThrottle) may reject the call unsent (Throttled). Marks are read through every
 // branch of a joined error. An invalid strategy is a
 // *retrypolicy.ValidationError, and an invalid option (one of an adapter's,
 // a nil hook, WithBudget beside WithoutBudget) an error naming it, before
@@ -101,14 +117,14 @@ func call[T any](ctx context.Context, s *retrypolicy.Strategy, cfg *config, op f
 	}
 	v, err := loop(ctx, s, cfg, op)
 	gaveUp, _ := err.(*GiveUpError)
-	if gaveUp != nil && (cfg.calls > 1 || !cfg.quiet && (gaveUp.Reason == RetriedBelow || gaveUp.Reason == Deferred || gaveUp.Reason == BudgetExhausted)) {
+	if gaveUp != nil && (cfg.calls > 1 || !cfg.quiet && (gaveUp.Reason == RetriedBelow || gaveUp.Reason == Deferred || gaveUp.Reason == BudgetExhausted || gaveUp.Reason == Throttled)) {
 		gaveUp.reported = true
 		if up != nil {
 			up.report()
 		}
 	}
 	if cfg.end != nil {
-		cfg.end(End{Attempts: cfg.calls, GaveUp: gaveUp, Took: time.Since(begin), Context: ctx})
+		cfg.end(End{Attempts: cfg.calls, GaveUp: gaveUp, Took: time.Since(begin), Context: ctx, HiddenResends: cfg.hiddenResends, HiddenSeen: cfg.hiddenSeen})
 	}
 	return v, err
 }
@@ -127,8 +143,8 @@ type failure struct {
 // loop is Do's loop, for a valid strategy and its options.
 func loop[T any](ctx context.Context, s *retrypolicy.Strategy, cfg *config, op func(context.Context) (T, error)) (T, error) {
 	var zero T
-	if cfg.budget != nil {
-		cfg.budget.Start()
+	if gu := cfg.admit(ctx); gu != nil {
+		return zero, gu
 	}
 	var h *retrypolicy.History
 	var timer *time.Timer
@@ -151,13 +167,13 @@ func loop[T any](ctx context.Context, s *retrypolicy.Strategy, cfg *config, op f
 		// Each attempt is a context of its own, so that a report made
 		// through an earlier one after it returned (a goroutine left
 		// behind) counts for none.
-		attempt := newAttempt(ctx)
+		attempt := cfg.startAttempt(ctx, failures-1)
 		if cfg.attemptTimeout > 0 {
 			attempt.limit(cfg.attemptTimeout)
 		}
-		cfg.calls++
+		cfg.sent()
 		v, opErr := op(attempt)
-		below := attempt.end()
+		below := cfg.endAttempt(attempt)
 		attempt.cancel() // what the attempt left waiting on its context ends
 		if opErr == nil {
 			cfg.endedWell()
@@ -184,10 +200,14 @@ func loop[T any](ctx context.Context, s *retrypolicy.Strategy, cfg *config, op f
 	}
 }
 
-// endedWell deposits into the budget, if any: the call ended well.
+// endedWell deposits into the budget, if any: the call ended well; and
+// its last attempt is an accept for the throttle, if any.
 func (c *config) endedWell() {
 	if c.budget != nil {
 		c.budget.Deposit()
+	}
+	if c.throttle != nil {
+		c.throttle.Accept()
 	}
 }
 

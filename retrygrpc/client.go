@@ -84,7 +84,7 @@ func UnaryClientInterceptor(s retrypolicy.Strategy, opts ...retry.Option) (grpc.
 			u.loop = loop
 		}
 		u.once = own.disabled
-		u.opts = append(append(u.buf[:0], rest...), grpc.Trailer(&u.trailer))
+		u.opts = gated(append(append(u.buf[:0], rest...), grpc.Trailer(&u.trailer)))
 		return u.run()
 	}, nil
 }
@@ -125,7 +125,7 @@ type unaryCall struct {
 	cc         *grpc.ClientConn
 	invoker    grpc.UnaryInvoker
 	opts       []grpc.CallOption // the caller's, and the trailer's
-	buf        [4]grpc.CallOption
+	buf        [5]grpc.CallOption
 	trailer    metadata.MD
 	sent       int
 }

@@ -60,6 +60,12 @@
 // response message. Every call is named by its method ([retry.CallName])
 // for the loop's hooks.
 //
+// grpc-go retries a call transparently, below the interceptors, while its
+// stream never reached the server's application; [WithHiddenResends], a
+// dial option, shows each such resend to the call's loop, which counts
+// it, and charges and stops those past an attempt's first to its budget.
+// retry.WithThrottle gives the interceptors a client-side throttle.
+//
 // # Retrying at one layer
 //
 // Retries multiply across layers: four services that each make 3

@@ -42,7 +42,7 @@ func StreamClientInterceptor(s retrypolicy.Strategy, opts ...retry.Option) (grpc
 			return nil, err
 		}
 		once := own.disabled || !desc.ServerStreams || desc.ClientStreams || !c.isSafe(ctx, method)
-		return &retryStream{c: c, loop: loop, ctx: retry.NamedContext{Context: ctx, Name: method}, once: once, desc: desc, cc: cc, streamer: streamer, opts: rest}, nil
+		return &retryStream{c: c, loop: loop, ctx: retry.NamedContext{Context: ctx, Name: method}, once: once, desc: desc, cc: cc, streamer: streamer, opts: gated(rest[:len(rest):len(rest)])}, nil
 	}, nil
 }
 
@@ -144,7 +144,7 @@ func (s *retryStream) passing() (grpc.ClientStream, error) {
 	case s.failed != nil:
 		return nil, s.failed
 	}
-	if err := s.open(&s.ctx); err != nil {
+	if err := s.openFirst(); err != nil {
 		s.failed = err
 		return nil, err
 	}
@@ -159,7 +159,7 @@ func (s *retryStream) Header() (metadata.MD, error) {
 	s.mu.Lock()
 	var err error
 	if s.cur == nil && !s.done && s.failed == nil {
-		if err = s.open(&s.ctx); err != nil {
+		if err = s.openFirst(); err != nil {
 			s.timer.end() // the first message's loop opens the next attempt
 			if s.once {
 				s.failed = err // and a stream sent once is not opened again

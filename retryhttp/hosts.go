@@ -58,29 +58,33 @@ func lowerASCII(s string) string {
 	return s
 }
 
-// hostEntry is a host's loop: the transport's, with the host's budget.
+// hostEntry is a host's loop: the transport's, with the host's budget
+// and throttle.
 type hostEntry struct {
-	loop   *retry.Loop[*http.Response]
-	budget *retry.Budget // nil: the overflow entry's, shared
-	full   float64       // the budget's Tokens when it was made: full
+	loop     *retry.Loop[*http.Response]
+	budget   *retry.Budget   // nil: the overflow entry's, shared, or the transport's
+	full     float64         // the budget's Tokens when it was made: full
+	throttle *retry.Throttle // nil: none per host, or the overflow entry's
 }
 
-// hostTable holds each host's budget, by hostKey: at most MaxHosts
-// entries, and an overflow entry that the hosts beyond them share.
+// hostTable holds each host's budget and throttle, by hostKey: at most
+// MaxHosts entries, and an overflow entry that the hosts beyond them
+// share.
 type hostTable struct {
-	newBudget func() (*retry.Budget, error)
-	shared    *retry.Loop[*http.Response] // the transport's, naming no budget
-	overflow  *hostEntry
+	newBudget   func() (*retry.Budget, error)   // nil: the transport's budget, or none
+	newThrottle func() (*retry.Throttle, error) // nil: no throttle
+	shared      *retry.Loop[*http.Response]     // the transport's, naming no budget unless newBudget is nil
+	overflow    *hostEntry
 
 	mu     sync.RWMutex
 	byHost map[hostKey]*hostEntry
 }
 
 // newHostTable returns the table of the hosts of a transport whose loop
-// is shared, making its overflow budget with newBudget: an error when
-// newBudget fails or makes none.
-func newHostTable(newBudget func() (*retry.Budget, error), shared *retry.Loop[*http.Response]) (*hostTable, error) {
-	h := &hostTable{newBudget: newBudget, shared: shared, byHost: make(map[hostKey]*hostEntry)}
+// is shared, making its overflow entry with newBudget and newThrottle (either
+// may be nil): an error when one fails or makes nothing.
+func newHostTable(newBudget func() (*retry.Budget, error), newThrottle func() (*retry.Throttle, error), shared *retry.Loop[*http.Response]) (*hostTable, error) {
+	h := &hostTable{newBudget: newBudget, newThrottle: newThrottle, shared: shared, byHost: make(map[hostKey]*hostEntry)}
 	e, err := h.entry()
 	if err != nil {
 		return nil, err
@@ -92,20 +96,37 @@ func newHostTable(newBudget func() (*retry.Budget, error), shared *retry.Loop[*h
 // errNoBudget is a host budget's constructor that made none.
 var errNoBudget = errors.New("the function made no budget")
 
-// entry returns a new entry, its budget made by newBudget.
+// entry returns a new entry, its budget made by newBudget and its
+// throttle by newThrottle; the error of a throttle's constructor is a
+// *throttleError.
 func (h *hostTable) entry() (*hostEntry, error) {
-	b, err := h.newBudget()
-	switch {
-	case err != nil:
-		return nil, err
-	case b == nil:
-		return nil, errNoBudget
+	e := &hostEntry{}
+	var opts []retry.Option
+	if h.newBudget != nil {
+		b, err := h.newBudget()
+		switch {
+		case err != nil:
+			return nil, err
+		case b == nil:
+			return nil, errNoBudget
+		}
+		e.budget, e.full = b, b.Tokens()
+		opts = append(opts, retry.WithBudget(b)) // the shared loop names no budget: NewTransport checked
 	}
-	l, err := h.shared.With(retry.WithBudget(b)) // the shared loop names no budget: NewTransport checked
+	if h.newThrottle != nil {
+		th, err := newThrottle(h.newThrottle)
+		if err != nil {
+			return nil, err
+		}
+		e.throttle = th
+		opts = append(opts, retry.WithThrottle(th))
+	}
+	l, err := h.shared.With(opts...)
 	if err != nil {
 		return nil, err
 	}
-	return &hostEntry{loop: l, budget: b, full: b.Tokens()}, nil
+	e.loop = l
+	return e, nil
 }
 
 // HostBudgetError is a host's budget that the transport could not make:
@@ -149,7 +170,7 @@ func (h *hostTable) loop(req *http.Request) *retry.Loop[*http.Response] {
 func (h *hostTable) add(k hostKey, req *http.Request) *retry.Loop[*http.Response] {
 	e, err := h.place(k)
 	if err != nil {
-		h.shared.Observe(retry.Event{Err: &HostBudgetError{Host: k.String(), Err: err}, Context: req.Context()})
+		h.shared.Observe(retry.Event{Err: hostError(k, err), Context: req.Context()})
 	}
 	return e.loop
 }
@@ -175,14 +196,15 @@ func (h *hostTable) place(k hostKey) (*hostEntry, error) {
 }
 
 // evict removes an entry that holds nothing a host could lose: one that
-// shares the overflow budget, or whose budget is full. It reports false
-// when every entry's budget has been drawn on, so that a new host shares
-// the overflow budget rather than take a drained one's place (a chain of
-// redirects to new names cannot launder a budget, nor starve other hosts).
-// h.mu is held.
+// shares the overflow entry, or whose budget is full and whose throttle
+// rejects nothing. It reports false when every entry's budget has been
+// drawn on or its throttle rejects, so that a new host shares the
+// overflow entry rather than take such a one's place (a chain of
+// redirects to new names cannot launder a budget or a throttle, nor
+// starve other hosts). h.mu is held.
 func (h *hostTable) evict() bool {
 	for k, e := range h.byHost {
-		if e.budget == nil || e.budget.Tokens() >= e.full {
+		if (e.budget == nil || e.budget.Tokens() >= e.full) && (e.throttle == nil || e.throttle.Rejection() == 0) {
 			delete(h.byHost, k)
 			return true
 		}

@@ -87,6 +87,20 @@
 // never forgotten (a chain of redirects to new names cannot launder it)
 // and a crowd of new names cannot take the budgets of the hosts in use.
 //
+// [WithHostThrottles] gives each host, in the same table, a client-side
+// throttle of its own (off by default): a request it rejects is not sent,
+// and the transport gives up with the reason Throttled. An entry is
+// evicted only when its budget is full and its throttle rejects nothing.
+//
+// Over net/http's [http.Transport], each attempt is watched for the
+// resends net/http makes on its own (a replay on a new connection when a
+// reused one proves dead; an HTTP/2 stream sent again after a
+// REFUSED_STREAM or a GOAWAY): each is told to the observers
+// (retry.Event.Hidden) and counted (retry.End.HiddenResends), an
+// attempt's first is free, and each later one withdraws from the budget
+// and is stopped before it is written when the budget refuses; see
+// retry.HiddenResend. The caller's own httptrace still fires.
+//
 // A strategy that never gives up (unless_stopped, the default) retries
 // until the request's context ends: give requests a deadline
 // ([http.Client.Timeout] does) or use a bounded strategy.
@@ -132,10 +146,11 @@ type Transport struct {
 
 // config is what the transport's own options set.
 type config struct {
-	transient  func(*http.Response, error) bool
-	noSignals  bool
-	hostBudget func() (*retry.Budget, error) // makes a host's budget, nil unless per host
-	err        string                        // the first option that is invalid, and why
+	transient    func(*http.Response, error) bool
+	noSignals    bool
+	hostBudget   func() (*retry.Budget, error)   // makes a host's budget, nil unless per host
+	hostThrottle func() (*retry.Throttle, error) // makes a host's throttle, nil for none
+	err          string                          // the first option that is invalid, and why
 }
 
 // The transport's settings, each of one value.
@@ -210,7 +225,8 @@ type attemptKey struct{}
 // options (retry.WithBudget, retry.WithObserver, retry.WithEnd,
 // retry.WithWaitLimit, retry.WithFullJitter, retry.WithNestedRetries,
 // retry.WithAttemptTimeout, ..., and otelretry's) beside its own
-// (WithClassifier, WithoutServerSignals, WithHostBudgets). It returns the
+// (WithClassifier, WithoutServerSignals, WithHostBudgets,
+// WithHostThrottles). It returns the
 // strategy's *retrypolicy.ValidationError when s is invalid, and an error
 // naming the option when an option is invalid, is another adapter's,
 // gives a setting of one value twice, or conflicts with another (naming
@@ -251,8 +267,11 @@ func NewTransport(base http.RoundTripper, s retrypolicy.Strategy, opts ...retry.
 		// stops when most of its calls fail.
 		c.hostBudget = func() (*retry.Budget, error) { return retry.DefaultBudget(), nil }
 	}
-	if c.hostBudget != nil {
-		if t.hosts, err = newHostTable(c.hostBudget, t.loop); err != nil {
+	if c.hostBudget != nil || c.hostThrottle != nil {
+		if t.hosts, err = newHostTable(c.hostBudget, c.hostThrottle, t.loop); err != nil {
+			if _, ok := err.(*throttleError); ok {
+				named = "retryhttp.WithHostThrottles"
+			}
 			return nil, errors.New("retryhttp: " + named + ": " + err.Error())
 		}
 	}
@@ -264,6 +283,9 @@ func NewTransport(base http.RoundTripper, s retrypolicy.Strategy, opts ...retry.
 func (c *config) check(loopOpts []retry.Option) error {
 	if c.err != "" {
 		return errors.New("retryhttp: " + c.err)
+	}
+	if err := checkThrottles(loopOpts); err != nil {
+		return err
 	}
 	if c.hostBudget == nil {
 		return nil
@@ -443,13 +465,16 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	if c.timeout > 0 {
 		req, timer = withTimeout(req, c.timeout)
 	}
+	var w *watch
+	req, w, timer = c.watchAttempt(ctx, req, timer)
 	resp, err := c.t.base.RoundTrip(req)
 	if err != nil {
 		if resp != nil && resp.Body != nil {
 			resp.Body.Close() // a transport's error and a response both: the error is the outcome
 		}
-		return nil, c.failed(ctx, err, timer)
+		return nil, c.failed(ctx, stoppedError(w.done(), err), timer)
 	}
+	w.done()
 	if timer != nil {
 		timer.closeWith(resp)
 	}
@@ -518,7 +543,7 @@ func (c *call) failed(ctx context.Context, err error, timer *attemptTimer) error
 		return err // the loop's context is done: it gives up as ContextDone
 	}
 	switch {
-	case !c.t.transient(nil, err):
+	case !errors.Is(err, retry.ErrResendRefused) && !c.t.transient(nil, err):
 		return retry.Permanent(err)
 	case !c.resend:
 		return retry.PermanentFailure(err) // transient, but the request may not be sent again
@@ -561,15 +586,16 @@ var errAttemptTimeout = errors.New("retryhttp: attempt timed out")
 
 // attemptTimer bounds an attempt under retry.WithAttemptTimeout.
 type attemptTimer struct {
-	timer  *time.Timer
+	timer  *time.Timer // nil: no timeout, a context to stop a resend (watchAttempt)
 	cancel context.CancelCauseFunc
 	after  time.Duration // the timeout
+	closer cancelOnClose // the body closeWith hands the caller, made with the timer
 }
 
 // end ends the attempt's context, and reports whether its timer had
 // fired.
 func (t *attemptTimer) end() bool {
-	fired := !t.timer.Stop()
+	fired := t.timer != nil && !t.timer.Stop()
 	t.cancel(nil)
 	return fired
 }
@@ -577,7 +603,7 @@ func (t *attemptTimer) end() bool {
 // stop stops the timer, for a response handed to the caller: its context
 // then ends when the body is closed. A nil timer is no timer.
 func (t *attemptTimer) stop() {
-	if t != nil {
+	if t != nil && t.timer != nil {
 		t.timer.Stop()
 	}
 }
@@ -588,7 +614,8 @@ func (t *attemptTimer) closeWith(resp *http.Response) {
 	if _, ok := resp.Body.(io.Writer); ok || resp.Body == nil {
 		return
 	}
-	resp.Body = &cancelOnClose{resp.Body, t.cancel}
+	t.closer = cancelOnClose{resp.Body, t.cancel}
+	resp.Body = &t.closer
 }
 
 // cancelOnClose is a response body whose Close ends its attempt's

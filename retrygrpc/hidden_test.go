@@ -1,0 +1,160 @@
+package retrygrpc_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/retrypolicy/retrypolicy/retry"
+	"github.com/retrypolicy/retrypolicy/retrygrpc"
+)
+
+// refusing is an HTTP/2 server on in-memory pipes, written frame by
+// frame, that answers every stream with a REFUSED_STREAM: the stream was
+// not processed, so grpc-go retries it transparently. It counts the
+// streams that reached it.
+type refusing struct {
+	streams atomic.Int64
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	conns   []net.Conn
+}
+
+func (s *refusing) dial(context.Context, string) (net.Conn, error) {
+	near, far := net.Pipe()
+	s.mu.Lock()
+	s.conns = append(s.conns, far)
+	s.mu.Unlock()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.serve(far)
+	}()
+	return near, nil
+}
+
+func (s *refusing) close() {
+	s.mu.Lock()
+	for _, c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+}
+
+// serve reads the preface and each frame, writing through a goroutine of
+// its own so that it never blocks on a pipe the client writes to.
+func (s *refusing) serve(conn net.Conn) {
+	defer conn.Close()
+	out := make(chan []byte, 64)
+	wrote := make(chan struct{})
+	go func() {
+		defer close(wrote)
+		for b := range out {
+			if _, err := conn.Write(b); err != nil {
+				break
+			}
+		}
+		for range out {
+		}
+	}()
+	defer func() { close(out); <-wrote }()
+	write := func(kind, flags byte, id uint32, payload []byte) {
+		b := make([]byte, 9, 9+len(payload))
+		b[0], b[1], b[2] = byte(len(payload)>>16), byte(len(payload)>>8), byte(len(payload))
+		b[3], b[4] = kind, flags
+		binary.BigEndian.PutUint32(b[5:], id)
+		out <- append(b, payload...)
+	}
+	r := bufio.NewReader(conn)
+	if _, err := io.ReadFull(r, make([]byte, 24)); err != nil {
+		return
+	}
+	write(4, 0, 0, nil)
+	head := make([]byte, 9)
+	for {
+		if _, err := io.ReadFull(r, head); err != nil {
+			return
+		}
+		n := int(head[0])<<16 | int(head[1])<<8 | int(head[2])
+		kind, flags, id := head[3], head[4], binary.BigEndian.Uint32(head[5:])&0x7fffffff
+		payload := make([]byte, n)
+		if _, err := io.ReadFull(r, payload); err != nil {
+			return
+		}
+		switch {
+		case kind == 4 && flags&1 == 0:
+			write(4, 1, 0, nil)
+		case kind == 6 && flags&1 == 0:
+			write(6, 1, 0, payload)
+		case kind == 1:
+			s.streams.Add(1)
+			write(3, 0, id, []byte{0, 0, 0, 7}) // RST_STREAM REFUSED_STREAM
+		}
+	}
+}
+
+// refusedCall makes one Check through an interceptor of bounded(3) with
+// opts to a refusing server, the dial options given, and returns how it
+// ended and the streams that reached the server.
+func refusedCall(t *testing.T, dopts []grpc.DialOption, opts ...retry.Option) (retry.End, int, error) {
+	t.Helper()
+	srv := &refusing{}
+	defer srv.close()
+	var end retry.End
+	// A refused stream's status is Unavailable, or at times Unknown (an
+	// EOF grpc-go meets as the stream is reset while it sends): both
+	// retried, so that the loop's attempts do not depend on which.
+	unary, err := retrygrpc.UnaryClientInterceptor(bounded(3), append(opts, retrygrpc.WithSafeMethods(checkMethod),
+		retrygrpc.WithCodes(codes.Unavailable, codes.Unknown), retry.WithEnd(func(e retry.End) { end = e }))...)
+	require.NoError(t, err)
+	cc, err := grpc.NewClient("passthrough:///refusing", append([]grpc.DialOption{
+		grpc.WithContextDialer(srv.dial), grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithUnaryInterceptor(unary), grpc.WithDisableRetry()}, dopts...)...)
+	require.NoError(t, err)
+	err = check(context.Background(), cc)
+	cc.Close()
+	return end, int(srv.streams.Load()), err
+}
+
+// TestTransparentRetriesAreSeenWithTheDialOption: against a server that
+// refuses every stream, grpc-go sends each of the loop's 3 attempts twice
+// (a transparent retry, retries disabled): 6 streams. With
+// WithHiddenResends the end counts the 3 resends and says they were seen;
+// without it, it says they were not seen, never that there were none.
+// Under an empty budget the one attempt's resend is free: 2 streams, and
+// the loop gives up budget_exhausted.
+func TestTransparentRetriesAreSeenWithTheDialOption(t *testing.T) {
+	end, streams, err := refusedCall(t, []grpc.DialOption{retrygrpc.WithHiddenResends()}, retry.WithoutBudget())
+	assert.Error(t, err)
+	assert.Equal(t, 6, streams)
+	assert.Equal(t, 3, end.Attempts)
+	assert.True(t, end.HiddenSeen)
+	assert.Equal(t, 3, end.HiddenResends)
+
+	end, streams, _ = refusedCall(t, nil, retry.WithoutBudget())
+	assert.Equal(t, 6, streams)
+	assert.False(t, end.HiddenSeen, "not seen")
+	assert.Zero(t, end.HiddenResends)
+
+	b, err := retry.NewBudget(0, 1)
+	require.NoError(t, err)
+	require.True(t, b.Withdraw())
+	end, streams, err = refusedCall(t, []grpc.DialOption{retrygrpc.WithHiddenResends()}, retry.WithBudget(b))
+	var gu *retry.GiveUpError
+	require.ErrorAs(t, err, &gu)
+	assert.Equal(t, retry.BudgetExhausted, gu.Reason)
+	assert.Equal(t, 2, streams)
+	assert.Equal(t, 1, end.HiddenResends)
+}
