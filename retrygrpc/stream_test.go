@@ -196,6 +196,18 @@ type doneCtx struct {
 
 func (c doneCtx) Done() <-chan struct{} { return c.done }
 
+// Err is context.Canceled once done is closed, as a context's must be: a
+// goroutine still watching it when the test closes done cancels its child
+// with this error (nil there panics the context package).
+func (c doneCtx) Err() error {
+	select {
+	case <-c.done:
+		return context.Canceled
+	default:
+		return nil
+	}
+}
+
 // TestAnEmptyStreamEndsItsAttempt: a safe server stream that ends with no
 // message ends its attempt's context when Recv returns io.EOF: 100 such
 // streams leave no goroutine watching the caller's context. Until it did,
