@@ -45,6 +45,7 @@ const (
 	kindFullJitter
 	kindAttemptTimeout
 	kindStart // a hook, but one adapters ask about (IsStart)
+	kindHedging
 )
 
 // single reports whether k is a setting of one value.
@@ -92,6 +93,7 @@ type config struct {
 	calls          int                 // op's calls so far
 	quiet          bool                // the loop gave up on a wait asked beyond its limit
 	answered       bool                // the last failure was an answer, not transient: the call ended well
+	hedge          *hedging            // WithHedging's, nil for none
 }
 
 // loopOption returns an Option of the loop's own, named name, of kind k.

@@ -23,6 +23,12 @@ type End struct {
 	Took time.Duration
 	// Context is the call's context, as WithStart made it.
 	Context context.Context
+	// Hedges counts the attempts a hedged call sent after its first
+	// (WithHedging); Attempts counts them too.
+	Hedges int
+	// HedgeWon says whether a hedge's answer (a success, or an answer not
+	// retried) ended the call.
+	HedgeWon bool
 }
 
 // Event is a retry about to happen; or, with Failures 0, what an adapter
@@ -43,6 +49,14 @@ type Event struct {
 	// Context is the call's context, as WithStart made it (not the
 	// attempt's).
 	Context context.Context
+	// Hedge: a hedged call (WithHedging) sends another attempt while
+	// earlier ones are outstanding. Failures then counts the attempts that
+	// failed so far, Err is the failure that sent it at once or nil when
+	// its delay did, Wait the time since the previous send (0 when a
+	// failure sent it at once), Wake the moment it is sent, and Decision
+	// the zero value. With hedging, the observers may be called
+	// concurrently, by the calls that run at once.
+	Hedge bool
 }
 
 // Do calls op until it succeeds, deciding each retry as a scheduler would:
@@ -85,6 +99,9 @@ func Do[T any](ctx context.Context, s retrypolicy.Strategy, op func(context.Cont
 	if err != nil {
 		return zero, err
 	}
+	if cfg.hedge != nil {
+		return zero, errHedgeInDo
+	}
 	return call(ctx, &s, &cfg, op)
 }
 
@@ -101,7 +118,7 @@ func call[T any](ctx context.Context, s *retrypolicy.Strategy, cfg *config, op f
 	}
 	v, err := loop(ctx, s, cfg, op)
 	gaveUp, _ := err.(*GiveUpError)
-	if gaveUp != nil && (cfg.calls > 1 || !cfg.quiet && (gaveUp.Reason == RetriedBelow || gaveUp.Reason == Deferred || gaveUp.Reason == BudgetExhausted)) {
+	if cfg.reports(gaveUp) {
 		gaveUp.reported = true
 		if up != nil {
 			up.report()
