@@ -565,3 +565,8 @@ func (r *race[T]) end() {
 		}
 	}
 }
+
+// IsHedging reports whether o is WithHedging: an adapter that hedges some
+// calls and not others builds a loop without it for the others, whose Do
+// refuses it.
+func (o Option) IsHedging() bool { return o.kind == kindHedging }

@@ -61,8 +61,9 @@ func lowerASCII(s string) string {
 // hostEntry is a host's loop: the transport's, with the host's budget.
 type hostEntry struct {
 	loop   *retry.Loop[*http.Response]
-	budget *retry.Budget // nil: the overflow entry's, shared
-	full   float64       // the budget's Tokens when it was made: full
+	hedge  *retry.Loop[*hedged] // its hedged requests', with samples of the host's own
+	budget *retry.Budget        // nil: the overflow entry's, shared
+	full   float64              // the budget's Tokens when it was made: full
 }
 
 // hostTable holds each host's budget, by hostKey: at most MaxHosts
@@ -70,6 +71,7 @@ type hostEntry struct {
 type hostTable struct {
 	newBudget func() (*retry.Budget, error)
 	shared    *retry.Loop[*http.Response] // the transport's, naming no budget
+	hedge     *retry.Loop[*hedged]        // the transport's hedging loop, nil for none
 	overflow  *hostEntry
 
 	mu     sync.RWMutex
@@ -79,8 +81,8 @@ type hostTable struct {
 // newHostTable returns the table of the hosts of a transport whose loop
 // is shared, making its overflow budget with newBudget: an error when
 // newBudget fails or makes none.
-func newHostTable(newBudget func() (*retry.Budget, error), shared *retry.Loop[*http.Response]) (*hostTable, error) {
-	h := &hostTable{newBudget: newBudget, shared: shared, byHost: make(map[hostKey]*hostEntry)}
+func newHostTable(newBudget func() (*retry.Budget, error), shared *retry.Loop[*http.Response], hedge *retry.Loop[*hedged]) (*hostTable, error) {
+	h := &hostTable{newBudget: newBudget, shared: shared, hedge: hedge, byHost: make(map[hostKey]*hostEntry)}
 	e, err := h.entry()
 	if err != nil {
 		return nil, err
@@ -105,7 +107,13 @@ func (h *hostTable) entry() (*hostEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &hostEntry{loop: l, budget: b, full: b.Tokens()}, nil
+	e := &hostEntry{loop: l, budget: b, full: b.Tokens()}
+	if h.hedge != nil {
+		if e.hedge, err = h.hedge.With(retry.WithBudget(b)); err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
 }
 
 // HostBudgetError is a host's budget that the transport could not make:
@@ -128,15 +136,20 @@ func (e *HostBudgetError) Unwrap() error { return e.Err }
 
 // loop returns the loop of req's host.
 func (h *hostTable) loop(req *http.Request) *retry.Loop[*http.Response] {
+	return h.entryOf(req).loop
+}
+
+// entryOf returns the entry of req's host.
+func (h *hostTable) entryOf(req *http.Request) *hostEntry {
 	k, ok := keyOf(req.URL)
 	if !ok {
-		return h.overflow.loop // a port that is no number: the request fails below
+		return h.overflow // a port that is no number: the request fails below
 	}
 	h.mu.RLock()
 	e := h.byHost[k]
 	h.mu.RUnlock()
 	if e != nil {
-		return e.loop
+		return e
 	}
 	return h.add(k, req)
 }
@@ -146,12 +159,12 @@ func (h *hostTable) loop(req *http.Request) *retry.Loop[*http.Response] {
 // of, else the overflow entry's. A budget that cannot be made is the
 // overflow entry's, told to the observers (outside the table's lock, so
 // that an observer may send a request).
-func (h *hostTable) add(k hostKey, req *http.Request) *retry.Loop[*http.Response] {
+func (h *hostTable) add(k hostKey, req *http.Request) *hostEntry {
 	e, err := h.place(k)
 	if err != nil {
 		h.shared.Observe(retry.Event{Err: &HostBudgetError{Host: k.String(), Err: err}, Context: req.Context()})
 	}
-	return e.loop
+	return e
 }
 
 // place returns k's entry, making it when the table has room for it, and
@@ -168,7 +181,7 @@ func (h *hostTable) place(k hostKey) (*hostEntry, error) {
 	}
 	e, err := h.entry()
 	if err != nil {
-		e = &hostEntry{loop: h.overflow.loop}
+		e = &hostEntry{loop: h.overflow.loop, hedge: h.overflow.hedge}
 	}
 	h.byHost[k] = e
 	return e, err
