@@ -346,6 +346,10 @@ type race[T any] struct {
 	asked    time.Duration // that wait
 	spent    bool          // the budget refused a hedge
 	deadline bool          // the next attempt was due past the deadline
+
+	coordinator sync.WaitGroup // a coordinator took the call over (takeOver)
+	v           T              // the coordinator's outcome
+	err         error
 }
 
 // run sends the attempts and returns the first answer that ends the call,
@@ -358,7 +362,52 @@ func (r *race[T]) run() (T, error) {
 	if err := r.ctx.Err(); err != nil {
 		return zero, &GiveUpError{Reason: ContextDone, Err: context.Cause(r.ctx)}
 	}
-	r.send(time.Now())
+	if v, err, over := r.first(); over {
+		return v, err
+	}
+	return r.rest()
+}
+
+// first runs the first attempt on the caller's goroutine, under a timer
+// that hands the call to a coordinator of its own (takeOver) when the
+// delay passes first: a call answered in time starts no goroutine. It is
+// over when the call ended; else (the attempt failed transiently, nothing
+// else sent) the caller goes on with rest.
+func (r *race[T]) first() (v T, err error, over bool) {
+	now := time.Now()
+	a := r.track(now)
+	var timer *time.Timer
+	if r.mayHedge() {
+		r.coordinator.Add(1)
+		timer = time.AfterFunc(r.due.Sub(now), r.takeOver)
+	}
+	v, err = r.op(a)
+	below := a.end()
+	a.cancel()
+	got := answer[T]{v: v, err: err, below: below, at: time.Now()}
+	if timer == nil {
+		return r.answer(got)
+	}
+	if timer.Stop() {
+		r.coordinator.Done() // it never ran: the call is the caller's still
+		return r.answer(got)
+	}
+	r.done <- got // the coordinator's: it ends the call
+	r.coordinator.Wait()
+	return r.v, r.err, true
+}
+
+// takeOver runs the call from the first attempt's delay on, while the
+// first attempt runs on the caller's goroutine, which hands in its answer
+// and waits for the outcome.
+func (r *race[T]) takeOver() {
+	r.v, r.err = r.rest()
+	r.coordinator.Done()
+}
+
+// rest sends the attempts after the first, and returns the first answer
+// that ends the call, or why it gave up, once no attempt is outstanding.
+func (r *race[T]) rest() (T, error) {
 	timer := time.NewTimer(time.Until(r.due))
 	defer timer.Stop()
 	for {
@@ -436,6 +485,12 @@ func (r *race[T]) send(now time.Time) {
 			r.cfg.observe(Event{Hedge: true, Failures: r.failures, Err: r.sendIt, Wait: wait, Wake: now, Context: r.ctx})
 		}
 	}
+	go r.attempt(i, r.track(now))
+}
+
+// track records the next attempt, sent at now, and returns its context.
+func (r *race[T]) track(now time.Time) *attemptCtx {
+	i := r.sent
 	a := newAttempt(r.under)
 	if r.cfg.attemptTimeout > 0 {
 		a.limit(r.cfg.attemptTimeout)
@@ -446,7 +501,7 @@ func (r *race[T]) send(now time.Time) {
 	r.cfg.calls++
 	r.last, r.sendIt = now, nil
 	r.due = now.Add(r.cfg.hedge.delay())
-	go r.attempt(i, a)
+	return a
 }
 
 // attempt runs op under its attempt's context and hands its answer over.
