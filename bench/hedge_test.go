@@ -57,7 +57,9 @@ var hedgePeers = []hedgePeer{
 		return retryhttp.NewTransport(base, hedgeStrategy)
 	}},
 	{"retryhttp-hedged", func(base http.RoundTripper, delay time.Duration) (http.RoundTripper, error) {
-		return retryhttp.NewTransport(base, hedgeStrategy, retry.WithHedging(retry.Hedging{Attempts: 2, Delay: delay}))
+		// No budget, as the peers have none: with the default host budget,
+		// a hedge every call would be refused after the burst.
+		return retryhttp.NewTransport(base, hedgeStrategy, retry.WithHedging(retry.Hedging{Attempts: 2, Delay: delay}), retry.WithoutBudget())
 	}},
 	{"failsafe-hedge", func(base http.RoundTripper, delay time.Duration) (http.RoundTripper, error) {
 		return failsafehttp.NewRoundTripper(base, hedgepolicy.NewBuilderWithDelay[*http.Response](delay).WithMaxHedges(1).Build()), nil

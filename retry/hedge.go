@@ -292,17 +292,19 @@ func hedgeCall[T any](ctx context.Context, s *retrypolicy.Strategy, cfg *config,
 	if cfg.begin != nil {
 		ctx = cfg.begin(ctx)
 	}
-	r := &race[T]{ctx: ctx, under: context.WithValue(ctx, hedgingKey{}, true), s: s, cfg: cfg, op: op, most: most, done: make(chan answer[T], most)}
+	// The race holds the call's configuration by value, and is itself its
+	// attempts' parent context: one object for the call's state.
+	r := &race[T]{ctx: ctx, s: s, cfg: *cfg, op: op, most: most, done: make(chan answer[T], most)}
 	v, err := r.run()
 	gaveUp, _ := err.(*GiveUpError)
-	if cfg.reports(gaveUp) {
+	if r.cfg.reports(gaveUp) {
 		gaveUp.reported = true
 		if up != nil {
 			up.report()
 		}
 	}
 	if cfg.end != nil {
-		cfg.end(End{Attempts: cfg.calls, GaveUp: gaveUp, Took: time.Since(begin), Context: ctx, Hedges: max(r.sent-1, 0), HedgeWon: r.hedgeWon})
+		cfg.end(End{Attempts: r.cfg.calls, GaveUp: gaveUp, Took: time.Since(begin), Context: ctx, Hedges: max(r.sent-1, 0), HedgeWon: r.hedgeWon})
 	}
 	return v, err
 }
@@ -318,13 +320,12 @@ type answer[T any] struct {
 
 // race is one hedged call: its attempts, and what stops more of them.
 type race[T any] struct {
-	ctx   context.Context // the call's, as WithStart made it
-	under context.Context // the attempts' parent: says a hedged call runs
-	s     *retrypolicy.Strategy
-	cfg   *config
-	op    func(context.Context) (T, error)
-	most  int
-	done  chan answer[T] // room for every attempt: an attempt never blocks
+	ctx  context.Context // the call's, as WithStart made it
+	s    *retrypolicy.Strategy
+	cfg  config
+	op   func(context.Context) (T, error)
+	most int
+	done chan answer[T] // room for every attempt: an attempt never blocks
 
 	live   [MaxHedgeAttempts]*attemptCtx // the outstanding attempts' contexts
 	sentAt [MaxHedgeAttempts]time.Time
@@ -350,6 +351,25 @@ type race[T any] struct {
 	coordinator sync.WaitGroup // a coordinator took the call over (takeOver)
 	v           T              // the coordinator's outcome
 	err         error
+}
+
+// Deadline, Done and Err are the call's context's: a race is its
+// attempts' parent context, which says that a hedged call runs.
+func (r *race[T]) Deadline() (time.Time, bool) { return r.ctx.Deadline() }
+
+// Done returns the call's context's Done.
+func (r *race[T]) Done() <-chan struct{} { return r.ctx.Done() }
+
+// Err returns the call's context's Err.
+func (r *race[T]) Err() error { return r.ctx.Err() }
+
+// Value says that a hedged call runs (InHedge), and asks the call's
+// context for any other key.
+func (r *race[T]) Value(key any) any {
+	if key == (hedgingKey{}) {
+		return true
+	}
+	return r.ctx.Value(key)
 }
 
 // run sends the attempts and returns the first answer that ends the call,
@@ -491,7 +511,7 @@ func (r *race[T]) send(now time.Time) {
 // track records the next attempt, sent at now, and returns its context.
 func (r *race[T]) track(now time.Time) *attemptCtx {
 	i := r.sent
-	a := newAttempt(r.under)
+	a := newAttempt(r)
 	if r.cfg.attemptTimeout > 0 {
 		a.limit(r.cfg.attemptTimeout)
 	}

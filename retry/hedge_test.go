@@ -358,7 +358,10 @@ func TestHedgeLeavesNoGoroutine(t *testing.T) {
 			_, err := Hedge(context.Background(), forever, sc.op, hedge20, WithoutBudget())
 			require.NoError(t, err)
 		}
-		assert.Equal(t, before, runtime.NumGoroutine())
+		synctest.Wait()
+		// The count is the process's: a goroutine of the test runner's may
+		// start meanwhile, so 2 are tolerated; a leak would be one a call.
+		assert.LessOrEqual(t, runtime.NumGoroutine(), before+2, "goroutines left by 1,000 hedged calls")
 	})
 }
 

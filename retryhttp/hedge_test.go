@@ -195,6 +195,8 @@ func TestHedgedRequestsLeaveNoGoroutine(t *testing.T) {
 		synctest.Wait()
 		assert.Equal(t, int32(2*calls), n.Load())
 		assert.Equal(t, int32(calls), gone.Load())
-		assert.LessOrEqual(t, runtime.NumGoroutine(), before, "goroutines left by hedged calls")
+		// The count is the process's: a goroutine of the test runner's may
+		// start meanwhile, so 2 are tolerated; a leak would be one a call.
+		assert.LessOrEqual(t, runtime.NumGoroutine(), before+2, "goroutines left by hedged calls")
 	})
 }
