@@ -447,3 +447,39 @@ func TestHedgePropertyOneBudgetBoundsRetriesAndHedges(t *testing.T) {
 		}
 	})
 }
+
+// TestAHedgingLayerReportsAsARetryingOne: a hedged call that sent two
+// attempts and gave up reports to the layer it runs under, which then
+// gives up retried_below rather than retry it.
+func TestAHedgingLayerReportsAsARetryingOne(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var outer int
+		three := retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 3, Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: time.Second}}
+		_, err := Do(context.Background(), three, func(ctx context.Context) (int, error) {
+			outer++
+			sc := &hscript{steps: []step{{took: 30 * time.Millisecond, err: errSlow}}}
+			return Hedge(ctx, forever, sc.op, hedge20, WithoutBudget())
+		})
+		var g *GiveUpError
+		require.ErrorAs(t, err, &g)
+		assert.Equal(t, RetriedBelow, g.Reason)
+		assert.Equal(t, 1, outer, "the outer layer did not retry")
+	})
+}
+
+// TestAFollowingDelayAllocatesNothingPerCall: once warm, a loop whose
+// delay follows the latency allocates per call what a fixed one does.
+func TestAFollowingDelayAllocatesNothingPerCall(t *testing.T) {
+	op := func(context.Context) (int, error) { return 1, nil }
+	allocs := func(h Hedging) float64 {
+		l, err := New[int](forever, WithHedging(h))
+		require.NoError(t, err)
+		for range 2 * HedgeSamples {
+			_, _ = l.Hedge(context.Background(), op)
+		}
+		return testing.AllocsPerRun(50, func() { _, _ = l.Hedge(context.Background(), op) })
+	}
+	fixed := allocs(Hedging{Delay: time.Second})
+	following := allocs(Hedging{Delay: time.Second, Quantile: 0.95, MinDelay: time.Second})
+	assert.Equal(t, fixed, following)
+}

@@ -331,7 +331,9 @@ func WithStart(start func(ctx context.Context) context.Context) Option {
 
 // WithObserver calls observe before each retry, to log it or count it. The
 // loop itself never logs. Given more than once, each observer is called,
-// in the order given.
+// in the order given. A hedged call (WithHedging) calls it as each hedge
+// is sent (Event.Hedge), and the calls that run at once may call it at
+// once: it must be safe for concurrent use.
 func WithObserver(observe func(Event)) Option {
 	return loopOption("WithObserver", kindHook, func(c config) config {
 		if observe == nil {

@@ -31,7 +31,8 @@ type End struct {
 	HedgeWon bool
 }
 
-// Event is a retry about to happen; or, with Failures 0, what an adapter
+// Event is a retry about to happen, or a hedge being sent (Hedge); or,
+// with Failures 0 and Hedge false, what an adapter
 // tells the observers that is not a retry (Loop.Observe): its Err says
 // what.
 type Event struct {
