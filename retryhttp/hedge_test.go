@@ -200,3 +200,53 @@ func TestHedgedRequestsLeaveNoGoroutine(t *testing.T) {
 		assert.LessOrEqual(t, runtime.NumGoroutine(), before+2, "goroutines left by hedged calls")
 	})
 }
+
+// hostLatency is an in-memory transport whose requests take 2 ms, but for
+// those with a "slow" query, which take 30 ms (their hedges too); it counts
+// the requests of each host.
+type hostLatency struct {
+	mu    sync.Mutex
+	sends map[string]int
+}
+
+func (h *hostLatency) RoundTrip(req *http.Request) (*http.Response, error) {
+	h.mu.Lock()
+	h.sends[req.URL.Host]++
+	h.mu.Unlock()
+	d := 2 * time.Millisecond
+	if req.URL.RawQuery == "slow" {
+		d = 30 * time.Millisecond
+	}
+	select {
+	case <-time.After(d):
+	case <-req.Context().Done():
+		return nil, req.Context().Err()
+	}
+	return &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("ok")), Request: req}, nil
+}
+
+// TestEachHostFollowsItsOwnLatency: a host whose last calls answered in
+// 2 ms hedges a slow request after 2 ms; another host, not yet seen 20
+// times, waits the fixed delay of 50 ms, so its 30 ms request is sent
+// once.
+func TestEachHostFollowsItsOwnLatency(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		base := &hostLatency{sends: map[string]int{}}
+		tr, err := retryhttp.NewTransport(base, hedgeStrategy, // a budget per host, by default
+			retry.WithHedging(retry.Hedging{Delay: 50 * time.Millisecond, Quantile: 0.5}))
+		require.NoError(t, err)
+		get := func(url string) {
+			req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, url, nil)
+			resp, err := tr.RoundTrip(req)
+			require.NoError(t, err)
+			resp.Body.Close()
+		}
+		for range retry.HedgeWarmup {
+			get("http://warm.test/")
+		}
+		get("http://warm.test/?slow")
+		get("http://cold.test/?slow")
+		assert.Equal(t, retry.HedgeWarmup+2, base.sends["warm.test"], "the warm host hedged its slow request")
+		assert.Equal(t, 1, base.sends["cold.test"], "the cold host kept its fixed delay")
+	})
+}

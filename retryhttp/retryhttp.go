@@ -104,7 +104,8 @@
 // and closed, and so is every retried response's but the one handed to
 // the caller; the transport returns once every attempt has. A host's
 // following delay (retry.Hedging.Quantile) follows that host's latencies:
-// the host table keeps them beside its budget.
+// the host table keeps them beside its budget (a transport given one
+// budget for every request, or none, keeps one set for all its hosts).
 //
 // A strategy that never gives up (unless_stopped, the default) retries
 // until the request's context ends: give requests a deadline
