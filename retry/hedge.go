@@ -255,7 +255,8 @@ func Hedge[T any](ctx context.Context, s retrypolicy.Strategy, op func(context.C
 	case cfg.hedge.Quantile != 0:
 		return zero, optionError("retry.Hedge: retry.WithHedging's Quantile needs the samples of a loop that lives across calls; use retry.New and Loop.Hedge, or a fixed Delay")
 	}
-	return hedgeCall(ctx, &s, &cfg, op)
+	l := Loop[T]{s: s, cfg: cfg} // the call's, on its stack
+	return l.hedge(ctx, op)
 }
 
 // Hedge calls op as the package's Hedge does, under the loop's strategy
@@ -266,8 +267,7 @@ func (l *Loop[T]) Hedge(ctx context.Context, op func(context.Context) (T, error)
 		var zero T
 		return zero, optionError("retry: Loop.Hedge needs a loop made with retry.WithHedging")
 	}
-	cfg := l.cfg
-	return hedgeCall(ctx, &l.s, &cfg, op)
+	return l.hedge(ctx, op)
 }
 
 // reports reports whether a loop that gave up with g reports to the layer
@@ -277,12 +277,14 @@ func (c *config) reports(g *GiveUpError) bool {
 	return g != nil && (c.calls > 1 || !c.quiet && (g.Reason == RetriedBelow || g.Reason == Deferred || g.Reason == BudgetExhausted))
 }
 
-// hedgeCall is Hedge for a valid strategy and configuration: a call that
-// may not hedge (none, or inside a hedged call's attempt) is Do's.
-func hedgeCall[T any](ctx context.Context, s *retrypolicy.Strategy, cfg *config, op func(context.Context) (T, error)) (T, error) {
+// hedge is Hedge under the loop's valid strategy and configuration: a
+// call that may not hedge (none, or inside a hedged call's attempt) is
+// Do's.
+func (l *Loop[T]) hedge(ctx context.Context, op func(context.Context) (T, error)) (T, error) {
+	s, cfg := &l.s, l.cfg // the call's configuration, on its stack
 	most := cfg.hedge.most(s)
 	if most < 2 || InHedge(ctx) {
-		return call(ctx, s, cfg, op)
+		return call(ctx, s, &cfg, op)
 	}
 	up := enclosingOf(ctx)
 	var begin time.Time
@@ -294,7 +296,7 @@ func hedgeCall[T any](ctx context.Context, s *retrypolicy.Strategy, cfg *config,
 	}
 	// The race holds the call's configuration by value, and is itself its
 	// attempts' parent context: one object for the call's state.
-	r := &race[T]{ctx: ctx, s: s, cfg: *cfg, op: op, most: most, done: make(chan answer[T], most)}
+	r := &race[T]{ctx: ctx, s: s, cfg: cfg, op: op, most: most, done: make(chan answer[T], most)}
 	v, err := r.run()
 	gaveUp, _ := err.(*GiveUpError)
 	if r.cfg.reports(gaveUp) {
