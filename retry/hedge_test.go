@@ -489,3 +489,19 @@ func TestAFollowingDelayAllocatesNothingPerCall(t *testing.T) {
 	following := allocs(Hedging{Delay: time.Second, Quantile: 0.95, MinDelay: time.Second})
 	assert.Equal(t, fixed, following)
 }
+
+// TestHedgeALongWaitInAJobIsDeferred: inside a queue's job, a server's
+// wait beyond the limit ends the hedged call deferred, carrying the wait.
+func TestHedgeALongWaitInAJobIsDeferred(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sc := &hscript{steps: []step{{took: 5 * time.Millisecond, err: After(errSlow, time.Hour)}}}
+		_, err := Hedge(DeferAfter(context.Background(), 5*time.Second), forever, sc.op, hedge20, WithWaitLimit(time.Minute))
+		var g *GiveUpError
+		require.ErrorAs(t, err, &g)
+		assert.Equal(t, Deferred, g.Reason)
+		assert.Equal(t, time.Hour, g.Wait)
+		w, ok := DeferredWait(err)
+		assert.True(t, ok)
+		assert.Equal(t, time.Hour, w)
+	})
+}
