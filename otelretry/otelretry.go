@@ -51,7 +51,8 @@ const (
 	Reason = attribute.Key("retrypolicy.reason")
 	// Action is a decision's action: retry_now, wait or fatal.
 	Action = attribute.Key("retrypolicy.action")
-	// Outcome is how an operation ended: success or give_up.
+	// Outcome is how an operation ended: success or give_up; for a hedge
+	// (retrypolicy.hedges), won or lost.
 	Outcome = attribute.Key("retrypolicy.outcome")
 	// Budget names a retry budget, as ObserveBudget is given it.
 	Budget = attribute.Key("retrypolicy.budget")
@@ -79,6 +80,7 @@ type Instruments struct {
 	attempts  metric.Int64Histogram
 	tokens    metric.Float64ObservableGauge
 	hidden    metric.Int64Counter // retrypolicy.hidden_resends
+	hedges    metric.Int64Counter // retrypolicy.hedges
 	events    int                 // the retries of a call that get a span event each
 }
 
@@ -159,6 +161,9 @@ func New(opts ...Option) (*Instruments, error) {
 		}
 	}
 	if err := in.newHidden(); err != nil {
+		return nil, err
+	}
+	if err := in.newHedges(); err != nil {
 		return nil, err
 	}
 	return in, nil
@@ -353,6 +358,9 @@ type call struct {
 
 // retried records a retry about to happen.
 func (r *call) retried(e retry.Event) {
+	if e.Hedge {
+		return // not a retry: counted by outcome at the call's end
+	}
 	if r.span != nil && r.events >= r.in.events {
 		// Past the span's events: the retry is summed for the span's end,
 		// and its metrics are recorded without the span, whose exemplars
@@ -383,6 +391,7 @@ func (r *call) retried(e retry.Event) {
 // ended records the end of the operation: its attempts, a give-up, and
 // the retries summed rather than written as events.
 func (r *call) ended(e retry.End) {
+	r.hedged(e)
 	if r.summed > 0 && r.span != nil {
 		r.span.SetAttributes(attribute.Int("retrypolicy.summed_retries", r.summed),
 			attribute.Float64("retrypolicy.summed_wait_secs", r.summedWait.Seconds()),

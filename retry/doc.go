@@ -36,6 +36,16 @@
 // off). Layers that are not loops use [StartAttempt]; a queue's job takes
 // long waits over with [DeferAfter], and reads them with [DeferredWait].
 //
+// # Hedged calls
+//
+// A retry answers a failure; a hedge answers slowness. [Hedge] and
+// [Loop.Hedge], given [WithHedging], send another attempt when the last
+// has not answered within a delay, and the first answer that ends the
+// call wins; the others are cancelled and waited for. Each hedge is paid
+// for from the call's budget as a retry is, so that when the latency tail
+// shifts the extra load stays bounded. Do never hedges: its operation
+// never runs twice at once.
+//
 // Do keeps nothing between calls and starts no goroutine: it is safe to
 // call from many goroutines at once, and its first try allocates one
 // object, the context it hands the operation (each retry one more, its

@@ -32,6 +32,7 @@ func New[T any](s retrypolicy.Strategy, opts ...Option) (*Loop[T], error) {
 		return nil, err
 	}
 	cfg.policy = p
+	cfg.hedge = cfg.hedge.forLoop()
 	return &Loop[T]{s: s, opts: opts, cfg: cfg}, nil
 }
 
@@ -61,6 +62,7 @@ func (l *Loop[T]) With(opts ...Option) (*Loop[T], error) {
 		return nil, err
 	}
 	cfg.policy = l.cfg.policy
+	cfg.hedge = cfg.hedge.forLoop() // samples of its own
 	return &Loop[T]{s: l.s, opts: all, cfg: cfg}, nil
 }
 
@@ -80,8 +82,13 @@ func (l *Loop[T]) Observe(e Event) {
 }
 
 // Do calls op until it succeeds, as the package's Do does under the
-// loop's strategy and options.
+// loop's strategy and options. It never hedges: a loop made with
+// WithHedging refuses it, naming Loop.Hedge.
 func (l *Loop[T]) Do(ctx context.Context, op func(context.Context) (T, error)) (T, error) {
+	if l.cfg.hedge != nil {
+		var zero T
+		return zero, errHedgeInDo
+	}
 	cfg := l.cfg // the call's own, on its stack
 	return call(ctx, &l.s, &cfg, op)
 }

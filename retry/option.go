@@ -46,6 +46,7 @@ const (
 	kindAttemptTimeout
 	kindStart // a hook, but one adapters ask about (IsStart)
 	kindThrottle
+	kindHedging
 )
 
 // single reports whether k is a setting of one value.
@@ -96,6 +97,7 @@ type config struct {
 	calls          int                 // op's calls so far
 	quiet          bool                // the loop gave up on a wait asked beyond its limit
 	answered       bool                // the last failure was an answer, not transient: the call ended well
+	hedge          *hedging            // WithHedging's, nil for none
 }
 
 // loopOption returns an Option of the loop's own, named name, of kind k.
@@ -333,7 +335,9 @@ func WithStart(start func(ctx context.Context) context.Context) Option {
 
 // WithObserver calls observe before each retry, to log it or count it. The
 // loop itself never logs. Given more than once, each observer is called,
-// in the order given.
+// in the order given. A hedged call (WithHedging) calls it as each hedge
+// is sent (Event.Hedge), and the calls that run at once may call it at
+// once: it must be safe for concurrent use.
 func WithObserver(observe func(Event)) Option {
 	return loopOption("WithObserver", kindHook, func(c config) config {
 		if observe == nil {

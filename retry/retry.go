@@ -33,9 +33,16 @@ type End struct {
 	// stats handler, WithHiddenResends): when false, HiddenResends is 0
 	// because none could be seen, not because none were made.
 	HiddenSeen bool
+	// Hedges counts the attempts a hedged call sent after its first
+	// (WithHedging); Attempts counts them too.
+	Hedges int
+	// HedgeWon says whether a hedge's answer (a success, or an answer not
+	// retried) ended the call.
+	HedgeWon bool
 }
 
-// Event is a retry about to happen; or, with Failures 0, what an adapter
+// Event is a retry about to happen, or a hedge being sent (Hedge); or,
+// with Failures 0 and Hedge false, what an adapter
 // tells the observers that is not a retry (Loop.Observe): its Err says
 // what.
 type Event struct {
@@ -58,6 +65,14 @@ type Event struct {
 	// Failures then counts the failures before the attempt, Err is
 	// ErrHiddenResend, and Decision, Wait and Wake are zero.
 	Hidden bool
+	// Hedge: a hedged call (WithHedging) sends another attempt while
+	// earlier ones are outstanding. Failures then counts the attempts that
+	// failed so far, Err is the failure that sent it at once or nil when
+	// its delay did, Wait the time since the previous send (0 when a
+	// failure sent it at once), Wake the moment it is sent, and Decision
+	// the zero value. With hedging, the observers may be called
+	// concurrently, by the calls that run at once.
+	Hedge bool
 }
 
 // Do calls op until it succeeds, deciding each retry as a scheduler would:
@@ -101,6 +116,9 @@ func Do[T any](ctx context.Context, s retrypolicy.Strategy, op func(context.Cont
 	if err != nil {
 		return zero, err
 	}
+	if cfg.hedge != nil {
+		return zero, errHedgeInDo
+	}
 	return call(ctx, &s, &cfg, op)
 }
 
@@ -117,7 +135,7 @@ func call[T any](ctx context.Context, s *retrypolicy.Strategy, cfg *config, op f
 	}
 	v, err := loop(ctx, s, cfg, op)
 	gaveUp, _ := err.(*GiveUpError)
-	if gaveUp != nil && (cfg.calls > 1 || !cfg.quiet && (gaveUp.Reason == RetriedBelow || gaveUp.Reason == Deferred || gaveUp.Reason == BudgetExhausted || gaveUp.Reason == Throttled)) {
+	if cfg.reports(gaveUp) {
 		gaveUp.reported = true
 		if up != nil {
 			up.report()

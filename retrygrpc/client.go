@@ -19,7 +19,9 @@ import (
 
 // client is what a client interceptor keeps: its loop and options.
 type client struct {
-	loop *retry.Loop[struct{}] // every call's
+	loop  *retry.Loop[struct{}] // every call's
+	hedge *hedgeClient          // the hedged calls'
+
 	cfg  config
 	safe map[string]bool // WithSafeMethods' methods
 }
@@ -50,7 +52,10 @@ func newClient(s retrypolicy.Strategy, opts []retry.Option) (*client, error) {
 		// stops when most calls fail.
 		loopOpts = append(loopOpts, retry.WithBudget(retry.DefaultBudget()))
 	}
-	if c.loop, err = retry.New[struct{}](s, loopOpts...); err != nil {
+	if c.hedge, err = newHedgeClient(s, loopOpts, cfg.hedgedMethods); err != nil {
+		return nil, errors.New("retrygrpc: " + err.Error())
+	}
+	if c.loop, err = retry.New[struct{}](s, withoutHedging(loopOpts)...); err != nil {
 		return nil, errors.New("retrygrpc: " + err.Error())
 	}
 	return c, nil
@@ -73,8 +78,16 @@ func UnaryClientInterceptor(s retrypolicy.Strategy, opts ...retry.Option) (grpc.
 	if err != nil {
 		return nil, err
 	}
+	if err := c.hedge.check(); err != nil {
+		return nil, err
+	}
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, callOpts ...grpc.CallOption) error {
 		u := &unaryCall{c: c, loop: c.loop, ctx: retry.NamedContext{Context: ctx, Name: method}, req: req, reply: reply, cc: cc, invoker: invoker}
+		if c.hedge.hedged(method, callOpts) {
+			if hedged, err := c.runHedged(u, callOpts); hedged {
+				return err
+			}
+		}
 		own, rest := ownCallOptions(callOpts)
 		if own.given {
 			loop, err := own.apply(c.loop) // the call's own: no variable is shared between calls
@@ -339,7 +352,7 @@ func (o ownCalls) apply(loop *retry.Loop[struct{}]) (*retry.Loop[struct{}], erro
 	if len(o.opts) == 0 {
 		return loop, nil
 	}
-	l, err := loop.With(o.opts...)
+	l, err := loop.With(withoutHedging(o.opts)...) // a call not hedged
 	if err != nil {
 		return nil, errors.New("retrygrpc: CallOptions: " + err.Error())
 	}

@@ -124,11 +124,12 @@ const (
 
 // config is what a client interceptor's own options set.
 type config struct {
-	codes       []codes.Code
-	setCodes    bool
-	safeMethods []string
-	safe        []func(string) bool
-	err         string // the first option that is invalid, and why
+	codes         []codes.Code
+	setCodes      bool
+	safeMethods   []string
+	safe          []func(string) bool
+	hedgedMethods []string // WithHedgedMethods'
+	err           string   // the first option that is invalid, and why
 }
 
 // A client interceptor's settings: the codes of one value, the safe

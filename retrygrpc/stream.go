@@ -35,6 +35,9 @@ func StreamClientInterceptor(s retrypolicy.Strategy, opts ...retry.Option) (grpc
 	if err != nil {
 		return nil, err
 	}
+	if err := c.hedge.refuseStreams(); err != nil {
+		return nil, err
+	}
 	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, callOpts ...grpc.CallOption) (grpc.ClientStream, error) {
 		own, rest := ownCallOptions(callOpts)
 		loop, err := own.apply(c.loop)

@@ -62,9 +62,10 @@ func lowerASCII(s string) string {
 // and throttle.
 type hostEntry struct {
 	loop     *retry.Loop[*http.Response]
-	budget   *retry.Budget   // nil: the overflow entry's, shared, or the transport's
-	full     float64         // the budget's Tokens when it was made: full
-	throttle *retry.Throttle // nil: none per host, or the overflow entry's
+	hedge    *retry.Loop[*hedged] // its hedged requests', with samples of the host's own; nil for none
+	budget   *retry.Budget        // nil: the overflow entry's, shared, or the transport's
+	full     float64              // the budget's Tokens when it was made: full
+	throttle *retry.Throttle      // nil: none per host, or the overflow entry's
 }
 
 // hostTable holds each host's budget and throttle, by hostKey: at most
@@ -74,6 +75,7 @@ type hostTable struct {
 	newBudget   func() (*retry.Budget, error)   // nil: the transport's budget, or none
 	newThrottle func() (*retry.Throttle, error) // nil: no throttle
 	shared      *retry.Loop[*http.Response]     // the transport's, naming no budget unless newBudget is nil
+	hedge       *retry.Loop[*hedged]            // the transport's hedging loop, nil for none
 	overflow    *hostEntry
 
 	mu     sync.RWMutex
@@ -81,10 +83,11 @@ type hostTable struct {
 }
 
 // newHostTable returns the table of the hosts of a transport whose loop
-// is shared, making its overflow entry with newBudget and newThrottle (either
-// may be nil): an error when one fails or makes nothing.
-func newHostTable(newBudget func() (*retry.Budget, error), newThrottle func() (*retry.Throttle, error), shared *retry.Loop[*http.Response]) (*hostTable, error) {
-	h := &hostTable{newBudget: newBudget, newThrottle: newThrottle, shared: shared, byHost: make(map[hostKey]*hostEntry)}
+// is shared (and whose hedging loop is h.hedge, if it hedges), making its
+// overflow entry with h.newBudget and h.newThrottle (either may be nil):
+// an error when one fails or makes nothing.
+func newHostTable(h *hostTable) (*hostTable, error) {
+	h.byHost = make(map[hostKey]*hostEntry)
 	e, err := h.entry()
 	if err != nil {
 		return nil, err
@@ -126,6 +129,11 @@ func (h *hostTable) entry() (*hostEntry, error) {
 		return nil, err
 	}
 	e.loop = l
+	if h.hedge != nil {
+		if e.hedge, err = h.hedge.With(opts...); err != nil {
+			return nil, err
+		}
+	}
 	return e, nil
 }
 
@@ -149,15 +157,20 @@ func (e *HostBudgetError) Unwrap() error { return e.Err }
 
 // loop returns the loop of req's host.
 func (h *hostTable) loop(req *http.Request) *retry.Loop[*http.Response] {
+	return h.entryOf(req).loop
+}
+
+// entryOf returns the entry of req's host.
+func (h *hostTable) entryOf(req *http.Request) *hostEntry {
 	k, ok := keyOf(req.URL)
 	if !ok {
-		return h.overflow.loop // a port that is no number: the request fails below
+		return h.overflow // a port that is no number: the request fails below
 	}
 	h.mu.RLock()
 	e := h.byHost[k]
 	h.mu.RUnlock()
 	if e != nil {
-		return e.loop
+		return e
 	}
 	return h.add(k, req)
 }
@@ -167,12 +180,12 @@ func (h *hostTable) loop(req *http.Request) *retry.Loop[*http.Response] {
 // of, else the overflow entry's. A budget that cannot be made is the
 // overflow entry's, told to the observers (outside the table's lock, so
 // that an observer may send a request).
-func (h *hostTable) add(k hostKey, req *http.Request) *retry.Loop[*http.Response] {
+func (h *hostTable) add(k hostKey, req *http.Request) *hostEntry {
 	e, err := h.place(k)
 	if err != nil {
 		h.shared.Observe(retry.Event{Err: hostError(k, err), Context: req.Context()})
 	}
-	return e.loop
+	return e
 }
 
 // place returns k's entry, making it when the table has room for it, and
@@ -189,7 +202,7 @@ func (h *hostTable) place(k hostKey) (*hostEntry, error) {
 	}
 	e, err := h.entry()
 	if err != nil {
-		e = &hostEntry{loop: h.overflow.loop}
+		e = &hostEntry{loop: h.overflow.loop, hedge: h.overflow.hedge}
 	}
 	h.byHost[k] = e
 	return e, err

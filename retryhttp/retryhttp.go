@@ -101,6 +101,26 @@
 // and is stopped before it is written when the budget refuses; see
 // retry.HiddenResend. The caller's own httptrace still fires.
 //
+// # Hedged requests
+//
+// A transport built with retry.WithHedging hedges the requests it may
+// send more than once at a time: GET, HEAD, OPTIONS and TRACE, and a
+// request whose context HedgeRequest made (it must still be safe to send
+// again: an idempotent method or an idempotency key, and a body that is
+// empty or rewound through GetBody). A second DELETE may answer 404 and a
+// second request under one idempotency key may answer 409 while the first
+// runs, so no other request hedges unless its caller says so. Every other
+// request is retried as before, as if the option were not given.
+//
+// Each attempt is sent under a context of its own, cancelled when another
+// attempt won (a loser), or, for the winner, when the caller closes its
+// response's body. A loser's response body is read up to DrainLimit bytes
+// and closed, and so is every retried response's but the one handed to
+// the caller; the transport returns once every attempt has. A host's
+// following delay (retry.Hedging.Quantile) follows that host's latencies:
+// the host table keeps them beside its budget (a transport given one
+// budget for every request, or none, keeps one set for all its hosts).
+//
 // A strategy that never gives up (unless_stopped, the default) retries
 // until the request's context ends: give requests a deadline
 // ([http.Client.Timeout] does) or use a bounded strategy.
@@ -140,6 +160,7 @@ type Transport struct {
 	transient func(*http.Response, error) bool
 	loop      *retry.Loop[*http.Response] // every request's, unless per host
 	hosts     *hostTable                  // each host's budget; nil when the options name a budget
+	hedgeLoop *retry.Loop[*hedged]        // the hedged requests', nil unless retry.WithHedging
 	signals   bool                        // the headers of other stacks are read
 	started   bool                        // the loop has a start hook (retry.WithStart)
 }
@@ -224,8 +245,8 @@ type attemptKey struct{}
 // [http.DefaultTransport]) and retries them under s. It takes the loop's
 // options (retry.WithBudget, retry.WithObserver, retry.WithEnd,
 // retry.WithWaitLimit, retry.WithFullJitter, retry.WithNestedRetries,
-// retry.WithAttemptTimeout, ..., and otelretry's) beside its own
-// (WithClassifier, WithoutServerSignals, WithHostBudgets,
+// retry.WithAttemptTimeout, retry.WithHedging, ..., and otelretry's)
+// beside its own (WithClassifier, WithoutServerSignals, WithHostBudgets,
 // WithHostThrottles). It returns the
 // strategy's *retrypolicy.ValidationError when s is invalid, and an error
 // naming the option when an option is invalid, is another adapter's,
@@ -254,8 +275,14 @@ func NewTransport(base http.RoundTripper, s retrypolicy.Strategy, opts ...retry.
 	// The transport's observer drains a retried response before the
 	// caller's observers see the event.
 	loopOpts = append([]retry.Option{retry.WithObserver(t.onRetry)}, loopOpts...)
+	loopOpts, hedgeOpts := splitHedging(loopOpts)
 	if t.loop, err = retry.New[*http.Response](s, loopOpts...); err != nil {
 		return nil, errors.New("retryhttp: " + err.Error())
+	}
+	if hedgeOpts != nil {
+		if t.hedgeLoop, err = retry.New[*hedged](s, hedgeOpts...); err != nil {
+			return nil, errors.New("retryhttp: " + err.Error())
+		}
 	}
 	named := "retryhttp.WithHostBudgets" // what made the hosts' budgets, for an error
 	if c.hostBudget == nil {
@@ -268,7 +295,7 @@ func NewTransport(base http.RoundTripper, s retrypolicy.Strategy, opts ...retry.
 		c.hostBudget = func() (*retry.Budget, error) { return retry.DefaultBudget(), nil }
 	}
 	if c.hostBudget != nil || c.hostThrottle != nil {
-		if t.hosts, err = newHostTable(c.hostBudget, c.hostThrottle, t.loop); err != nil {
+		if t.hosts, err = newHostTable(&hostTable{newBudget: c.hostBudget, newThrottle: c.hostThrottle, shared: t.loop, hedge: t.hedgeLoop}); err != nil {
 			if _, ok := err.(*throttleError); ok {
 				named = "retryhttp.WithHostThrottles"
 			}
@@ -325,6 +352,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 		}()
 	}
+	if t.hedges(req) {
+		return roundTripHedged(ctx, c)
+	}
 	resp, err := loop.Do(ctx, c.attempt)
 	if err == nil {
 		return resp, nil
@@ -356,7 +386,7 @@ func (t *Transport) CloseIdleConnections() {
 // onRetry drains a retried response, before the caller's observers see
 // the retry.
 func (t *Transport) onRetry(e retry.Event) {
-	if se, ok := errors.AsType[*StatusError](e.Err); ok { // no target to escape
+	if se, ok := errors.AsType[*StatusError](e.Err); ok && !e.Hedge { // no target to escape; a hedged call drains its own
 		se.discard()
 	}
 }
@@ -493,11 +523,7 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 		// ending badly for a budget.
 		return nil, retry.PermanentFailure(se)
 	}
-	wait, ok := ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
-	if c.t.signals {
-		wait, ok = WaitAsked(resp.Header, time.Now())
-	}
-	if ok {
+	if wait, ok := c.t.waitAsked(resp); ok {
 		return nil, retry.After(se, wait)
 	}
 	return nil, se

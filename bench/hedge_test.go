@@ -1,0 +1,174 @@
+package bench
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cristalhq/hedgedhttp"
+	"github.com/failsafe-go/failsafe-go/failsafehttp"
+	"github.com/failsafe-go/failsafe-go/hedgepolicy"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/retry"
+	"github.com/retrypolicy/retrypolicy/retrygrpc"
+	"github.com/retrypolicy/retrypolicy/retryhttp"
+)
+
+// hedgeStrategy is the strategy of the hedging benchmarks: a bounded one
+// of 3 attempts, whose max_attempts lets a hedge through.
+var hedgeStrategy = retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 3, Window: time.Hour,
+	Backoff: retrypolicy.Backoff{Kind: retrypolicy.Fixed, BaseDelay: time.Second}}
+
+// memoryServer is an in-memory transport: every request is answered at
+// once with "ok", but for every other one when slowFirst is set, which
+// waits until its context ends (a loser) or 10 ms pass.
+type memoryServer struct {
+	slowFirst bool
+	n         atomic.Int64
+}
+
+func (m *memoryServer) RoundTrip(req *http.Request) (*http.Response, error) {
+	if m.slowFirst && m.n.Add(1)%2 == 1 {
+		select {
+		case <-req.Context().Done():
+			return nil, req.Context().Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("ok")), Request: req}, nil
+}
+
+// hedgePeer is a hedging HTTP transport: retryhttp's, failsafe-go's hedge
+// policy, cristalhq/hedgedhttp, each hedging once after delay.
+type hedgePeer struct {
+	name string
+	wrap func(base http.RoundTripper, delay time.Duration) (http.RoundTripper, error)
+}
+
+var hedgePeers = []hedgePeer{
+	{"retryhttp", func(base http.RoundTripper, _ time.Duration) (http.RoundTripper, error) {
+		return retryhttp.NewTransport(base, hedgeStrategy)
+	}},
+	{"retryhttp-hedged", func(base http.RoundTripper, delay time.Duration) (http.RoundTripper, error) {
+		// No budget, as the peers have none: with the default host budget,
+		// a hedge every call would be refused after the burst.
+		return retryhttp.NewTransport(base, hedgeStrategy, retry.WithHedging(retry.Hedging{Attempts: 2, Delay: delay}), retry.WithoutBudget())
+	}},
+	{"failsafe-hedge", func(base http.RoundTripper, delay time.Duration) (http.RoundTripper, error) {
+		return failsafehttp.NewRoundTripper(base, hedgepolicy.NewBuilderWithDelay[*http.Response](delay).WithMaxHedges(1).Build()), nil
+	}},
+	{"hedgedhttp", func(base http.RoundTripper, delay time.Duration) (http.RoundTripper, error) {
+		return hedgedhttp.NewRoundTripper(delay, 2, base)
+	}},
+}
+
+// BenchmarkHedgedHTTP is a GET through an in-memory transport: answered
+// before the hedging delay (case=no-hedge: a second), and answered by a
+// hedge sent after 50 µs while the first attempt hangs (case=one-hedge),
+// through retryhttp without hedging, with it, failsafe-go's hedge policy
+// and cristalhq/hedgedhttp.
+func BenchmarkHedgedHTTP(b *testing.B) {
+	for _, c := range []struct {
+		name      string
+		slowFirst bool
+		delay     time.Duration
+	}{{"no-hedge", false, time.Second}, {"one-hedge", true, 50 * time.Microsecond}} {
+		for _, p := range hedgePeers {
+			if c.slowFirst && p.name == "retryhttp" {
+				continue // it does not hedge
+			}
+			b.Run("case="+c.name+"/impl="+p.name, func(b *testing.B) {
+				srv := &memoryServer{slowFirst: c.slowFirst}
+				rt, err := p.wrap(srv, c.delay)
+				if err != nil {
+					b.Fatal(err)
+				}
+				client := &http.Client{Transport: rt}
+				b.ReportAllocs()
+				for b.Loop() {
+					resp, err := client.Get("http://service.test/")
+					if err != nil {
+						b.Fatal(err)
+					}
+					_, _ = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkHedgedGRPC is a unary call over bufconn answered at once (its
+// hedging delay a second): through retrygrpc's interceptor without
+// hedging and with it.
+func BenchmarkHedgedGRPC(b *testing.B) {
+	const method = "/grpc.health.v1.Health/Check"
+	for _, c := range []struct {
+		name string
+		opts []retry.Option
+	}{
+		{"retrygrpc", []retry.Option{retrygrpc.WithSafeMethods(method)}},
+		{"retrygrpc-hedged", []retry.Option{retry.WithHedging(retry.Hedging{Delay: time.Second}), retrygrpc.WithHedgedMethods(method)}},
+	} {
+		b.Run("case=no-hedge/impl="+c.name, func(b *testing.B) {
+			in, err := retrygrpc.UnaryClientInterceptor(hedgeStrategy, c.opts...)
+			if err != nil {
+				b.Fatal(err)
+			}
+			client := grpcClient(b, &flakyHealth{}, []grpc.DialOption{grpc.WithUnaryInterceptor(in)})
+			ctx := context.Background()
+			req := &grpc_health_v1.HealthCheckRequest{}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := client.Check(ctx, req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkRetryHedge is a call that succeeds at once through retry.Do,
+// and through retry.Hedge (its delay a second) and a Loop's Hedge: what
+// hedging costs a call that never needs it (a goroutine, its attempt's
+// context, a timer).
+func BenchmarkRetryHedge(b *testing.B) {
+	op := func(context.Context) (int, error) { return 1, nil }
+	ctx := context.Background()
+	h := retry.WithHedging(retry.Hedging{Delay: time.Second})
+	b.Run("impl=do", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := retry.Do(ctx, hedgeStrategy, op); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("impl=hedge", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := retry.Hedge(ctx, hedgeStrategy, op, h); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("impl=loop-hedge", func(b *testing.B) {
+		l, err := retry.New[int](hedgeStrategy, h)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := l.Hedge(ctx, op); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
