@@ -306,7 +306,7 @@ func (l *Loop[T]) hedge(ctx context.Context, op func(context.Context) (T, error)
 		}
 	}
 	if cfg.end != nil {
-		cfg.end(End{Attempts: r.cfg.calls, GaveUp: gaveUp, Took: time.Since(begin), Context: ctx, Hedges: max(r.sent-1, 0), HedgeWon: r.hedgeWon})
+		cfg.end(End{Attempts: r.cfg.calls, GaveUp: gaveUp, Took: time.Since(begin), Context: ctx, Hedges: max(r.sent-1, 0), HedgeWon: r.hedgeWon, HiddenResends: r.cfg.hiddenResends, HiddenSeen: r.cfg.hiddenSeen})
 	}
 	return v, err
 }
@@ -318,6 +318,23 @@ type answer[T any] struct {
 	err   error
 	below bool      // the attempt was retried below
 	at    time.Time // when it returned
+	// hidden counts the attempt's hidden resends, and watched says its
+	// adapter saw them (see HiddenResend).
+	hidden  int32
+	watched bool
+}
+
+// ended ends attempt a, which returned v and err: its answer.
+func ended[T any](i int, a *attemptCtx, v T, err error) answer[T] {
+	below := a.end()
+	a.cancel()
+	return answer[T]{i: i, v: v, err: err, below: below, at: time.Now(), hidden: a.hidden.n.Load(), watched: a.hidden.watched.Load()}
+}
+
+// count adds an attempt's hidden resends to the call's.
+func (c *config) count(hidden int32, watched bool) {
+	c.hiddenResends += int(hidden)
+	c.hiddenSeen = c.hiddenSeen || watched
 }
 
 // race is one hedged call: its attempts, and what stops more of them.
@@ -378,8 +395,8 @@ func (r *race[T]) Value(key any) any {
 // or why it gave up, once no attempt is outstanding.
 func (r *race[T]) run() (T, error) {
 	var zero T
-	if r.cfg.budget != nil {
-		r.cfg.budget.Start()
+	if gu := r.cfg.admit(r.ctx); gu != nil { // the throttle, then the budget's start
+		return zero, gu
 	}
 	if err := r.ctx.Err(); err != nil {
 		return zero, &GiveUpError{Reason: ContextDone, Err: context.Cause(r.ctx)}
@@ -404,9 +421,7 @@ func (r *race[T]) first() (v T, err error, over bool) {
 		timer = time.AfterFunc(r.due.Sub(now), r.takeOver)
 	}
 	v, err = r.op(a)
-	below := a.end()
-	a.cancel()
-	got := answer[T]{v: v, err: err, below: below, at: time.Now()}
+	got := ended(0, a, v, err)
 	if timer == nil {
 		return r.answer(got)
 	}
@@ -513,14 +528,14 @@ func (r *race[T]) send(now time.Time) {
 // track records the next attempt, sent at now, and returns its context.
 func (r *race[T]) track(now time.Time) *attemptCtx {
 	i := r.sent
-	a := newAttempt(r)
+	a := r.cfg.startAttempt(r, r.failures)
 	if r.cfg.attemptTimeout > 0 {
 		a.limit(r.cfg.attemptTimeout)
 	}
 	r.live[i], r.sentAt[i] = a, now
 	r.sent++
 	r.open++
-	r.cfg.calls++
+	r.cfg.sent() // a request for the throttle after the first
 	r.last, r.sendIt = now, nil
 	r.due = now.Add(r.cfg.hedge.delay())
 	return a
@@ -529,9 +544,7 @@ func (r *race[T]) track(now time.Time) *attemptCtx {
 // attempt runs op under its attempt's context and hands its answer over.
 func (r *race[T]) attempt(i int, a *attemptCtx) {
 	v, err := r.op(a)
-	below := a.end()
-	a.cancel()
-	r.done <- answer[T]{i: i, v: v, err: err, below: below, at: time.Now()}
+	r.done <- ended(i, a, v, err)
 }
 
 // answer takes an attempt's answer: over, with the call's result, when it
@@ -539,6 +552,7 @@ func (r *race[T]) attempt(i int, a *attemptCtx) {
 func (r *race[T]) answer(a answer[T]) (v T, err error, over bool) {
 	r.open--
 	r.live[a.i] = nil
+	r.cfg.count(a.hidden, a.watched)
 	if a.err == nil {
 		r.sample(a)
 		r.won(a.i)
@@ -637,6 +651,7 @@ func (r *race[T]) end() {
 	}
 	for ; r.open > 0; r.open-- {
 		a := <-r.done
+		r.cfg.count(a.hidden, a.watched)
 		if c, ok := any(a.v).(io.Closer); ok && a.err == nil {
 			_ = c.Close()
 		}

@@ -505,3 +505,50 @@ func TestHedgeALongWaitInAJobIsDeferred(t *testing.T) {
 		assert.Equal(t, time.Hour, w)
 	})
 }
+
+// TestAHedgedCallIsThrottledAndCountsItsResends: a hedged call asks its
+// throttle before its first attempt (a call it rejects sends nothing and
+// gives up throttled), each hedge is a request and the winner's answer an
+// accept; and the hidden resends of its attempts, the loser's included,
+// are counted in its End.
+func TestAHedgedCallIsThrottledAndCountsItsResends(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		th, err := NewThrottle(2, time.Minute)
+		require.NoError(t, err)
+		var sent atomic.Int32
+		var end End
+		v, err := Hedge(context.Background(), forever, func(ctx context.Context) (int, error) {
+			n := sent.Add(1)
+			WatchHidden(ctx)
+			HiddenResend(ctx) // each attempt sent again once on its own, free
+			if n == 1 {
+				<-ctx.Done() // slow: the hedge wins
+				return 0, ctx.Err()
+			}
+			return 7, nil
+		}, hedge20, WithThrottle(th), WithEnd(func(e End) { end = e }))
+		require.NoError(t, err)
+		assert.Equal(t, 7, v)
+		assert.Equal(t, 1, end.Hedges)
+		assert.True(t, end.HedgeWon)
+		assert.Equal(t, 2, end.HiddenResends, "the loser's resend too")
+		assert.True(t, end.HiddenSeen)
+		assert.Equal(t, int64(2), th.ring.SumA, "two requests: the first attempt, as the throttle let it through, and the hedge")
+		assert.Equal(t, int64(1), th.ring.SumB, "one accept: the winner")
+
+		for range 1000 {
+			th.Sent() // a dependency that accepted nothing: p = 1002 - 2 / 1003
+		}
+		th.Seed(3)
+		rejected := 0
+		for range 20 {
+			before := sent.Load()
+			_, err := Hedge(context.Background(), forever, func(context.Context) (int, error) { sent.Add(1); return 1, nil }, hedge20, WithThrottle(th))
+			if ge, _ := errors.AsType[*GiveUpError](err); ge != nil && ge.Reason == Throttled {
+				rejected++
+				assert.Equal(t, before, sent.Load(), "a rejected call sends nothing")
+			}
+		}
+		assert.Greater(t, rejected, 15, "nearly every call rejected")
+	})
+}
