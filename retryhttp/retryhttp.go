@@ -284,6 +284,17 @@ func NewTransport(base http.RoundTripper, s retrypolicy.Strategy, opts ...retry.
 			return nil, errors.New("retryhttp: " + err.Error())
 		}
 	}
+	if t.hosts, err = c.hostTable(t, loopOpts); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// hostTable returns t's table of hosts (nil when it keeps no budget or
+// throttle per host): each host's budget is c.hostBudget's, or by default
+// retry.DefaultBudget unless loopOpts name a budget for every request or
+// none.
+func (c *config) hostTable(t *Transport, loopOpts []retry.Option) (*hostTable, error) {
 	named := "retryhttp.WithHostBudgets" // what made the hosts' budgets, for an error
 	if c.hostBudget == nil {
 		named = "the default host budget"
@@ -294,15 +305,17 @@ func NewTransport(base http.RoundTripper, s retrypolicy.Strategy, opts ...retry.
 		// stops when most of its calls fail.
 		c.hostBudget = func() (*retry.Budget, error) { return retry.DefaultBudget(), nil }
 	}
-	if c.hostBudget != nil || c.hostThrottle != nil {
-		if t.hosts, err = newHostTable(&hostTable{newBudget: c.hostBudget, newThrottle: c.hostThrottle, shared: t.loop, hedge: t.hedgeLoop}); err != nil {
-			if _, ok := err.(*throttleError); ok {
-				named = "retryhttp.WithHostThrottles"
-			}
-			return nil, errors.New("retryhttp: " + named + ": " + err.Error())
-		}
+	if c.hostBudget == nil && c.hostThrottle == nil {
+		return nil, nil
 	}
-	return t, nil
+	h, err := newHostTable(&hostTable{newBudget: c.hostBudget, newThrottle: c.hostThrottle, shared: t.loop, hedge: t.hedgeLoop})
+	if err != nil {
+		if _, ok := err.(*throttleError); ok {
+			named = "retryhttp.WithHostThrottles"
+		}
+		return nil, errors.New("retryhttp: " + named + ": " + err.Error())
+	}
+	return h, nil
 }
 
 // check returns the error of the first option that is invalid, or that
