@@ -156,7 +156,7 @@ func TestAfterAnOutage(t *testing.T) {
 	status, out, errs := o.cmd(t, "replay", "--stream", "JOBS", "--rate", "100000", "--reason", "attempts_exhausted")
 	require.Equal(t, exitOK, status, errs)
 	assert.Contains(t, out, "replayed 12 (0 already sent by an interrupted replay), skipped 0 (gone already), refused 0, failed 0, in ")
-	assert.Contains(t, errs, "replayed 12, skipped 0, refused 0, failed 0, 4 left to look at")
+	assert.Contains(t, errs, "replayed 12, skipped 0, refused 0, failed 0, 4 not yet read")
 	o.eachHandledOnce(t, 12)
 
 	status, _, errs = o.cmd(t, "purge")
@@ -225,7 +225,7 @@ func TestBadArgumentsNameTheirFlag(t *testing.T) {
 		{[]string{"count", "--dead", "D", "--sqlite", "f.db"}, "retrypolicy-deadletter: count: --dead and --sqlite: choose one\n"},
 		{[]string{"list", "--sqlite", "f.db", "--subject", "jobs.>"}, "retrypolicy-deadletter: list: --subject: applies to JetStream's dead letters (--dead); River's jobs take --kind\n"},
 		{[]string{"list", "--dead", "D", "--kind", "email"}, "retrypolicy-deadletter: list: --kind: applies to River's jobs (--sqlite, --database-url); JetStream's dead letters take --subject\n"},
-		{[]string{"list", "--dead", "D", "--reason", "tired"}, `retrypolicy-deadletter: --reason: "tired" is not a reason; one of strategy_none, attempts_exhausted, not_retryable, context_done, past_deadline, budget_exhausted, retried_below, deferred, retry_after_too_long` + "\n"},
+		{[]string{"list", "--dead", "D", "--reason", "tired"}, `retrypolicy-deadletter: --reason: "tired" is not a reason; one of strategy_none, attempts_exhausted, not_retryable, context_done, past_deadline, budget_exhausted, retried_below, deferred, retry_after_too_long, throttled` + "\n"},
 		{[]string{"list", "--dead", "D", "--since", "yesterday"}, `retrypolicy-deadletter: --since: "yesterday" is neither an RFC 3339 time nor a duration ago (2h)` + "\n"},
 		{[]string{"list", "--dead", "D", "--subject", "jobs..x"}, `retrypolicy-deadletter: --subject: "jobs..x" is not a subject pattern` + "\n"},
 		{[]string{"list", "--sqlite", "f.db", "--kind", "a,,b"}, "retrypolicy-deadletter: --kind: a kind is not empty\n"},

@@ -48,7 +48,7 @@ func (c *call) replay(ctx context.Context) int {
 			}
 			left := ""
 			if p.Left >= 0 {
-				left = fmt.Sprintf(", %d left to look at", p.Left)
+				left = fmt.Sprintf(", %d not yet read", p.Left)
 			}
 			fmt.Fprintf(stderr, "replayed %d, skipped %d, refused %d, failed %d%s, %.1f a second, %s\n",
 				p.Replayed, p.Skipped, p.Refused, p.Failed, left, p.Rate, p.Elapsed.Round(time.Second))
