@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/retrypolicy/retrypolicy/internal/echo"
 	"github.com/retrypolicy/retrypolicy/retry"
 )
 
@@ -149,7 +150,7 @@ type HostBudgetError struct {
 }
 
 func (e *HostBudgetError) Error() string {
-	return "retryhttp: the budget of " + e.Host + " could not be made, its requests share the overflow budget: " + e.Err.Error()
+	return "retryhttp: the budget of " + echo.Quote(e.Host) + " could not be made, its requests share the overflow budget: " + e.Err.Error()
 }
 
 // Unwrap returns the constructor's error.

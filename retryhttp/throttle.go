@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/retrypolicy/retrypolicy/internal/echo"
 	"github.com/retrypolicy/retrypolicy/retry"
 )
 
@@ -44,7 +45,7 @@ type HostThrottleError struct {
 }
 
 func (e *HostThrottleError) Error() string {
-	return "retryhttp: the throttle of " + e.Host + " could not be made, its requests share the overflow entry's: " + e.Err.Error()
+	return "retryhttp: the throttle of " + echo.Quote(e.Host) + " could not be made, its requests share the overflow entry's: " + e.Err.Error()
 }
 
 // Unwrap returns the constructor's error.
