@@ -69,12 +69,17 @@ func HiddenResend(ctx context.Context) bool {
 // WatchHidden tells the loop whose attempt ctx is that its adapter sees
 // the attempt's hidden resends, so that End.HiddenSeen says the count is
 // known (an adapter calls it as the attempt reaches its transport: a
-// retryhttp transport when net/http asks for a connection, retrygrpc's
-// stats handler as a stream begins).
-func WatchHidden(ctx context.Context) {
-	if a := enclosingOf(ctx); a != nil && a.state.Load()&runningBit != 0 {
-		a.hidden.watched.Store(true)
+// retryhttp transport before it sends the attempt, retrygrpc's stats
+// handler as a stream begins). It reports whether the loop may refuse a
+// resend of the attempt (it has a budget): only then must the adapter be
+// able to stop one, which may cost it a cancellable context.
+func WatchHidden(ctx context.Context) (mayRefuse bool) {
+	a := enclosingOf(ctx)
+	if a == nil || a.state.Load()&runningBit == 0 {
+		return false
 	}
+	a.hidden.watched.Store(true)
+	return a.hidden.budget != nil
 }
 
 // startAttempt returns the context of the call's next attempt, after

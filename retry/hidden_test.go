@@ -72,3 +72,21 @@ func TestNoAdapterNoHiddenSeen(t *testing.T) {
 	assert.True(t, end.HiddenSeen, "watched: 0 is a count")
 	assert.Zero(t, end.HiddenResends)
 }
+
+// TestWatchHiddenSaysWhetherAResendMayBeRefused: an adapter needs a way to
+// stop a resend only when the loop has a budget that may refuse one.
+func TestWatchHiddenSaysWhetherAResendMayBeRefused(t *testing.T) {
+	b, err := NewBudget(0.1, 10)
+	require.NoError(t, err)
+	for _, c := range []struct {
+		name string
+		opts []Option
+		want bool
+	}{{"a budget", []Option{WithBudget(b)}, true}, {"no budget", []Option{WithoutBudget()}, false}} {
+		var got bool
+		_, err := Do(context.Background(), threeAttempts, func(ctx context.Context) (int, error) { got = WatchHidden(ctx); return 1, nil }, c.opts...)
+		require.NoError(t, err)
+		assert.Equal(t, c.want, got, c.name)
+	}
+	assert.False(t, WatchHidden(context.Background()), "no loop")
+}

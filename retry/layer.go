@@ -43,6 +43,7 @@ type attemptCtx struct {
 	mu    sync.Mutex
 	ended bool                        // the attempt was cancelled
 	inner atomic.Pointer[cancellable] // made by the first Done
+	lost  context.CancelCauseFunc     // OnLoss's, called if the attempt is cancelled while it runs
 
 	hidden hidden // its hidden resends
 
@@ -147,7 +148,8 @@ func (a *attemptCtx) Err() error {
 // timeout ended (WithAttemptTimeout).
 var errAttemptTimeout = errors.New("retry: the attempt timed out")
 
-// cancel ends the attempt's context.
+// cancel ends the attempt's context; an attempt cancelled while it runs
+// (a hedged call's loser) also calls what OnLoss bound to it.
 func (a *attemptCtx) cancel() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -155,6 +157,39 @@ func (a *attemptCtx) cancel() {
 	if c := a.inner.Load(); c != nil {
 		c.cancel(context.Canceled)
 	}
+	if a.lost != nil && a.state.Load()&runningBit != 0 {
+		a.lost(ErrLost)
+	}
+	a.lost = nil
+}
+
+// ErrLost is the cause OnLoss gives the context it ends: another attempt
+// of the hedged call answered first.
+var ErrLost = errors.New("retrypolicy: another attempt of the hedged call answered first")
+
+// OnLoss binds cancel to the attempt whose context is ctx (the context a
+// hedged call's loop handed its operation, or one derived from it): if
+// the loop cancels the attempt while it runs, because another attempt
+// ended the call first, it calls cancel(ErrLost) before it waits for the
+// attempt to return. An adapter whose attempt runs under a context of its
+// own, which must outlive the attempt when it wins (a response body the
+// caller reads after the call), binds that context's cancel function,
+// where a context.AfterFunc on ctx would cost several allocations an
+// attempt. An attempt already cancelled calls cancel at once. It does
+// nothing under a context of no attempt, or of one that returned; only a
+// hedged call cancels an attempt that still runs.
+func OnLoss(ctx context.Context, cancel context.CancelCauseFunc) {
+	a := enclosingOf(ctx)
+	if a == nil {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.ended {
+		cancel(ErrLost)
+		return
+	}
+	a.lost = cancel
 }
 
 // end ends the attempt, and reports whether a layer below reported to it.

@@ -367,3 +367,42 @@ func TestAnAttemptsContextEndsAsItReturns(t *testing.T) {
 		assert.ErrorIs(t, a.ctx.Err(), context.Canceled, "an attempt a layer of the caller's started ends with End")
 	})
 }
+
+// TestOnLossEndsALosersContextAndNoOther: of a hedged call's two attempts,
+// the first (which waits for its context) loses to the second: the cancel
+// function the loser bound with OnLoss is called with ErrLost, one it binds
+// after it was cancelled is called at once, and the winner's is never
+// called; under a context of no attempt, OnLoss does nothing.
+func TestOnLossEndsALosersContextAndNoOther(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		causes := map[string]error{}
+		bind := func(ctx context.Context, name string) {
+			OnLoss(ctx, func(cause error) {
+				mu.Lock()
+				defer mu.Unlock()
+				causes[name] = cause
+			})
+		}
+		var n atomic.Int32
+		v, err := Hedge(context.Background(), three, func(ctx context.Context) (string, error) {
+			if n.Add(1) == 1 {
+				bind(ctx, "loser")
+				<-ctx.Done()
+				bind(ctx, "loser, after")
+				return "", ctx.Err()
+			}
+			bind(ctx, "winner")
+			return "second", nil
+		}, WithHedging(Hedging{Attempts: 2, Delay: 10 * time.Millisecond}), WithoutBudget())
+		require.NoError(t, err)
+		assert.Equal(t, "second", v)
+		mu.Lock()
+		defer mu.Unlock()
+		assert.Equal(t, map[string]error{"loser": ErrLost, "loser, after": ErrLost}, causes)
+
+		called := false
+		OnLoss(context.Background(), func(error) { called = true })
+		assert.False(t, called, "no attempt: nothing bound, nothing called")
+	})
+}

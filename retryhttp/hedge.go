@@ -45,9 +45,13 @@ func (t *Transport) hedgeLoopOf(req *http.Request) *retry.Loop[*hedged] {
 	return t.hedgeLoop
 }
 
-// hedged is an attempt's response the caller may get: a loser's is
-// closed by the loop.
-type hedged struct{ resp *http.Response }
+// hedged is an attempt of a hedged request: the context of its own it is
+// sent under, and its response, which the caller may get (a loser's is
+// closed by the loop). One object for both.
+type hedged struct {
+	own  ownCtx
+	resp *http.Response
+}
 
 // Close drains the loser's body to DrainLimit and closes it, which ends
 // its attempt's context.
@@ -56,29 +60,37 @@ func (h *hedged) Close() error {
 	return h.resp.Body.Close()
 }
 
-// errLost is the cause of a losing attempt's context.
-var errLost = errors.New("retryhttp: another attempt answered first")
-
-// hedgedCall is one hedged request: its attempts run at once.
+// hedgedCall is one hedged request: its attempts run at once. Calls are
+// pooled, their operation bound once: the loop waits for every attempt
+// before Hedge returns, so nothing holds a call after.
 type hedgedCall struct {
 	c      call // a copy, so that the transport's stays on its stack
+	op     func(context.Context) (*hedged, error)
 	sent   atomic.Int32
 	mu     sync.Mutex
 	status []*StatusError // the retried responses, drained but the one handed over
 }
+
+var hedgedCalls = sync.Pool{New: func() any {
+	h := &hedgedCall{}
+	h.op = h.attempt
+	return h
+}}
 
 // roundTripHedged sends c's request as a hedged call under ctx, the
 // request's context (with its Cancel channel), and returns what RoundTrip
 // returns. It takes c by value, so that an unhedged request's stays on
 // the stack.
 func roundTripHedged(ctx context.Context, c call) (*http.Response, error) {
-	h := &hedgedCall{c: c}
-	won, err := c.t.hedgeLoopOf(c.req).Hedge(ctx, h.attempt)
-	defer h.discard()
+	h := hedgedCalls.Get().(*hedgedCall)
+	h.c = c
+	won, err := c.t.hedgeLoopOf(c.req).Hedge(ctx, h.op)
+	sent := h.sent.Load()
+	h.release()
 	if err == nil {
 		return won.resp, nil
 	}
-	if h.sent.Load() == 0 && c.req.Body != nil {
+	if sent == 0 && c.req.Body != nil {
 		c.req.Body.Close() // the context ended before the first attempt
 	}
 	var gu *retry.GiveUpError
@@ -89,11 +101,16 @@ func roundTripHedged(ctx context.Context, c call) (*http.Response, error) {
 	return nil, err
 }
 
-// discard drains and closes the retried responses not handed over.
-func (h *hedgedCall) discard() {
-	for _, se := range h.status {
+// release drains and closes the retried responses not handed over (the
+// one the caller gets has none left), and puts the call back in the pool.
+func (h *hedgedCall) release() {
+	for i, se := range h.status {
 		se.discard()
+		h.status[i] = nil
 	}
+	h.c, h.status = call{}, h.status[:0]
+	h.sent.Store(0)
+	hedgedCalls.Put(h)
 }
 
 // attempt sends the request once, under a context of its own that the
@@ -104,66 +121,38 @@ func (h *hedgedCall) attempt(ctx context.Context) (*hedged, error) {
 	if c.canceled() {
 		return nil, errRequestCanceled
 	}
-	n := int(h.sent.Add(1))
-	rctx := retry.CallContext(ctx)
-	if n > 1 {
-		rctx = context.WithValue(rctx, attemptKey{}, n)
-	}
-	rctx, cancel := context.WithCancelCause(rctx)
-	req, err := h.request(rctx, n)
+	hd := &hedged{}
+	req, own, w, err := c.request(ctx, int(h.sent.Add(1)), &hd.own)
 	if err != nil {
-		cancel(nil)
 		return nil, retry.Permanent(err)
 	}
-	var timer *attemptTimer
-	if c.timeout > 0 {
-		req, timer = withTimeout(req, c.timeout)
-	}
-	stop := context.AfterFunc(ctx, func() { cancel(errLost) })
 	resp, err := c.t.base.RoundTrip(req)
-	stop()
 	if err != nil {
 		if resp != nil && resp.Body != nil {
 			resp.Body.Close()
 		}
-		cancel(nil)
-		return nil, c.failed(ctx, err, timer)
+		return nil, c.failed(ctx, stoppedError(w.done(), err), own)
 	}
-	if timer != nil {
-		timer.closeWith(resp)
-	}
-	resp.Body = &cancelOnClose{resp.Body, cancel}
-	return h.answer(ctx, resp, timer)
-}
-
-// request returns the request of attempt n under ctx: the caller's body
-// the first time, rewound after.
-func (h *hedgedCall) request(ctx context.Context, n int) (*http.Request, error) {
-	r := h.c.req.WithContext(ctx)
-	if n == 1 || r.Body == nil || r.Body == http.NoBody {
-		return r, nil
-	}
-	body, err := h.c.req.GetBody()
-	if err != nil {
-		return nil, errors.New("retryhttp: rewinding the request body: " + err.Error())
-	}
-	r.Body = body
-	return r, nil
+	w.done()
+	own.closeWith(resp)
+	hd.resp = resp
+	return h.answer(ctx, hd)
 }
 
 // answer returns what the loop is told of resp: the response when it is
 // not retried, else a *StatusError kept for draining, marked as the
 // transport marks one.
-func (h *hedgedCall) answer(ctx context.Context, resp *http.Response, timer *attemptTimer) (*hedged, error) {
+func (h *hedgedCall) answer(ctx context.Context, hd *hedged) (*hedged, error) {
+	resp, own := hd.resp, &hd.own
 	retried, refused := h.c.t.retried(resp)
 	if !retried {
-		timer.stop()
-		return &hedged{resp}, nil
+		own.stop()
+		return hd, nil
 	}
 	if !refused {
 		h.c.reportMarked(ctx, resp)
 	}
-	se := &StatusError{StatusCode: resp.StatusCode, resp: resp, timer: timer}
+	se := &StatusError{StatusCode: resp.StatusCode, resp: resp, own: own}
 	h.mu.Lock()
 	h.status = append(h.status, se)
 	h.mu.Unlock()

@@ -52,32 +52,24 @@ func (t *Transport) watched() bool {
 	return ok
 }
 
-// watchAttempt returns req under a context that the attempt actx's watch
-// traces and can stop (the stop function timer's, if any, or a new one
-// when the returned body closer must end it), and the watch; req and nil
-// when the transport does not watch.
-func (c *call) watchAttempt(actx context.Context, req *http.Request, timer *attemptTimer) (*http.Request, *watch, *attemptTimer) {
-	if !c.t.watched() {
-		return req, nil, timer
-	}
-	ctx := req.Context()
-	if timer == nil {
-		var cancel context.CancelCauseFunc
-		ctx, cancel = context.WithCancelCause(ctx)
-		timer = &attemptTimer{cancel: cancel}
-	}
+// watchAttempt returns ctx, the context of the loop's attempt actx's
+// request, under a trace of its watch, and the watch, which stops the
+// attempt by ending own (nil when the loop cannot refuse a resend).
+func watchAttempt(actx, ctx context.Context, own *ownCtx) (context.Context, *watch) {
 	w := watches.Get().(*watch)
 	w.mu.Lock()
-	w.actx, w.stop = actx, timer.cancel
+	w.actx, w.stop = actx, nil
+	if own != nil {
+		w.stop = own.cancel
+	}
 	w.mu.Unlock()
-	retry.WatchHidden(actx)
 	trace := &w.trace
 	if httptrace.ContextClientTrace(ctx) != nil {
 		// The caller's own trace: WithClientTrace composes it into the one
 		// it is given, which is then the request's alone.
 		trace = &httptrace.ClientTrace{GetConn: w.trace.GetConn, GotConn: w.trace.GotConn}
 	}
-	return req.WithContext(httptrace.WithClientTrace(ctx, trace)), w, timer // one copy of the request
+	return httptrace.WithClientTrace(ctx, trace), w
 }
 
 // done ends the watch of an attempt that returned, and reports whether it
@@ -99,10 +91,14 @@ func (w *watch) done() bool {
 // the resend is told once, until it gets its connection).
 func (w *watch) getConn(string) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.actx != nil && w.got && !w.asked && !w.stopped {
+	resend := w.actx != nil && w.got && !w.asked && !w.stopped
+	if resend {
 		w.asked = true
-		w.resend()
+	}
+	actx := w.actx
+	w.mu.Unlock()
+	if resend {
+		w.resend(actx)
 	}
 }
 
@@ -111,12 +107,16 @@ func (w *watch) getConn(string) {
 // is closed, so that nothing is written on it.
 func (w *watch) gotConn(info httptrace.GotConnInfo) {
 	w.mu.Lock()
+	resend := w.actx != nil && w.got && !w.asked && !w.stopped
+	actx := w.actx
+	w.mu.Unlock()
+	if resend {
+		w.resend(actx)
+	}
+	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.actx == nil {
 		return
-	}
-	if w.got && !w.asked && !w.stopped {
-		w.resend()
 	}
 	w.got, w.asked = true, false
 	if w.stopped && info.Conn != nil && !http2(info) {
@@ -124,12 +124,22 @@ func (w *watch) gotConn(info httptrace.GotConnInfo) {
 	}
 }
 
-// resend tells the loop of a resend, and stops the attempt when the
-// loop's budget refuses it. w.mu is held.
-func (w *watch) resend() {
-	if !retry.HiddenResend(w.actx) {
+// resend tells the loop of a resend of the attempt actx, and stops the
+// attempt when the loop's budget refuses it. It is called without w.mu,
+// so that the loop's observers, which it calls, may take their time: the
+// hooks of one attempt run one after another on its round trip.
+func (w *watch) resend(actx context.Context) {
+	if retry.HiddenResend(actx) {
+		return
+	}
+	w.mu.Lock()
+	stop := w.stop
+	if w.actx != nil {
 		w.stopped = true
-		w.stop(retry.ErrResendRefused)
+	}
+	w.mu.Unlock()
+	if stop != nil {
+		stop(retry.ErrResendRefused)
 	}
 }
 

@@ -263,6 +263,27 @@ func TestHTTP2ResendsAreSeenAndPaidFor(t *testing.T) {
 	}
 }
 
+// TestAHedgedRequestsResendsAreSeenAndPaidFor: a hedged GET's attempts
+// are watched as an unhedged one's: against an HTTP/2 server that refuses
+// every stream, under an empty budget, the first attempt's first resend
+// is free and its second is stopped at its connection (2 streams, not
+// Go's 8), and no hedge is sent, the budget being empty.
+func TestAHedgedRequestsResendsAreSeenAndPaidFor(t *testing.T) {
+	cert, pool := testCert(t)
+	synctest.Test(t, func(t *testing.T) {
+		srv, base := newH2Server(t, cert, pool, false)
+		end, hidden, err := hiddenGet(t, base, retry.WithBudget(emptyBudget(t)), retry.WithHedging(retry.Hedging{Attempts: 2, Delay: time.Hour}))
+		var gu *retry.GiveUpError
+		require.ErrorAs(t, err, &gu)
+		assert.Equal(t, retry.BudgetExhausted, gu.Reason)
+		assert.True(t, end.HiddenSeen)
+		assert.Equal(t, 0, end.Hedges)
+		assert.Equal(t, int64(2), srv.streams.Load(), "the first send and one free resend")
+		assert.Equal(t, 2, end.HiddenResends, "the free one, and the one refused")
+		assert.Len(t, hidden, 2)
+	})
+}
+
 // h1Server is an HTTP/1.1 server on in-memory pipes that answers the
 // first request of each connection, keeping it alive, once idle conns
 // connections are open, and drops a connection when it is sent a second

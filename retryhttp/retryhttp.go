@@ -411,7 +411,7 @@ type StatusError struct {
 	// StatusCode is the response's status code.
 	StatusCode int
 	resp       *http.Response // until it is handed over or discarded
-	timer      *attemptTimer  // the attempt's, if any
+	own        *ownCtx        // the attempt's own context, if any
 }
 
 // Error says the status, as "retryhttp: HTTP 503".
@@ -420,7 +420,7 @@ func (e *StatusError) Error() string { return "retryhttp: HTTP " + strconv.Itoa(
 // handOver returns the response for the caller, its attempt's timer
 // stopped.
 func (e *StatusError) handOver() *http.Response {
-	e.timer.stop()
+	e.own.stop()
 	resp := e.resp
 	e.resp = nil
 	return resp
@@ -437,7 +437,7 @@ func (e *StatusError) discard() {
 	e.resp = nil
 	drain(body)
 	body.Close()
-	e.timer.stop()
+	e.own.stop()
 }
 
 // drainBuffers are the buffers drain reads into, so that draining a
@@ -500,36 +500,31 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	if c.canceled() {
 		return nil, errRequestCanceled
 	}
-	req, err := c.next(ctx)
+	c.sent++
+	req, own, w, err := c.request(ctx, c.sent, nil)
 	if err != nil {
 		return nil, retry.Permanent(err)
 	}
-	var timer *attemptTimer
-	if c.timeout > 0 {
-		req, timer = withTimeout(req, c.timeout)
-	}
-	var w *watch
-	req, w, timer = c.watchAttempt(ctx, req, timer)
 	resp, err := c.t.base.RoundTrip(req)
 	if err != nil {
 		if resp != nil && resp.Body != nil {
 			resp.Body.Close() // a transport's error and a response both: the error is the outcome
 		}
-		return nil, c.failed(ctx, stoppedError(w.done(), err), timer)
+		return nil, c.failed(ctx, stoppedError(w.done(), err), own)
 	}
 	w.done()
-	if timer != nil {
-		timer.closeWith(resp)
+	if own != nil {
+		own.closeWith(resp)
 	}
 	retried, refused := c.t.retried(resp)
 	if !retried {
-		timer.stop()
+		own.stop()
 		return resp, nil // an answer: the call ended well
 	}
 	if !refused {
 		c.reportMarked(ctx, resp) // whether or not this request may be sent again
 	}
-	se := &StatusError{StatusCode: resp.StatusCode, resp: resp, timer: timer}
+	se := &StatusError{StatusCode: resp.StatusCode, resp: resp, own: own}
 	if refused || !c.resend {
 		// Not retried (the server refused, or the request may not be
 		// sent again), yet a failure: handed over as received, the call
@@ -574,9 +569,9 @@ func (t *Transport) retried(resp *http.Response) (retried, refused bool) {
 // failed returns what the loop is told of an attempt whose base transport
 // failed with err: err, a timeout when the attempt's own timer ended it,
 // marked Permanent when the request must not be sent again.
-func (c *call) failed(ctx context.Context, err error, timer *attemptTimer) error {
-	if timer != nil && timer.end() && retry.CallContext(ctx).Err() == nil {
-		err = &timeoutError{timer.after, err}
+func (c *call) failed(ctx context.Context, err error, own *ownCtx) error {
+	if own != nil && own.end() && retry.CallContext(ctx).Err() == nil {
+		err = &timeoutError{own.after, err}
 	}
 	if c.canceled() {
 		return err // the loop's context is done: it gives up as ContextDone
@@ -589,104 +584,6 @@ func (c *call) failed(ctx context.Context, err error, timer *attemptTimer) error
 	}
 	return err
 }
-
-// next returns the request for the next attempt.
-func (c *call) next(ctx context.Context) (*http.Request, error) {
-	c.sent++
-	if c.sent == 1 {
-		if c.t.started {
-			return c.req.WithContext(retry.CallContext(ctx)), nil // the call's values: a span a start hook opened
-		}
-		return c.req, nil
-	}
-	r := c.req.WithContext(context.WithValue(retry.CallContext(ctx), attemptKey{}, c.sent)) // a shallow copy, as a transport's own retry makes
-	if c.req.Body == nil || c.req.Body == http.NoBody {
-		return r, nil
-	}
-	body, err := c.req.GetBody()
-	if err != nil {
-		return nil, errors.New("retryhttp: rewinding the request body: " + err.Error())
-	}
-	r.Body = body
-	return r, nil
-}
-
-// withTimeout returns req under a context that the attempt timeout d
-// cancels, and its timer.
-func withTimeout(req *http.Request, d time.Duration) (*http.Request, *attemptTimer) {
-	actx, cancel := context.WithCancelCause(req.Context())
-	t := &attemptTimer{cancel: cancel, after: d}
-	t.timer = time.AfterFunc(d, func() { cancel(errAttemptTimeout) })
-	return req.WithContext(actx), t
-}
-
-// errAttemptTimeout is the cause of an attempt's context that timed out.
-var errAttemptTimeout = errors.New("retryhttp: attempt timed out")
-
-// attemptTimer bounds an attempt under retry.WithAttemptTimeout.
-type attemptTimer struct {
-	timer  *time.Timer // nil: no timeout, a context to stop a resend (watchAttempt)
-	cancel context.CancelCauseFunc
-	after  time.Duration // the timeout
-	closer cancelOnClose // the body closeWith hands the caller, made with the timer
-}
-
-// end ends the attempt's context, and reports whether its timer had
-// fired.
-func (t *attemptTimer) end() bool {
-	fired := t.timer != nil && !t.timer.Stop()
-	t.cancel(nil)
-	return fired
-}
-
-// stop stops the timer, for a response handed to the caller: its context
-// then ends when the body is closed. A nil timer is no timer.
-func (t *attemptTimer) stop() {
-	if t != nil && t.timer != nil {
-		t.timer.Stop()
-	}
-}
-
-// closeWith makes closing resp's body end the attempt's context. A body
-// that is also a writer (a protocol switch's) is left as it is.
-func (t *attemptTimer) closeWith(resp *http.Response) {
-	if _, ok := resp.Body.(io.Writer); ok || resp.Body == nil {
-		return
-	}
-	t.closer = cancelOnClose{resp.Body, t.cancel}
-	resp.Body = &t.closer
-}
-
-// cancelOnClose is a response body whose Close ends its attempt's
-// context.
-type cancelOnClose struct {
-	io.ReadCloser
-	cancel context.CancelCauseFunc
-}
-
-func (b *cancelOnClose) Close() error {
-	err := b.ReadCloser.Close()
-	b.cancel(nil)
-	return err
-}
-
-// timeoutError is an attempt that took longer than retry.WithAttemptTimeout. It
-// does not unwrap to the transport's error, which is the attempt context's
-// cancellation: Retry never retries a context.Canceled.
-type timeoutError struct {
-	after time.Duration
-	err   error
-}
-
-func (e *timeoutError) Error() string {
-	return "retryhttp: attempt timed out after " + e.after.String() + ": " + e.err.Error()
-}
-
-// Timeout reports true: the attempt timed out.
-func (e *timeoutError) Timeout() bool { return true }
-
-// Temporary reports true, as net.Error's timeouts do.
-func (e *timeoutError) Temporary() bool { return true }
 
 // replayable reports whether req may be sent more than once: an idempotent
 // method or an idempotency key, and a body that is empty or rewindable.

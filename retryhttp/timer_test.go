@@ -46,7 +46,7 @@ func TestDiscardedResponseStopsItsTimer(t *testing.T) {
 		resp.Body.Close()
 		require.Len(t, retried, 3)
 		for i, se := range retried {
-			assert.False(t, se.timer.timer.Stop(), "retry %d's timer was still set", i+1)
+			assert.False(t, se.own.timer.Stop(), "retry %d's timer was still set", i+1)
 		}
 	})
 }

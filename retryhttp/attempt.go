@@ -1,0 +1,151 @@
+package retryhttp
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/retrypolicy/retrypolicy/retry"
+)
+
+// An attempt's request is sent under the caller's context when nothing
+// needs to end it sooner, and under a context of its own (ownCtx) when
+// something does: the attempt's timeout (retry.WithAttemptTimeout), the
+// loop's budget refusing a hidden resend (a watch stops the attempt), a
+// hedged call's loop cancelling the attempt as a loser; and, once the
+// response is handed to the caller, the closing of its body. One
+// cancellable context serves them all, so that an attempt pays for one
+// at most, and one copy of the request.
+
+// request returns the request of the call's attempt n, whose loop
+// context is actx, what can end its context (nil when nothing needs to),
+// and its watch of hidden resends (nil when the transport does not
+// watch): the caller's request the first time, unless it needs a context
+// of its own or the call's values (a start hook's span); a copy after,
+// its body rewound. An attempt of a hedged call gives into, where its
+// own context is made (a loser's context ends when the loop cancels it).
+func (c *call) request(actx context.Context, n int, into *ownCtx) (*http.Request, *ownCtx, *watch, error) {
+	ctx := c.req.Context()
+	if c.t.started || n > 1 {
+		ctx = retry.CallContext(actx) // the call's values: a span a start hook opened
+	}
+	if n > 1 {
+		ctx = context.WithValue(ctx, attemptKey{}, n)
+	}
+	watched := c.t.watched()
+	mayRefuse := watched && retry.WatchHidden(actx) // a resend may have to be stopped
+	var own *ownCtx
+	if c.timeout > 0 || into != nil || mayRefuse {
+		if own = into; own == nil {
+			own = &ownCtx{}
+		}
+		ctx = c.own(ctx, own)
+		if into != nil {
+			retry.OnLoss(actx, own.cancel)
+		}
+	}
+	var w *watch
+	if watched {
+		ctx, w = watchAttempt(actx, ctx, own)
+	}
+	req := c.req
+	if ctx != req.Context() {
+		req = req.WithContext(ctx) // a shallow copy, as a transport's own retry makes
+	}
+	if n == 1 || req.Body == nil || req.Body == http.NoBody {
+		return req, own, w, nil
+	}
+	body, err := c.req.GetBody()
+	if err != nil {
+		w.done()
+		own.end()
+		return nil, nil, nil, errors.New("retryhttp: rewinding the request body: " + err.Error())
+	}
+	req.Body = body
+	return req, own, w, nil
+}
+
+// own returns a context of its own under ctx for an attempt, which o
+// ends: its timeout, when the loop has one.
+func (c *call) own(ctx context.Context, o *ownCtx) context.Context {
+	ctx, cancel := context.WithCancelCause(ctx)
+	o.cancel, o.after = cancel, c.timeout
+	if c.timeout > 0 {
+		o.timer = time.AfterFunc(c.timeout, func() { cancel(errAttemptTimeout) })
+	}
+	return ctx
+}
+
+// errAttemptTimeout is the cause of an attempt's context that timed out.
+var errAttemptTimeout = errors.New("retryhttp: attempt timed out")
+
+// ownCtx ends the context of its own an attempt's request is sent under.
+// A nil *ownCtx is an attempt sent under the caller's context.
+type ownCtx struct {
+	timer  *time.Timer // the attempt's timeout, nil for none
+	cancel context.CancelCauseFunc
+	after  time.Duration // the timeout
+	closer cancelOnClose // the body closeWith hands the caller, made with the context
+}
+
+// end ends the attempt's context, and reports whether its timer had
+// fired.
+func (o *ownCtx) end() bool {
+	if o == nil {
+		return false
+	}
+	fired := o.timer != nil && !o.timer.Stop()
+	o.cancel(nil)
+	return fired
+}
+
+// stop stops the timer, for a response handed to the caller: its context
+// then ends when the body is closed.
+func (o *ownCtx) stop() {
+	if o != nil && o.timer != nil {
+		o.timer.Stop()
+	}
+}
+
+// closeWith makes closing resp's body end the attempt's context. A body
+// that is also a writer (a protocol switch's) is left as it is.
+func (o *ownCtx) closeWith(resp *http.Response) {
+	if _, ok := resp.Body.(io.Writer); ok || resp.Body == nil {
+		return
+	}
+	o.closer = cancelOnClose{resp.Body, o.cancel}
+	resp.Body = &o.closer
+}
+
+// cancelOnClose is a response body whose Close ends its attempt's
+// context.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelCauseFunc
+}
+
+func (b *cancelOnClose) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel(nil)
+	return err
+}
+
+// timeoutError is an attempt that took longer than retry.WithAttemptTimeout. It
+// does not unwrap to the transport's error, which is the attempt context's
+// cancellation: Retry never retries a context.Canceled.
+type timeoutError struct {
+	after time.Duration
+	err   error
+}
+
+func (e *timeoutError) Error() string {
+	return "retryhttp: attempt timed out after " + e.after.String() + ": " + e.err.Error()
+}
+
+// Timeout reports true: the attempt timed out.
+func (e *timeoutError) Timeout() bool { return true }
+
+// Temporary reports true, as net.Error's timeouts do.
+func (e *timeoutError) Temporary() bool { return true }
