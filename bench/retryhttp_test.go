@@ -10,8 +10,14 @@ import (
 	"github.com/hashicorp/go-retryablehttp"
 
 	"github.com/retrypolicy/retrypolicy"
+	"github.com/retrypolicy/retrypolicy/retry"
 	"github.com/retrypolicy/retrypolicy/retryhttp"
 )
+
+// firstTryStrategy is the strategy of BenchmarkHTTPFirstTry's retrying
+// transports.
+var firstTryStrategy = retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 5,
+	Backoff: retrypolicy.Backoff{Kind: retrypolicy.ExponentialWithJitter, BaseDelay: 100 * time.Millisecond, MaxDelay: 5 * time.Second}}
 
 // BenchmarkHTTPFirstTry is a GET on loopback that succeeds at once, through
 // a bare http.Transport, through retryhttp's Transport over the same kind
@@ -45,9 +51,18 @@ func BenchmarkHTTPFirstTry(b *testing.B) {
 	b.Run("impl=retryhttp", func(b *testing.B) {
 		tr := &http.Transport{}
 		defer tr.CloseIdleConnections()
-		s := retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts: 5,
-			Backoff: retrypolicy.Backoff{Kind: retrypolicy.ExponentialWithJitter, BaseDelay: 100 * time.Millisecond, MaxDelay: 5 * time.Second}}
-		rt, err := retryhttp.NewTransport(tr, s)
+		rt, err := retryhttp.NewTransport(tr, firstTryStrategy)
+		if err != nil {
+			b.Fatal(err)
+		}
+		get(b, &http.Client{Transport: rt})
+	})
+	b.Run("impl=retryhttp-nobudget", func(b *testing.B) {
+		// No budget: a hidden resend is counted and never refused, so the
+		// attempt needs no context of its own to stop one.
+		tr := &http.Transport{}
+		defer tr.CloseIdleConnections()
+		rt, err := retryhttp.NewTransport(tr, firstTryStrategy, retry.WithoutBudget())
 		if err != nil {
 			b.Fatal(err)
 		}

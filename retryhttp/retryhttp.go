@@ -99,7 +99,14 @@
 // (retry.Event.Hidden) and counted (retry.End.HiddenResends), an
 // attempt's first is free, and each later one withdraws from the budget
 // and is stopped before it is written when the budget refuses; see
-// retry.HiddenResend. The caller's own httptrace still fires.
+// retry.HiddenResend. The caller's own httptrace still fires. Hedged
+// requests' attempts are watched as every other.
+//
+// An attempt is sent under the caller's context unless something may
+// have to end it early: the loop's budget may refuse a hidden resend,
+// the loop has an attempt timeout, or the request is hedged. It is then
+// sent under one context of its own, which each of these ends, and
+// which, for the response handed to the caller, closing its body ends.
 //
 // # Hedged requests
 //
@@ -113,8 +120,8 @@
 // request is retried as before, as if the option were not given.
 //
 // Each attempt is sent under a context of its own, cancelled when another
-// attempt won (a loser), or, for the winner, when the caller closes its
-// response's body. A loser's response body is read up to DrainLimit bytes
+// attempt won (a loser, see retry.OnLoss), or, for the winner, when the
+// caller closes its response's body. A loser's response body is read up to DrainLimit bytes
 // and closed, and so is every retried response's but the one handed to
 // the caller; the transport returns once every attempt has. A host's
 // following delay (retry.Hedging.Quantile) follows that host's latencies:
