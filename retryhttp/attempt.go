@@ -27,6 +27,27 @@ import (
 // its body rewound. An attempt of a hedged call gives into, where its
 // own context is made (a loser's context ends when the loop cancels it).
 func (c *call) request(actx context.Context, n int, into *ownCtx) (*http.Request, *ownCtx, *watch, error) {
+	ctx, own, w := c.sendContext(actx, n, into)
+	req := c.req
+	if ctx != req.Context() {
+		req = req.WithContext(ctx) // a shallow copy, as a transport's own retry makes
+	}
+	if n == 1 || req.Body == nil || req.Body == http.NoBody {
+		return req, own, w, nil
+	}
+	body, err := c.req.GetBody()
+	if err != nil {
+		w.done()
+		own.end()
+		return nil, nil, nil, errors.New("retryhttp: rewinding the request body: " + err.Error())
+	}
+	req.Body = body
+	return req, own, w, nil
+}
+
+// sendContext returns the context attempt n is sent under, what can end
+// it and its watch, as request says.
+func (c *call) sendContext(actx context.Context, n int, into *ownCtx) (context.Context, *ownCtx, *watch) {
 	ctx := c.req.Context()
 	if c.t.started || n > 1 {
 		ctx = retry.CallContext(actx) // the call's values: a span a start hook opened
@@ -46,25 +67,11 @@ func (c *call) request(actx context.Context, n int, into *ownCtx) (*http.Request
 			retry.OnLoss(actx, own.cancel)
 		}
 	}
-	var w *watch
-	if watched {
-		ctx, w = watchAttempt(actx, ctx, own)
+	if !watched {
+		return ctx, own, nil
 	}
-	req := c.req
-	if ctx != req.Context() {
-		req = req.WithContext(ctx) // a shallow copy, as a transport's own retry makes
-	}
-	if n == 1 || req.Body == nil || req.Body == http.NoBody {
-		return req, own, w, nil
-	}
-	body, err := c.req.GetBody()
-	if err != nil {
-		w.done()
-		own.end()
-		return nil, nil, nil, errors.New("retryhttp: rewinding the request body: " + err.Error())
-	}
-	req.Body = body
-	return req, own, w, nil
+	ctx, w := watchAttempt(actx, ctx, own)
+	return ctx, own, w
 }
 
 // own returns a context of its own under ctx for an attempt, which o
