@@ -2,6 +2,7 @@ package otelretry_test
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -16,16 +17,21 @@ import (
 )
 
 // TestHedgesAreCountedByOutcomeNotAsRetries: a hedged call whose first
-// attempt hangs sends two hedges, the second of which wins: one hedge won,
-// one lost, three attempts, and no retry nor wait recorded.
+// attempt hangs sends two hedges, the first after its delay, which fails,
+// the second at once on that failure (an event of one failure), which
+// wins: one hedge won, one lost, three attempts, and no retry nor wait
+// recorded.
 func TestHedgesAreCountedByOutcomeNotAsRetries(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newSDK(t)
 		var n atomic.Int32
 		_, err := retry.Hedge(context.Background(), oneSecond, func(ctx context.Context) (int, error) {
-			if n.Add(1) < 3 {
+			switch n.Add(1) {
+			case 1:
 				<-ctx.Done()
 				return 0, ctx.Err()
+			case 2:
+				return 0, errors.New("unavailable")
 			}
 			return 1, nil
 		}, append(s.in.Options("retry", "lookup"), retry.WithHedging(retry.Hedging{Attempts: 3, Delay: 10 * time.Millisecond}))...)

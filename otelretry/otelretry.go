@@ -176,7 +176,10 @@ func New(opts ...Option) (*Instruments, error) {
 // spans (otelhttp's or otelgrpc's, under the loop), with an event for each
 // of its first retries (WithSpanEvents) and its status an error when it
 // gives up; its metrics count each retry and its wait, the attempts at its
-// end, and a give-up by reason. source is the Source attribute ("retry",
+// end, and a give-up by reason. An observer's event that is no retry is
+// not counted as one: a hedge (counted by outcome at the call's end), a
+// hidden resend (counted apart), an adapter's notice of no failure (a
+// retryhttp host's budget or throttle that could not be made). source is the Source attribute ("retry",
 // "http", "grpc", or a name of yours); operation is the Operation
 // attribute and the span's name. An operation of "" names each call by
 // retry.CallName of its context (retrygrpc names a call by its method), or
@@ -262,13 +265,19 @@ func (o *operations) recorder(ctx context.Context) (c *call, own bool) {
 	return &call{in: o.in, sets: o.sets(ctx)}, false
 }
 
+// retried records an observer's event that is a retry, or a hidden
+// resend. A hedge is not a retry (the hedges are counted by outcome at the
+// call's end), nor is an event of no failure: an adapter's notice
+// (retry.Loop.Observe: a retryhttp host's budget or throttle that could
+// not be made).
 func (o *operations) retried(e retry.Event) {
-	if e.Hidden {
+	switch {
+	case e.Hidden:
 		o.hiddenResend(e)
-		return
+	case !e.Hedge && e.Failures > 0:
+		c, _ := o.recorder(e.Context)
+		c.retried(e)
 	}
-	c, _ := o.recorder(e.Context)
-	c.retried(e)
 }
 
 func (o *operations) ended(e retry.End) {
@@ -358,9 +367,6 @@ type call struct {
 
 // retried records a retry about to happen.
 func (r *call) retried(e retry.Event) {
-	if e.Hedge {
-		return // not a retry: counted by outcome at the call's end
-	}
 	if r.span != nil && r.events >= r.in.events {
 		// Past the span's events: the retry is summed for the span's end,
 		// and its metrics are recorded without the span, whose exemplars

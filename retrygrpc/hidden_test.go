@@ -1,10 +1,7 @@
 package retrygrpc_test
 
 import (
-	"bufio"
 	"context"
-	"encoding/binary"
-	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -39,7 +36,11 @@ func (s *refusing) dial(context.Context, string) (net.Conn, error) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		s.serve(far)
+		c := &h2conn{out: make(chan []byte, 64)}
+		serveH2(far, c, nil, func(id uint32) {
+			s.streams.Add(1)
+			c.write(3, 0, id, []byte{0, 0, 0, 7}) // RST_STREAM REFUSED_STREAM
+		})
 	}()
 	return near, nil
 }
@@ -51,58 +52,6 @@ func (s *refusing) close() {
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
-}
-
-// serve reads the preface and each frame, writing through a goroutine of
-// its own so that it never blocks on a pipe the client writes to.
-func (s *refusing) serve(conn net.Conn) {
-	defer conn.Close()
-	out := make(chan []byte, 64)
-	wrote := make(chan struct{})
-	go func() {
-		defer close(wrote)
-		for b := range out {
-			if _, err := conn.Write(b); err != nil {
-				break
-			}
-		}
-		for range out {
-		}
-	}()
-	defer func() { close(out); <-wrote }()
-	write := func(kind, flags byte, id uint32, payload []byte) {
-		b := make([]byte, 9, 9+len(payload))
-		b[0], b[1], b[2] = byte(len(payload)>>16), byte(len(payload)>>8), byte(len(payload))
-		b[3], b[4] = kind, flags
-		binary.BigEndian.PutUint32(b[5:], id)
-		out <- append(b, payload...)
-	}
-	r := bufio.NewReader(conn)
-	if _, err := io.ReadFull(r, make([]byte, 24)); err != nil {
-		return
-	}
-	write(4, 0, 0, nil)
-	head := make([]byte, 9)
-	for {
-		if _, err := io.ReadFull(r, head); err != nil {
-			return
-		}
-		n := int(head[0])<<16 | int(head[1])<<8 | int(head[2])
-		kind, flags, id := head[3], head[4], binary.BigEndian.Uint32(head[5:])&0x7fffffff
-		payload := make([]byte, n)
-		if _, err := io.ReadFull(r, payload); err != nil {
-			return
-		}
-		switch {
-		case kind == 4 && flags&1 == 0:
-			write(4, 1, 0, nil)
-		case kind == 6 && flags&1 == 0:
-			write(6, 1, 0, payload)
-		case kind == 1:
-			s.streams.Add(1)
-			write(3, 0, id, []byte{0, 0, 0, 7}) // RST_STREAM REFUSED_STREAM
-		}
-	}
 }
 
 // refusedCall makes one Check through an interceptor of bounded(3) with

@@ -288,10 +288,13 @@ func TestAHedgedRequestsResendsAreSeenAndPaidFor(t *testing.T) {
 // first request of each connection, keeping it alive, once idle conns
 // connections are open, and drops a connection when it is sent a second
 // request (it closed it as the request arrived): the connections a client
-// holds idle are all dead. It counts the requests that reached it.
+// holds idle are all dead. It counts the requests that reached it. The
+// second request holdAt names is held instead: read, never answered.
 type h1Server struct {
 	ln       *pipeListener
 	idle     int
+	holdAt   int           // the second request, counted over connections, that is read and held, not dropped (0: none)
+	seconds  atomic.Int64  // second requests read
 	ready    chan struct{} // closed when idle first requests arrived
 	mu       sync.Mutex
 	firsts   int
@@ -339,8 +342,11 @@ func (s *h1Server) serve() {
 					return
 				}
 				s.requests.Add(1)
-				if n > 0 {
+				if n > 0 && s.seconds.Add(1) != int64(s.holdAt) {
 					return // dropped as the request arrived
+				}
+				if n > 0 {
+					continue // held: no answer, the connection kept open
 				}
 				s.mu.Lock()
 				if s.firsts++; s.firsts == s.idle {
@@ -512,4 +518,126 @@ func TestWatchesUnderConcurrency(t *testing.T) {
 		assert.Zero(t, resends.Load())
 		assert.Equal(t, int64(100), seen.Load())
 	})
+}
+
+// lateConn is the client's end of an in-memory connection that counts the
+// bytes written on it while it was open. Once settle is set, its close
+// lets everything else in the bubble run first (a write already handed to
+// it goes out, as bytes written to a socket before its close do): the
+// order in which a connection's close loses the race with its writer.
+type lateConn struct {
+	net.Conn
+	mu      sync.Mutex
+	settle  bool
+	closing bool
+	closed  bool
+	written int
+}
+
+func (c *lateConn) Write(b []byte) (int, error) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return 0, net.ErrClosed
+	}
+	c.written += len(b)
+	c.mu.Unlock()
+	return c.Conn.Write(b)
+}
+
+func (c *lateConn) Close() error {
+	c.mu.Lock()
+	if c.closing {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closing = true
+	settle := c.settle
+	c.mu.Unlock()
+	if settle {
+		synctest.Wait()
+	}
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	return c.Conn.Close()
+}
+
+// stoppedOnAnIdleConn is one GET through a transport over net/http's with
+// an empty budget, over a pool of 3 idle connections the server has
+// dropped but the third it is sent on (held: read, never answered). The
+// first send and the first resend are dropped; the second resend is
+// refused as it asks for its connection, and net/http, whose wait for a
+// connection does not look at the request's context when an idle one is
+// there, hands it the third about half the time. It returns the
+// requests that reached the server, the bytes written on the connection
+// handed to the refused resend (-1 when none was), and how the call ended.
+func stoppedOnAnIdleConn(t *testing.T) (requests int64, written int, end retry.End, err error) {
+	srv, base := newH1Server(t, 3)
+	srv.holdAt = 3
+	var dials atomic.Int64
+	base.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := srv.ln.dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		dials.Add(1)
+		return &lateConn{Conn: c}, nil
+	}
+	srv.warm(t, base)
+	require.Equal(t, int64(3), dials.Load())
+	written = -1
+	var got, before int
+	var stopped *lateConn
+	ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
+		if got++; got == 3 {
+			stopped = info.Conn.(*lateConn)
+			stopped.mu.Lock()
+			stopped.settle, before = true, stopped.written
+			stopped.mu.Unlock()
+		}
+	}})
+	tr, err := retryhttp.NewTransport(base, threeAttempts, retry.WithBudget(emptyBudget(t)), retry.WithEnd(func(e retry.End) { end = e }))
+	require.NoError(t, err)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://service.test/", nil)
+	require.NoError(t, err)
+	resp, err := tr.RoundTrip(req)
+	if err == nil {
+		resp.Body.Close()
+	}
+	synctest.Wait()
+	if stopped != nil {
+		stopped.mu.Lock()
+		written = stopped.written - before
+		stopped.mu.Unlock()
+	}
+	return srv.requests.Load(), written, end, err
+}
+
+// TestAStoppedHTTP1ResendWritesNothingOnAConnectionItGot: an HTTP/1.1
+// resend the budget refused, which net/http hands an idle connection all
+// the same, writes nothing on it, even when the connection's close would
+// lose the race with its writer: the request reached the server twice
+// (the first send and the free resend), and the call gave up
+// budget_exhausted. Rounds run until the refused resend got a connection
+// 3 times (net/http's choice between the connection and the cancelled
+// context is random; 64 rounds miss it 3 times with a chance of about
+// 1e-16), each in its own bubble, in about a millisecond.
+func TestAStoppedHTTP1ResendWritesNothingOnAConnectionItGot(t *testing.T) {
+	handed := 0
+	for round := 0; round < 64 && handed < 3; round++ {
+		synctest.Test(t, func(t *testing.T) {
+			requests, written, end, err := stoppedOnAnIdleConn(t)
+			var gu *retry.GiveUpError
+			require.ErrorAs(t, err, &gu)
+			assert.Equal(t, retry.BudgetExhausted, gu.Reason)
+			assert.Equal(t, int64(2), requests, "sent once more, no more")
+			assert.Equal(t, 2, end.HiddenResends)
+			if written >= 0 {
+				handed++
+				assert.Zero(t, written, "nothing written on the refused resend's connection")
+			}
+		})
+	}
+	assert.Equal(t, 3, handed, "the refused resend got a connection")
 }

@@ -24,11 +24,11 @@ const (
 
 // Analyzer reports invalid strategies, lint's warnings on constant ones,
 // nested retry loops that multiply, operations that ignore their context,
-// and adapters' options given where they are refused (the package
-// documentation lists each).
+// adapters' options given where they are refused, and hedging given to a
+// loop's Do (the package documentation lists each).
 var Analyzer = &analysis.Analyzer{
 	Name:      "retrypolicy",
-	Doc:       "report retry strategies the library refuses or lint warns of, nested retry loops that multiply, retry operations that ignore their context, and adapters' options given where they are refused",
+	Doc:       "report retry strategies the library refuses or lint warns of, nested retry loops that multiply, retry operations that ignore their context, adapters' options given where they are refused, and hedging given to a loop's Do, which refuses it",
 	URL:       "https://pkg.go.dev/github.com/retrypolicy/retrypolicy/vet",
 	Requires:  []*analysis.Analyzer{inspect.Analyzer},
 	FactTypes: []analysis.Fact{new(runsRetries), new(makesAdapterOption)},
@@ -69,6 +69,11 @@ type checker struct {
 	// adapters are the import paths of the packages whose functions make
 	// adapters' options, this one's and its dependencies'.
 	adapters map[string]bool
+	// hedgingLoops are the Loop variables made with retry.WithHedging.
+	hedgingLoops map[types.Object]*hedgingLoop
+	// refusals are the library's words for retry.WithHedging given to a
+	// Do, asked when first needed.
+	refusals *refusals
 }
 
 func run(pass *analysis.Pass) (any, error) {
@@ -77,7 +82,7 @@ func run(pass *analysis.Pass) (any, error) {
 		loops: map[*types.Func]*runsRetries{}, walked: map[*types.Func]bool{}, linted: map[lintKey][]plan.Finding{}, clients: map[types.Object]int{}, inProcess: map[any]bool{},
 		inside: map[*ast.CompositeLit]bool{}, mutated: map[types.Object]bool{},
 		literals: map[types.Object]*ast.CompositeLit{}, queued: map[types.Object]bool{},
-		visiting: map[ast.Node]bool{}}
+		visiting: map[ast.Node]bool{}, hedgingLoops: map[types.Object]*hedgingLoop{}}
 	c.collect(ins)
 	c.summarize()
 	c.markOptionMakers()
@@ -137,6 +142,7 @@ func (c *checker) declare(n *ast.ValueSpec) {
 	for i, v := range n.Values {
 		if i < len(n.Names) {
 			c.client(n.Names[i], v)
+			c.madeLoop(n.Names[i], v)
 			if lit, ok := ast.Unparen(v).(*ast.CompositeLit); ok {
 				c.literals[c.pass.TypesInfo.Defs[n.Names[i]]] = lit
 			}
@@ -150,6 +156,7 @@ func (c *checker) assign(n *ast.AssignStmt) {
 	for i, rhs := range n.Rhs {
 		if i < len(n.Lhs) {
 			c.client(n.Lhs[i], rhs)
+			c.madeLoop(n.Lhs[i], rhs)
 		}
 	}
 	for _, lhs := range n.Lhs {

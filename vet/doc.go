@@ -28,10 +28,17 @@
 //     retry.Do, retry.New or a Loop's With, or to a function of another
 //     adapter's package (retryhttp.NewTransport given a retrygrpc option):
 //     it compiles, as every option is a retry.Option, and is refused each
-//     time it runs. An option list spread with ... is not followed.
+//     time it runs. An option list spread with ... is not followed;
+//   - hedging-in-do: retry.WithHedging given to retry.Do, or the Do of a
+//     Loop made with it (by retry.New, or by With, from such a loop or
+//     given it) and held by a variable assigned once: the loop refuses it
+//     each time it runs. The message is the library's own refusal, asked
+//     of retry.Do and a Loop's Do, and names retry.Hedge and Loop.Hedge,
+//     whose op runs concurrently and must return once its context ends.
 //
 // Every check uses the library's own rules (Strategy.Validate, Parse,
-// ParseFlags and plan.LintGo), not a copy of them.
+// ParseFlags, plan.LintGo, and what retry.Do and a Loop's Do refuse), not a
+// copy of them.
 //
 // A comment //retrypolicy-vet:ignore on the line of a finding, or on the
 // line above it, silences that line; followed by names

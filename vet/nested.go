@@ -316,6 +316,7 @@ func (c *checker) call(call *ast.CallExpr) {
 	}
 	c.parseCall(call, fn)
 	c.foreignOptions(call, fn)
+	c.hedgingInDo(call, fn)
 	if !isFunc(fn, retryPath, "Do") || len(call.Args) < 3 {
 		return
 	}

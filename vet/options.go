@@ -59,12 +59,8 @@ func (c *checker) makesAdapterOption(body *ast.BlockStmt) bool {
 // a Loop's With (which take the loop's own options), or a function of
 // another adapter's package that takes options.
 func (c *checker) foreignOptions(call *ast.CallExpr, fn *types.Func) {
-	sig := fn.Signature()
-	if !sig.Variadic() || call.Ellipsis.IsValid() || len(call.Args) < sig.Params().Len() {
-		return
-	}
-	last := sig.Params().At(sig.Params().Len() - 1).Type().(*types.Slice)
-	if !isNamed(last.Elem(), retryPath, "Option") || fn.Pkg() == nil {
+	opts := optionArgs(call, fn)
+	if opts == nil {
 		return
 	}
 	target := fn.Pkg().Path()
@@ -72,11 +68,7 @@ func (c *checker) foreignOptions(call *ast.CallExpr, fn *types.Func) {
 	if !loop && !c.adapters[target] {
 		return // a function of the user's: what it does with the options is its own
 	}
-	for _, arg := range call.Args[sig.Params().Len()-1:] {
-		opt, ok := ast.Unparen(arg).(*ast.CallExpr)
-		if !ok {
-			continue
-		}
+	for _, opt := range opts {
 		var f makesAdapterOption
 		made := c.callee(opt)
 		if made == nil || !c.pass.ImportObjectFact(made, &f) || f.Pkg == target {
@@ -85,4 +77,25 @@ func (c *checker) foreignOptions(call *ast.CallExpr, fn *types.Func) {
 		c.report(opt, "foreign-option", f.Name+" is an option of "+f.Pkg+", which "+fn.Pkg().Name()+"."+fn.Name()+
 			" refuses when it runs: give it to "+f.Pkg+"'s own constructor, or say the setting with the loop's option")
 	}
+}
+
+// optionArgs returns the options a call gives, as calls, in its list of
+// retry.Options (a function's last, variadic parameter): nil when fn takes
+// none, or the list is spread with ..., which is not followed.
+func optionArgs(call *ast.CallExpr, fn *types.Func) []*ast.CallExpr {
+	sig := fn.Signature()
+	if !sig.Variadic() || call.Ellipsis.IsValid() || len(call.Args) < sig.Params().Len() || fn.Pkg() == nil {
+		return nil
+	}
+	last := sig.Params().At(sig.Params().Len() - 1).Type().(*types.Slice)
+	if !isNamed(last.Elem(), retryPath, "Option") {
+		return nil
+	}
+	opts := []*ast.CallExpr{}
+	for _, arg := range call.Args[sig.Params().Len()-1:] {
+		if opt, ok := ast.Unparen(arg).(*ast.CallExpr); ok {
+			opts = append(opts, opt)
+		}
+	}
+	return opts
 }

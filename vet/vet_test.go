@@ -15,7 +15,7 @@ import (
 // TestAnalyzer runs the packages of strategies (each strategy check),
 // nested (loops through two packages, by facts) and contexts, loaded once.
 func TestAnalyzer(t *testing.T) {
-	analysistest.Run(t, analysistest.TestData(), vet.Analyzer, "./strategies", "./nested/...", "./contexts", "./options")
+	analysistest.Run(t, analysistest.TestData(), vet.Analyzer, "./strategies", "./nested/...", "./contexts", "./options", "./hedging")
 }
 
 // TestSuggestedFixes applies each fix and compares the file with
