@@ -122,11 +122,15 @@ type hedging struct {
 // A loop running inside a hedged call's attempt does not hedge (its
 // attempt's context says so), so that nested hedging never multiplies.
 func WithHedging(h Hedging) Option {
+	// Checked and made once, here, not each time the option is applied
+	// (retry.Hedge applies its options on every call): the configurations
+	// share it, and only read it (a loop's samples are its own, forLoop).
+	why, hg := h.check(), &hedging{Hedging: h}
 	return loopOption("WithHedging", kindHedging, func(c config) config {
-		if why := h.check(); why != "" {
+		if why != "" {
 			return c.refuse("WithHedging", why)
 		}
-		c.hedge = &hedging{Hedging: h}
+		c.hedge = hg
 		return c
 	})
 }
@@ -255,7 +259,7 @@ func Hedge[T any](ctx context.Context, s retrypolicy.Strategy, op func(context.C
 	case cfg.hedge.Quantile != 0:
 		return zero, optionError("retry.Hedge: retry.WithHedging's Quantile needs the samples of a loop that lives across calls; use retry.New and Loop.Hedge, or a fixed Delay")
 	}
-	l := Loop[T]{s: s, cfg: cfg} // the call's, on its stack
+	l := Loop[T]{s: s, cfg: cfg} // the call's, on its stack (the race copies s)
 	return l.hedge(ctx, op)
 }
 
@@ -294,9 +298,11 @@ func (l *Loop[T]) hedge(ctx context.Context, op func(context.Context) (T, error)
 	if cfg.begin != nil {
 		ctx = cfg.begin(ctx)
 	}
-	// The race holds the call's configuration by value, and is itself its
-	// attempts' parent context: one object for the call's state.
-	r := &race[T]{ctx: ctx, s: s, cfg: cfg, op: op, most: most, done: make(chan answer[T], most)}
+	// The race holds the call's strategy and configuration by value, the
+	// first attempt's context, and is itself its attempts' parent context:
+	// a call answered before its delay allocates this one object, and the
+	// delay's timer.
+	r := &race[T]{ctx: ctx, s: *s, cfg: cfg, op: op, most: most}
 	v, err := r.run()
 	gaveUp, _ := err.(*GiveUpError)
 	if r.cfg.reports(gaveUp) {
@@ -340,11 +346,24 @@ func (c *config) count(hidden int32, watched bool) {
 // race is one hedged call: its attempts, and what stops more of them.
 type race[T any] struct {
 	ctx  context.Context // the call's, as WithStart made it
-	s    *retrypolicy.Strategy
+	s    retrypolicy.Strategy
 	cfg  config
 	op   func(context.Context) (T, error)
 	most int
-	done chan answer[T] // room for every attempt: an attempt never blocks
+
+	// done carries the attempts' answers to whoever runs rest. It is made
+	// only once a second attempt may exist (results): a call answered in
+	// time has none. Room for every attempt: an attempt never blocks.
+	done chan answer[T]
+	// mu guards done's making, and the first attempt's hand-in once the
+	// delay passed (handIn): over says the call ended (end), handed that
+	// the first attempt's answer is in done.
+	mu     sync.Mutex
+	over   bool
+	handed bool
+	// first is the first attempt's context, in the race so that it costs
+	// no allocation of its own.
+	first attemptCtx
 
 	live   [MaxHedgeAttempts]*attemptCtx // the outstanding attempts' contexts
 	sentAt [MaxHedgeAttempts]time.Time
@@ -401,18 +420,18 @@ func (r *race[T]) run() (T, error) {
 	if err := r.ctx.Err(); err != nil {
 		return zero, &GiveUpError{Reason: ContextDone, Err: context.Cause(r.ctx)}
 	}
-	if v, err, over := r.first(); over {
+	if v, err, over := r.runFirst(); over {
 		return v, err
 	}
 	return r.rest()
 }
 
-// first runs the first attempt on the caller's goroutine, under a timer
-// that hands the call to a coordinator of its own (takeOver) when the
-// delay passes first: a call answered in time starts no goroutine. It is
-// over when the call ended; else (the attempt failed transiently, nothing
-// else sent) the caller goes on with rest.
-func (r *race[T]) first() (v T, err error, over bool) {
+// runFirst runs the first attempt on the caller's goroutine, under a
+// timer that hands the call to a coordinator of its own (takeOver) when
+// the delay passes first: a call answered in time starts no goroutine and
+// makes no channel. It is over when the call ended; else (the attempt
+// failed transiently, nothing else sent) the caller goes on with rest.
+func (r *race[T]) runFirst() (v T, err error, over bool) {
 	now := time.Now()
 	a := r.track(now)
 	var timer *time.Timer
@@ -429,9 +448,36 @@ func (r *race[T]) first() (v T, err error, over bool) {
 		r.coordinator.Done() // it never ran: the call is the caller's still
 		return r.answer(got)
 	}
-	r.done <- got // the coordinator's: it ends the call
+	loser := !r.handIn(got)
 	r.coordinator.Wait()
+	if loser { // the call ended without it: the caller's to put away
+		r.lost(got)
+	}
 	return r.v, r.err, true
+}
+
+// handIn hands the first attempt's answer to the coordinator, unless the
+// coordinator already ended the call without it (end): then the first
+// attempt is a loser the caller puts away, so that the coordinator need
+// not wait for it, nor the caller for the coordinator to take it in.
+func (r *race[T]) handIn(got answer[T]) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.over {
+		return false
+	}
+	r.results() <- got
+	r.handed = true
+	return true
+}
+
+// results returns the channel of the attempts' answers, made by whoever
+// needs it first: the coordinator, or the first attempt handing in.
+func (r *race[T]) results() chan answer[T] {
+	if r.done == nil {
+		r.done = make(chan answer[T], r.most)
+	}
+	return r.done
 }
 
 // takeOver runs the call from the first attempt's delay on, while the
@@ -445,6 +491,9 @@ func (r *race[T]) takeOver() {
 // rest sends the attempts after the first, and returns the first answer
 // that ends the call, or why it gave up, once no attempt is outstanding.
 func (r *race[T]) rest() (T, error) {
+	r.mu.Lock()
+	r.results()
+	r.mu.Unlock()
 	timer := time.NewTimer(time.Until(r.due))
 	defer timer.Stop()
 	for {
@@ -528,7 +577,12 @@ func (r *race[T]) send(now time.Time) {
 // track records the next attempt, sent at now, and returns its context.
 func (r *race[T]) track(now time.Time) *attemptCtx {
 	i := r.sent
-	a := r.cfg.startAttempt(r, r.failures)
+	var a *attemptCtx
+	if i == 0 {
+		a = r.cfg.startAttemptIn(&r.first, r, r.failures)
+	} else {
+		a = r.cfg.startAttempt(r, r.failures)
+	}
 	if r.cfg.attemptTimeout > 0 {
 		a.limit(r.cfg.attemptTimeout)
 	}
@@ -590,7 +644,7 @@ func (r *race[T]) failed(a answer[T], m *Marks) {
 	}
 	if asked, ok := m.Wait(); ok && asked > 0 {
 		if r.cfg.policy == nil && r.cfg.waitLimit == 0 {
-			r.cfg.policy, _ = retrypolicy.Compile(*r.s) // s was validated
+			r.cfg.policy, _ = retrypolicy.Compile(r.s) // s was validated
 		}
 		if asked > r.cfg.limit() {
 			r.tooLong, r.asked, r.cfg.quiet = true, max(r.asked, asked), true
@@ -642,19 +696,32 @@ func (r *race[T]) giveUp() (T, error) {
 }
 
 // end cancels the outstanding attempts, the losers, and waits for each to
-// return, closing a loser's value that is an io.Closer.
+// return, putting it away (lost). A first attempt still running on the
+// caller's goroutine and not handed in is left to the caller, which
+// returns only after it anyway (runFirst): the coordinator need not wait.
 func (r *race[T]) end() {
 	for _, a := range r.live {
 		if a != nil {
 			a.cancel()
 		}
 	}
+	r.mu.Lock()
+	r.over = true
+	if r.live[0] != nil && !r.handed {
+		r.open--
+	}
+	r.mu.Unlock()
 	for ; r.open > 0; r.open-- {
-		a := <-r.done
-		r.cfg.count(a.hidden, a.watched)
-		if c, ok := any(a.v).(io.Closer); ok && a.err == nil {
-			_ = c.Close()
-		}
+		r.lost(<-r.done)
+	}
+}
+
+// lost puts a loser away: its hidden resends counted, its value closed
+// when it is an io.Closer.
+func (r *race[T]) lost(a answer[T]) {
+	r.cfg.count(a.hidden, a.watched)
+	if c, ok := any(a.v).(io.Closer); ok && a.err == nil {
+		_ = c.Close()
 	}
 }
 
