@@ -323,18 +323,25 @@ type answer[T any] struct {
 	v     T
 	err   error
 	below bool      // the attempt was retried below
-	at    time.Time // when it returned
+	at    time.Time // when it returned, for a failure or a sample (ended)
 	// hidden counts the attempt's hidden resends, and watched says its
 	// adapter saw them (see HiddenResend).
 	hidden  int32
 	watched bool
 }
 
-// ended ends attempt a, which returned v and err: its answer.
-func ended[T any](i int, a *attemptCtx, v T, err error) answer[T] {
+// ended ends attempt i, whose context is a and which returned v and err:
+// its answer. The moment it returned is read only when it is used: a
+// failure's next attempt, a following delay's sample; so a call answered
+// in time without a following delay reads the clock once, at its send.
+func (r *race[T]) ended(i int, a *attemptCtx, v T, err error) answer[T] {
 	below := a.end()
 	a.cancel()
-	return answer[T]{i: i, v: v, err: err, below: below, at: time.Now(), hidden: a.hidden.n.Load(), watched: a.hidden.watched.Load()}
+	got := answer[T]{i: i, v: v, err: err, below: below, hidden: a.hidden.n.Load(), watched: a.hidden.watched.Load()}
+	if err != nil || r.cfg.hedge.samples != nil {
+		got.at = time.Now()
+	}
+	return got
 }
 
 // count adds an attempt's hidden resends to the call's.
@@ -440,7 +447,7 @@ func (r *race[T]) runFirst() (v T, err error, over bool) {
 		timer = time.AfterFunc(r.due.Sub(now), r.takeOver)
 	}
 	v, err = r.op(a)
-	got := ended(0, a, v, err)
+	got := r.ended(0, a, v, err)
 	if timer == nil {
 		return r.answer(got)
 	}
@@ -598,7 +605,7 @@ func (r *race[T]) track(now time.Time) *attemptCtx {
 // attempt runs op under its attempt's context and hands its answer over.
 func (r *race[T]) attempt(i int, a *attemptCtx) {
 	v, err := r.op(a)
-	r.done <- ended(i, a, v, err)
+	r.done <- r.ended(i, a, v, err)
 }
 
 // answer takes an attempt's answer: over, with the call's result, when it
