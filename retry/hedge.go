@@ -371,6 +371,9 @@ type race[T any] struct {
 	// first is the first attempt's context, in the race so that it costs
 	// no allocation of its own.
 	first attemptCtx
+	// wake is the timer of the next attempt's due time once the delay
+	// passed (untilDue).
+	wake *time.Timer
 
 	live   [MaxHedgeAttempts]*attemptCtx // the outstanding attempts' contexts
 	sentAt [MaxHedgeAttempts]time.Time
@@ -501,10 +504,11 @@ func (r *race[T]) rest() (T, error) {
 	r.mu.Lock()
 	r.results()
 	r.mu.Unlock()
-	timer := time.NewTimer(time.Until(r.due))
-	defer timer.Stop()
 	for {
-		if v, err, over := r.step(timer); over {
+		if v, err, over := r.step(); over {
+			if r.wake != nil {
+				r.wake.Stop()
+			}
 			r.end()
 			return v, err
 		}
@@ -513,7 +517,7 @@ func (r *race[T]) rest() (T, error) {
 
 // step sends the next attempt when it is due, or waits for an answer, the
 // next attempt's due time, or the context's end; over when the call ended.
-func (r *race[T]) step(timer *time.Timer) (v T, err error, over bool) {
+func (r *race[T]) step() (v T, err error, over bool) {
 	now := time.Now()
 	if r.mayHedge() && !r.due.After(now) {
 		r.send(now)
@@ -522,19 +526,33 @@ func (r *race[T]) step(timer *time.Timer) (v T, err error, over bool) {
 		v, err = r.giveUp()
 		return v, err, true
 	}
-	if r.mayHedge() {
-		timer.Reset(r.due.Sub(now))
-	} else {
-		timer.Stop()
-	}
 	select {
 	case a := <-r.done:
 		return r.answer(a)
-	case <-timer.C:
+	case <-r.untilDue(now):
 		return v, nil, false
 	case <-r.ctx.Done():
 		return v, &GiveUpError{Reason: ContextDone, Failures: r.failures, Err: errors.Join(context.Cause(r.ctx), r.lastErr)}, true
 	}
+}
+
+// untilDue returns a channel that receives when the next attempt is due,
+// or nil (never) when none may be sent. Its timer is made the first time
+// one is due later, so that a call whose last attempt was sent (a second
+// of two, the default) makes none.
+func (r *race[T]) untilDue(now time.Time) <-chan time.Time {
+	if !r.mayHedge() {
+		if r.wake != nil {
+			r.wake.Stop()
+		}
+		return nil
+	}
+	if r.wake == nil {
+		r.wake = time.NewTimer(r.due.Sub(now))
+	} else {
+		r.wake.Reset(r.due.Sub(now))
+	}
+	return r.wake.C
 }
 
 // mayHedge reports whether another attempt may be sent: nothing stopped
