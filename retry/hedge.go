@@ -491,8 +491,8 @@ func (r *race[T]) results() chan answer[T] {
 }
 
 // takeOver runs the call from the first attempt's delay on, while the
-// first attempt runs on the caller's goroutine, which hands in its answer
-// and waits for the outcome.
+// first attempt runs on the caller's goroutine, which hands its answer in
+// (handIn) and waits for the outcome.
 func (r *race[T]) takeOver() {
 	r.v, r.err = r.rest()
 	r.coordinator.Done()
