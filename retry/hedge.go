@@ -365,36 +365,37 @@ type race[T any] struct {
 	// mu guards done's making, and the first attempt's hand-in once the
 	// delay passed (handIn): over says the call ended (end), handed that
 	// the first attempt's answer is in done.
-	mu     sync.Mutex
-	over   bool
-	handed bool
+	mu sync.Mutex
 	// first is the first attempt's context, in the race so that it costs
 	// no allocation of its own.
 	first attemptCtx
-	// wake is the timer of the next attempt's due time once the delay
-	// passed (untilDue).
-	wake *time.Timer
 
-	live   [MaxHedgeAttempts]*attemptCtx // the outstanding attempts' contexts
-	sentAt [MaxHedgeAttempts]time.Time
+	live [MaxHedgeAttempts]*attemptCtx // the outstanding attempts' contexts
+	// start is the first send, and sentAt each send's time after it:
+	// durations, not times, for the state's size (its bytes are most of
+	// what a call answered in time costs).
+	start  time.Time
+	sentAt [MaxHedgeAttempts]time.Duration
 	sent   int       // attempts sent
 	open   int       // attempts outstanding
-	last   time.Time // the last send
 	due    time.Time // when the next attempt is due
 	after  time.Time // a server's wait: no attempt sooner
-	sendIt error     // the failure that makes the next attempt due at once
-	failAt time.Time // when it returned
+	failAt time.Time // when the last failure returned
 
 	failures int
-	lastErr  error // the last failure, its marks unwrapped
-	hedgeWon bool
+	lastErr  error         // the last failure, its marks unwrapped
+	asked    time.Duration // a server's wait beyond the limit (tooLong)
 
-	refusal  bool          // a server refused, or op was cancelled: NotRetryable
-	below    bool          // an attempt was retried below
-	tooLong  bool          // a server asked a wait beyond the limit
-	asked    time.Duration // that wait
-	spent    bool          // the budget refused a hedge
-	deadline bool          // the next attempt was due past the deadline
+	// The flags, side by side for the state's size.
+	over     bool // the call ended (end; under mu)
+	handed   bool // the first attempt's answer is in done (handIn; under mu)
+	hedgeWon bool // a hedge's answer ended the call
+	refusal  bool // a server refused, or op was cancelled: NotRetryable
+	below    bool // an attempt was retried below
+	tooLong  bool // a server asked a wait beyond the limit
+	spent    bool // the budget refused a hedge
+	deadline bool // the next attempt was due past the deadline
+	atOnce   bool // the last failure (lastErr) made the next attempt due at once
 
 	coordinator sync.WaitGroup // a coordinator took the call over (takeOver)
 	v           T              // the coordinator's outcome
@@ -504,10 +505,11 @@ func (r *race[T]) rest() (T, error) {
 	r.mu.Lock()
 	r.results()
 	r.mu.Unlock()
+	var wake *time.Timer // the next attempt's due time (untilDue)
 	for {
-		if v, err, over := r.step(); over {
-			if r.wake != nil {
-				r.wake.Stop()
+		if v, err, over := r.step(&wake); over {
+			if wake != nil {
+				wake.Stop()
 			}
 			r.end()
 			return v, err
@@ -517,7 +519,7 @@ func (r *race[T]) rest() (T, error) {
 
 // step sends the next attempt when it is due, or waits for an answer, the
 // next attempt's due time, or the context's end; over when the call ended.
-func (r *race[T]) step() (v T, err error, over bool) {
+func (r *race[T]) step(wake **time.Timer) (v T, err error, over bool) {
 	now := time.Now()
 	if r.mayHedge() && !r.due.After(now) {
 		r.send(now)
@@ -529,7 +531,7 @@ func (r *race[T]) step() (v T, err error, over bool) {
 	select {
 	case a := <-r.done:
 		return r.answer(a)
-	case <-r.untilDue(now):
+	case <-r.untilDue(now, wake):
 		return v, nil, false
 	case <-r.ctx.Done():
 		return v, &GiveUpError{Reason: ContextDone, Failures: r.failures, Err: errors.Join(context.Cause(r.ctx), r.lastErr)}, true
@@ -537,22 +539,22 @@ func (r *race[T]) step() (v T, err error, over bool) {
 }
 
 // untilDue returns a channel that receives when the next attempt is due,
-// or nil (never) when none may be sent. Its timer is made the first time
-// one is due later, so that a call whose last attempt was sent (a second
-// of two, the default) makes none.
-func (r *race[T]) untilDue(now time.Time) <-chan time.Time {
+// or nil (never) when none may be sent. It makes *wake the first time one
+// is due later, so that a call whose last attempt was sent (a second of
+// two, the default) makes no timer, and resets it after; rest stops it.
+func (r *race[T]) untilDue(now time.Time, wake **time.Timer) <-chan time.Time {
 	if !r.mayHedge() {
-		if r.wake != nil {
-			r.wake.Stop()
+		if *wake != nil {
+			(*wake).Stop()
 		}
 		return nil
 	}
-	if r.wake == nil {
-		r.wake = time.NewTimer(r.due.Sub(now))
+	if *wake == nil {
+		*wake = time.NewTimer(r.due.Sub(now))
 	} else {
-		r.wake.Reset(r.due.Sub(now))
+		(*wake).Reset(r.due.Sub(now))
 	}
-	return r.wake.C
+	return (*wake).C
 }
 
 // mayHedge reports whether another attempt may be sent: nothing stopped
@@ -590,10 +592,14 @@ func (r *race[T]) send(now time.Time) {
 		}
 		if r.cfg.observe != nil {
 			var wait time.Duration // 0 when a failure sent it at once
-			if r.sendIt == nil || r.due.After(r.failAt) {
-				wait = now.Sub(r.last)
+			var sentIt error       // that failure
+			if r.atOnce {
+				sentIt = r.lastErr
 			}
-			r.cfg.observe(Event{Hedge: true, Failures: r.failures, Err: r.sendIt, Wait: wait, Wake: now, Context: r.ctx})
+			if !r.atOnce || r.due.After(r.failAt) {
+				wait = now.Sub(r.start) - r.sentAt[i-1] // since the last send
+			}
+			r.cfg.observe(Event{Hedge: true, Failures: r.failures, Err: sentIt, Wait: wait, Wake: now, Context: r.ctx})
 		}
 	}
 	go r.attempt(i, r.track(now))
@@ -611,11 +617,14 @@ func (r *race[T]) track(now time.Time) *attemptCtx {
 	if r.cfg.attemptTimeout > 0 {
 		a.limit(r.cfg.attemptTimeout)
 	}
-	r.live[i], r.sentAt[i] = a, now
+	if i == 0 {
+		r.start = now
+	}
+	r.live[i], r.sentAt[i] = a, now.Sub(r.start)
 	r.sent++
 	r.open++
 	r.cfg.sent() // a request for the throttle after the first
-	r.last, r.sendIt = now, nil
+	r.atOnce = false
 	r.due = now.Add(r.cfg.hedge.delay())
 	return a
 }
@@ -677,7 +686,7 @@ func (r *race[T]) failed(a answer[T], m *Marks) {
 			r.after = maxTime(r.after, a.at.Add(asked))
 		}
 	}
-	r.due, r.sendIt, r.failAt = a.at, r.lastErr, a.at
+	r.due, r.atOnce, r.failAt = a.at, true, a.at
 }
 
 // won records that attempt i ended the call, which ended well.
@@ -689,7 +698,7 @@ func (r *race[T]) won(i int) {
 // sample records attempt a's latency for a following delay.
 func (r *race[T]) sample(a answer[T]) {
 	if s := r.cfg.hedge.samples; s != nil {
-		s.add(a.at.Sub(r.sentAt[a.i]))
+		s.add(a.at.Sub(r.start) - r.sentAt[a.i])
 	}
 }
 

@@ -124,6 +124,17 @@ func TestHedgeTheDelayIsToldWithoutAnError(t *testing.T) {
 	assert.Zero(t, events[0].Failures)
 }
 
+// TestHedgeEachWaitIsSinceThePreviousSend: with three attempts, the
+// second hedge is told with Wait the delay since the first hedge, not
+// since the first attempt.
+func TestHedgeEachWaitIsSinceThePreviousSend(t *testing.T) {
+	sc := &hscript{steps: []step{{took: time.Second}, {took: time.Second}, {took: time.Millisecond}}}
+	var waits []time.Duration
+	_, _, _, err := hedged(t, sc, hedge20x(3), WithoutBudget(), WithObserver(func(e Event) { waits = append(waits, e.Wait) }))
+	require.NoError(t, err)
+	assert.Equal(t, []time.Duration{20 * time.Millisecond, 20 * time.Millisecond}, waits)
+}
+
 // TestHedgeAFastAnswerNotRetriedWins: a 404 from the hedge beats the first
 // attempt's slower success, and the call ended well (it deposits).
 func TestHedgeAFastAnswerNotRetriedWins(t *testing.T) {
@@ -345,6 +356,27 @@ func TestHedgeTheDelayFollowsTheLatency(t *testing.T) {
 		sent.Store(0)
 		_, _ = l.Hedge(context.Background(), op(30*time.Millisecond))
 		assert.Equal(t, int32(2), sent.Load(), "the median, 10 ms, once 20 were seen")
+	})
+}
+
+// TestHedgeAWinningHedgesLatencyIsFromItsOwnSend: a hedge that wins is
+// sampled from its own send, not the call's first: hedges sent at 20 ms
+// that answer 5 ms later make a following delay of 5 ms, so a first
+// attempt of 10 ms is then hedged (from the call's start, 25 ms, it would
+// not be).
+func TestHedgeAWinningHedgesLatencyIsFromItsOwnSend(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l, err := New[int](forever, WithoutBudget(), WithHedging(Hedging{Delay: 20 * time.Millisecond, Quantile: 0.5, MinDelay: time.Millisecond}))
+		require.NoError(t, err)
+		for range HedgeWarmup {
+			sc := &hscript{steps: []step{{took: time.Second}, {took: 5 * time.Millisecond}}}
+			_, err := l.Hedge(context.Background(), sc.op)
+			require.NoError(t, err)
+		}
+		sc := &hscript{steps: []step{{took: 10 * time.Millisecond}}}
+		_, err = l.Hedge(context.Background(), sc.op)
+		require.NoError(t, err)
+		assert.Equal(t, int32(2), sc.sent.Load(), "hedged at the median of the hedges' own latencies, 5 ms")
 	})
 }
 
