@@ -28,21 +28,49 @@ var hedgeStrategy = retrypolicy.Strategy{Kind: retrypolicy.Bounded, MaxAttempts:
 
 // memoryServer is an in-memory transport: every request is answered at
 // once with "ok", but for every other one when slowFirst is set, which
-// waits until its context ends (a loser) or 10 ms pass.
+// waits until its context ends (a loser) or 10 ms pass. With slowFirst it
+// notes when the slow request arrived, when the next (the hedge) arrived,
+// and when the hedge answered (Unix nanoseconds), for the phases of a
+// hedged call (phases).
 type memoryServer struct {
-	slowFirst bool
-	n         atomic.Int64
+	slowFirst                 bool
+	n                         atomic.Int64
+	slowAt, hedgeAt, answerAt atomic.Int64
 }
 
 func (m *memoryServer) RoundTrip(req *http.Request) (*http.Response, error) {
-	if m.slowFirst && m.n.Add(1)%2 == 1 {
-		select {
-		case <-req.Context().Done():
-			return nil, req.Context().Err()
-		case <-time.After(10 * time.Millisecond):
+	if m.slowFirst {
+		if m.n.Add(1)%2 == 1 {
+			m.slowAt.Store(time.Now().UnixNano())
+			select {
+			case <-req.Context().Done():
+				return nil, req.Context().Err()
+			case <-time.After(10 * time.Millisecond):
+			}
+		} else {
+			m.hedgeAt.Store(time.Now().UnixNano())
+			defer func() { m.answerAt.Store(time.Now().UnixNano()) }()
 		}
 	}
 	return &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("ok")), Request: req}, nil
+}
+
+// phases sums, over a run's calls, the two phases of a call one hedge
+// answers: from the first attempt's arrival to the hedge's (the delay, as
+// the Go runtime's timers keep it), and from the hedge's answer to the
+// call's return (the winner handed back, and what the call waits for).
+type phases struct{ toHedge, afterAnswer time.Duration }
+
+// add adds the phases of the call that returned at end.
+func (p *phases) add(m *memoryServer, end time.Time) {
+	p.toHedge += time.Duration(m.hedgeAt.Load() - m.slowAt.Load())
+	p.afterAnswer += time.Duration(end.UnixNano() - m.answerAt.Load())
+}
+
+// report reports their means over n calls, in µs.
+func (p *phases) report(b *testing.B, n int) {
+	b.ReportMetric(float64(p.toHedge.Nanoseconds())/1e3/float64(n), "µs-to-hedge/op")
+	b.ReportMetric(float64(p.afterAnswer.Nanoseconds())/1e3/float64(n), "µs-answer-to-return/op")
 }
 
 // hedgePeer is a hedging HTTP transport: retryhttp's, failsafe-go's hedge
@@ -73,7 +101,11 @@ var hedgePeers = []hedgePeer{
 // before the hedging delay (case=no-hedge: a second), and answered by a
 // hedge sent after 50 µs while the first attempt hangs (case=one-hedge),
 // through retryhttp without hedging, with it, failsafe-go's hedge policy
-// and cristalhq/hedgedhttp.
+// and cristalhq/hedgedhttp. A one-hedge call also reports the means of
+// its two phases (phases): the first is the runtime's timer, which fires
+// a 50 µs delay either near it or about 1 ms late (the poller sleeps in
+// whole milliseconds when no processor is busy); the second is the
+// implementation's own.
 func BenchmarkHedgedHTTP(b *testing.B) {
 	for _, c := range []struct {
 		name      string
@@ -91,6 +123,8 @@ func BenchmarkHedgedHTTP(b *testing.B) {
 					b.Fatal(err)
 				}
 				client := &http.Client{Transport: rt}
+				var ph phases
+				n := 0
 				b.ReportAllocs()
 				for b.Loop() {
 					resp, err := client.Get("http://service.test/")
@@ -99,6 +133,13 @@ func BenchmarkHedgedHTTP(b *testing.B) {
 					}
 					_, _ = io.Copy(io.Discard, resp.Body)
 					resp.Body.Close()
+					if c.slowFirst {
+						ph.add(srv, time.Now())
+						n++
+					}
+				}
+				if n > 0 {
+					ph.report(b, n)
 				}
 			})
 		}

@@ -122,11 +122,15 @@ type hedging struct {
 // A loop running inside a hedged call's attempt does not hedge (its
 // attempt's context says so), so that nested hedging never multiplies.
 func WithHedging(h Hedging) Option {
+	// Checked and made once, here, not each time the option is applied
+	// (retry.Hedge applies its options on every call): the configurations
+	// share it, and only read it (a loop's samples are its own, forLoop).
+	why, hg := h.check(), &hedging{Hedging: h}
 	return loopOption("WithHedging", kindHedging, func(c config) config {
-		if why := h.check(); why != "" {
+		if why != "" {
 			return c.refuse("WithHedging", why)
 		}
-		c.hedge = &hedging{Hedging: h}
+		c.hedge = hg
 		return c
 	})
 }
@@ -255,7 +259,7 @@ func Hedge[T any](ctx context.Context, s retrypolicy.Strategy, op func(context.C
 	case cfg.hedge.Quantile != 0:
 		return zero, optionError("retry.Hedge: retry.WithHedging's Quantile needs the samples of a loop that lives across calls; use retry.New and Loop.Hedge, or a fixed Delay")
 	}
-	l := Loop[T]{s: s, cfg: cfg} // the call's, on its stack
+	l := Loop[T]{s: s, cfg: cfg} // the call's, on its stack (the race copies s)
 	return l.hedge(ctx, op)
 }
 
@@ -294,9 +298,11 @@ func (l *Loop[T]) hedge(ctx context.Context, op func(context.Context) (T, error)
 	if cfg.begin != nil {
 		ctx = cfg.begin(ctx)
 	}
-	// The race holds the call's configuration by value, and is itself its
-	// attempts' parent context: one object for the call's state.
-	r := &race[T]{ctx: ctx, s: s, cfg: cfg, op: op, most: most, done: make(chan answer[T], most)}
+	// The race holds the call's strategy and configuration by value, the
+	// first attempt's context, and is itself its attempts' parent context:
+	// a call answered before its delay allocates this one object, and the
+	// delay's timer.
+	r := &race[T]{ctx: ctx, s: *s, cfg: cfg, op: op, most: most}
 	v, err := r.run()
 	gaveUp, _ := err.(*GiveUpError)
 	if r.cfg.reports(gaveUp) {
@@ -317,18 +323,25 @@ type answer[T any] struct {
 	v     T
 	err   error
 	below bool      // the attempt was retried below
-	at    time.Time // when it returned
+	at    time.Time // when it returned, for a failure or a sample (ended)
 	// hidden counts the attempt's hidden resends, and watched says its
 	// adapter saw them (see HiddenResend).
 	hidden  int32
 	watched bool
 }
 
-// ended ends attempt a, which returned v and err: its answer.
-func ended[T any](i int, a *attemptCtx, v T, err error) answer[T] {
+// ended ends attempt i, whose context is a and which returned v and err:
+// its answer. The moment it returned is read only when it is used: a
+// failure's next attempt, a following delay's sample; so a call answered
+// in time without a following delay reads the clock once, at its send.
+func (r *race[T]) ended(i int, a *attemptCtx, v T, err error) answer[T] {
 	below := a.end()
 	a.cancel()
-	return answer[T]{i: i, v: v, err: err, below: below, at: time.Now(), hidden: a.hidden.n.Load(), watched: a.hidden.watched.Load()}
+	got := answer[T]{i: i, v: v, err: err, below: below, hidden: a.hidden.n.Load(), watched: a.hidden.watched.Load()}
+	if err != nil || r.cfg.hedge.samples != nil {
+		got.at = time.Now()
+	}
+	return got
 }
 
 // count adds an attempt's hidden resends to the call's.
@@ -340,32 +353,49 @@ func (c *config) count(hidden int32, watched bool) {
 // race is one hedged call: its attempts, and what stops more of them.
 type race[T any] struct {
 	ctx  context.Context // the call's, as WithStart made it
-	s    *retrypolicy.Strategy
+	s    retrypolicy.Strategy
 	cfg  config
 	op   func(context.Context) (T, error)
 	most int
-	done chan answer[T] // room for every attempt: an attempt never blocks
 
-	live   [MaxHedgeAttempts]*attemptCtx // the outstanding attempts' contexts
-	sentAt [MaxHedgeAttempts]time.Time
+	// done carries the attempts' answers to whoever runs rest. It is made
+	// only once a second attempt may exist (results): a call answered in
+	// time has none. Room for every attempt: an attempt never blocks.
+	done chan answer[T]
+	// mu guards done's making, and the first attempt's hand-in once the
+	// delay passed (handIn): over says the call ended (end), handed that
+	// the first attempt's answer is in done.
+	mu sync.Mutex
+	// first is the first attempt's context, in the race so that it costs
+	// no allocation of its own.
+	first attemptCtx
+
+	live [MaxHedgeAttempts]*attemptCtx // the outstanding attempts' contexts
+	// start is the first send, and sentAt each send's time after it:
+	// durations, not times, for the state's size (its bytes are most of
+	// what a call answered in time costs).
+	start  time.Time
+	sentAt [MaxHedgeAttempts]time.Duration
 	sent   int       // attempts sent
 	open   int       // attempts outstanding
-	last   time.Time // the last send
 	due    time.Time // when the next attempt is due
 	after  time.Time // a server's wait: no attempt sooner
-	sendIt error     // the failure that makes the next attempt due at once
-	failAt time.Time // when it returned
+	failAt time.Time // when the last failure returned
 
 	failures int
-	lastErr  error // the last failure, its marks unwrapped
-	hedgeWon bool
+	lastErr  error         // the last failure, its marks unwrapped
+	asked    time.Duration // a server's wait beyond the limit (tooLong)
 
-	refusal  bool          // a server refused, or op was cancelled: NotRetryable
-	below    bool          // an attempt was retried below
-	tooLong  bool          // a server asked a wait beyond the limit
-	asked    time.Duration // that wait
-	spent    bool          // the budget refused a hedge
-	deadline bool          // the next attempt was due past the deadline
+	// The flags, side by side for the state's size.
+	over     bool // the call ended (end; under mu)
+	handed   bool // the first attempt's answer is in done (handIn; under mu)
+	hedgeWon bool // a hedge's answer ended the call
+	refusal  bool // a server refused, or op was cancelled: NotRetryable
+	below    bool // an attempt was retried below
+	tooLong  bool // a server asked a wait beyond the limit
+	spent    bool // the budget refused a hedge
+	deadline bool // the next attempt was due past the deadline
+	atOnce   bool // the last failure (lastErr) made the next attempt due at once
 
 	coordinator sync.WaitGroup // a coordinator took the call over (takeOver)
 	v           T              // the coordinator's outcome
@@ -401,18 +431,18 @@ func (r *race[T]) run() (T, error) {
 	if err := r.ctx.Err(); err != nil {
 		return zero, &GiveUpError{Reason: ContextDone, Err: context.Cause(r.ctx)}
 	}
-	if v, err, over := r.first(); over {
+	if v, err, over := r.runFirst(); over {
 		return v, err
 	}
 	return r.rest()
 }
 
-// first runs the first attempt on the caller's goroutine, under a timer
-// that hands the call to a coordinator of its own (takeOver) when the
-// delay passes first: a call answered in time starts no goroutine. It is
-// over when the call ended; else (the attempt failed transiently, nothing
-// else sent) the caller goes on with rest.
-func (r *race[T]) first() (v T, err error, over bool) {
+// runFirst runs the first attempt on the caller's goroutine, under a
+// timer that hands the call to a coordinator of its own (takeOver) when
+// the delay passes first: a call answered in time starts no goroutine and
+// makes no channel. It is over when the call ended; else (the attempt
+// failed transiently, nothing else sent) the caller goes on with rest.
+func (r *race[T]) runFirst() (v T, err error, over bool) {
 	now := time.Now()
 	a := r.track(now)
 	var timer *time.Timer
@@ -421,7 +451,7 @@ func (r *race[T]) first() (v T, err error, over bool) {
 		timer = time.AfterFunc(r.due.Sub(now), r.takeOver)
 	}
 	v, err = r.op(a)
-	got := ended(0, a, v, err)
+	got := r.ended(0, a, v, err)
 	if timer == nil {
 		return r.answer(got)
 	}
@@ -429,14 +459,41 @@ func (r *race[T]) first() (v T, err error, over bool) {
 		r.coordinator.Done() // it never ran: the call is the caller's still
 		return r.answer(got)
 	}
-	r.done <- got // the coordinator's: it ends the call
+	loser := !r.handIn(got)
 	r.coordinator.Wait()
+	if loser { // the call ended without it: the caller's to put away
+		r.lost(got)
+	}
 	return r.v, r.err, true
 }
 
+// handIn hands the first attempt's answer to the coordinator, unless the
+// coordinator already ended the call without it (end): then the first
+// attempt is a loser the caller puts away, so that the coordinator need
+// not wait for it, nor the caller for the coordinator to take it in.
+func (r *race[T]) handIn(got answer[T]) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.over {
+		return false
+	}
+	r.results() <- got
+	r.handed = true
+	return true
+}
+
+// results returns the channel of the attempts' answers, made by whoever
+// needs it first: the coordinator, or the first attempt handing in.
+func (r *race[T]) results() chan answer[T] {
+	if r.done == nil {
+		r.done = make(chan answer[T], r.most)
+	}
+	return r.done
+}
+
 // takeOver runs the call from the first attempt's delay on, while the
-// first attempt runs on the caller's goroutine, which hands in its answer
-// and waits for the outcome.
+// first attempt runs on the caller's goroutine, which hands its answer in
+// (handIn) and waits for the outcome.
 func (r *race[T]) takeOver() {
 	r.v, r.err = r.rest()
 	r.coordinator.Done()
@@ -445,10 +502,15 @@ func (r *race[T]) takeOver() {
 // rest sends the attempts after the first, and returns the first answer
 // that ends the call, or why it gave up, once no attempt is outstanding.
 func (r *race[T]) rest() (T, error) {
-	timer := time.NewTimer(time.Until(r.due))
-	defer timer.Stop()
+	r.mu.Lock()
+	r.results()
+	r.mu.Unlock()
+	var wake *time.Timer // the next attempt's due time (untilDue)
 	for {
-		if v, err, over := r.step(timer); over {
+		if v, err, over := r.step(&wake); over {
+			if wake != nil {
+				wake.Stop()
+			}
 			r.end()
 			return v, err
 		}
@@ -457,7 +519,7 @@ func (r *race[T]) rest() (T, error) {
 
 // step sends the next attempt when it is due, or waits for an answer, the
 // next attempt's due time, or the context's end; over when the call ended.
-func (r *race[T]) step(timer *time.Timer) (v T, err error, over bool) {
+func (r *race[T]) step(wake **time.Timer) (v T, err error, over bool) {
 	now := time.Now()
 	if r.mayHedge() && !r.due.After(now) {
 		r.send(now)
@@ -466,19 +528,33 @@ func (r *race[T]) step(timer *time.Timer) (v T, err error, over bool) {
 		v, err = r.giveUp()
 		return v, err, true
 	}
-	if r.mayHedge() {
-		timer.Reset(r.due.Sub(now))
-	} else {
-		timer.Stop()
-	}
 	select {
 	case a := <-r.done:
 		return r.answer(a)
-	case <-timer.C:
+	case <-r.untilDue(now, wake):
 		return v, nil, false
 	case <-r.ctx.Done():
 		return v, &GiveUpError{Reason: ContextDone, Failures: r.failures, Err: errors.Join(context.Cause(r.ctx), r.lastErr)}, true
 	}
+}
+
+// untilDue returns a channel that receives when the next attempt is due,
+// or nil (never) when none may be sent. It makes *wake the first time one
+// is due later, so that a call whose last attempt was sent (a second of
+// two, the default) makes no timer, and resets it after; rest stops it.
+func (r *race[T]) untilDue(now time.Time, wake **time.Timer) <-chan time.Time {
+	if !r.mayHedge() {
+		if *wake != nil {
+			(*wake).Stop()
+		}
+		return nil
+	}
+	if *wake == nil {
+		*wake = time.NewTimer(r.due.Sub(now))
+	} else {
+		(*wake).Reset(r.due.Sub(now))
+	}
+	return (*wake).C
 }
 
 // mayHedge reports whether another attempt may be sent: nothing stopped
@@ -516,10 +592,14 @@ func (r *race[T]) send(now time.Time) {
 		}
 		if r.cfg.observe != nil {
 			var wait time.Duration // 0 when a failure sent it at once
-			if r.sendIt == nil || r.due.After(r.failAt) {
-				wait = now.Sub(r.last)
+			var sentIt error       // that failure
+			if r.atOnce {
+				sentIt = r.lastErr
 			}
-			r.cfg.observe(Event{Hedge: true, Failures: r.failures, Err: r.sendIt, Wait: wait, Wake: now, Context: r.ctx})
+			if !r.atOnce || r.due.After(r.failAt) {
+				wait = now.Sub(r.start) - r.sentAt[i-1] // since the last send
+			}
+			r.cfg.observe(Event{Hedge: true, Failures: r.failures, Err: sentIt, Wait: wait, Wake: now, Context: r.ctx})
 		}
 	}
 	go r.attempt(i, r.track(now))
@@ -528,15 +608,23 @@ func (r *race[T]) send(now time.Time) {
 // track records the next attempt, sent at now, and returns its context.
 func (r *race[T]) track(now time.Time) *attemptCtx {
 	i := r.sent
-	a := r.cfg.startAttempt(r, r.failures)
+	var a *attemptCtx
+	if i == 0 {
+		a = r.cfg.startAttemptIn(&r.first, r, r.failures)
+	} else {
+		a = r.cfg.startAttempt(r, r.failures)
+	}
 	if r.cfg.attemptTimeout > 0 {
 		a.limit(r.cfg.attemptTimeout)
 	}
-	r.live[i], r.sentAt[i] = a, now
+	if i == 0 {
+		r.start = now
+	}
+	r.live[i], r.sentAt[i] = a, now.Sub(r.start)
 	r.sent++
 	r.open++
 	r.cfg.sent() // a request for the throttle after the first
-	r.last, r.sendIt = now, nil
+	r.atOnce = false
 	r.due = now.Add(r.cfg.hedge.delay())
 	return a
 }
@@ -544,7 +632,7 @@ func (r *race[T]) track(now time.Time) *attemptCtx {
 // attempt runs op under its attempt's context and hands its answer over.
 func (r *race[T]) attempt(i int, a *attemptCtx) {
 	v, err := r.op(a)
-	r.done <- ended(i, a, v, err)
+	r.done <- r.ended(i, a, v, err)
 }
 
 // answer takes an attempt's answer: over, with the call's result, when it
@@ -590,7 +678,7 @@ func (r *race[T]) failed(a answer[T], m *Marks) {
 	}
 	if asked, ok := m.Wait(); ok && asked > 0 {
 		if r.cfg.policy == nil && r.cfg.waitLimit == 0 {
-			r.cfg.policy, _ = retrypolicy.Compile(*r.s) // s was validated
+			r.cfg.policy, _ = retrypolicy.Compile(r.s) // s was validated
 		}
 		if asked > r.cfg.limit() {
 			r.tooLong, r.asked, r.cfg.quiet = true, max(r.asked, asked), true
@@ -598,7 +686,7 @@ func (r *race[T]) failed(a answer[T], m *Marks) {
 			r.after = maxTime(r.after, a.at.Add(asked))
 		}
 	}
-	r.due, r.sendIt, r.failAt = a.at, r.lastErr, a.at
+	r.due, r.atOnce, r.failAt = a.at, true, a.at
 }
 
 // won records that attempt i ended the call, which ended well.
@@ -610,7 +698,7 @@ func (r *race[T]) won(i int) {
 // sample records attempt a's latency for a following delay.
 func (r *race[T]) sample(a answer[T]) {
 	if s := r.cfg.hedge.samples; s != nil {
-		s.add(a.at.Sub(r.sentAt[a.i]))
+		s.add(a.at.Sub(r.start) - r.sentAt[a.i])
 	}
 }
 
@@ -642,19 +730,32 @@ func (r *race[T]) giveUp() (T, error) {
 }
 
 // end cancels the outstanding attempts, the losers, and waits for each to
-// return, closing a loser's value that is an io.Closer.
+// return, putting it away (lost). A first attempt still running on the
+// caller's goroutine and not handed in is left to the caller, which
+// returns only after it anyway (runFirst): the coordinator need not wait.
 func (r *race[T]) end() {
 	for _, a := range r.live {
 		if a != nil {
 			a.cancel()
 		}
 	}
+	r.mu.Lock()
+	r.over = true
+	if r.live[0] != nil && !r.handed {
+		r.open--
+	}
+	r.mu.Unlock()
 	for ; r.open > 0; r.open-- {
-		a := <-r.done
-		r.cfg.count(a.hidden, a.watched)
-		if c, ok := any(a.v).(io.Closer); ok && a.err == nil {
-			_ = c.Close()
-		}
+		r.lost(<-r.done)
+	}
+}
+
+// lost puts a loser away: its hidden resends counted, its value closed
+// when it is an io.Closer.
+func (r *race[T]) lost(a answer[T]) {
+	r.cfg.count(a.hidden, a.watched)
+	if c, ok := any(a.v).(io.Closer); ok && a.err == nil {
+		_ = c.Close()
 	}
 }
 

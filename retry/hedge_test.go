@@ -124,6 +124,17 @@ func TestHedgeTheDelayIsToldWithoutAnError(t *testing.T) {
 	assert.Zero(t, events[0].Failures)
 }
 
+// TestHedgeEachWaitIsSinceThePreviousSend: with three attempts, the
+// second hedge is told with Wait the delay since the first hedge, not
+// since the first attempt.
+func TestHedgeEachWaitIsSinceThePreviousSend(t *testing.T) {
+	sc := &hscript{steps: []step{{took: time.Second}, {took: time.Second}, {took: time.Millisecond}}}
+	var waits []time.Duration
+	_, _, _, err := hedged(t, sc, hedge20x(3), WithoutBudget(), WithObserver(func(e Event) { waits = append(waits, e.Wait) }))
+	require.NoError(t, err)
+	assert.Equal(t, []time.Duration{20 * time.Millisecond, 20 * time.Millisecond}, waits)
+}
+
 // TestHedgeAFastAnswerNotRetriedWins: a 404 from the hedge beats the first
 // attempt's slower success, and the call ended well (it deposits).
 func TestHedgeAFastAnswerNotRetriedWins(t *testing.T) {
@@ -348,6 +359,27 @@ func TestHedgeTheDelayFollowsTheLatency(t *testing.T) {
 	})
 }
 
+// TestHedgeAWinningHedgesLatencyIsFromItsOwnSend: a hedge that wins is
+// sampled from its own send, not the call's first: hedges sent at 20 ms
+// that answer 5 ms later make a following delay of 5 ms, so a first
+// attempt of 10 ms is then hedged (from the call's start, 25 ms, it would
+// not be).
+func TestHedgeAWinningHedgesLatencyIsFromItsOwnSend(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l, err := New[int](forever, WithoutBudget(), WithHedging(Hedging{Delay: 20 * time.Millisecond, Quantile: 0.5, MinDelay: time.Millisecond}))
+		require.NoError(t, err)
+		for range HedgeWarmup {
+			sc := &hscript{steps: []step{{took: time.Second}, {took: 5 * time.Millisecond}}}
+			_, err := l.Hedge(context.Background(), sc.op)
+			require.NoError(t, err)
+		}
+		sc := &hscript{steps: []step{{took: 10 * time.Millisecond}}}
+		_, err = l.Hedge(context.Background(), sc.op)
+		require.NoError(t, err)
+		assert.Equal(t, int32(2), sc.sent.Load(), "hedged at the median of the hedges' own latencies, 5 ms")
+	})
+}
+
 // TestHedgeLeavesNoGoroutine: many hedged calls, each with a loser, leave
 // no goroutine behind.
 func TestHedgeLeavesNoGoroutine(t *testing.T) {
@@ -488,6 +520,20 @@ func TestAFollowingDelayAllocatesNothingPerCall(t *testing.T) {
 	fixed := allocs(Hedging{Delay: time.Second})
 	following := allocs(Hedging{Delay: time.Second, Quantile: 0.95, MinDelay: time.Second})
 	assert.Equal(t, fixed, following)
+}
+
+// TestAHedgedCallAnsweredInTimeAllocatesLittle: a hedged call answered
+// before its delay allocates its state (one object, its first attempt's
+// context inside) and its delay's timer (the timer and its function): no
+// channel, no goroutine, no copy of its settings. (It had allocated 6
+// times through a Loop and 8 through Hedge.)
+func TestAHedgedCallAnsweredInTimeAllocatesLittle(t *testing.T) {
+	op := func(context.Context) (int, error) { return 1, nil }
+	hour := WithHedging(Hedging{Delay: time.Hour}) // never passes, however slow the machine
+	l, err := New[int](forever, hour)
+	require.NoError(t, err)
+	assert.LessOrEqual(t, testing.AllocsPerRun(100, func() { _, _ = l.Hedge(context.Background(), op) }), 3.0, "Loop.Hedge")
+	assert.LessOrEqual(t, testing.AllocsPerRun(100, func() { _, _ = Hedge(context.Background(), forever, op, hour) }), 3.0, "Hedge")
 }
 
 // TestHedgeALongWaitInAJobIsDeferred: inside a queue's job, a server's

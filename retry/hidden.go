@@ -86,7 +86,12 @@ func WatchHidden(ctx context.Context) (mayRefuse bool) {
 // failures failures, its account of hidden resends given the call's
 // budget and observers.
 func (c *config) startAttempt(ctx context.Context, failures int) *attemptCtx {
-	a := newAttempt(ctx)
+	return c.startAttemptIn(new(attemptCtx), ctx, failures)
+}
+
+// startAttemptIn is startAttempt in a, a zero attemptCtx.
+func (c *config) startAttemptIn(a *attemptCtx, ctx context.Context, failures int) *attemptCtx {
+	a.start(ctx)
 	a.hidden.budget, a.hidden.observe, a.hidden.failures = c.budget, c.observe, failures
 	return a
 }

@@ -62,8 +62,13 @@ const (
 )
 
 // newAttempt returns a running attempt of the call whose context is ctx.
-func newAttempt(ctx context.Context) *attemptCtx {
-	a := &attemptCtx{Context: ctx}
+func newAttempt(ctx context.Context) *attemptCtx { return new(attemptCtx).start(ctx) }
+
+// start makes a, a zero attemptCtx, a running attempt of the call whose
+// context is ctx, and returns it: an attempt may live inside another
+// object (a hedged call's first, in the call's state).
+func (a *attemptCtx) start(ctx context.Context) *attemptCtx {
+	a.Context = ctx
 	a.state.Store(runningBit)
 	return a
 }
