@@ -57,12 +57,36 @@ func BenchmarkHTTPFirstTry(b *testing.B) {
 		}
 		get(b, &http.Client{Transport: rt})
 	})
+	b.Run("impl=retryhttp-unwatched", func(b *testing.B) {
+		// A base transport that is not net/http's own (a wrapper around
+		// one) is not watched for hidden resends, and without a budget's
+		// stop or a timeout its attempts need no context of their own.
+		tr := &http.Transport{}
+		defer tr.CloseIdleConnections()
+		rt, err := retryhttp.NewTransport(wrapped{tr}, firstTryStrategy, retry.WithoutBudget())
+		if err != nil {
+			b.Fatal(err)
+		}
+		get(b, &http.Client{Transport: rt})
+	})
 	b.Run("impl=retryhttp-nobudget", func(b *testing.B) {
 		// No budget: a hidden resend is counted and never refused, so the
 		// attempt needs no context of its own to stop one.
 		tr := &http.Transport{}
 		defer tr.CloseIdleConnections()
 		rt, err := retryhttp.NewTransport(tr, firstTryStrategy, retry.WithoutBudget())
+		if err != nil {
+			b.Fatal(err)
+		}
+		get(b, &http.Client{Transport: rt})
+	})
+	b.Run("impl=retryhttp-hedged", func(b *testing.B) {
+		// Hedged after a second: the GET answers long before, so this is
+		// what hedging costs a request that never needs it, beside
+		// impl=retryhttp over a transport that does I/O.
+		tr := &http.Transport{}
+		defer tr.CloseIdleConnections()
+		rt, err := retryhttp.NewTransport(tr, firstTryStrategy, retry.WithHedging(retry.Hedging{Attempts: 2, Delay: time.Second}))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -77,3 +101,7 @@ func BenchmarkHTTPFirstTry(b *testing.B) {
 		get(b, c.StandardClient())
 	})
 }
+
+// wrapped is a RoundTripper around another, which retryhttp does not see
+// through.
+type wrapped struct{ http.RoundTripper }
