@@ -157,20 +157,22 @@ var errAttemptTimeout = errors.New("retry: the attempt timed out")
 // (a hedged call's loser) also calls what OnLoss bound to it.
 func (a *attemptCtx) cancel() {
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	a.ended = true
 	if c := a.inner.Load(); c != nil {
 		c.cancel(context.Canceled)
 	}
-	if a.lost != nil && a.state.Load()&runningBit != 0 {
-		a.lost(ErrLost)
-	}
+	lost := a.lost
 	a.lost = nil
+	a.mu.Unlock()
+	if lost != nil && a.state.Load()&runningBit != 0 {
+		lost(ErrLost)
+	}
 }
 
-// ErrLost is the cause OnLoss gives the context it ends: another attempt
-// of the hedged call answered first.
-var ErrLost = errors.New("retrypolicy: another attempt of the hedged call answered first")
+// ErrLost is the cause OnLoss gives the context it ends: the hedged call
+// ended while the attempt ran (another attempt answered first, with a
+// success or an answer not retried, or the call's context ended).
+var ErrLost = errors.New("retrypolicy: the hedged call ended while the attempt ran")
 
 // OnLoss binds cancel to the attempt whose context is ctx (the context a
 // hedged call's loop handed its operation, or one derived from it): if
@@ -180,21 +182,25 @@ var ErrLost = errors.New("retrypolicy: another attempt of the hedged call answer
 // own, which must outlive the attempt when it wins (a response body the
 // caller reads after the call), binds that context's cancel function,
 // where a context.AfterFunc on ctx would cost several allocations an
-// attempt. An attempt already cancelled calls cancel at once. It does
-// nothing under a context of no attempt, or of one that returned; only a
-// hedged call cancels an attempt that still runs.
+// attempt. An attempt binds one function: a later call replaces it. An
+// attempt already cancelled calls cancel at once. It does nothing under a
+// context of no attempt, or of one that returned; only a hedged call
+// cancels an attempt that still runs (when the call ends otherwise, too:
+// its context ended). cancel is called with no lock held.
 func OnLoss(ctx context.Context, cancel context.CancelCauseFunc) {
 	a := enclosingOf(ctx)
 	if a == nil {
 		return
 	}
 	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.ended {
-		cancel(ErrLost)
-		return
+	ended := a.ended
+	if !ended {
+		a.lost = cancel
 	}
-	a.lost = cancel
+	a.mu.Unlock()
+	if ended {
+		cancel(ErrLost)
+	}
 }
 
 // end ends the attempt, and reports whether a layer below reported to it.
