@@ -49,8 +49,10 @@ func (c *call) request(actx context.Context, n int, into *ownCtx) (*http.Request
 // it and its watch, as request says.
 func (c *call) sendContext(actx context.Context, n int, into *ownCtx) (context.Context, *ownCtx, *watch) {
 	ctx := c.req.Context()
-	if c.t.started || n > 1 {
-		ctx = retry.CallContext(actx) // the call's values: a span a start hook opened
+	if c.t.started || n > 1 || into != nil {
+		// The call's values: a span a start hook opened, and a hedged
+		// call's mark (retry.InHedge), so that no layer below hedges.
+		ctx = retry.CallContext(actx)
 	}
 	if n > 1 {
 		ctx = context.WithValue(ctx, attemptKey{}, n)
@@ -116,18 +118,28 @@ func (o *ownCtx) stop() {
 	}
 }
 
-// closeWith makes closing resp's body end the attempt's context. A body
-// that is also a writer (a protocol switch's) is left as it is.
+// closeWith makes closing resp's body end the attempt's context.
 func (o *ownCtx) closeWith(resp *http.Response) {
-	if _, ok := resp.Body.(io.Writer); ok || resp.Body == nil {
-		return
+	switch resp.Body.(type) {
+	case nil:
+	case io.ReadWriteCloser:
+		resp.Body = closeCancels(resp.Body, o.cancel)
+	default:
+		o.closer = cancelOnClose{resp.Body, o.cancel}
+		resp.Body = &o.closer
 	}
-	o.closer = cancelOnClose{resp.Body, o.cancel}
-	resp.Body = &o.closer
 }
 
-// cancelOnClose is a response body whose Close ends its attempt's
-// context.
+// closeCancels returns body, whose Close then also calls cancel. A body
+// that is also a writer (a protocol switch's connection) stays one.
+func closeCancels(body io.ReadCloser, cancel context.CancelCauseFunc) io.ReadCloser {
+	if rw, ok := body.(io.ReadWriteCloser); ok {
+		return &cancelOnCloseRW{rw, cancel}
+	}
+	return &cancelOnClose{body, cancel}
+}
+
+// cancelOnClose is a response body whose Close ends a context.
 type cancelOnClose struct {
 	io.ReadCloser
 	cancel context.CancelCauseFunc
@@ -135,6 +147,18 @@ type cancelOnClose struct {
 
 func (b *cancelOnClose) Close() error {
 	err := b.ReadCloser.Close()
+	b.cancel(nil)
+	return err
+}
+
+// cancelOnCloseRW is cancelOnClose for a body that is also a writer.
+type cancelOnCloseRW struct {
+	io.ReadWriteCloser
+	cancel context.CancelCauseFunc
+}
+
+func (b *cancelOnCloseRW) Close() error {
+	err := b.ReadWriteCloser.Close()
 	b.cancel(nil)
 	return err
 }

@@ -85,12 +85,11 @@ func roundTripHedged(ctx context.Context, c call) (*http.Response, error) {
 	h := hedgedCalls.Get().(*hedgedCall)
 	h.c = c
 	won, err := c.t.hedgeLoopOf(c.req).Hedge(ctx, h.op)
-	sent := h.sent.Load()
-	h.release()
+	defer h.release() // after the hand-over, which takes its response out of the ones discarded
 	if err == nil {
 		return won.resp, nil
 	}
-	if sent == 0 && c.req.Body != nil {
+	if h.sent.Load() == 0 && c.req.Body != nil {
 		c.req.Body.Close() // the context ended before the first attempt
 	}
 	var gu *retry.GiveUpError

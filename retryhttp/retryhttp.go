@@ -355,32 +355,28 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	//lint:ignore SA1019 an http.Client with a Timeout still sets it for a transport it does not know
 	if req.Cancel != nil {
-		// An http.Client with a Timeout cancels a request to a transport
-		// it does not know through req.Cancel as well as its context, each
-		// on a timer of its own: the loop ends on whichever comes first,
-		// before it calls for another attempt.
-		var cancel context.CancelCauseFunc
-		ctx, cancel = context.WithCancelCause(ctx)
-		defer cancel(nil)
-		c.cancel = cancel
-		go func() { // it captures no part of c, which stays on the stack
-			select {
-			//lint:ignore SA1019 as above
-			case <-req.Cancel:
-				cancel(errRequestCanceled)
-			case <-ctx.Done():
-			}
-		}()
+		var stop chan struct{}
+		ctx, stop = c.followCancel(ctx)
+		defer close(stop)
 	}
+	var resp *http.Response
+	var err error
 	if t.hedges(req) {
-		return roundTripHedged(ctx, c)
+		resp, err = roundTripHedged(ctx, c)
+	} else {
+		resp, err = c.roundTrip(ctx, loop)
 	}
+	return c.finish(resp, err)
+}
+
+// roundTrip runs the loop of an unhedged request under ctx.
+func (c *call) roundTrip(ctx context.Context, loop *retry.Loop[*http.Response]) (*http.Response, error) {
 	resp, err := loop.Do(ctx, c.attempt)
 	if err == nil {
 		return resp, nil
 	}
-	if c.sent == 0 && req.Body != nil {
-		req.Body.Close() // the context ended before the first attempt
+	if c.sent == 0 && c.req.Body != nil {
+		c.req.Body.Close() // the context ended before the first attempt
 	}
 	var gu *retry.GiveUpError
 	var se *StatusError
@@ -393,6 +389,43 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		se.discard()
 	}
 	return nil, err
+}
+
+// followCancel returns ctx under a context that the request's Cancel
+// channel ends, and a channel to close as RoundTrip returns. An
+// http.Client with a Timeout cancels a request to a transport it does not
+// know through req.Cancel as well as its context, each on a timer of its
+// own: the loop ends on whichever comes first, before it calls for
+// another attempt.
+func (c *call) followCancel(ctx context.Context) (context.Context, chan struct{}) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	c.cancel = cancel
+	stop := make(chan struct{})
+	//lint:ignore SA1019 as in RoundTrip
+	canceled := c.req.Cancel
+	go func() { // it captures no part of c, which stays on the stack
+		select {
+		case <-canceled:
+			cancel(errRequestCanceled)
+		case <-stop:
+		}
+	}()
+	return ctx, stop
+}
+
+// finish ends the context followCancel made, if any: at once when the
+// call returns no response; else when the caller closes the response's
+// body, which may be read under it (an attempt after the first is sent
+// under the call's context).
+func (c *call) finish(resp *http.Response, err error) (*http.Response, error) {
+	switch {
+	case c.cancel == nil:
+	case resp == nil || resp.Body == nil:
+		c.cancel(nil)
+	default:
+		resp.Body = closeCancels(resp.Body, c.cancel)
+	}
+	return resp, err
 }
 
 // CloseIdleConnections closes the base transport's idle connections, when
