@@ -234,7 +234,8 @@ func enclosingOf(ctx context.Context) *attemptCtx {
 // CallContext returns the context of the call that the attempt ctx is an
 // attempt of (the caller's, as WithStart made it), for work an attempt
 // hands on that must outlive it or carry the call's values: retryhttp
-// sends its attempts' requests under it when the loop has a start hook. It
+// sends under it its attempts after the first, a hedged call's attempts,
+// and every attempt when the loop has a start hook. It
 // returns ctx itself for a context that is no loop's attempt.
 func CallContext(ctx context.Context) context.Context {
 	if a, ok := ctx.(*attemptCtx); ok {

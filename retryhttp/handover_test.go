@@ -171,3 +171,28 @@ func TestASwitchedProtocolsBodyStaysAWriterAndEndsItsContext(t *testing.T) {
 		assert.Error(t, sent.Context().Err(), "closing the body ended the attempt's context")
 	})
 }
+
+// TestAPanicBelowEndsTheContextThatFollowsCancel: when the base transport
+// panics under a request with a Cancel channel (an http.Client with a
+// Timeout sets one), the context the loop ran under, which an attempt was
+// sent under (a start hook's), still ends as RoundTrip unwinds, so that
+// it does not stay registered under the caller's.
+func TestAPanicBelowEndsTheContextThatFollowsCancel(t *testing.T) {
+	var sent context.Context
+	base := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		sent = req.Context()
+		panic("below")
+	})
+	tr, err := retryhttp.NewTransport(base, hedgeStrategy, retry.WithoutBudget(),
+		retry.WithStart(func(ctx context.Context) context.Context { return ctx }))
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://service.test/", nil)
+	require.NoError(t, err)
+	//lint:ignore SA1019 what an http.Client with a Timeout sets
+	req.Cancel = make(chan struct{})
+	assert.Panics(t, func() { _, _ = tr.RoundTrip(req) })
+	require.NotNil(t, sent)
+	assert.Error(t, sent.Err())
+}

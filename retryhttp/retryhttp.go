@@ -353,11 +353,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	c := call{t: t, req: req, resend: replayable(req), timeout: loop.AttemptTimeout()}
 	ctx := req.Context()
+	var f *following
 	//lint:ignore SA1019 an http.Client with a Timeout still sets it for a transport it does not know
 	if req.Cancel != nil {
-		var stop chan struct{}
-		ctx, stop = c.followCancel(ctx)
-		defer close(stop)
+		ctx, f = c.followCancel(ctx)
+		defer f.end()
 	}
 	var resp *http.Response
 	var err error
@@ -366,7 +366,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	} else {
 		resp, err = c.roundTrip(ctx, loop)
 	}
-	return c.finish(resp, err)
+	f.keep(resp)
+	return resp, err
 }
 
 // roundTrip runs the loop of an unhedged request under ctx.
@@ -392,17 +393,16 @@ func (c *call) roundTrip(ctx context.Context, loop *retry.Loop[*http.Response]) 
 }
 
 // followCancel returns ctx under a context that the request's Cancel
-// channel ends, and a channel to close as RoundTrip returns. An
-// http.Client with a Timeout cancels a request to a transport it does not
-// know through req.Cancel as well as its context, each on a timer of its
-// own: the loop ends on whichever comes first, before it calls for
-// another attempt.
-func (c *call) followCancel(ctx context.Context) (context.Context, chan struct{}) {
+// channel ends, and what ends it. An http.Client with a Timeout cancels a
+// request to a transport it does not know through req.Cancel as well as
+// its context, each on a timer of its own: the loop ends on whichever
+// comes first, before it calls for another attempt.
+func (c *call) followCancel(ctx context.Context) (context.Context, *following) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	c.cancel = cancel
-	stop := make(chan struct{})
+	f := &following{cancel: cancel, stop: make(chan struct{})}
 	//lint:ignore SA1019 as in RoundTrip
-	canceled := c.req.Cancel
+	canceled, stop := c.req.Cancel, f.stop
 	go func() { // it captures no part of c, which stays on the stack
 		select {
 		case <-canceled:
@@ -410,22 +410,35 @@ func (c *call) followCancel(ctx context.Context) (context.Context, chan struct{}
 		case <-stop:
 		}
 	}()
-	return ctx, stop
+	return ctx, f
 }
 
-// finish ends the context followCancel made, if any: at once when the
-// call returns no response; else when the caller closes the response's
-// body, which may be read under it (an attempt after the first is sent
-// under the call's context).
-func (c *call) finish(resp *http.Response, err error) (*http.Response, error) {
-	switch {
-	case c.cancel == nil:
-	case resp == nil || resp.Body == nil:
-		c.cancel(nil)
-	default:
-		resp.Body = closeCancels(resp.Body, c.cancel)
+// following is the context followCancel made, and its goroutine.
+type following struct {
+	cancel context.CancelCauseFunc
+	stop   chan struct{}
+	kept   bool // a response's body ends the context as it is closed
+}
+
+// keep makes the body of resp, the response RoundTrip returns, end the
+// context as the caller closes it: an attempt after the first, or a
+// hedged one, was sent under it, and its body is read after RoundTrip
+// returns. A nil f follows nothing.
+func (f *following) keep(resp *http.Response) {
+	if f == nil || resp == nil || resp.Body == nil || resp.Body == http.NoBody {
+		return
 	}
-	return resp, err
+	resp.Body = closeCancels(resp.Body, f.cancel)
+	f.kept = true
+}
+
+// end ends the goroutine as RoundTrip returns, however it returns, and
+// the context unless a response's body keeps it.
+func (f *following) end() {
+	close(f.stop)
+	if !f.kept {
+		f.cancel(nil)
+	}
 }
 
 // CloseIdleConnections closes the base transport's idle connections, when
