@@ -3,7 +3,9 @@ package bench
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,6 +16,7 @@ import (
 	"github.com/failsafe-go/failsafe-go/hedgepolicy"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/retrypolicy/retrypolicy"
 	"github.com/retrypolicy/retrypolicy/retry"
@@ -59,18 +62,30 @@ func (m *memoryServer) RoundTrip(req *http.Request) (*http.Response, error) {
 // answers: from the first attempt's arrival to the hedge's (the delay, as
 // the Go runtime's timers keep it), and from the hedge's answer to the
 // call's return (the winner handed back, and what the call waits for).
-type phases struct{ toHedge, afterAnswer time.Duration }
+// It keeps each call's first phase too (8 bytes a call), for its median:
+// the runtime fires a short timer either near its time or about 1 ms late,
+// so the mean is the share of late ones, and the median what a call
+// usually waits.
+type phases struct {
+	toHedge, afterAnswer time.Duration
+	each                 []time.Duration
+}
 
 // add adds the phases of the call that returned at end.
 func (p *phases) add(m *memoryServer, end time.Time) {
-	p.toHedge += time.Duration(m.hedgeAt.Load() - m.slowAt.Load())
+	d := time.Duration(m.hedgeAt.Load() - m.slowAt.Load())
+	p.toHedge += d
+	p.each = append(p.each, d)
 	p.afterAnswer += time.Duration(end.UnixNano() - m.answerAt.Load())
 }
 
-// report reports their means over n calls, in µs.
+// report reports their means over n calls, and the first phase's median,
+// in µs.
 func (p *phases) report(b *testing.B, n int) {
 	b.ReportMetric(float64(p.toHedge.Nanoseconds())/1e3/float64(n), "µs-to-hedge/op")
 	b.ReportMetric(float64(p.afterAnswer.Nanoseconds())/1e3/float64(n), "µs-answer-to-return/op")
+	slices.Sort(p.each)
+	b.ReportMetric(float64(p.each[len(p.each)/2].Nanoseconds())/1e3, "µs-to-hedge-p50/op")
 }
 
 // hedgePeer is a hedging HTTP transport: retryhttp's, failsafe-go's hedge
@@ -212,4 +227,94 @@ func BenchmarkRetryHedge(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkHedgedHTTPBufconn is BenchmarkHedgedHTTP over net/http's own
+// transport on an in-memory connection (bufconn, BenchmarkHedgedGRPC's
+// in-memory transport): the request is written and read as HTTP/1.1,
+// with no socket. A GET answered before the delay (case=no-hedge: a
+// second) through retryhttp without hedging and with it, each with the
+// default budget and without one, and through the peers; and one answered
+// by a hedge sent after 50 µs while the first request hangs until its
+// context ends or 10 ms pass (case=one-hedge; a loser's cancellation
+// closes its connection, so that the next call's hedge dials a new one:
+// most calls dial once, for every implementation).
+func BenchmarkHedgedHTTPBufconn(b *testing.B) {
+	hedging := func(delay time.Duration) retry.Option {
+		return retry.WithHedging(retry.Hedging{Attempts: 2, Delay: delay})
+	}
+	impls := append([]hedgePeer{
+		{"retryhttp-nobudget", func(base http.RoundTripper, _ time.Duration) (http.RoundTripper, error) {
+			return retryhttp.NewTransport(base, hedgeStrategy, retry.WithoutBudget())
+		}},
+		{"retryhttp-hedged-budget", func(base http.RoundTripper, delay time.Duration) (http.RoundTripper, error) {
+			return retryhttp.NewTransport(base, hedgeStrategy, hedging(delay))
+		}},
+	}, hedgePeers...)
+	for _, c := range []struct {
+		name      string
+		slowFirst bool
+		delay     time.Duration
+	}{{"no-hedge", false, time.Second}, {"one-hedge", true, 50 * time.Microsecond}} {
+		for _, p := range impls {
+			if c.slowFirst && (p.name == "retryhttp" || p.name == "retryhttp-nobudget" || p.name == "retryhttp-hedged-budget") {
+				continue // it does not hedge, or its budget refuses a hedge a call after the burst
+			}
+			b.Run("case="+c.name+"/impl="+p.name, func(b *testing.B) {
+				srv := &memoryServer{slowFirst: c.slowFirst}
+				base, url := bufconnHTTP(b, srv)
+				rt, err := p.wrap(base, c.delay)
+				if err != nil {
+					b.Fatal(err)
+				}
+				client := &http.Client{Transport: rt}
+				var ph phases
+				n := 0
+				b.ReportAllocs()
+				for b.Loop() {
+					resp, err := client.Get(url)
+					if err != nil {
+						b.Fatal(err)
+					}
+					_, _ = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != http.StatusOK {
+						b.Fatal(resp.Status)
+					}
+					if c.slowFirst {
+						ph.add(srv, time.Now())
+						n++
+					}
+				}
+				if n > 0 {
+					ph.report(b, n)
+				}
+			})
+		}
+	}
+}
+
+// bufconnHTTP serves srv's answers (memoryServer.RoundTrip, its status
+// and body) over HTTP/1.1 on an in-memory listener, and returns
+// net/http's transport dialing it and the URL to ask, both ended with b.
+func bufconnHTTP(b *testing.B, srv *memoryServer) (*http.Transport, string) {
+	lis := bufconn.Listen(64 << 10) // a connection's buffers, made once a run: small beside its calls
+	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		resp, err := srv.RoundTrip(r)
+		if err != nil {
+			return // a loser: its client is gone
+		}
+		defer resp.Body.Close()
+		w.WriteHeader(resp.StatusCode)
+		_, _ = io.Copy(w, resp.Body)
+	})}
+	go func() { _ = hs.Serve(lis) }()
+	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return lis.DialContext(ctx)
+	}}
+	b.Cleanup(func() {
+		tr.CloseIdleConnections()
+		_ = hs.Close()
+	})
+	return tr, "http://service.test/"
 }
