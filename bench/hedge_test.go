@@ -112,6 +112,47 @@ var hedgePeers = []hedgePeer{
 	}},
 }
 
+// leastHedge is retryhttp without hedging over a transport that does the
+// least any hedging transport must do for a request answered before its
+// delay, and nothing else: arm a timer for the delay (where a hedge would
+// be sent), send the first attempt under a context of its own that could
+// cancel it were it to lose (a copy of the request), and stop the timer;
+// the winner's context ends when its body is closed. Beside
+// impl=retryhttp, it is the floor of impl=retryhttp-hedged's ratio.
+var leastHedge = hedgePeer{"least-hedge", func(base http.RoundTripper, delay time.Duration) (http.RoundTripper, error) {
+	return retryhttp.NewTransport(leastHedgeTransport{base, delay}, hedgeStrategy)
+}}
+
+type leastHedgeTransport struct {
+	base  http.RoundTripper
+	delay time.Duration
+}
+
+func (l leastHedgeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx, cancel := context.WithCancel(req.Context())
+	timer := time.AfterFunc(l.delay, func() {})
+	resp, err := l.base.RoundTrip(req.WithContext(ctx))
+	timer.Stop()
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	resp.Body = cancelingBody{resp.Body, cancel}
+	return resp, nil
+}
+
+// cancelingBody is a response body whose Close ends its request's context.
+type cancelingBody struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b cancelingBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
+}
+
 // BenchmarkHedgedHTTP is a GET through an in-memory transport: answered
 // before the hedging delay (case=no-hedge: a second), and answered by a
 // hedge sent after 50 µs while the first attempt hangs (case=one-hedge),
@@ -127,8 +168,8 @@ func BenchmarkHedgedHTTP(b *testing.B) {
 		slowFirst bool
 		delay     time.Duration
 	}{{"no-hedge", false, time.Second}, {"one-hedge", true, 50 * time.Microsecond}} {
-		for _, p := range hedgePeers {
-			if c.slowFirst && p.name == "retryhttp" {
+		for _, p := range append(hedgePeers, leastHedge) {
+			if c.slowFirst && (p.name == "retryhttp" || p.name == leastHedge.name) {
 				continue // it does not hedge
 			}
 			b.Run("case="+c.name+"/impl="+p.name, func(b *testing.B) {
