@@ -279,7 +279,11 @@ func BenchmarkRetryHedge(b *testing.B) {
 // by a hedge sent after 50 µs while the first request hangs until its
 // context ends or 10 ms pass (case=one-hedge; a loser's cancellation
 // closes its connection, so that the next call's hedge dials a new one:
-// most calls dial once, for every implementation).
+// most calls dial once, for every implementation); and the same with the
+// calls 200 µs apart (case=one-hedge-spaced, the gap not timed): back to
+// back, the next call's delay runs while the last one's loser is torn
+// down on the server, which changes how often the runtime fires a 50 µs
+// timer late, and by implementation.
 func BenchmarkHedgedHTTPBufconn(b *testing.B) {
 	hedging := func(delay time.Duration) retry.Option {
 		return retry.WithHedging(retry.Hedging{Attempts: 2, Delay: delay})
@@ -296,7 +300,8 @@ func BenchmarkHedgedHTTPBufconn(b *testing.B) {
 		name      string
 		slowFirst bool
 		delay     time.Duration
-	}{{"no-hedge", false, time.Second}, {"one-hedge", true, 50 * time.Microsecond}} {
+		gap       time.Duration // between calls, untimed
+	}{{"no-hedge", false, time.Second, 0}, {"one-hedge", true, 50 * time.Microsecond, 0}, {"one-hedge-spaced", true, 50 * time.Microsecond, 200 * time.Microsecond}} {
 		for _, p := range impls {
 			if c.slowFirst && (p.name == "retryhttp" || p.name == "retryhttp-nobudget" || p.name == "retryhttp-hedged-budget") {
 				continue // it does not hedge, or its budget refuses a hedge a call after the burst
@@ -325,6 +330,11 @@ func BenchmarkHedgedHTTPBufconn(b *testing.B) {
 					if c.slowFirst {
 						ph.add(srv, time.Now())
 						n++
+					}
+					if c.gap > 0 {
+						b.StopTimer()
+						time.Sleep(c.gap)
+						b.StartTimer()
 					}
 				}
 				if n > 0 {
