@@ -61,22 +61,29 @@ func (m *memoryServer) RoundTrip(req *http.Request) (*http.Response, error) {
 // phases sums, over a run's calls, the two phases of a call one hedge
 // answers: from the first attempt's arrival to the hedge's (the delay, as
 // the Go runtime's timers keep it), and from the hedge's answer to the
-// call's return (the winner handed back, and what the call waits for).
-// It keeps each call's first phase too (8 bytes a call), for its median:
-// the runtime fires a short timer either near its time or about 1 ms late,
-// so the mean is the share of late ones, and the median what a call
-// usually waits.
+// call's return (the winner handed back, and what the call waits for);
+// and the calls' own time, without what the loop does between them. It
+// keeps each call's first phase too, for its median: the runtime fires a
+// short timer either near its time or much later, so the mean is the
+// share of late ones, and the median what a call usually waits. Its room
+// is made before the timed loop (newPhases), so that the one-hedge cases'
+// allocations are the calls' own.
 type phases struct {
-	toHedge, afterAnswer time.Duration
-	each                 []time.Duration
+	toHedge, afterAnswer, calls time.Duration
+	each                        []time.Duration
 }
 
-// add adds the phases of the call that returned at end.
-func (p *phases) add(m *memoryServer, end time.Time) {
+// newPhases returns phases with room for the first phases of more calls
+// than a one-hedge run of a second makes.
+func newPhases() phases { return phases{each: make([]time.Duration, 0, 1<<14)} }
+
+// add adds the phases of the call that began at begin and returned at end.
+func (p *phases) add(m *memoryServer, begin, end time.Time) {
 	d := time.Duration(m.hedgeAt.Load() - m.slowAt.Load())
 	p.toHedge += d
 	p.each = append(p.each, d)
 	p.afterAnswer += time.Duration(end.UnixNano() - m.answerAt.Load())
+	p.calls += end.Sub(begin)
 }
 
 // report reports their means over n calls, and the first phase's median,
@@ -84,6 +91,7 @@ func (p *phases) add(m *memoryServer, end time.Time) {
 func (p *phases) report(b *testing.B, n int) {
 	b.ReportMetric(float64(p.toHedge.Nanoseconds())/1e3/float64(n), "µs-to-hedge/op")
 	b.ReportMetric(float64(p.afterAnswer.Nanoseconds())/1e3/float64(n), "µs-answer-to-return/op")
+	b.ReportMetric(float64(p.calls.Nanoseconds())/1e3/float64(n), "µs-call/op")
 	slices.Sort(p.each)
 	b.ReportMetric(float64(p.each[len(p.each)/2].Nanoseconds())/1e3, "µs-to-hedge-p50/op")
 }
@@ -157,11 +165,12 @@ func (b cancelingBody) Close() error {
 // before the hedging delay (case=no-hedge: a second), and answered by a
 // hedge sent after 50 µs while the first attempt hangs (case=one-hedge),
 // through retryhttp without hedging, with it, failsafe-go's hedge policy
-// and cristalhq/hedgedhttp. A one-hedge call also reports the means of
-// its two phases (phases): the first is the runtime's timer, which fires
-// a 50 µs delay either near it or about 1 ms late (the poller sleeps in
-// whole milliseconds when no processor is busy); the second is the
-// implementation's own.
+// and cristalhq/hedgedhttp, and (no-hedge only) least-hedge, the floor of
+// any hedge. A one-hedge call also reports the means of its two phases
+// and the median of the first (phases): the first is the runtime's timer,
+// which fires a 50 µs delay either near it or up to about 1 ms late (by
+// our reading of the runtime, its poller sleeps in whole milliseconds
+// when no processor is busy); the second is the implementation's own.
 func BenchmarkHedgedHTTP(b *testing.B) {
 	for _, c := range []struct {
 		name      string
@@ -179,10 +188,11 @@ func BenchmarkHedgedHTTP(b *testing.B) {
 					b.Fatal(err)
 				}
 				client := &http.Client{Transport: rt}
-				var ph phases
+				ph := newPhases()
 				n := 0
 				b.ReportAllocs()
 				for b.Loop() {
+					begin := time.Now()
 					resp, err := client.Get("http://service.test/")
 					if err != nil {
 						b.Fatal(err)
@@ -190,7 +200,7 @@ func BenchmarkHedgedHTTP(b *testing.B) {
 					_, _ = io.Copy(io.Discard, resp.Body)
 					resp.Body.Close()
 					if c.slowFirst {
-						ph.add(srv, time.Now())
+						ph.add(srv, begin, time.Now())
 						n++
 					}
 				}
@@ -280,7 +290,8 @@ func BenchmarkRetryHedge(b *testing.B) {
 // context ends or 10 ms pass (case=one-hedge; a loser's cancellation
 // closes its connection, so that the next call's hedge dials a new one:
 // most calls dial once, for every implementation); and the same with the
-// calls 200 µs apart (case=one-hedge-spaced, the gap not timed): back to
+// calls 200 µs apart (case=one-hedge-spaced; its time per operation
+// includes the gap, µs-call/op does not): back to
 // back, the next call's delay runs while the last one's loser is torn
 // down on the server, which changes how often the runtime fires a 50 µs
 // timer late, and by implementation.
@@ -314,10 +325,11 @@ func BenchmarkHedgedHTTPBufconn(b *testing.B) {
 					b.Fatal(err)
 				}
 				client := &http.Client{Transport: rt}
-				var ph phases
+				ph := newPhases()
 				n := 0
 				b.ReportAllocs()
 				for b.Loop() {
+					begin := time.Now()
 					resp, err := client.Get(url)
 					if err != nil {
 						b.Fatal(err)
@@ -328,13 +340,11 @@ func BenchmarkHedgedHTTPBufconn(b *testing.B) {
 						b.Fatal(resp.Status)
 					}
 					if c.slowFirst {
-						ph.add(srv, time.Now())
+						ph.add(srv, begin, time.Now())
 						n++
 					}
 					if c.gap > 0 {
-						b.StopTimer()
-						time.Sleep(c.gap)
-						b.StartTimer()
+						time.Sleep(c.gap) // timed: stopping the timer reads the memory statistics, which stops the world
 					}
 				}
 				if n > 0 {
