@@ -96,6 +96,38 @@ func (p *phases) report(b *testing.B, n int) {
 	b.ReportMetric(float64(p.each[len(p.each)/2].Nanoseconds())/1e3, "µs-to-hedge-p50/op")
 }
 
+// getAll is a benchmark's loop: GETs of url through client, which m
+// answers, gap apart (the gap timed: stopping the timer reads the memory
+// statistics, which stops the world); a run whose calls are hedged once
+// (m.slowFirst) reports their phases.
+func (m *memoryServer) getAll(b *testing.B, client *http.Client, url string, gap time.Duration) {
+	ph := newPhases()
+	n := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		begin := time.Now()
+		resp, err := client.Get(url)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			b.Fatal(resp.Status)
+		}
+		if m.slowFirst {
+			ph.add(m, begin, time.Now())
+			n++
+		}
+		if gap > 0 {
+			time.Sleep(gap)
+		}
+	}
+	if n > 0 {
+		ph.report(b, n)
+	}
+}
+
 // hedgePeer is a hedging HTTP transport: retryhttp's, failsafe-go's hedge
 // policy, cristalhq/hedgedhttp, each hedging once after delay.
 type hedgePeer struct {
@@ -187,26 +219,7 @@ func BenchmarkHedgedHTTP(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				client := &http.Client{Transport: rt}
-				ph := newPhases()
-				n := 0
-				b.ReportAllocs()
-				for b.Loop() {
-					begin := time.Now()
-					resp, err := client.Get("http://service.test/")
-					if err != nil {
-						b.Fatal(err)
-					}
-					_, _ = io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-					if c.slowFirst {
-						ph.add(srv, begin, time.Now())
-						n++
-					}
-				}
-				if n > 0 {
-					ph.report(b, n)
-				}
+				srv.getAll(b, &http.Client{Transport: rt}, "http://service.test/", 0)
 			})
 		}
 	}
@@ -324,32 +337,7 @@ func BenchmarkHedgedHTTPBufconn(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				client := &http.Client{Transport: rt}
-				ph := newPhases()
-				n := 0
-				b.ReportAllocs()
-				for b.Loop() {
-					begin := time.Now()
-					resp, err := client.Get(url)
-					if err != nil {
-						b.Fatal(err)
-					}
-					_, _ = io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-					if resp.StatusCode != http.StatusOK {
-						b.Fatal(resp.Status)
-					}
-					if c.slowFirst {
-						ph.add(srv, begin, time.Now())
-						n++
-					}
-					if c.gap > 0 {
-						time.Sleep(c.gap) // timed: stopping the timer reads the memory statistics, which stops the world
-					}
-				}
-				if n > 0 {
-					ph.report(b, n)
-				}
+				srv.getAll(b, &http.Client{Transport: rt}, url, c.gap)
 			})
 		}
 	}
