@@ -210,10 +210,17 @@ func goawayCall(t *testing.T, most int, opts ...retry.Option) (g goawayed) {
 // grpc-go retries such a call transparently, retries disabled, without
 // limit (no stream was created): without a budget, after 12 GOAWAYs the
 // call was waiting on a thirteenth connection when the test cancelled it,
-// and each of its 12 resends reached the observer and End.HiddenResends. Under an empty budget
-// the first resend is free and the second refused: the call waited on 2
-// connections (the third is dialled, the stream failed before its
-// headers), and the loop gave up budget_exhausted; both resends were told and counted.
+// and every resend reached the observer and End.HiddenResends: at least
+// one a GOAWAY, and more when grpc-go, before its balancer has heard of
+// the GOAWAY, picks the draining connection again and fails there at once
+// (how often is the scheduler's: under -race on a loaded machine one
+// GOAWAY in about 150 made more than a hundred). Under an empty budget
+// the first resend is free and the second refused, before its stream's
+// headers: the call waited on 2 connections at most (1 when the second
+// resend came from the first GOAWAY), the refused resend's stream failed
+// on the connection it picked (the next, dialled, or the draining one),
+// and the loop gave up budget_exhausted; both resends were told and
+// counted.
 func TestAGoAwayWhileACallWaitsForAStreamIsPaidFor(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := goawayCall(t, 12, retry.WithoutBudget())
@@ -223,8 +230,8 @@ func TestAGoAwayWhileACallWaitsForAStreamIsPaidFor(t *testing.T) {
 		assert.Zero(t, g.headers, "no stream ever reached the server")
 		assert.Equal(t, 1, g.end.Attempts)
 		assert.True(t, g.end.HiddenSeen)
-		assert.Equal(t, 12, g.end.HiddenResends)
-		assert.Equal(t, 12, g.hidden)
+		assert.GreaterOrEqual(t, g.end.HiddenResends, 12, "a resend a GOAWAY at least")
+		assert.Equal(t, g.end.HiddenResends, g.hidden, "each one told")
 	})
 	synctest.Test(t, func(t *testing.T) {
 		b, err := retry.NewBudget(0, 1)
@@ -234,8 +241,8 @@ func TestAGoAwayWhileACallWaitsForAStreamIsPaidFor(t *testing.T) {
 		var gu *retry.GiveUpError
 		require.ErrorAs(t, g.err, &gu)
 		assert.Equal(t, retry.BudgetExhausted, gu.Reason)
-		assert.Equal(t, 2, g.goaways, "waited on two connections only")
-		assert.Equal(t, 3, g.conns)
+		assert.Contains(t, []int{1, 2}, g.goaways, "waited on two connections at most")
+		assert.Contains(t, []int{g.goaways, g.goaways + 1}, g.conns, "none dialled past the one the refused resend picked")
 		assert.Zero(t, g.headers)
 		assert.Equal(t, 1, g.end.Attempts)
 		assert.Equal(t, 2, g.end.HiddenResends, "the refused resend counted too")
