@@ -94,23 +94,19 @@ func serveH2(conn net.Conn, c *h2conn, settings []byte, headers func(id uint32))
 	}
 }
 
-// draining is an HTTP/2 server on in-memory pipes whose settings allow no
-// stream at all (SETTINGS_MAX_CONCURRENT_STREAMS 0), so that a call waits
-// on each connection for a stream it is never given, until the test sends
-// that connection a GOAWAY. grpc-go then retries the call transparently on
-// a new connection, since no stream was created, and would do so without
-// limit: nothing of the call reaches the server but a connection each
-// time.
-type draining struct {
-	wg      sync.WaitGroup
-	mu      sync.Mutex
-	conns   []*h2conn
-	ends    []net.Conn
-	goaways int
-	headers int // HEADERS frames received: never, the settings allowing none
+// h2server is what the in-memory HTTP/2 test servers share: each
+// connection a pipe whose far end serveH2 serves, ended and waited for by
+// close.
+type h2server struct {
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	conns []*h2conn
+	ends  []net.Conn
 }
 
-func (s *draining) dial(context.Context, string) (net.Conn, error) {
+// open returns the client's end of a new connection, served with
+// settings, headers told of each stream opened on it.
+func (s *h2server) open(settings []byte, headers func(c *h2conn, id uint32)) net.Conn {
 	near, far := net.Pipe()
 	c := &h2conn{out: make(chan []byte, 64)}
 	s.mu.Lock()
@@ -120,13 +116,40 @@ func (s *draining) dial(context.Context, string) (net.Conn, error) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		serveH2(far, c, []byte{0, 3, 0, 0, 0, 0}, func(uint32) {
-			s.mu.Lock()
-			s.headers++
-			s.mu.Unlock()
-		})
+		serveH2(far, c, settings, func(id uint32) { headers(c, id) })
 	}()
-	return near, nil
+	return near
+}
+
+// close ends every connection and waits for its server.
+func (s *h2server) close() {
+	s.mu.Lock()
+	for _, c := range s.ends {
+		c.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+}
+
+// draining is an HTTP/2 server on in-memory pipes whose settings allow no
+// stream at all (SETTINGS_MAX_CONCURRENT_STREAMS 0), so that a call waits
+// on each connection for a stream it is never given, until the test sends
+// that connection a GOAWAY. grpc-go then retries the call transparently on
+// a new connection, since no stream was created, and would do so without
+// limit: nothing of the call reaches the server but a connection each
+// time.
+type draining struct {
+	h2server
+	goaways int
+	headers int // HEADERS frames received: never, the settings allowing none
+}
+
+func (s *draining) dial(context.Context, string) (net.Conn, error) {
+	return s.open([]byte{0, 3, 0, 0, 0, 0}, func(*h2conn, uint32) {
+		s.mu.Lock()
+		s.headers++
+		s.mu.Unlock()
+	}), nil
 }
 
 // goaway sends the newest connection a GOAWAY that says no stream was
@@ -140,15 +163,6 @@ func (s *draining) goaway() bool {
 	s.goaways++
 	s.conns[len(s.conns)-1].write(7, 0, 0, make([]byte, 8))
 	return true
-}
-
-func (s *draining) close() {
-	s.mu.Lock()
-	for _, c := range s.ends {
-		c.Close()
-	}
-	s.mu.Unlock()
-	s.wg.Wait()
 }
 
 // goawayed is how a call to a draining server went.

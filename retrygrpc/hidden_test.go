@@ -3,7 +3,6 @@ package retrygrpc_test
 import (
 	"context"
 	"net"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -22,36 +21,15 @@ import (
 // not processed, so grpc-go retries it transparently. It counts the
 // streams that reached it.
 type refusing struct {
+	h2server
 	streams atomic.Int64
-	wg      sync.WaitGroup
-	mu      sync.Mutex
-	conns   []net.Conn
 }
 
 func (s *refusing) dial(context.Context, string) (net.Conn, error) {
-	near, far := net.Pipe()
-	s.mu.Lock()
-	s.conns = append(s.conns, far)
-	s.mu.Unlock()
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		c := &h2conn{out: make(chan []byte, 64)}
-		serveH2(far, c, nil, func(id uint32) {
-			s.streams.Add(1)
-			c.write(3, 0, id, []byte{0, 0, 0, 7}) // RST_STREAM REFUSED_STREAM
-		})
-	}()
-	return near, nil
-}
-
-func (s *refusing) close() {
-	s.mu.Lock()
-	for _, c := range s.conns {
-		c.Close()
-	}
-	s.mu.Unlock()
-	s.wg.Wait()
+	return s.open(nil, func(c *h2conn, id uint32) {
+		s.streams.Add(1)
+		c.write(3, 0, id, []byte{0, 0, 0, 7}) // RST_STREAM REFUSED_STREAM
+	}), nil
 }
 
 // refusedCall makes one Check through an interceptor of bounded(3) with
